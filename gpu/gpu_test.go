@@ -1,0 +1,367 @@
+package gpu
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+func hwID(g *fakeGPU) attribute.KeyValue { return semconv.HWID.String(g.uuid) }
+
+func TestSeveralGPUs(t *testing.T) {
+	gpus := []*fakeGPU{h100(0), h100(1), h100(2)}
+	_, reader := start(t, &fakeSystem{gpus: gpus})
+	pts := collect(t, reader)
+
+	for i, g := range gpus {
+		id := hwID(g)
+		p := one(t, pts, semconv.HWGPUUtilization.Name, id, semconv.HWGPUTask.String(semconv.GPUTaskGeneral))
+		assert.InDelta(t, float64(40+i)/100, p.value, 1e-9)
+		assert.Equal(t, g.name, p.get(semconv.HWName))
+		assert.Equal(t, "NVIDIA", p.get(semconv.HWVendor))
+		assert.Equal(t, semconv.HWTypeGPU, p.get(semconv.HWType))
+		assert.Equal(t, "535.183.01", p.get(semconv.HWDriverVersion))
+		assert.Equal(t, strconv.Itoa(i), p.get(semconv.GPUIndex))
+		assert.Equal(t, "0000:"+strconv.FormatInt(int64(0x18+i), 16)+":00.0", p.get(semconv.GPUPCIAddress))
+		_, isMIG := p.attrs.Value(semconv.HWParent)
+		assert.False(t, isMIG, "a GPU has no hw.parent")
+
+		assert.InDelta(t, 0.03, one(t, pts, semconv.HWGPUUtilization.Name, id, semconv.HWGPUTask.String(semconv.GPUTaskEncoder)).value, 1e-9)
+		assert.InDelta(t, 0.07, one(t, pts, semconv.HWGPUUtilization.Name, id, semconv.HWGPUTask.String(semconv.GPUTaskDecoder)).value, 1e-9)
+		assert.InDelta(t, float64(20+i)/100, one(t, pts, semconv.GPUMemoryControllerUtilization.Name, id).value, 1e-9)
+
+		used := float64(uint64(10+i) << 30)
+		assert.Equal(t, used, one(t, pts, semconv.HWGPUMemoryUsage.Name, id).value)
+		assert.Equal(t, float64(80<<30), one(t, pts, semconv.HWGPUMemoryLimit.Name, id).value)
+		assert.Equal(t, float64(g.memory.Free), one(t, pts, semconv.GPUMemoryFree.Name, id).value)
+		assert.Equal(t, float64(512<<20), one(t, pts, semconv.GPUMemoryReserved.Name, id).value)
+		assert.InDelta(t, used/float64(80<<30), one(t, pts, semconv.HWGPUMemoryUtilization.Name, id).value, 1e-12)
+
+		assert.Equal(t, float64(50+i), one(t, pts, semconv.HWTemperature.Name, id).value)
+		assert.InDelta(t, 300+float64(i), one(t, pts, semconv.HWPower.Name, id).value, 1e-9)
+		assert.InDelta(t, 700.0, one(t, pts, semconv.GPUPowerLimit.Name, id).value, 1e-9)
+		assert.InDelta(t, 1000+float64(i)/1000, one(t, pts, semconv.HWEnergy.Name, id).value, 1e-9)
+		assert.Equal(t, 1980e6, one(t, pts, semconv.GPUClockFrequency.Name, id, semconv.GPUClockDomain.String(semconv.ClockDomainSM)).value)
+		assert.Equal(t, 2619e6, one(t, pts, semconv.GPUClockFrequency.Name, id, semconv.GPUClockDomain.String(semconv.ClockDomainMemory)).value)
+		assert.Equal(t, float64(1000+i), one(t, pts, semconv.HWGPUIO.Name, id, semconv.NetworkIODir.String(semconv.DirectionTransmit)).value)
+		assert.Equal(t, float64(2000+i), one(t, pts, semconv.HWGPUIO.Name, id, semconv.NetworkIODir.String(semconv.DirectionReceive)).value)
+		assert.InDelta(t, 0.35, one(t, pts, semconv.GPUFanSpeed.Name, id).value, 1e-9)
+		assert.Equal(t, float64(i), one(t, pts, semconv.HWErrors.Name, id, semconv.ErrorType.String(semconv.ErrorCorrected)).value)
+		assert.Equal(t, 0.0, one(t, pts, semconv.HWErrors.Name, id, semconv.ErrorType.String(semconv.ErrorUncorrected)).value)
+
+		// One series per known reason; mask 0x5 = gpu_idle | sw_power_cap.
+		require.Len(t, find(pts, semconv.GPUClockThrottle.Name, id), len(semconv.ThrottleReasons))
+		for _, r := range semconv.ThrottleReasons {
+			want := 0.0
+			if r == "gpu_idle" || r == "sw_power_cap" {
+				want = 1
+			}
+			assert.Equal(t, want, one(t, pts, semconv.GPUClockThrottle.Name, id, semconv.GPUClockThrottleReason.String(r)).value, r)
+		}
+	}
+	assert.Empty(t, pts[semconv.XpuscopeGPUReadErrors.Name])
+	assert.Empty(t, pts[semconv.XpuscopeGPUSymbolMissing.Name])
+}
+
+// procRoot makes a fake procfs with the given pid → executable links.
+func procRoot(t *testing.T, exes map[uint32]string) string {
+	root := t.TempDir()
+	for pid, exe := range exes {
+		dir := filepath.Join(root, strconv.Itoa(int(pid)))
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		require.NoError(t, os.Symlink(exe, filepath.Join(dir, "exe")))
+	}
+	return root
+}
+
+func TestProcessListChangesBetweenCycles(t *testing.T) {
+	g := h100(0)
+	g.compute = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}, {Pid: 200, UsedGpuMemory: 2 << 30}}
+	// A process in both lists counts once, with the larger figure.
+	g.graphics = []nvml.ProcessInfo{{Pid: 200, UsedGpuMemory: 3 << 30}}
+	g.processUtil = []nvml.ProcessUtilizationSample{
+		{Pid: 100, TimeStamp: 10, SmUtil: 30},
+		{Pid: 100, TimeStamp: 20, SmUtil: 60}, // newer sample wins
+		{Pid: 200, TimeStamp: 15, SmUtil: 5},
+	}
+	root := procRoot(t, map[uint32]string{100: "/usr/bin/python3.11", 200: "/opt/vllm/bin/vllm", 300: "/srv/train (deleted)"})
+	s, reader := start(t, &fakeSystem{gpus: []*fakeGPU{g}}, WithProcRoot(root))
+
+	pts := collect(t, reader)
+	mem := semconv.ProcessGPUMemoryUsage.Name
+	require.Len(t, pts[mem], 2)
+	p := one(t, pts, mem, semconv.ProcessPID.Int(100))
+	assert.Equal(t, float64(1<<30), p.value)
+	assert.Equal(t, "python3.11", p.get(semconv.ProcessExecutableName))
+	assert.Equal(t, g.uuid, p.get(semconv.HWID))
+	assert.Equal(t, float64(3<<30), one(t, pts, mem, semconv.ProcessPID.Int(200)).value)
+	assert.Equal(t, "vllm", one(t, pts, mem, semconv.ProcessPID.Int(200)).get(semconv.ProcessExecutableName))
+	assert.InDelta(t, 0.60, one(t, pts, semconv.ProcessGPUUtilization.Name, semconv.ProcessPID.Int(100)).value, 1e-9)
+	assert.InDelta(t, 0.05, one(t, pts, semconv.ProcessGPUUtilization.Name, semconv.ProcessPID.Int(200)).value, 1e-9)
+
+	// Next cycle: 100 exits, 300 starts. No new utilization samples: the
+	// processes ran no kernel, so they report 0.
+	g.set(func(g *fakeGPU) {
+		g.compute = []nvml.ProcessInfo{{Pid: 200, UsedGpuMemory: 2 << 30}, {Pid: 300, UsedGpuMemory: 5 << 30}}
+		g.graphics = nil
+	})
+	s.poll()
+	pts = collect(t, reader)
+	require.Len(t, pts[mem], 2)
+	assert.Empty(t, find(pts, mem, semconv.ProcessPID.Int(100)), "an exited process leaves no series")
+	assert.Equal(t, float64(2<<30), one(t, pts, mem, semconv.ProcessPID.Int(200)).value)
+	p = one(t, pts, mem, semconv.ProcessPID.Int(300))
+	assert.Equal(t, float64(5<<30), p.value)
+	assert.Equal(t, "train", p.get(semconv.ProcessExecutableName))
+	assert.Equal(t, 0.0, one(t, pts, semconv.ProcessGPUUtilization.Name, semconv.ProcessPID.Int(300)).value)
+	assert.Len(t, s.devices[0].procs, 2, "the cache forgets exited processes")
+}
+
+func TestProcessCapFoldsTheSmallest(t *testing.T) {
+	g := h100(0)
+	for pid := uint32(1); pid <= 5; pid++ {
+		g.compute = append(g.compute, nvml.ProcessInfo{Pid: pid, UsedGpuMemory: uint64(pid) << 20})
+	}
+	s, reader := start(t, &fakeSystem{gpus: []*fakeGPU{g}}, WithMaxProcesses(2), WithProcRoot(t.TempDir()))
+	pts := collect(t, reader)
+	mem := semconv.ProcessGPUMemoryUsage.Name
+	require.Len(t, pts[mem], 3)
+	one(t, pts, mem, semconv.ProcessPID.Int(5))
+	one(t, pts, mem, semconv.ProcessPID.Int(4))
+	other := one(t, pts, mem, semconv.ProcessExecutableName.String(semconv.Other))
+	assert.Equal(t, float64((1+2+3)<<20), other.value)
+	_, hasPID := other.attrs.Value(semconv.ProcessPID)
+	assert.False(t, hasPID)
+	assert.Equal(t, 3.0, one(t, pts, semconv.XpuscopeGPUProcessOverflow.Name, hwID(g)).value)
+
+	s.poll()
+	pts = collect(t, reader)
+	assert.Equal(t, 6.0, one(t, pts, semconv.XpuscopeGPUProcessOverflow.Name, hwID(g)).value)
+	assert.Len(t, s.devices[0].procs, 2, "folded processes get no cached series")
+}
+
+func TestOneDeviceFailingDoesNotStopTheOthers(t *testing.T) {
+	bad, good := h100(0), h100(1)
+	bad.fail = map[string]nvml.Return{"power": nvml.ERROR_UNKNOWN, "memory": nvml.ERROR_GPU_IS_LOST}
+	s, reader := start(t, &fakeSystem{gpus: []*fakeGPU{bad, good}})
+	pts := collect(t, reader)
+
+	assert.Empty(t, find(pts, semconv.HWPower.Name, hwID(bad)))
+	assert.Empty(t, find(pts, semconv.HWGPUMemoryUsage.Name, hwID(bad)))
+	assert.Len(t, find(pts, semconv.HWTemperature.Name, hwID(bad)), 1, "the failing device's other reads go on")
+	assert.Len(t, find(pts, semconv.HWPower.Name, hwID(good)), 1)
+	assert.Len(t, find(pts, semconv.HWGPUMemoryUsage.Name, hwID(good)), 1)
+
+	errs := semconv.XpuscopeGPUReadErrors.Name
+	assert.Equal(t, 1.0, one(t, pts, errs, hwID(bad), semconv.XpuscopeRead.String("power"), semconv.ErrorType.String("ERROR_UNKNOWN")).value)
+	assert.Equal(t, 1.0, one(t, pts, errs, hwID(bad), semconv.XpuscopeRead.String("memory"), semconv.ErrorType.String("ERROR_GPU_IS_LOST")).value)
+	assert.Empty(t, find(pts, errs, hwID(good)))
+
+	// Errors are counted per cycle, and the read is tried again.
+	s.poll()
+	pts = collect(t, reader)
+	assert.Equal(t, 2.0, one(t, pts, errs, hwID(bad), semconv.XpuscopeRead.String("power")).value)
+	assert.Equal(t, 2, bad.callCount("power"))
+
+	// The device recovers.
+	bad.set(func(g *fakeGPU) { g.fail = nil })
+	s.poll()
+	pts = collect(t, reader)
+	assert.Len(t, find(pts, semconv.HWPower.Name, hwID(bad)), 1)
+}
+
+func TestUnsupportedReadIsRetiredNotCounted(t *testing.T) {
+	g := h100(0)
+	g.fail = map[string]nvml.Return{"fan": nvml.ERROR_NOT_SUPPORTED}
+	s, reader := start(t, &fakeSystem{gpus: []*fakeGPU{g}})
+	s.poll()
+	s.poll()
+	pts := collect(t, reader)
+	assert.Empty(t, pts[semconv.GPUFanSpeed.Name])
+	assert.Empty(t, pts[semconv.XpuscopeGPUReadErrors.Name])
+	assert.Equal(t, 1, g.callCount("fan"), "an unsupported read is not retried")
+	assert.Equal(t, 3, g.callCount("power"))
+}
+
+func TestMIG(t *testing.T) {
+	parent := h100(0)
+	parent.migEnabled = true
+	// NVML answers these as unsupported on a GPU in MIG mode.
+	parent.fail = map[string]nvml.Return{"utilization": nvml.ERROR_NOT_SUPPORTED, "process_utilization": nvml.ERROR_NOT_SUPPORTED}
+	small := &fakeGPU{
+		uuid: "MIG-11111111-2222-3333-4444-555555555555", name: "NVIDIA H100 80GB HBM3 MIG 1g.10gb", gi: 9, ci: 0,
+		memory:  nvml.Memory_v2{Total: 10 << 30, Used: 1 << 30, Free: 9 << 30},
+		compute: []nvml.ProcessInfo{{Pid: 4242, UsedGpuMemory: 1 << 30}},
+	}
+	big := &fakeGPU{
+		uuid: "MIG-66666666-7777-8888-9999-000000000000", name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", gi: 2, ci: 0,
+		memory: nvml.Memory_v2{Total: 40 << 30, Used: 30 << 30, Free: 10 << 30},
+	}
+	parent.instances = []*fakeGPU{small, big}
+	_, reader := start(t, &fakeSystem{gpus: []*fakeGPU{parent}}, WithProcRoot(t.TempDir()))
+	pts := collect(t, reader)
+
+	for _, tc := range []struct {
+		in      *fakeGPU
+		profile string
+	}{{small, "1g.10gb"}, {big, "3g.40gb"}} {
+		p := one(t, pts, semconv.HWGPUMemoryUsage.Name, hwID(tc.in))
+		assert.Equal(t, float64(tc.in.memory.Used), p.value)
+		assert.Equal(t, parent.uuid, p.get(semconv.HWParent))
+		assert.Equal(t, tc.profile, p.get(semconv.GPUMIGProfile))
+		assert.Equal(t, strconv.Itoa(tc.in.gi), p.get(semconv.GPUMIGGPUInstanceID))
+		assert.Equal(t, "0", p.get(semconv.GPUMIGComputeInstance))
+		assert.Equal(t, "0", p.get(semconv.GPUIndex))
+		assert.Equal(t, "0000:18:00.0", p.get(semconv.GPUPCIAddress))
+		assert.Equal(t, float64(tc.in.memory.Total), one(t, pts, semconv.HWGPUMemoryLimit.Name, hwID(tc.in)).value)
+		// What NVML does not report per instance is never copied from
+		// the parent.
+		for _, m := range []semconv.Metric{semconv.HWPower, semconv.HWTemperature, semconv.HWGPUUtilization, semconv.HWEnergy, semconv.GPUClockFrequency, semconv.ProcessGPUUtilization} {
+			assert.Empty(t, find(pts, m.Name, hwID(tc.in)), m.Name)
+		}
+	}
+	proc := one(t, pts, semconv.ProcessGPUMemoryUsage.Name, semconv.ProcessPID.Int(4242))
+	assert.Equal(t, small.uuid, proc.get(semconv.HWID), "under MIG a process is reported on its instance")
+	assert.Equal(t, float64(1<<30), proc.value)
+
+	// The parent keeps its own device series, without utilization.
+	assert.Len(t, find(pts, semconv.HWPower.Name, hwID(parent)), 1)
+	assert.Empty(t, find(pts, semconv.HWGPUUtilization.Name, hwID(parent), semconv.HWGPUTask.String(semconv.GPUTaskGeneral)))
+	assert.Empty(t, pts[semconv.XpuscopeGPUReadErrors.Name])
+}
+
+func TestMIGInstanceDestroyedLeavesNoSeries(t *testing.T) {
+	parent := h100(0)
+	parent.migEnabled = true
+	in := &fakeGPU{uuid: "MIG-a", name: "NVIDIA A100-SXM4-40GB MIG 1g.5gb", memory: nvml.Memory_v2{Total: 5 << 30}}
+	parent.instances = []*fakeGPU{in}
+	s, reader := start(t, &fakeSystem{gpus: []*fakeGPU{parent}})
+	require.Len(t, find(collect(t, reader), semconv.HWGPUMemoryLimit.Name, semconv.HWID.String("MIG-a")), 1)
+
+	in.set(func(g *fakeGPU) { g.fail = map[string]nvml.Return{"uuid": nvml.ERROR_NOT_FOUND} })
+	parent.set(func(g *fakeGPU) { g.migEnabled = false })
+	s.poll()
+	pts := collect(t, reader)
+	assert.Empty(t, find(pts, semconv.HWGPUMemoryLimit.Name, semconv.HWID.String("MIG-a")))
+	assert.Empty(t, s.devices[0].instances)
+}
+
+func TestXIDErrors(t *testing.T) {
+	gpus := []*fakeGPU{h100(0), h100(1)}
+	fs := &fakeSystem{gpus: gpus}
+	_, reader := start(t, fs)
+	fs.events <- nvml.EventData{Device: fs.handles[1], EventType: nvml.EventTypeXidCriticalError, EventData: 79}
+	fs.events <- nvml.EventData{Device: fs.handles[1], EventType: nvml.EventTypeXidCriticalError, EventData: 79}
+	fs.events <- nvml.EventData{Device: fs.handles[0], EventType: nvml.EventTypeXidCriticalError, EventData: 48}
+
+	xid := func(g *fakeGPU, code string) []point {
+		return find(collect(t, reader), semconv.HWErrors.Name, hwID(g),
+			semconv.ErrorType.String(semconv.ErrorXID), semconv.GPUXIDCode.String(code))
+	}
+	require.Eventually(t, func() bool {
+		a, b := xid(gpus[1], "79"), xid(gpus[0], "48")
+		return len(a) == 1 && a[0].value == 2 && len(b) == 1 && b[0].value == 1
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Empty(t, xid(gpus[0], "79"))
+}
+
+func TestXIDCodesAreCapped(t *testing.T) {
+	d := newDevice(nil, Device{UUID: "GPU-x"}, "1")
+	for code := range uint64(maxXIDCodes + 10) {
+		d.xid.add(d, code)
+	}
+	assert.Len(t, d.xid.codes, maxXIDCodes+1)
+	assert.Equal(t, int64(10), d.xid.codes[semconv.Other].n)
+}
+
+func TestMissingOptionalSymbol(t *testing.T) {
+	g := h100(0)
+	fs := &fakeSystem{gpus: []*fakeGPU{g}, missing: map[string]bool{
+		"nvmlDeviceGetTotalEnergyConsumption": true,
+		"nvmlDeviceGetMemoryInfo_v2":          true,
+	}}
+	_, reader := start(t, fs)
+	pts := collect(t, reader)
+	assert.Empty(t, pts[semconv.HWEnergy.Name])
+	assert.Zero(t, g.callCount("energy"), "a missing symbol is never called")
+	missing := semconv.XpuscopeGPUSymbolMissing.Name
+	assert.Equal(t, 1.0, one(t, pts, missing, semconv.XpuscopeSymbol.String("nvmlDeviceGetTotalEnergyConsumption"), semconv.XpuscopeMetricName.String(semconv.HWEnergy.Name)).value)
+	// Without the _v2 memory call, v1 still gives usage; only reserved is lost.
+	assert.Equal(t, 1.0, one(t, pts, missing, semconv.XpuscopeSymbol.String("nvmlDeviceGetMemoryInfo_v2"), semconv.XpuscopeMetricName.String(semconv.GPUMemoryReserved.Name)).value)
+	assert.Len(t, pts[missing], 2)
+	assert.Empty(t, pts[semconv.GPUMemoryReserved.Name])
+	assert.Equal(t, float64(g.memory.Used+g.memory.Reserved), one(t, pts, semconv.HWGPUMemoryUsage.Name, hwID(g)).value)
+	assert.Len(t, pts[semconv.HWPower.Name], 1)
+}
+
+func TestNewErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		fs          *fakeSystem
+		unavailable bool
+		says        string
+	}{
+		{"driver not loaded", &fakeSystem{gpus: []*fakeGPU{h100(0)}, initRet: nvml.ERROR_DRIVER_NOT_LOADED}, true, "driver not loaded"},
+		{"no permission", &fakeSystem{gpus: []*fakeGPU{h100(0)}, initRet: nvml.ERROR_NO_PERMISSION}, true, "/dev/nvidia"},
+		{"no GPU", &fakeSystem{}, true, "no NVIDIA GPU"},
+		{"required symbol missing", &fakeSystem{gpus: []*fakeGPU{h100(0)}, missing: map[string]bool{"nvmlDeviceGetUUID": true}}, true, "nvmlDeviceGetUUID"},
+		{"unknown init failure", &fakeSystem{gpus: []*fakeGPU{h100(0)}, initRet: nvml.ERROR_UNKNOWN}, false, "ERROR_UNKNOWN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(WithNVML(tc.fs.lib()))
+			require.Error(t, err)
+			assert.Equal(t, tc.unavailable, errors.Is(err, xpuscope.ErrUnavailable), err.Error())
+			assert.Contains(t, err.Error(), tc.says)
+		})
+	}
+	for _, bad := range [][]Option{{WithInterval(0)}, {WithMaxProcesses(0)}, {WithNVMLLibraryPath("")}} {
+		_, err := New(append(bad, WithNVML((&fakeSystem{gpus: []*fakeGPU{h100(0)}}).lib()))...)
+		require.Error(t, err)
+		assert.False(t, errors.Is(err, xpuscope.ErrUnavailable), "bad configuration is a fault: %v", err)
+	}
+}
+
+func TestUnidentifiableGPUIsLeftOut(t *testing.T) {
+	lost := h100(1)
+	lost.fail = map[string]nvml.Return{"uuid": nvml.ERROR_GPU_IS_LOST}
+	s, _ := start(t, &fakeSystem{gpus: []*fakeGPU{h100(0), lost}})
+	require.Len(t, s.Devices(), 1)
+	assert.Equal(t, h100(0).uuid, s.Devices()[0].UUID)
+
+	_, err := New(WithNVML((&fakeSystem{gpus: []*fakeGPU{lost}}).lib()))
+	require.ErrorIs(t, err, xpuscope.ErrUnavailable)
+	assert.Contains(t, err.Error(), "ERROR_GPU_IS_LOST")
+}
+
+func TestPollingGoroutineAndClose(t *testing.T) {
+	before := runtime.NumGoroutine()
+	g := h100(0)
+	fs := &fakeSystem{gpus: []*fakeGPU{g}}
+	s, err := New(WithNVML(fs.lib()), WithInterval(5*time.Millisecond))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return g.callCount("power") >= 3 }, 10*time.Second, time.Millisecond,
+		"the Source polls on its own")
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close(), "Close is idempotent")
+	assert.Equal(t, 1, fs.shutdown, "NVML is shut down once")
+	calls := g.callCount("power")
+	// A plain loop: testify's Eventually runs goroutines of its own.
+	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine(), before, "Close leaves no goroutine behind")
+	time.Sleep(20 * time.Millisecond)
+	assert.Equal(t, calls, g.callCount("power"), "no poll after Close")
+}

@@ -1,0 +1,172 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/xpuscope/xpuscope/internal/meterx"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+type instruments struct {
+	utilization, memoryUtilization, memoryController     metric.Float64ObservableGauge
+	temperature, power, powerLimit, clock, throttle      metric.Float64ObservableGauge
+	fan, processUtilization                              metric.Float64ObservableGauge
+	memoryUsage, memoryLimit, memoryFree, memoryReserved metric.Int64ObservableUpDownCounter
+	processMemory, symbolMissing                         metric.Int64ObservableUpDownCounter
+	io, errors, readErrors, overflow                     metric.Int64ObservableCounter
+	energy                                               metric.Float64ObservableCounter
+}
+
+func (in *instruments) create(m metric.Meter) error {
+	var errs []error
+	gauge := func(d semconv.Metric) metric.Float64ObservableGauge {
+		i, err := meterx.Float64ObservableGauge(m, d)
+		errs = append(errs, err)
+		return i
+	}
+	updown := func(d semconv.Metric) metric.Int64ObservableUpDownCounter {
+		i, err := meterx.Int64ObservableUpDownCounter(m, d)
+		errs = append(errs, err)
+		return i
+	}
+	counter := func(d semconv.Metric) metric.Int64ObservableCounter {
+		i, err := meterx.Int64ObservableCounter(m, d)
+		errs = append(errs, err)
+		return i
+	}
+	in.utilization = gauge(semconv.HWGPUUtilization)
+	in.memoryUtilization = gauge(semconv.HWGPUMemoryUtilization)
+	in.memoryController = gauge(semconv.GPUMemoryControllerUtilization)
+	in.temperature = gauge(semconv.HWTemperature)
+	in.power = gauge(semconv.HWPower)
+	in.powerLimit = gauge(semconv.GPUPowerLimit)
+	in.clock = gauge(semconv.GPUClockFrequency)
+	in.throttle = gauge(semconv.GPUClockThrottle)
+	in.fan = gauge(semconv.GPUFanSpeed)
+	in.processUtilization = gauge(semconv.ProcessGPUUtilization)
+	in.memoryUsage = updown(semconv.HWGPUMemoryUsage)
+	in.memoryLimit = updown(semconv.HWGPUMemoryLimit)
+	in.memoryFree = updown(semconv.GPUMemoryFree)
+	in.memoryReserved = updown(semconv.GPUMemoryReserved)
+	in.processMemory = updown(semconv.ProcessGPUMemoryUsage)
+	in.symbolMissing = updown(semconv.XpuscopeGPUSymbolMissing)
+	in.io = counter(semconv.HWGPUIO)
+	in.errors = counter(semconv.HWErrors)
+	in.readErrors = counter(semconv.XpuscopeGPUReadErrors)
+	in.overflow = counter(semconv.XpuscopeGPUProcessOverflow)
+	var err error
+	in.energy, err = meterx.Float64ObservableCounter(m, semconv.HWEnergy)
+	errs = append(errs, err)
+	return errors.Join(errs...)
+}
+
+func (in *instruments) all() []metric.Observable {
+	return []metric.Observable{
+		in.utilization, in.memoryUtilization, in.memoryController, in.temperature,
+		in.power, in.powerLimit, in.clock, in.throttle, in.fan, in.processUtilization,
+		in.memoryUsage, in.memoryLimit, in.memoryFree, in.memoryReserved,
+		in.processMemory, in.symbolMissing, in.io, in.errors, in.readErrors,
+		in.overflow, in.energy,
+	}
+}
+
+// observe reports the front snapshot and the counters. It only reads.
+func (s *Source) observe(_ context.Context, o metric.Observer) error {
+	in := &s.inst
+	s.mu.RLock()
+	for i := range s.front.samples {
+		observeSample(o, in, &s.front.samples[i])
+	}
+	s.mu.RUnlock()
+	for _, d := range s.devices {
+		d.xid.observe(o, in.errors)
+	}
+	s.errors.observe(o, in.readErrors)
+	for _, m := range s.missing {
+		o.ObserveInt64(in.symbolMissing, 1, m...)
+	}
+	return nil
+}
+
+func observeSample(o metric.Observer, in *instruments, sm *sample) {
+	d, has := sm.d, sm.have
+	if has&fUtil != 0 {
+		o.ObserveFloat64(in.utilization, sm.util, d.taskGeneral...)
+	}
+	if has&fEncoder != 0 {
+		o.ObserveFloat64(in.utilization, sm.encoder, d.taskEncoder...)
+	}
+	if has&fDecoder != 0 {
+		o.ObserveFloat64(in.utilization, sm.decoder, d.taskDecoder...)
+	}
+	if has&fMemCtrl != 0 {
+		o.ObserveFloat64(in.memoryController, sm.memCtrl, d.base...)
+	}
+	if has&fMemory != 0 {
+		o.ObserveInt64(in.memoryUsage, sm.used, d.base...)
+		o.ObserveInt64(in.memoryLimit, sm.total, d.base...)
+		o.ObserveInt64(in.memoryFree, sm.free, d.base...)
+		if sm.total > 0 {
+			o.ObserveFloat64(in.memoryUtilization, float64(sm.used)/float64(sm.total), d.base...)
+		}
+	}
+	if has&fReserved != 0 {
+		o.ObserveInt64(in.memoryReserved, sm.reserved, d.base...)
+	}
+	if has&fTemperature != 0 {
+		o.ObserveFloat64(in.temperature, sm.temperature, d.base...)
+	}
+	if has&fPower != 0 {
+		o.ObserveFloat64(in.power, sm.power, d.base...)
+	}
+	if has&fPowerLimit != 0 {
+		o.ObserveFloat64(in.powerLimit, sm.powerLimit, d.base...)
+	}
+	if has&fEnergy != 0 {
+		o.ObserveFloat64(in.energy, sm.energy, d.base...)
+	}
+	if has&fClockSM != 0 {
+		o.ObserveFloat64(in.clock, sm.clockSM, d.clockSM...)
+	}
+	if has&fClockMemory != 0 {
+		o.ObserveFloat64(in.clock, sm.clockMemory, d.clockMemory...)
+	}
+	if has&fPCIeTx != 0 {
+		o.ObserveInt64(in.io, sm.pcieTx, d.ioTransmit...)
+	}
+	if has&fPCIeRx != 0 {
+		o.ObserveInt64(in.io, sm.pcieRx, d.ioReceive...)
+	}
+	if has&fFan != 0 {
+		o.ObserveFloat64(in.fan, sm.fan, d.base...)
+	}
+	if has&fECCCorrected != 0 {
+		o.ObserveInt64(in.errors, sm.eccCorrected, d.errCorrected...)
+	}
+	if has&fECCUncorrected != 0 {
+		o.ObserveInt64(in.errors, sm.eccUncorrected, d.errUncorrected...)
+	}
+	if has&fThrottle != 0 {
+		for i, opts := range d.throttle {
+			o.ObserveFloat64(in.throttle, float64(sm.throttle>>uint(i)&1), opts...)
+		}
+	}
+	for i := range sm.procs {
+		p := &sm.procs[i]
+		if p.hasMem {
+			o.ObserveInt64(in.processMemory, p.memory, p.p.opts...)
+		}
+		if p.hasUtil {
+			o.ObserveFloat64(in.processUtilization, p.util, p.p.opts...)
+		}
+	}
+	if sm.folded > 0 {
+		o.ObserveInt64(in.processMemory, sm.otherMemory, d.other...)
+	}
+	if sm.overflow > 0 {
+		o.ObserveInt64(in.overflow, sm.overflow, d.hwID...)
+	}
+}

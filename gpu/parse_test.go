@@ -1,0 +1,110 @@
+package gpu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+func TestPCIAddress(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"00000000:3B:00.0", "0000:3b:00.0"},
+		{"00000001:C1:1F.7", "0001:c1:1f.7"},
+		{"0000:3b:00.0", "0000:3b:00.0"},
+		{" 00000000:01:00.0 ", "0000:01:00.0"},
+		{"00000000:3B:20.0", "00000000:3b:20.0"}, // device 0x20 is out of range: kept as given
+		{"garbage", "garbage"},
+		{"", ""},
+	} {
+		if got := pciAddress(tc.in); got != tc.want {
+			t.Errorf("pciAddress(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestMIGProfile(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"NVIDIA A100-SXM4-40GB MIG 1g.5gb", "1g.5gb"},
+		{"NVIDIA H100 80GB HBM3 MIG 1c.3g.40gb", "1c.3g.40gb"},
+		{"NVIDIA H100 80GB HBM3 MIG 1g.10gb+me", "1g.10gb+me"},
+		{"NVIDIA H100 80GB HBM3", ""},
+		{"NVIDIA X MIG ", ""},
+		{"NVIDIA X MIG 1g.5gb; rm -rf", ""},
+		{"MIG 1g.5gb", ""}, // no space before MIG: not NVML's form
+	} {
+		if got := migProfile(tc.in); got != tc.want {
+			t.Errorf("migProfile(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCString(t *testing.T) {
+	b := busID("00000000:3B:00.0")
+	if got := cString(b[:]); got != "00000000:3B:00.0" {
+		t.Errorf("cString = %q", got)
+	}
+	full := make([]int8, 4)
+	for i := range full {
+		full[i] = 'a'
+	}
+	if got := cString(full); got != "aaaa" {
+		t.Errorf("cString without NUL = %q", got)
+	}
+}
+
+func TestFieldUint64(t *testing.T) {
+	fv := nvml.FieldValue{ValueType: uint32(nvml.VALUE_TYPE_UNSIGNED_INT), Value: [8]byte{0x01, 0x02, 0, 0, 0xff, 0xff, 0xff, 0xff}}
+	if v, ok := fieldUint64(&fv); !ok || v != 0x0201 {
+		t.Errorf("uint32 field = %#x, %v", v, ok)
+	}
+	fv = nvml.FieldValue{ValueType: uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG), Value: [8]byte{0, 0, 0, 0, 0, 0, 0, 1}}
+	if v, ok := fieldUint64(&fv); !ok || v != 1<<56 {
+		t.Errorf("uint64 field = %#x, %v", v, ok)
+	}
+	fv = nvml.FieldValue{ValueType: uint32(nvml.VALUE_TYPE_DOUBLE)}
+	if _, ok := fieldUint64(&fv); ok {
+		t.Error("a double is not read as a counter")
+	}
+}
+
+func FuzzPCIAddress(f *testing.F) {
+	for _, s := range []string{"00000000:3B:00.0", "0000:3b:00.0", "ffffffff:ff:1f.7", ":::", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := pciAddress(s)
+		if len(got) > maxBusID {
+			t.Fatalf("pciAddress(%q) = %q is longer than %d", s, got, maxBusID)
+		}
+		if strings.ContainsAny(got, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+			t.Fatalf("pciAddress(%q) = %q is not lower case", s, got)
+		}
+	})
+}
+
+func FuzzMIGProfile(f *testing.F) {
+	for _, s := range []string{"NVIDIA A100-SXM4-40GB MIG 1g.5gb", "NVIDIA H100 MIG 1c.3g.40gb", " MIG ", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p := migProfile(s)
+		if len(p) > 32 || (p != "" && !strings.HasSuffix(s, p) && !strings.HasSuffix(strings.TrimSpace(s), p)) {
+			t.Fatalf("migProfile(%q) = %q", s, p)
+		}
+	})
+}
+
+func FuzzCString(f *testing.F) {
+	f.Add([]byte("NVIDIA H100\x00junk"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a := make([]int8, len(b))
+		for i := range b {
+			a[i] = int8(b[i])
+		}
+		s := cString(a)
+		if len(s) > len(b) || strings.IndexByte(s, 0) >= 0 {
+			t.Fatalf("cString(%q) = %q", b, s)
+		}
+	})
+}

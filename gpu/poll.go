@@ -1,0 +1,450 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// field marks which values of a sample were read successfully.
+type field uint32
+
+const (
+	fUtil field = 1 << iota
+	fMemCtrl
+	fEncoder
+	fDecoder
+	fMemory
+	fReserved
+	fTemperature
+	fPower
+	fPowerLimit
+	fEnergy
+	fClockSM
+	fClockMemory
+	fPCIeTx
+	fPCIeRx
+	fFan
+	fECCCorrected
+	fECCUncorrected
+	fThrottle
+)
+
+// sample is one device's values from one poll cycle.
+type sample struct {
+	d    *device
+	have field
+
+	util, memCtrl, encoder, decoder float64
+	used, total, free, reserved     int64
+	temperature, power, powerLimit  float64
+	energy, clockSM, clockMemory    float64
+	fan                             float64
+	pcieTx, pcieRx                  int64
+	eccCorrected, eccUncorrected    int64
+	throttle                        uint64
+
+	procs       []procSample
+	otherMemory int64 // memory of the processes folded past the cap
+	folded      int   // how many were folded this cycle
+	overflow    int64 // folded observations since the Source started
+}
+
+type procSample struct {
+	pid     uint32
+	p       *process
+	memory  int64
+	hasMem  bool
+	util    float64
+	utilTS  uint64
+	hasUtil bool
+}
+
+// snapshot is one poll cycle. Two of them alternate: the poller fills the
+// back one while observers read the front one, and buffers are reused.
+type snapshot struct {
+	samples []sample
+}
+
+func (sn *snapshot) reset() { sn.samples = sn.samples[:0] }
+
+// add returns a cleared sample for d, keeping the slot's process buffer.
+// The pointer is valid until the next add.
+func (sn *snapshot) add(d *device) *sample {
+	if len(sn.samples) < cap(sn.samples) {
+		sn.samples = sn.samples[:len(sn.samples)+1]
+	} else {
+		sn.samples = append(sn.samples, sample{})
+	}
+	sm := &sn.samples[len(sn.samples)-1]
+	*sm = sample{d: d, procs: sm.procs[:0]}
+	return sm
+}
+
+// poll reads every device into the back snapshot and publishes it.
+func (s *Source) poll() {
+	s.pollMu.Lock()
+	defer s.pollMu.Unlock()
+	s.cycle++
+	back := s.back
+	back.reset()
+	for _, d := range s.devices {
+		s.readDevice(back, d)
+	}
+	s.mu.Lock()
+	s.front, s.back = back, s.front
+	s.mu.Unlock()
+}
+
+func (s *Source) can(d *device, r readID) bool {
+	return s.syms.available[r] && !d.isUnsupported(r)
+}
+
+// ok records the outcome of read r on d: SUCCESS is true; NOT_SUPPORTED
+// retires the read for the device; anything else is a counted error.
+func (s *Source) ok(d *device, r readID, ret nvml.Return) bool {
+	switch ret {
+	case nvml.SUCCESS:
+		return true
+	case nvml.ERROR_NOT_SUPPORTED:
+		d.unsupported |= 1 << r
+	default:
+		s.errors.add(d.UUID, r, ret)
+	}
+	return false
+}
+
+const (
+	percent = 0.01
+	milli   = 0.001
+	mega    = 1e6
+)
+
+func (s *Source) readDevice(sn *snapshot, d *device) {
+	if s.can(d, readMIG) {
+		mode, _, ret := d.h.GetMigMode()
+		if s.ok(d, readMIG, ret) {
+			if enabled := mode == nvml.DEVICE_MIG_ENABLE; enabled != d.migEnabled {
+				// What a GPU supports changes with MIG mode: retry all.
+				d.migEnabled, d.unsupported, d.pcieUnsupported = enabled, 0, [2]bool{}
+			}
+		}
+	}
+	sm := sn.add(d)
+	if s.can(d, readUtilization) {
+		u, ret := d.h.GetUtilizationRates()
+		if s.ok(d, readUtilization, ret) {
+			sm.util, sm.memCtrl = float64(u.Gpu)*percent, float64(u.Memory)*percent
+			sm.have |= fUtil | fMemCtrl
+		}
+	}
+	if s.can(d, readEncoder) {
+		u, _, ret := d.h.GetEncoderUtilization()
+		if s.ok(d, readEncoder, ret) {
+			sm.encoder, sm.have = float64(u)*percent, sm.have|fEncoder
+		}
+	}
+	if s.can(d, readDecoder) {
+		u, _, ret := d.h.GetDecoderUtilization()
+		if s.ok(d, readDecoder, ret) {
+			sm.decoder, sm.have = float64(u)*percent, sm.have|fDecoder
+		}
+	}
+	s.readMemory(d, sm)
+	if s.can(d, readTemperature) {
+		t, ret := d.h.GetTemperature(nvml.TEMPERATURE_GPU)
+		if s.ok(d, readTemperature, ret) {
+			sm.temperature, sm.have = float64(t), sm.have|fTemperature
+		}
+	}
+	if s.can(d, readPower) {
+		p, ret := d.h.GetPowerUsage()
+		if s.ok(d, readPower, ret) {
+			sm.power, sm.have = float64(p)*milli, sm.have|fPower
+		}
+	}
+	if s.can(d, readPowerLimit) {
+		p, ret := d.h.GetEnforcedPowerLimit()
+		if s.ok(d, readPowerLimit, ret) {
+			sm.powerLimit, sm.have = float64(p)*milli, sm.have|fPowerLimit
+		}
+	}
+	if s.can(d, readEnergy) {
+		e, ret := d.h.GetTotalEnergyConsumption()
+		if s.ok(d, readEnergy, ret) {
+			sm.energy, sm.have = float64(e)*milli, sm.have|fEnergy
+		}
+	}
+	if s.can(d, readClocks) {
+		c, ret := d.h.GetClockInfo(nvml.CLOCK_SM)
+		if s.ok(d, readClocks, ret) {
+			sm.clockSM, sm.have = float64(c)*mega, sm.have|fClockSM
+		}
+	}
+	if s.can(d, readClocks) {
+		c, ret := d.h.GetClockInfo(nvml.CLOCK_MEM)
+		if s.ok(d, readClocks, ret) {
+			sm.clockMemory, sm.have = float64(c)*mega, sm.have|fClockMemory
+		}
+	}
+	s.readPCIe(d, sm)
+	if s.can(d, readFan) {
+		f, ret := d.h.GetFanSpeed()
+		if s.ok(d, readFan, ret) {
+			sm.fan, sm.have = float64(f)*percent, sm.have|fFan
+		}
+	}
+	if s.can(d, readECC) {
+		n, ret := d.h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
+		if s.ok(d, readECC, ret) {
+			sm.eccCorrected, sm.have = clampInt64(n), sm.have|fECCCorrected
+		}
+	}
+	if s.can(d, readECC) {
+		n, ret := d.h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
+		if s.ok(d, readECC, ret) {
+			sm.eccUncorrected, sm.have = clampInt64(n), sm.have|fECCUncorrected
+		}
+	}
+	if s.can(d, readThrottle) {
+		var mask uint64
+		var ret nvml.Return
+		if s.syms.eventReasons {
+			mask, ret = d.h.GetCurrentClocksEventReasons()
+		} else {
+			mask, ret = d.h.GetCurrentClocksThrottleReasons()
+		}
+		if s.ok(d, readThrottle, ret) {
+			sm.throttle, sm.have = mask, sm.have|fThrottle
+		}
+	}
+	if !d.migEnabled {
+		// Under MIG, processes are read per instance.
+		s.readProcesses(d, sm)
+	}
+	if d.migEnabled && s.can(d, readMIG) {
+		s.readInstances(sn, d) // sm is invalid from here on
+	}
+	d.forget(s.cycle)
+}
+
+func (s *Source) readMemory(d *device, sm *sample) {
+	if !s.can(d, readMemory) {
+		return
+	}
+	if s.syms.memoryV2 {
+		m, ret := d.h.GetMemoryInfo_v2()
+		if s.ok(d, readMemory, ret) {
+			sm.used, sm.total, sm.free, sm.reserved = clampInt64(m.Used), clampInt64(m.Total), clampInt64(m.Free), clampInt64(m.Reserved)
+			sm.have |= fMemory | fReserved
+		}
+		return
+	}
+	m, ret := d.h.GetMemoryInfo()
+	if s.ok(d, readMemory, ret) {
+		sm.used, sm.total, sm.free = clampInt64(m.Used), clampInt64(m.Total), clampInt64(m.Free)
+		sm.have |= fMemory
+	}
+}
+
+func (s *Source) readPCIe(d *device, sm *sample) {
+	if !s.can(d, readPCIe) {
+		return
+	}
+	for i := range d.fields {
+		d.fields[i] = nvml.FieldValue{FieldId: d.fields[i].FieldId}
+	}
+	if !s.ok(d, readPCIe, d.h.GetFieldValues(d.fields[:])) {
+		return
+	}
+	for i, f := range [...]field{fPCIeTx, fPCIeRx} {
+		if d.pcieUnsupported[i] {
+			continue
+		}
+		fv := &d.fields[i]
+		switch ret := nvml.Return(fv.NvmlReturn); ret {
+		case nvml.SUCCESS:
+		case nvml.ERROR_NOT_SUPPORTED:
+			// Retire one direction; the read goes when both have.
+			d.pcieUnsupported[i] = true
+			if d.pcieUnsupported[0] && d.pcieUnsupported[1] {
+				d.unsupported |= 1 << readPCIe
+			}
+			continue
+		default:
+			s.errors.add(d.UUID, readPCIe, ret)
+			continue
+		}
+		v, ok := fieldUint64(fv)
+		if !ok {
+			s.errors.add(d.UUID, readPCIe, nvml.ERROR_UNKNOWN)
+			continue
+		}
+		if f == fPCIeTx {
+			sm.pcieTx = clampInt64(v)
+		} else {
+			sm.pcieRx = clampInt64(v)
+		}
+		sm.have |= f
+	}
+}
+
+// fieldUint64 decodes an unsigned NVML field value.
+func fieldUint64(fv *nvml.FieldValue) (uint64, bool) {
+	switch nvml.ValueType(fv.ValueType) {
+	case nvml.VALUE_TYPE_UNSIGNED_INT:
+		return uint64(binary.NativeEndian.Uint32(fv.Value[:4])), true
+	case nvml.VALUE_TYPE_UNSIGNED_LONG, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG:
+		return binary.NativeEndian.Uint64(fv.Value[:]), true
+	}
+	return 0, false
+}
+
+func clampInt64(v uint64) int64 {
+	if v > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(v)
+}
+
+// notAvailable is NVML_VALUE_NOT_AVAILABLE as an unsigned long long: the
+// driver could not attribute memory to the process (no privilege, WDDM).
+const notAvailable = math.MaxUint64
+
+func (s *Source) readProcesses(d *device, sm *sample) {
+	for _, r := range [...]readID{readComputeProcesses, readGraphicsProcesses} {
+		if !s.can(d, r) {
+			continue
+		}
+		var infos []nvml.ProcessInfo
+		var ret nvml.Return
+		if r == readComputeProcesses {
+			infos, ret = d.h.GetComputeRunningProcesses()
+		} else {
+			infos, ret = d.h.GetGraphicsRunningProcesses()
+		}
+		if !s.ok(d, r, ret) {
+			continue
+		}
+		for _, pi := range infos {
+			sm.mergeProcess(pi)
+		}
+	}
+	if !d.mig && s.can(d, readProcessUtilization) {
+		samples, ret := d.h.GetProcessUtilization(d.lastUtilSample)
+		// NOT_FOUND: no process ran a kernel since the last read.
+		if ret == nvml.ERROR_NOT_FOUND || s.ok(d, readProcessUtilization, ret) {
+			for i := range sm.procs {
+				sm.procs[i].hasUtil = true
+			}
+			// Samples come in no particular order; keep each process's newest.
+			for _, u := range samples {
+				d.lastUtilSample = max(d.lastUtilSample, u.TimeStamp)
+				for i := range sm.procs {
+					if p := &sm.procs[i]; p.pid == u.Pid && u.TimeStamp >= p.utilTS {
+						p.util, p.utilTS = float64(u.SmUtil)*percent, u.TimeStamp
+					}
+				}
+			}
+		}
+	}
+	if len(sm.procs) > s.cfg.maxProcesses {
+		slices.SortFunc(sm.procs, func(a, b procSample) int {
+			switch {
+			case a.memory > b.memory:
+				return -1
+			case a.memory < b.memory:
+				return 1
+			}
+			return int(a.pid) - int(b.pid)
+		})
+		for _, p := range sm.procs[s.cfg.maxProcesses:] {
+			sm.otherMemory += p.memory
+		}
+		sm.folded = len(sm.procs) - s.cfg.maxProcesses
+		d.overflow += int64(sm.folded)
+		sm.procs = sm.procs[:s.cfg.maxProcesses]
+	}
+	sm.overflow = d.overflow
+	for i := range sm.procs {
+		sm.procs[i].p = d.process(sm.procs[i].pid, s.cycle, s.procs.ExecutableName)
+	}
+}
+
+// mergeProcess adds pi to the sample; a process in both the compute and
+// the graphics list counts once, with the larger memory figure.
+func (sm *sample) mergeProcess(pi nvml.ProcessInfo) {
+	mem, hasMem := clampInt64(pi.UsedGpuMemory), pi.UsedGpuMemory != notAvailable
+	for i := range sm.procs {
+		if p := &sm.procs[i]; p.pid == pi.Pid {
+			if hasMem && (!p.hasMem || mem > p.memory) {
+				p.memory, p.hasMem = mem, true
+			}
+			return
+		}
+	}
+	if !hasMem {
+		mem = 0
+	}
+	sm.procs = append(sm.procs, procSample{pid: pi.Pid, memory: mem, hasMem: hasMem})
+}
+
+// readInstances reads the MIG instances of parent into sn.
+func (s *Source) readInstances(sn *snapshot, parent *device) {
+	n, ret := parent.h.GetMaxMigDeviceCount()
+	if !s.ok(parent, readMIG, ret) {
+		return
+	}
+	for i := range n {
+		h, ret := parent.h.GetMigDeviceHandleByIndex(i)
+		if ret == nvml.ERROR_NOT_FOUND {
+			continue // an empty slot
+		}
+		if !s.ok(parent, readMIG, ret) {
+			continue
+		}
+		uuid, ret := h.GetUUID()
+		if !s.ok(parent, readMIG, ret) {
+			continue
+		}
+		in := parent.instances[uuid]
+		if in == nil {
+			if in = s.newInstance(parent, h, uuid); in == nil {
+				continue
+			}
+			parent.instances[uuid] = in
+		}
+		in.h, in.seen = h, s.cycle
+		sm := sn.add(in)
+		s.readMemory(in, sm)
+		s.readProcesses(in, sm)
+		in.forget(s.cycle)
+	}
+}
+
+func (s *Source) newInstance(parent *device, h nvml.Device, uuid string) *device {
+	name, ret := h.GetName()
+	if !s.ok(parent, readMIG, ret) {
+		return nil
+	}
+	gi, ret := h.GetGpuInstanceId()
+	if !s.ok(parent, readMIG, ret) {
+		return nil
+	}
+	ci, ret := h.GetComputeInstanceId()
+	if !s.ok(parent, readMIG, ret) {
+		return nil
+	}
+	return newDevice(h, Device{
+		Index:             parent.Index,
+		UUID:              uuid,
+		Name:              name,
+		PCIAddress:        parent.PCIAddress,
+		Parent:            parent.UUID,
+		GPUInstanceID:     gi,
+		ComputeInstanceID: ci,
+		Profile:           migProfile(name),
+	}, s.driver)
+}

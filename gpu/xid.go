@@ -1,0 +1,128 @@
+package gpu
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+const (
+	// xidWait bounds one nvmlEventSetWait, and so how long Close waits
+	// for the watcher.
+	xidWait = 200 * time.Millisecond
+	// maxXIDCodes caps the distinct XID codes kept per device; later
+	// codes count under semconv.Other.
+	maxXIDCodes = 64
+)
+
+// xidCounts counts the XID errors of one GPU by code.
+type xidCounts struct {
+	mu    sync.Mutex
+	codes map[string]*xidCount
+}
+
+type xidCount struct {
+	n    int64
+	opts opts
+}
+
+func (x *xidCounts) add(d *device, code uint64) {
+	key := strconv.FormatUint(code, 10)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.codes == nil {
+		x.codes = map[string]*xidCount{}
+	}
+	c := x.codes[key]
+	if c == nil && len(x.codes) >= maxXIDCodes {
+		key = semconv.Other
+		c = x.codes[key]
+	}
+	if c == nil {
+		kv := append(append([]attribute.KeyValue(nil), d.attrs...),
+			semconv.ErrorType.String(semconv.ErrorXID),
+			semconv.GPUXIDCode.String(key))
+		c = &xidCount{opts: newOpts(kv...)}
+		x.codes[key] = c
+	}
+	c.n++
+}
+
+func (x *xidCounts) observe(o metric.Observer, inst metric.Int64Observable) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, c := range x.codes {
+		o.ObserveInt64(inst, c.n, c.opts...)
+	}
+}
+
+// startXID registers every GPU for XID events on one event set and starts
+// the goroutine that waits on it. It returns the set to free on Close, or
+// nil when no device could be registered.
+func (s *Source) startXID() nvml.EventSet {
+	if !s.syms.available[readXID] {
+		return nil
+	}
+	set, ret := s.lib.EventSetCreate()
+	if ret != nvml.SUCCESS {
+		s.errors.add("", readXID, ret)
+		return nil
+	}
+	registered := 0
+	for _, d := range s.devices {
+		ret := d.h.RegisterEvents(nvml.EventTypeXidCriticalError, set)
+		if s.ok(d, readXID, ret) {
+			registered++
+		}
+	}
+	if registered == 0 {
+		set.Free()
+		return nil
+	}
+	s.wg.Add(1)
+	go s.watchXID(set)
+	return set
+}
+
+func (s *Source) watchXID(set nvml.EventSet) {
+	defer s.wg.Done()
+	byUUID := make(map[string]*device, len(s.devices))
+	for _, d := range s.devices {
+		byUUID[d.UUID] = d
+	}
+	for {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		data, ret := set.Wait(uint32(xidWait / time.Millisecond))
+		switch ret {
+		case nvml.SUCCESS:
+			if data.EventType&nvml.EventTypeXidCriticalError == 0 || data.Device == nil {
+				continue
+			}
+			uuid, ret := data.Device.GetUUID()
+			if d := byUUID[uuid]; ret == nvml.SUCCESS && d != nil {
+				d.xid.add(d, data.EventData)
+			} else {
+				s.errors.add(uuid, readXID, nvml.ERROR_NOT_FOUND)
+			}
+		case nvml.ERROR_TIMEOUT:
+		default:
+			// A broken event set must not spin: count, then back off.
+			s.errors.add("", readXID, ret)
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}

@@ -1,0 +1,62 @@
+// Package meterx creates OpenTelemetry instruments from semconv
+// descriptors, so that the name, unit and description always come from the
+// registry and the instrument always matches the registered kind.
+package meterx
+
+import (
+	"fmt"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+func check(d semconv.Metric, want semconv.Kind) error {
+	if d.Kind != want {
+		return fmt.Errorf("metric %s is registered as a %v, not a %v", d.Name, d.Kind, want)
+	}
+	return nil
+}
+
+func wrap(d semconv.Metric, err error) error {
+	if err != nil {
+		return fmt.Errorf("create instrument %s: %w", d.Name, err)
+	}
+	return nil
+}
+
+// Float64ObservableGauge creates the gauge d describes.
+func Float64ObservableGauge(m metric.Meter, d semconv.Metric) (metric.Float64ObservableGauge, error) {
+	if err := check(d, semconv.Gauge); err != nil {
+		return nil, err
+	}
+	i, err := m.Float64ObservableGauge(d.Name, metric.WithUnit(d.Unit), metric.WithDescription(d.Description))
+	return i, wrap(d, err)
+}
+
+// Int64ObservableUpDownCounter creates the up-down counter d describes.
+func Int64ObservableUpDownCounter(m metric.Meter, d semconv.Metric) (metric.Int64ObservableUpDownCounter, error) {
+	if err := check(d, semconv.UpDownCounter); err != nil {
+		return nil, err
+	}
+	i, err := m.Int64ObservableUpDownCounter(d.Name, metric.WithUnit(d.Unit), metric.WithDescription(d.Description))
+	return i, wrap(d, err)
+}
+
+// Int64ObservableCounter creates the monotonic counter d describes.
+func Int64ObservableCounter(m metric.Meter, d semconv.Metric) (metric.Int64ObservableCounter, error) {
+	if err := check(d, semconv.Counter); err != nil {
+		return nil, err
+	}
+	i, err := m.Int64ObservableCounter(d.Name, metric.WithUnit(d.Unit), metric.WithDescription(d.Description))
+	return i, wrap(d, err)
+}
+
+// Float64ObservableCounter creates the monotonic counter d describes.
+func Float64ObservableCounter(m metric.Meter, d semconv.Metric) (metric.Float64ObservableCounter, error) {
+	if err := check(d, semconv.Counter); err != nil {
+		return nil, err
+	}
+	i, err := m.Float64ObservableCounter(d.Name, metric.WithUnit(d.Unit), metric.WithDescription(d.Description))
+	return i, wrap(d, err)
+}
