@@ -29,6 +29,7 @@ package xpuscope
 
 import (
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -43,3 +44,15 @@ var ErrUnavailable = errors.New("unavailable")
 type Source interface {
 	io.Closer
 }
+
+// Unavailablef returns an error that wraps ErrUnavailable, with the message
+// fmt.Errorf(format, args...) gives (and whatever %w wraps in it). The
+// message says what was tried and what is missing.
+func Unavailablef(format string, args ...any) error {
+	return &unavailableError{cause: fmt.Errorf(format, args...)}
+}
+
+type unavailableError struct{ cause error }
+
+func (e *unavailableError) Error() string   { return e.cause.Error() }
+func (e *unavailableError) Unwrap() []error { return []error{ErrUnavailable, e.cause} }

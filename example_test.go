@@ -9,9 +9,9 @@ import (
 
 // A Source's New error is either "unavailable here" (soft skip) or a fault.
 func ExampleErrUnavailable() {
-	err := fmt.Errorf("gpu: nvml: %w: libnvidia-ml.so.1 not found", xpuscope.ErrUnavailable)
+	err := xpuscope.Unavailablef("gpu: NVML library %s not found", "libnvidia-ml.so.1")
 	if errors.Is(err, xpuscope.ErrUnavailable) {
 		fmt.Println("skip:", err)
 	}
-	// Output: skip: gpu: nvml: unavailable: libnvidia-ml.so.1 not found
+	// Output: skip: gpu: NVML library libnvidia-ml.so.1 not found
 }

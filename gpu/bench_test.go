@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/metric/embedded"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 // BenchmarkCollect measures one full cycle over 8 mocked GPUs with 4
@@ -63,6 +65,11 @@ func BenchmarkCollect(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		pts, err := testutil.Flatten(rm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(pts)), "points/op")
 	})
 }
 

@@ -2,7 +2,8 @@ package gpu_test
 
 // These tests load real shared libraries into the gpu Source:
 //
-//   - testdata/fakenvml.c, built here with gcc, is a fake libnvidia-ml.so.1.
+//   - internal/testutil/testdata/fakenvml.c, built with gcc by
+//     testutil.BuildFakeNVML, is a fake libnvidia-ml.so.1.
 //     It stands in for the NVIDIA GPUs that this machine (and CI) lacks:
 //     it reports two GPUs with fixed values, so that every read, unit
 //     conversion and attribute of the Source can be checked end to end
@@ -36,10 +37,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/gpu"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -63,17 +64,10 @@ type childResult struct {
 	// LoadError is dlopen's error for the library; empty when it loads.
 	LoadError string `json:"load_error"`
 	// Error is gpu.New's error; empty when New succeeded.
-	Error       string  `json:"error"`
-	Unavailable bool    `json:"unavailable"`
-	CloseError  string  `json:"close_error"`
-	Points      []point `json:"points"`
-}
-
-// point is one data point of one collection.
-type point struct {
-	Name  string            `json:"name"`
-	Attrs map[string]string `json:"attrs"`
-	Value float64           `json:"value"`
+	Error       string          `json:"error"`
+	Unavailable bool            `json:"unavailable"`
+	CloseError  string          `json:"close_error"`
+	Points      testutil.Points `json:"points"`
 }
 
 // TestNVMLSubprocess is the child's side of the harness; it does nothing
@@ -109,51 +103,11 @@ func collectOnce(t *testing.T, path string) childResult {
 		res.Error, res.Unavailable = err.Error(), errors.Is(err, xpuscope.ErrUnavailable)
 		return res
 	}
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, reader.Collect(context.Background(), &rm))
-	res.Points = flatten(t, rm)
+	res.Points = testutil.Collect(t, reader)
 	if err := src.Close(); err != nil {
 		res.CloseError = err.Error()
 	}
 	return res
-}
-
-// flatten lists every data point of rm.
-func flatten(t *testing.T, rm metricdata.ResourceMetrics) []point {
-	var out []point
-	add := func(name string, attrs attribute.Set, v float64) {
-		m := map[string]string{}
-		for it := attrs.Iter(); it.Next(); {
-			kv := it.Attribute()
-			m[string(kv.Key)] = kv.Value.Emit()
-		}
-		out = append(out, point{Name: name, Attrs: m, Value: v})
-	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch data := m.Data.(type) {
-			case metricdata.Gauge[float64]:
-				for _, dp := range data.DataPoints {
-					add(m.Name, dp.Attributes, dp.Value)
-				}
-			case metricdata.Gauge[int64]:
-				for _, dp := range data.DataPoints {
-					add(m.Name, dp.Attributes, float64(dp.Value))
-				}
-			case metricdata.Sum[float64]:
-				for _, dp := range data.DataPoints {
-					add(m.Name, dp.Attributes, dp.Value)
-				}
-			case metricdata.Sum[int64]:
-				for _, dp := range data.DataPoints {
-					add(m.Name, dp.Attributes, float64(dp.Value))
-				}
-			default:
-				t.Fatalf("metric %s: unexpected data type %T", m.Name, m.Data)
-			}
-		}
-	}
-	return out
 }
 
 // child is a finished child run.
@@ -190,44 +144,6 @@ func runChild(t *testing.T, lib string) child {
 	return c
 }
 
-// inCI reports whether the tests run in CI, where a missing tool or
-// library is a failure instead of a skip.
-func inCI() bool { return os.Getenv("CI") != "" }
-
-// skipOrFail skips the test, or fails it in CI.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if inCI() {
-		t.Fatalf(format+" (CI is set: not skipping)", args...)
-	}
-	t.Skipf(format, args...)
-}
-
-// buildFakeNVML compiles testdata/fakenvml.c with gcc into a temporary
-// libnvidia-ml.so.1 and returns its path. defines are extra gcc flags
-// (-DOMIT_ENERGY).
-func buildFakeNVML(t *testing.T, defines ...string) string {
-	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		skipOrFail(t, "gcc is needed to build the fake NVML library: %v", err)
-	}
-	goNVML, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml").Output()
-	require.NoError(t, err, "locating go-nvml's module directory")
-	include := filepath.Join(strings.TrimSpace(string(goNVML)), "pkg", "nvml")
-
-	lib := filepath.Join(t.TempDir(), "libnvidia-ml.so.1")
-	args := []string{
-		"-shared", "-fPIC", "-O2", "-Wall", "-Wno-deprecated-declarations",
-		"-DNVML_NO_UNVERSIONED_FUNC_DEFS=1", "-I" + include,
-	}
-	args = append(args, defines...)
-	args = append(args, "-o", lib, filepath.Join("testdata", "fakenvml.c"))
-	out, err := exec.Command(gcc, args...).CombinedOutput()
-	require.NoError(t, err, "gcc %s:\n%s", strings.Join(args, " "), out)
-	return lib
-}
-
 // exportsSymbol reports whether the shared library at path defines sym.
 func exportsSymbol(t *testing.T, path, sym string) bool {
 	t.Helper()
@@ -244,43 +160,15 @@ func exportsSymbol(t *testing.T, path, sym string) bool {
 	return false
 }
 
-// matching returns the points of metric m whose attributes include all of
-// attrs.
-func (c child) matching(m semconv.Metric, attrs ...attribute.KeyValue) []point {
-	var out []point
-next:
-	for _, p := range c.Points {
-		if p.Name != m.Name {
-			continue
-		}
-		for _, kv := range attrs {
-			if v, ok := p.Attrs[string(kv.Key)]; !ok || v != kv.Value.Emit() {
-				continue next
-			}
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// only returns the one point of metric m with attrs, failing unless there
-// is exactly one.
-func (c child) only(t *testing.T, m semconv.Metric, attrs ...attribute.KeyValue) point {
-	t.Helper()
-	ps := c.matching(m, attrs...)
-	require.Len(t, ps, 1, "points of %s with %v", m.Name, attrs)
-	return ps[0]
-}
-
 // requireValue checks the one point of metric m with attrs against want.
 func (c child) requireValue(t *testing.T, want float64, m semconv.Metric, attrs ...attribute.KeyValue) {
 	t.Helper()
-	got := c.only(t, m, attrs...).Value
+	got := c.Points.One(t, m.Name, attrs...).Value
 	require.InDelta(t, want, got, 1e-9*math.Max(1, math.Abs(want)), "%s with %v", m.Name, attrs)
 }
 
-// fakeGPU mirrors one GPU of testdata/fakenvml.c, in the units NVML
-// reports. Keep the two in step.
+// fakeGPU mirrors one GPU of internal/testutil/testdata/fakenvml.c, in
+// the units NVML reports. Keep the two in step.
 type fakeGPU struct {
 	index                       int
 	uuid, name                  string
@@ -381,7 +269,7 @@ func (g fakeGPU) deviceAttrs() map[string]string {
 }
 
 func TestFakeNVMLFullLibrary(t *testing.T) {
-	lib := buildFakeNVML(t)
+	lib := testutil.BuildFakeNVML(t)
 	require.True(t, exportsSymbol(t, lib, missingEnergySymbol))
 	c := runChild(t, lib)
 	require.Empty(t, c.LoadError)
@@ -392,9 +280,9 @@ func TestFakeNVMLFullLibrary(t *testing.T) {
 		t.Run(g.uuid, func(t *testing.T) { checkFakeGPU(t, c, g) })
 	}
 
-	require.Empty(t, c.matching(semconv.XpuscopeGPUSymbolMissing), "the full library lacks no symbol")
-	require.Empty(t, c.matching(semconv.XpuscopeGPUReadErrors), "no read of the fake library fails")
-	require.Empty(t, c.matching(semconv.XpuscopeGPUProcessOverflow))
+	require.Empty(t, c.Points.Find(semconv.XpuscopeGPUSymbolMissing.Name), "the full library lacks no symbol")
+	require.Empty(t, c.Points.Find(semconv.XpuscopeGPUReadErrors.Name), "no read of the fake library fails")
+	require.Empty(t, c.Points.Find(semconv.XpuscopeGPUProcessOverflow.Name))
 }
 
 // checkFakeGPU checks every metric of g against the fake's values.
@@ -402,7 +290,7 @@ func checkFakeGPU(t *testing.T, c child, g fakeGPU) {
 	id := semconv.HWID.String(g.uuid)
 
 	// The device's identity, on a plain device series and on every other.
-	require.Equal(t, g.deviceAttrs(), c.only(t, semconv.HWPower, id).Attrs)
+	require.Equal(t, g.deviceAttrs(), c.Points.One(t, semconv.HWPower.Name, id).Attrs)
 	for _, p := range c.Points {
 		if p.Attrs[string(semconv.HWID)] != g.uuid || strings.HasPrefix(p.Name, "xpuscope.") {
 			continue
@@ -441,7 +329,7 @@ func checkFakeGPU(t *testing.T, c child, g fakeGPU) {
 	// ECC: the volatile counters (the fake's aggregate ones differ).
 	c.requireValue(t, float64(g.eccCorrected), semconv.HWErrors, id, semconv.ErrorType.String(semconv.ErrorCorrected))
 	c.requireValue(t, float64(g.eccUncorrect), semconv.HWErrors, id, semconv.ErrorType.String(semconv.ErrorUncorrected))
-	require.Empty(t, c.matching(semconv.HWErrors, id, semconv.ErrorType.String(semconv.ErrorXID)), "the fake raises no XID")
+	require.Empty(t, c.Points.Find(semconv.HWErrors.Name, id, semconv.ErrorType.String(semconv.ErrorXID)), "the fake raises no XID")
 
 	// One series per known reason: 1 for the fake's bits, 0 for the rest.
 	for _, r := range g.throttling {
@@ -457,12 +345,12 @@ func checkFakeGPU(t *testing.T, c child, g fakeGPU) {
 
 	// The fake lists the child itself as the GPU's process.
 	if g.procMemory == 0 {
-		require.Empty(t, c.matching(semconv.ProcessGPUMemoryUsage, id))
-		require.Empty(t, c.matching(semconv.ProcessGPUUtilization, id))
+		require.Empty(t, c.Points.Find(semconv.ProcessGPUMemoryUsage.Name, id))
+		require.Empty(t, c.Points.Find(semconv.ProcessGPUUtilization.Name, id))
 		return
 	}
 	proc := []attribute.KeyValue{id, semconv.ProcessPID.Int(c.pid), semconv.ProcessExecutableName.String(c.exe)}
-	require.Len(t, c.matching(semconv.ProcessGPUMemoryUsage, id), 1, "one process, listed as compute and graphics")
+	require.Len(t, c.Points.Find(semconv.ProcessGPUMemoryUsage.Name, id), 1, "one process, listed as compute and graphics")
 	c.requireValue(t, float64(g.procMemory), semconv.ProcessGPUMemoryUsage, proc...)
 	c.requireValue(t, g.procSMUtil*percentToRatio, semconv.ProcessGPUUtilization, proc...)
 }
@@ -477,18 +365,18 @@ func contains(list []string, s string) bool {
 }
 
 func TestFakeNVMLMissingOptionalSymbol(t *testing.T) {
-	lib := buildFakeNVML(t, "-DOMIT_ENERGY")
+	lib := testutil.BuildFakeNVML(t, "-DOMIT_ENERGY")
 	require.False(t, exportsSymbol(t, lib, missingEnergySymbol), "-DOMIT_ENERGY must drop %s", missingEnergySymbol)
 	c := runChild(t, lib) // go-nvml kills the process if the Source calls the symbol
 	require.Empty(t, c.LoadError)
 	require.Empty(t, c.Error)
 	require.Empty(t, c.CloseError)
 
-	require.Empty(t, c.matching(semconv.HWEnergy))
+	require.Empty(t, c.Points.Find(semconv.HWEnergy.Name))
 	for _, g := range fakeGPUs {
 		c.requireValue(t, g.powerMW*mWToW, semconv.HWPower, semconv.HWID.String(g.uuid))
 	}
-	missing := c.only(t, semconv.XpuscopeGPUSymbolMissing)
+	missing := c.Points.One(t, semconv.XpuscopeGPUSymbolMissing.Name)
 	require.Equal(t, map[string]string{
 		string(semconv.XpuscopeSymbol):     missingEnergySymbol,
 		string(semconv.XpuscopeMetricName): semconv.HWEnergy.Name,
@@ -499,7 +387,7 @@ func TestFakeNVMLMissingOptionalSymbol(t *testing.T) {
 func TestRealNVMLWithoutDriver(t *testing.T) {
 	c := runChild(t, realNVML)
 	if c.LoadError != "" {
-		skipOrFail(t, "the real NVML library %s is not installed (Debian package libnvidia-ml1): %s", realNVML, c.LoadError)
+		testutil.SkipOrFail(t, "the real NVML library %s is not installed (Debian package libnvidia-ml1): %s", realNVML, c.LoadError)
 	}
 	require.NotEmpty(t, c.Error, "gpu.New must fail without a GPU driver")
 	require.True(t, c.Unavailable, "the error must wrap xpuscope.ErrUnavailable: %s", c.Error)

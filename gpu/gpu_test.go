@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -23,56 +24,55 @@ func hwID(g *fakeGPU) attribute.KeyValue { return semconv.HWID.String(g.uuid) }
 func TestSeveralGPUs(t *testing.T) {
 	gpus := []*fakeGPU{h100(0), h100(1), h100(2)}
 	_, reader := start(t, &fakeSystem{gpus: gpus})
-	pts := collect(t, reader)
+	pts := testutil.Collect(t, reader)
 
 	for i, g := range gpus {
 		id := hwID(g)
-		p := one(t, pts, semconv.HWGPUUtilization.Name, id, semconv.HWGPUTask.String(semconv.GPUTaskGeneral))
-		assert.InDelta(t, float64(40+i)/100, p.value, 1e-9)
-		assert.Equal(t, g.name, p.get(semconv.HWName))
-		assert.Equal(t, "NVIDIA", p.get(semconv.HWVendor))
-		assert.Equal(t, semconv.HWTypeGPU, p.get(semconv.HWType))
-		assert.Equal(t, "535.183.01", p.get(semconv.HWDriverVersion))
-		assert.Equal(t, strconv.Itoa(i), p.get(semconv.GPUIndex))
-		assert.Equal(t, "0000:"+strconv.FormatInt(int64(0x18+i), 16)+":00.0", p.get(semconv.GPUPCIAddress))
-		_, isMIG := p.attrs.Value(semconv.HWParent)
-		assert.False(t, isMIG, "a GPU has no hw.parent")
+		p := pts.One(t, semconv.HWGPUUtilization.Name, id, semconv.HWGPUTask.String(semconv.GPUTaskGeneral))
+		assert.InDelta(t, float64(40+i)/100, p.Value, 1e-9)
+		assert.Equal(t, g.name, p.Get(semconv.HWName))
+		assert.Equal(t, "NVIDIA", p.Get(semconv.HWVendor))
+		assert.Equal(t, semconv.HWTypeGPU, p.Get(semconv.HWType))
+		assert.Equal(t, "535.183.01", p.Get(semconv.HWDriverVersion))
+		assert.Equal(t, strconv.Itoa(i), p.Get(semconv.GPUIndex))
+		assert.Equal(t, "0000:"+strconv.FormatInt(int64(0x18+i), 16)+":00.0", p.Get(semconv.GPUPCIAddress))
+		assert.False(t, p.Has(semconv.HWParent), "a GPU has no hw.parent")
 
-		assert.InDelta(t, 0.03, one(t, pts, semconv.HWGPUUtilization.Name, id, semconv.HWGPUTask.String(semconv.GPUTaskEncoder)).value, 1e-9)
-		assert.InDelta(t, 0.07, one(t, pts, semconv.HWGPUUtilization.Name, id, semconv.HWGPUTask.String(semconv.GPUTaskDecoder)).value, 1e-9)
-		assert.InDelta(t, float64(20+i)/100, one(t, pts, semconv.GPUMemoryControllerUtilization.Name, id).value, 1e-9)
+		assert.InDelta(t, 0.03, pts.One(t, semconv.HWGPUUtilization.Name, id, semconv.HWGPUTask.String(semconv.GPUTaskEncoder)).Value, 1e-9)
+		assert.InDelta(t, 0.07, pts.One(t, semconv.HWGPUUtilization.Name, id, semconv.HWGPUTask.String(semconv.GPUTaskDecoder)).Value, 1e-9)
+		assert.InDelta(t, float64(20+i)/100, pts.One(t, semconv.GPUMemoryControllerUtilization.Name, id).Value, 1e-9)
 
 		used := float64(uint64(10+i) << 30)
-		assert.Equal(t, used, one(t, pts, semconv.HWGPUMemoryUsage.Name, id).value)
-		assert.Equal(t, float64(80<<30), one(t, pts, semconv.HWGPUMemoryLimit.Name, id).value)
-		assert.Equal(t, float64(g.memory.Free), one(t, pts, semconv.GPUMemoryFree.Name, id).value)
-		assert.Equal(t, float64(512<<20), one(t, pts, semconv.GPUMemoryReserved.Name, id).value)
-		assert.InDelta(t, used/float64(80<<30), one(t, pts, semconv.HWGPUMemoryUtilization.Name, id).value, 1e-12)
+		assert.Equal(t, used, pts.One(t, semconv.HWGPUMemoryUsage.Name, id).Value)
+		assert.Equal(t, float64(80<<30), pts.One(t, semconv.HWGPUMemoryLimit.Name, id).Value)
+		assert.Equal(t, float64(g.memory.Free), pts.One(t, semconv.GPUMemoryFree.Name, id).Value)
+		assert.Equal(t, float64(512<<20), pts.One(t, semconv.GPUMemoryReserved.Name, id).Value)
+		assert.InDelta(t, used/float64(80<<30), pts.One(t, semconv.HWGPUMemoryUtilization.Name, id).Value, 1e-12)
 
-		assert.Equal(t, float64(50+i), one(t, pts, semconv.HWTemperature.Name, id).value)
-		assert.InDelta(t, 300+float64(i), one(t, pts, semconv.HWPower.Name, id).value, 1e-9)
-		assert.InDelta(t, 700.0, one(t, pts, semconv.GPUPowerLimit.Name, id).value, 1e-9)
-		assert.InDelta(t, 1000+float64(i)/1000, one(t, pts, semconv.HWEnergy.Name, id).value, 1e-9)
-		assert.Equal(t, 1980e6, one(t, pts, semconv.GPUClockFrequency.Name, id, semconv.GPUClockDomain.String(semconv.ClockDomainSM)).value)
-		assert.Equal(t, 2619e6, one(t, pts, semconv.GPUClockFrequency.Name, id, semconv.GPUClockDomain.String(semconv.ClockDomainMemory)).value)
-		assert.Equal(t, float64(1000+i), one(t, pts, semconv.HWGPUIO.Name, id, semconv.NetworkIODir.String(semconv.DirectionTransmit)).value)
-		assert.Equal(t, float64(2000+i), one(t, pts, semconv.HWGPUIO.Name, id, semconv.NetworkIODir.String(semconv.DirectionReceive)).value)
-		assert.InDelta(t, 0.35, one(t, pts, semconv.GPUFanSpeed.Name, id).value, 1e-9)
-		assert.Equal(t, float64(i), one(t, pts, semconv.HWErrors.Name, id, semconv.ErrorType.String(semconv.ErrorCorrected)).value)
-		assert.Equal(t, 0.0, one(t, pts, semconv.HWErrors.Name, id, semconv.ErrorType.String(semconv.ErrorUncorrected)).value)
+		assert.Equal(t, float64(50+i), pts.One(t, semconv.HWTemperature.Name, id).Value)
+		assert.InDelta(t, 300+float64(i), pts.One(t, semconv.HWPower.Name, id).Value, 1e-9)
+		assert.InDelta(t, 700.0, pts.One(t, semconv.GPUPowerLimit.Name, id).Value, 1e-9)
+		assert.InDelta(t, 1000+float64(i)/1000, pts.One(t, semconv.HWEnergy.Name, id).Value, 1e-9)
+		assert.Equal(t, 1980e6, pts.One(t, semconv.GPUClockFrequency.Name, id, semconv.GPUClockDomain.String(semconv.ClockDomainSM)).Value)
+		assert.Equal(t, 2619e6, pts.One(t, semconv.GPUClockFrequency.Name, id, semconv.GPUClockDomain.String(semconv.ClockDomainMemory)).Value)
+		assert.Equal(t, float64(1000+i), pts.One(t, semconv.HWGPUIO.Name, id, semconv.NetworkIODir.String(semconv.DirectionTransmit)).Value)
+		assert.Equal(t, float64(2000+i), pts.One(t, semconv.HWGPUIO.Name, id, semconv.NetworkIODir.String(semconv.DirectionReceive)).Value)
+		assert.InDelta(t, 0.35, pts.One(t, semconv.GPUFanSpeed.Name, id).Value, 1e-9)
+		assert.Equal(t, float64(i), pts.One(t, semconv.HWErrors.Name, id, semconv.ErrorType.String(semconv.ErrorCorrected)).Value)
+		assert.Equal(t, 0.0, pts.One(t, semconv.HWErrors.Name, id, semconv.ErrorType.String(semconv.ErrorUncorrected)).Value)
 
 		// One series per known reason; mask 0x5 = gpu_idle | sw_power_cap.
-		require.Len(t, find(pts, semconv.GPUClockThrottle.Name, id), len(semconv.ThrottleReasons))
+		require.Len(t, pts.Find(semconv.GPUClockThrottle.Name, id), len(semconv.ThrottleReasons))
 		for _, r := range semconv.ThrottleReasons {
 			want := 0.0
 			if r == "gpu_idle" || r == "sw_power_cap" {
 				want = 1
 			}
-			assert.Equal(t, want, one(t, pts, semconv.GPUClockThrottle.Name, id, semconv.GPUClockThrottleReason.String(r)).value, r)
+			assert.Equal(t, want, pts.One(t, semconv.GPUClockThrottle.Name, id, semconv.GPUClockThrottleReason.String(r)).Value, r)
 		}
 	}
-	assert.Empty(t, pts[semconv.XpuscopeGPUReadErrors.Name])
-	assert.Empty(t, pts[semconv.XpuscopeGPUSymbolMissing.Name])
+	assert.Empty(t, pts.Find(semconv.XpuscopeGPUReadErrors.Name))
+	assert.Empty(t, pts.Find(semconv.XpuscopeGPUSymbolMissing.Name))
 }
 
 // procRoot makes a fake procfs with the given pid → executable links.
@@ -99,17 +99,17 @@ func TestProcessListChangesBetweenCycles(t *testing.T) {
 	root := procRoot(t, map[uint32]string{100: "/usr/bin/python3.11", 200: "/opt/vllm/bin/vllm", 300: "/srv/train (deleted)"})
 	s, reader := start(t, &fakeSystem{gpus: []*fakeGPU{g}}, WithProcRoot(root))
 
-	pts := collect(t, reader)
+	pts := testutil.Collect(t, reader)
 	mem := semconv.ProcessGPUMemoryUsage.Name
-	require.Len(t, pts[mem], 2)
-	p := one(t, pts, mem, semconv.ProcessPID.Int(100))
-	assert.Equal(t, float64(1<<30), p.value)
-	assert.Equal(t, "python3.11", p.get(semconv.ProcessExecutableName))
-	assert.Equal(t, g.uuid, p.get(semconv.HWID))
-	assert.Equal(t, float64(3<<30), one(t, pts, mem, semconv.ProcessPID.Int(200)).value)
-	assert.Equal(t, "vllm", one(t, pts, mem, semconv.ProcessPID.Int(200)).get(semconv.ProcessExecutableName))
-	assert.InDelta(t, 0.60, one(t, pts, semconv.ProcessGPUUtilization.Name, semconv.ProcessPID.Int(100)).value, 1e-9)
-	assert.InDelta(t, 0.05, one(t, pts, semconv.ProcessGPUUtilization.Name, semconv.ProcessPID.Int(200)).value, 1e-9)
+	require.Len(t, pts.Find(mem), 2)
+	p := pts.One(t, mem, semconv.ProcessPID.Int(100))
+	assert.Equal(t, float64(1<<30), p.Value)
+	assert.Equal(t, "python3.11", p.Get(semconv.ProcessExecutableName))
+	assert.Equal(t, g.uuid, p.Get(semconv.HWID))
+	assert.Equal(t, float64(3<<30), pts.One(t, mem, semconv.ProcessPID.Int(200)).Value)
+	assert.Equal(t, "vllm", pts.One(t, mem, semconv.ProcessPID.Int(200)).Get(semconv.ProcessExecutableName))
+	assert.InDelta(t, 0.60, pts.One(t, semconv.ProcessGPUUtilization.Name, semconv.ProcessPID.Int(100)).Value, 1e-9)
+	assert.InDelta(t, 0.05, pts.One(t, semconv.ProcessGPUUtilization.Name, semconv.ProcessPID.Int(200)).Value, 1e-9)
 
 	// Next cycle: 100 exits, 300 starts. No new utilization samples: the
 	// processes ran no kernel, so they report 0.
@@ -118,14 +118,14 @@ func TestProcessListChangesBetweenCycles(t *testing.T) {
 		g.graphics = nil
 	})
 	s.poll()
-	pts = collect(t, reader)
-	require.Len(t, pts[mem], 2)
-	assert.Empty(t, find(pts, mem, semconv.ProcessPID.Int(100)), "an exited process leaves no series")
-	assert.Equal(t, float64(2<<30), one(t, pts, mem, semconv.ProcessPID.Int(200)).value)
-	p = one(t, pts, mem, semconv.ProcessPID.Int(300))
-	assert.Equal(t, float64(5<<30), p.value)
-	assert.Equal(t, "train", p.get(semconv.ProcessExecutableName))
-	assert.Equal(t, 0.0, one(t, pts, semconv.ProcessGPUUtilization.Name, semconv.ProcessPID.Int(300)).value)
+	pts = testutil.Collect(t, reader)
+	require.Len(t, pts.Find(mem), 2)
+	assert.Empty(t, pts.Find(mem, semconv.ProcessPID.Int(100)), "an exited process leaves no series")
+	assert.Equal(t, float64(2<<30), pts.One(t, mem, semconv.ProcessPID.Int(200)).Value)
+	p = pts.One(t, mem, semconv.ProcessPID.Int(300))
+	assert.Equal(t, float64(5<<30), p.Value)
+	assert.Equal(t, "train", p.Get(semconv.ProcessExecutableName))
+	assert.Equal(t, 0.0, pts.One(t, semconv.ProcessGPUUtilization.Name, semconv.ProcessPID.Int(300)).Value)
 	assert.Len(t, s.devices[0].procs, 2, "the cache forgets exited processes")
 }
 
@@ -135,20 +135,19 @@ func TestProcessCapFoldsTheSmallest(t *testing.T) {
 		g.compute = append(g.compute, nvml.ProcessInfo{Pid: pid, UsedGpuMemory: uint64(pid) << 20})
 	}
 	s, reader := start(t, &fakeSystem{gpus: []*fakeGPU{g}}, WithMaxProcesses(2), WithProcRoot(t.TempDir()))
-	pts := collect(t, reader)
+	pts := testutil.Collect(t, reader)
 	mem := semconv.ProcessGPUMemoryUsage.Name
-	require.Len(t, pts[mem], 3)
-	one(t, pts, mem, semconv.ProcessPID.Int(5))
-	one(t, pts, mem, semconv.ProcessPID.Int(4))
-	other := one(t, pts, mem, semconv.ProcessExecutableName.String(semconv.Other))
-	assert.Equal(t, float64((1+2+3)<<20), other.value)
-	_, hasPID := other.attrs.Value(semconv.ProcessPID)
-	assert.False(t, hasPID)
-	assert.Equal(t, 3.0, one(t, pts, semconv.XpuscopeGPUProcessOverflow.Name, hwID(g)).value)
+	require.Len(t, pts.Find(mem), 3)
+	pts.One(t, mem, semconv.ProcessPID.Int(5))
+	pts.One(t, mem, semconv.ProcessPID.Int(4))
+	other := pts.One(t, mem, semconv.ProcessExecutableName.String(semconv.Other))
+	assert.Equal(t, float64((1+2+3)<<20), other.Value)
+	assert.False(t, other.Has(semconv.ProcessPID))
+	assert.Equal(t, 3.0, pts.One(t, semconv.XpuscopeGPUProcessOverflow.Name, hwID(g)).Value)
 
 	s.poll()
-	pts = collect(t, reader)
-	assert.Equal(t, 6.0, one(t, pts, semconv.XpuscopeGPUProcessOverflow.Name, hwID(g)).value)
+	pts = testutil.Collect(t, reader)
+	assert.Equal(t, 6.0, pts.One(t, semconv.XpuscopeGPUProcessOverflow.Name, hwID(g)).Value)
 	assert.Len(t, s.devices[0].procs, 2, "folded processes get no cached series")
 }
 
@@ -156,30 +155,30 @@ func TestOneDeviceFailingDoesNotStopTheOthers(t *testing.T) {
 	bad, good := h100(0), h100(1)
 	bad.fail = map[string]nvml.Return{"power": nvml.ERROR_UNKNOWN, "memory": nvml.ERROR_GPU_IS_LOST}
 	s, reader := start(t, &fakeSystem{gpus: []*fakeGPU{bad, good}})
-	pts := collect(t, reader)
+	pts := testutil.Collect(t, reader)
 
-	assert.Empty(t, find(pts, semconv.HWPower.Name, hwID(bad)))
-	assert.Empty(t, find(pts, semconv.HWGPUMemoryUsage.Name, hwID(bad)))
-	assert.Len(t, find(pts, semconv.HWTemperature.Name, hwID(bad)), 1, "the failing device's other reads go on")
-	assert.Len(t, find(pts, semconv.HWPower.Name, hwID(good)), 1)
-	assert.Len(t, find(pts, semconv.HWGPUMemoryUsage.Name, hwID(good)), 1)
+	assert.Empty(t, pts.Find(semconv.HWPower.Name, hwID(bad)))
+	assert.Empty(t, pts.Find(semconv.HWGPUMemoryUsage.Name, hwID(bad)))
+	assert.Len(t, pts.Find(semconv.HWTemperature.Name, hwID(bad)), 1, "the failing device's other reads go on")
+	assert.Len(t, pts.Find(semconv.HWPower.Name, hwID(good)), 1)
+	assert.Len(t, pts.Find(semconv.HWGPUMemoryUsage.Name, hwID(good)), 1)
 
 	errs := semconv.XpuscopeGPUReadErrors.Name
-	assert.Equal(t, 1.0, one(t, pts, errs, hwID(bad), semconv.XpuscopeRead.String("power"), semconv.ErrorType.String("ERROR_UNKNOWN")).value)
-	assert.Equal(t, 1.0, one(t, pts, errs, hwID(bad), semconv.XpuscopeRead.String("memory"), semconv.ErrorType.String("ERROR_GPU_IS_LOST")).value)
-	assert.Empty(t, find(pts, errs, hwID(good)))
+	assert.Equal(t, 1.0, pts.One(t, errs, hwID(bad), semconv.XpuscopeRead.String("power"), semconv.ErrorType.String("ERROR_UNKNOWN")).Value)
+	assert.Equal(t, 1.0, pts.One(t, errs, hwID(bad), semconv.XpuscopeRead.String("memory"), semconv.ErrorType.String("ERROR_GPU_IS_LOST")).Value)
+	assert.Empty(t, pts.Find(errs, hwID(good)))
 
 	// Errors are counted per cycle, and the read is tried again.
 	s.poll()
-	pts = collect(t, reader)
-	assert.Equal(t, 2.0, one(t, pts, errs, hwID(bad), semconv.XpuscopeRead.String("power")).value)
+	pts = testutil.Collect(t, reader)
+	assert.Equal(t, 2.0, pts.One(t, errs, hwID(bad), semconv.XpuscopeRead.String("power")).Value)
 	assert.Equal(t, 2, bad.callCount("power"))
 
 	// The device recovers.
 	bad.set(func(g *fakeGPU) { g.fail = nil })
 	s.poll()
-	pts = collect(t, reader)
-	assert.Len(t, find(pts, semconv.HWPower.Name, hwID(bad)), 1)
+	pts = testutil.Collect(t, reader)
+	assert.Len(t, pts.Find(semconv.HWPower.Name, hwID(bad)), 1)
 }
 
 func TestUnsupportedReadIsRetiredNotCounted(t *testing.T) {
@@ -188,9 +187,9 @@ func TestUnsupportedReadIsRetiredNotCounted(t *testing.T) {
 	s, reader := start(t, &fakeSystem{gpus: []*fakeGPU{g}})
 	s.poll()
 	s.poll()
-	pts := collect(t, reader)
-	assert.Empty(t, pts[semconv.GPUFanSpeed.Name])
-	assert.Empty(t, pts[semconv.XpuscopeGPUReadErrors.Name])
+	pts := testutil.Collect(t, reader)
+	assert.Empty(t, pts.Find(semconv.GPUFanSpeed.Name))
+	assert.Empty(t, pts.Find(semconv.XpuscopeGPUReadErrors.Name))
 	assert.Equal(t, 1, g.callCount("fan"), "an unsupported read is not retried")
 	assert.Equal(t, 3, g.callCount("power"))
 }
@@ -211,35 +210,35 @@ func TestMIG(t *testing.T) {
 	}
 	parent.instances = []*fakeGPU{small, big}
 	_, reader := start(t, &fakeSystem{gpus: []*fakeGPU{parent}}, WithProcRoot(t.TempDir()))
-	pts := collect(t, reader)
+	pts := testutil.Collect(t, reader)
 
 	for _, tc := range []struct {
 		in      *fakeGPU
 		profile string
 	}{{small, "1g.10gb"}, {big, "3g.40gb"}} {
-		p := one(t, pts, semconv.HWGPUMemoryUsage.Name, hwID(tc.in))
-		assert.Equal(t, float64(tc.in.memory.Used), p.value)
-		assert.Equal(t, parent.uuid, p.get(semconv.HWParent))
-		assert.Equal(t, tc.profile, p.get(semconv.GPUMIGProfile))
-		assert.Equal(t, strconv.Itoa(tc.in.gi), p.get(semconv.GPUMIGGPUInstanceID))
-		assert.Equal(t, "0", p.get(semconv.GPUMIGComputeInstance))
-		assert.Equal(t, "0", p.get(semconv.GPUIndex))
-		assert.Equal(t, "0000:18:00.0", p.get(semconv.GPUPCIAddress))
-		assert.Equal(t, float64(tc.in.memory.Total), one(t, pts, semconv.HWGPUMemoryLimit.Name, hwID(tc.in)).value)
+		p := pts.One(t, semconv.HWGPUMemoryUsage.Name, hwID(tc.in))
+		assert.Equal(t, float64(tc.in.memory.Used), p.Value)
+		assert.Equal(t, parent.uuid, p.Get(semconv.HWParent))
+		assert.Equal(t, tc.profile, p.Get(semconv.GPUMIGProfile))
+		assert.Equal(t, strconv.Itoa(tc.in.gi), p.Get(semconv.GPUMIGGPUInstanceID))
+		assert.Equal(t, "0", p.Get(semconv.GPUMIGComputeInstance))
+		assert.Equal(t, "0", p.Get(semconv.GPUIndex))
+		assert.Equal(t, "0000:18:00.0", p.Get(semconv.GPUPCIAddress))
+		assert.Equal(t, float64(tc.in.memory.Total), pts.One(t, semconv.HWGPUMemoryLimit.Name, hwID(tc.in)).Value)
 		// What NVML does not report per instance is never copied from
 		// the parent.
 		for _, m := range []semconv.Metric{semconv.HWPower, semconv.HWTemperature, semconv.HWGPUUtilization, semconv.HWEnergy, semconv.GPUClockFrequency, semconv.ProcessGPUUtilization} {
-			assert.Empty(t, find(pts, m.Name, hwID(tc.in)), m.Name)
+			assert.Empty(t, pts.Find(m.Name, hwID(tc.in)), m.Name)
 		}
 	}
-	proc := one(t, pts, semconv.ProcessGPUMemoryUsage.Name, semconv.ProcessPID.Int(4242))
-	assert.Equal(t, small.uuid, proc.get(semconv.HWID), "under MIG a process is reported on its instance")
-	assert.Equal(t, float64(1<<30), proc.value)
+	proc := pts.One(t, semconv.ProcessGPUMemoryUsage.Name, semconv.ProcessPID.Int(4242))
+	assert.Equal(t, small.uuid, proc.Get(semconv.HWID), "under MIG a process is reported on its instance")
+	assert.Equal(t, float64(1<<30), proc.Value)
 
 	// The parent keeps its own device series, without utilization.
-	assert.Len(t, find(pts, semconv.HWPower.Name, hwID(parent)), 1)
-	assert.Empty(t, find(pts, semconv.HWGPUUtilization.Name, hwID(parent), semconv.HWGPUTask.String(semconv.GPUTaskGeneral)))
-	assert.Empty(t, pts[semconv.XpuscopeGPUReadErrors.Name])
+	assert.Len(t, pts.Find(semconv.HWPower.Name, hwID(parent)), 1)
+	assert.Empty(t, pts.Find(semconv.HWGPUUtilization.Name, hwID(parent), semconv.HWGPUTask.String(semconv.GPUTaskGeneral)))
+	assert.Empty(t, pts.Find(semconv.XpuscopeGPUReadErrors.Name))
 }
 
 func TestMIGInstanceDestroyedLeavesNoSeries(t *testing.T) {
@@ -248,13 +247,13 @@ func TestMIGInstanceDestroyedLeavesNoSeries(t *testing.T) {
 	in := &fakeGPU{uuid: "MIG-a", name: "NVIDIA A100-SXM4-40GB MIG 1g.5gb", memory: nvml.Memory_v2{Total: 5 << 30}}
 	parent.instances = []*fakeGPU{in}
 	s, reader := start(t, &fakeSystem{gpus: []*fakeGPU{parent}})
-	require.Len(t, find(collect(t, reader), semconv.HWGPUMemoryLimit.Name, semconv.HWID.String("MIG-a")), 1)
+	require.Len(t, testutil.Collect(t, reader).Find(semconv.HWGPUMemoryLimit.Name, semconv.HWID.String("MIG-a")), 1)
 
 	in.set(func(g *fakeGPU) { g.fail = map[string]nvml.Return{"uuid": nvml.ERROR_NOT_FOUND} })
 	parent.set(func(g *fakeGPU) { g.migEnabled = false })
 	s.poll()
-	pts := collect(t, reader)
-	assert.Empty(t, find(pts, semconv.HWGPUMemoryLimit.Name, semconv.HWID.String("MIG-a")))
+	pts := testutil.Collect(t, reader)
+	assert.Empty(t, pts.Find(semconv.HWGPUMemoryLimit.Name, semconv.HWID.String("MIG-a")))
 	assert.Empty(t, s.devices[0].instances)
 }
 
@@ -266,13 +265,13 @@ func TestXIDErrors(t *testing.T) {
 	fs.events <- nvml.EventData{Device: fs.handles[1], EventType: nvml.EventTypeXidCriticalError, EventData: 79}
 	fs.events <- nvml.EventData{Device: fs.handles[0], EventType: nvml.EventTypeXidCriticalError, EventData: 48}
 
-	xid := func(g *fakeGPU, code string) []point {
-		return find(collect(t, reader), semconv.HWErrors.Name, hwID(g),
+	xid := func(g *fakeGPU, code string) testutil.Points {
+		return testutil.Collect(t, reader).Find(semconv.HWErrors.Name, hwID(g),
 			semconv.ErrorType.String(semconv.ErrorXID), semconv.GPUXIDCode.String(code))
 	}
 	require.Eventually(t, func() bool {
 		a, b := xid(gpus[1], "79"), xid(gpus[0], "48")
-		return len(a) == 1 && a[0].value == 2 && len(b) == 1 && b[0].value == 1
+		return len(a) == 1 && a[0].Value == 2 && len(b) == 1 && b[0].Value == 1
 	}, 10*time.Second, 10*time.Millisecond)
 	assert.Empty(t, xid(gpus[0], "79"))
 }
@@ -293,17 +292,17 @@ func TestMissingOptionalSymbol(t *testing.T) {
 		"nvmlDeviceGetMemoryInfo_v2":          true,
 	}}
 	_, reader := start(t, fs)
-	pts := collect(t, reader)
-	assert.Empty(t, pts[semconv.HWEnergy.Name])
+	pts := testutil.Collect(t, reader)
+	assert.Empty(t, pts.Find(semconv.HWEnergy.Name))
 	assert.Zero(t, g.callCount("energy"), "a missing symbol is never called")
 	missing := semconv.XpuscopeGPUSymbolMissing.Name
-	assert.Equal(t, 1.0, one(t, pts, missing, semconv.XpuscopeSymbol.String("nvmlDeviceGetTotalEnergyConsumption"), semconv.XpuscopeMetricName.String(semconv.HWEnergy.Name)).value)
+	assert.Equal(t, 1.0, pts.One(t, missing, semconv.XpuscopeSymbol.String("nvmlDeviceGetTotalEnergyConsumption"), semconv.XpuscopeMetricName.String(semconv.HWEnergy.Name)).Value)
 	// Without the _v2 memory call, v1 still gives usage; only reserved is lost.
-	assert.Equal(t, 1.0, one(t, pts, missing, semconv.XpuscopeSymbol.String("nvmlDeviceGetMemoryInfo_v2"), semconv.XpuscopeMetricName.String(semconv.GPUMemoryReserved.Name)).value)
-	assert.Len(t, pts[missing], 2)
-	assert.Empty(t, pts[semconv.GPUMemoryReserved.Name])
-	assert.Equal(t, float64(g.memory.Used+g.memory.Reserved), one(t, pts, semconv.HWGPUMemoryUsage.Name, hwID(g)).value)
-	assert.Len(t, pts[semconv.HWPower.Name], 1)
+	assert.Equal(t, 1.0, pts.One(t, missing, semconv.XpuscopeSymbol.String("nvmlDeviceGetMemoryInfo_v2"), semconv.XpuscopeMetricName.String(semconv.GPUMemoryReserved.Name)).Value)
+	assert.Len(t, pts.Find(missing), 2)
+	assert.Empty(t, pts.Find(semconv.GPUMemoryReserved.Name))
+	assert.Equal(t, float64(g.memory.Used+g.memory.Reserved), pts.One(t, semconv.HWGPUMemoryUsage.Name, hwID(g)).Value)
+	assert.Len(t, pts.Find(semconv.HWPower.Name), 1)
 }
 
 func TestNewErrors(t *testing.T) {
@@ -364,4 +363,17 @@ func TestPollingGoroutineAndClose(t *testing.T) {
 	require.LessOrEqual(t, runtime.NumGoroutine(), before, "Close leaves no goroutine behind")
 	time.Sleep(20 * time.Millisecond)
 	assert.Equal(t, calls, g.callCount("power"), "no poll after Close")
+}
+
+func TestDevicesListsGPUsAndMIGInstances(t *testing.T) {
+	parent, plain := h100(0), h100(1)
+	parent.migEnabled = true
+	parent.instances = []*fakeGPU{{uuid: "MIG-a", name: "NVIDIA H100 80GB HBM3 MIG 7g.80gb", gi: 0, ci: 0}}
+	s, _ := start(t, &fakeSystem{gpus: []*fakeGPU{parent, plain}}, WithProcRoot(t.TempDir()))
+	assert.Equal(t, []Device{
+		{Index: 0, UUID: parent.uuid, Name: parent.name, PCIAddress: "0000:18:00.0"},
+		{Index: 0, UUID: "MIG-a", Name: "NVIDIA H100 80GB HBM3 MIG 7g.80gb", PCIAddress: "0000:18:00.0", Parent: parent.uuid, Profile: "7g.80gb"},
+		{Index: 1, UUID: plain.uuid, Name: plain.name, PCIAddress: "0000:19:00.0"},
+	}, s.Devices())
+	assert.Equal(t, "535.183.01", s.DriverVersion())
 }

@@ -14,9 +14,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // fakeGPU holds what one mocked device reports. Tests change its fields
@@ -282,77 +280,6 @@ func h100(i int) *fakeGPU {
 		eccCorrected: uint64(i), eccUncorrected: 0,
 		throttle: 0x1 | 0x4, // gpu_idle, sw_power_cap
 	}
-}
-
-// point is one observed value with its attributes.
-type point struct {
-	attrs attribute.Set
-	value float64
-}
-
-func (p point) get(k attribute.Key) string {
-	v, _ := p.attrs.Value(k)
-	return v.Emit()
-}
-
-// collect returns every data point of the reader's next collection, by
-// metric name.
-func collect(t testing.TB, r *sdkmetric.ManualReader) map[string][]point {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, r.Collect(context.Background(), &rm))
-	out := map[string][]point{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Gauge[float64]:
-				for _, dp := range d.DataPoints {
-					out[m.Name] = append(out[m.Name], point{dp.Attributes, dp.Value})
-				}
-			case metricdata.Gauge[int64]:
-				for _, dp := range d.DataPoints {
-					out[m.Name] = append(out[m.Name], point{dp.Attributes, float64(dp.Value)})
-				}
-			case metricdata.Sum[float64]:
-				for _, dp := range d.DataPoints {
-					out[m.Name] = append(out[m.Name], point{dp.Attributes, dp.Value})
-				}
-			case metricdata.Sum[int64]:
-				for _, dp := range d.DataPoints {
-					out[m.Name] = append(out[m.Name], point{dp.Attributes, float64(dp.Value)})
-				}
-			default:
-				t.Fatalf("metric %s: unexpected data %T", m.Name, m.Data)
-			}
-		}
-	}
-	return out
-}
-
-// find returns the points of metric whose attributes include every kv.
-func find(pts map[string][]point, metric string, kvs ...attribute.KeyValue) []point {
-	var out []point
-	for _, p := range pts[metric] {
-		match := true
-		for _, kv := range kvs {
-			if v, ok := p.attrs.Value(kv.Key); !ok || v != kv.Value {
-				match = false
-				break
-			}
-		}
-		if match {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// one returns the single point that matches, failing otherwise.
-func one(t testing.TB, pts map[string][]point, metric string, kvs ...attribute.KeyValue) point {
-	t.Helper()
-	got := find(pts, metric, kvs...)
-	require.Lenf(t, got, 1, "points of %s with %v", metric, kvs)
-	return got[0]
 }
 
 // start creates a Source over the fake system with a manual reader and a

@@ -163,11 +163,11 @@ func resolveSymbols(lookup func(string) error) (symbols, error) {
 func probeLibrary(path string) error {
 	lib := dl.New(path, dl.RTLD_LAZY|dl.RTLD_LOCAL)
 	if err := lib.Open(); err != nil {
-		return fmt.Errorf("%w: NVML library %s cannot be loaded: %v", xpuscope.ErrUnavailable, path, err)
+		return xpuscope.Unavailablef("gpu: NVML library %s cannot be loaded: %v", path, err)
 	}
 	defer lib.Close()
 	if lib.Lookup("nvmlInit_v2") != nil && lib.Lookup("nvmlInit") != nil {
-		return fmt.Errorf("%w: %s is not an NVML library: it has neither nvmlInit_v2 nor nvmlInit", xpuscope.ErrUnavailable, path)
+		return xpuscope.Unavailablef("gpu: %s is not an NVML library: it has neither nvmlInit_v2 nor nvmlInit", path)
 	}
 	return nil
 }
@@ -177,13 +177,13 @@ func probeLibrary(path string) error {
 func initError(path string, ret nvml.Return) error {
 	switch ret {
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
-		return fmt.Errorf("%w: NVML library %s not found", xpuscope.ErrUnavailable, path)
+		return xpuscope.Unavailablef("gpu: NVML library %s not found", path)
 	case nvml.ERROR_DRIVER_NOT_LOADED:
-		return fmt.Errorf("%w: nvmlInit (%s): NVIDIA driver not loaded (%s)", xpuscope.ErrUnavailable, path, returnName(ret))
+		return xpuscope.Unavailablef("gpu: nvmlInit (%s): NVIDIA driver not loaded (%s)", path, returnName(ret))
 	case nvml.ERROR_NO_PERMISSION:
-		return fmt.Errorf("%w: nvmlInit (%s): no permission to open the NVIDIA device files /dev/nvidia* (%s)", xpuscope.ErrUnavailable, path, returnName(ret))
+		return xpuscope.Unavailablef("gpu: nvmlInit (%s): no permission to open the NVIDIA device files /dev/nvidia* (%s)", path, returnName(ret))
 	case nvml.ERROR_LIB_RM_VERSION_MISMATCH:
-		return fmt.Errorf("%w: nvmlInit (%s): library and kernel driver versions differ; reboot or reload the driver (%s)", xpuscope.ErrUnavailable, path, returnName(ret))
+		return xpuscope.Unavailablef("gpu: nvmlInit (%s): library and kernel driver versions differ; reboot or reload the driver (%s)", path, returnName(ret))
 	}
 	return fmt.Errorf("gpu: nvmlInit (%s): %s", path, returnName(ret))
 }

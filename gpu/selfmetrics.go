@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xpuscope/xpuscope/semconv"
@@ -36,11 +37,14 @@ func (e *readErrors) add(device string, r readID, ret nvml.Return) {
 		if e.counts == nil {
 			e.counts = map[readErrorKey]*readErrorCount{}
 		}
-		c = &readErrorCount{opts: newOpts(
-			semconv.HWID.String(device),
+		kvs := []attribute.KeyValue{
 			semconv.XpuscopeRead.String(reads[r].name),
 			semconv.ErrorType.String(returnName(ret)),
-		)}
+		}
+		if device != "" { // "" for errors of no one device (the XID event set)
+			kvs = append(kvs, semconv.HWID.String(device))
+		}
+		c = &readErrorCount{opts: newOpts(kvs...)}
 		e.counts[k] = c
 	}
 	c.n++
@@ -52,15 +56,4 @@ func (e *readErrors) observe(o metric.Observer, inst metric.Int64Observable) {
 	for _, c := range e.counts {
 		o.ObserveInt64(inst, c.n, c.opts...)
 	}
-}
-
-// total is the number of failed reads so far.
-func (e *readErrors) total() int64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var n int64
-	for _, c := range e.counts {
-		n += c.n
-	}
-	return n
 }

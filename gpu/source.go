@@ -87,7 +87,7 @@ func (s *Source) start(path string) error {
 	var err error
 	s.syms, err = resolveSymbols(s.lib.Extensions().LookupSymbol)
 	if err != nil {
-		return fmt.Errorf("%w: NVML library %s: %v", xpuscope.ErrUnavailable, path, err)
+		return xpuscope.Unavailablef("gpu: NVML library %s: %v", path, err)
 	}
 	for _, m := range s.syms.missing {
 		s.missing = append(s.missing, newOpts(
@@ -125,7 +125,7 @@ func (s *Source) discover() error {
 		return fmt.Errorf("gpu: nvmlDeviceGetCount: %s", returnName(ret))
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: NVML found no NVIDIA GPU (driver %s)", xpuscope.ErrUnavailable, s.driver)
+		return xpuscope.Unavailablef("gpu: NVML found no NVIDIA GPU (driver %s)", s.driver)
 	}
 	var failed []string
 	for i := range n {
@@ -137,8 +137,8 @@ func (s *Source) discover() error {
 		s.devices = append(s.devices, newDevice(h, info, s.driver))
 	}
 	if len(s.devices) == 0 {
-		return fmt.Errorf("%w: none of %d NVIDIA GPUs could be identified: %s",
-			xpuscope.ErrUnavailable, n, strings.Join(failed, "; "))
+		return xpuscope.Unavailablef("gpu: none of %d NVIDIA GPUs could be identified: %s",
+			n, strings.Join(failed, "; "))
 	}
 	return nil
 }
@@ -180,11 +180,14 @@ func (s *Source) run() {
 // DriverVersion is the NVIDIA driver version NVML reports.
 func (s *Source) DriverVersion() string { return s.driver }
 
-// Devices lists the GPUs found at New, in NVML index order.
+// Devices lists the devices of the last read: each GPU, in NVML index
+// order, followed by its MIG instances (Parent set).
 func (s *Source) Devices() []Device {
-	out := make([]Device, len(s.devices))
-	for i, d := range s.devices {
-		out[i] = d.Device
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Device, len(s.front.samples))
+	for i := range s.front.samples {
+		out[i] = s.front.samples[i].d.Device
 	}
 	return out
 }

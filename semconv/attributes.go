@@ -15,6 +15,11 @@ const (
 	NetworkIODir    = attribute.Key("network.io.direction")
 )
 
+// Resource attributes (OpenTelemetry).
+const (
+	ServiceName = attribute.Key("service.name")
+)
+
 // Process attributes (OpenTelemetry).
 const (
 	ProcessPID            = attribute.Key("process.pid")
@@ -85,6 +90,7 @@ var attributes = []Attribute{
 	{HWGPUTask, "string", "Task the utilization refers to.", OTel, []string{GPUTaskGeneral, GPUTaskEncoder, GPUTaskDecoder}},
 	{ErrorType, "string", "Error class.", OTel, []string{ErrorCorrected, ErrorUncorrected, ErrorXID, "NVML return names (ERROR_UNKNOWN, ERROR_GPU_IS_LOST, …) on self-metrics"}},
 	{NetworkIODir, "string", "Direction of the transfer, seen from the GPU.", OTel, []string{DirectionReceive, DirectionTransmit}},
+	{ServiceName, "string", "Resource attribute: the reporting service; the reference agent sets xpuscope-agent unless OTEL_SERVICE_NAME says otherwise.", OTel, nil},
 	{ProcessPID, "int", "Process id in the host's pid namespace.", OTel, nil},
 	{ProcessExecutableName, "string", "Base name of /proc/<pid>/exe (falling back to /proc/<pid>/comm); " + Other + " on the series that folds processes past the cap.", OTel, nil},
 	{GPUIndex, "int", "Vendor library index of the device (NVML index). On MIG instances, the parent's index.", Extension, nil},

@@ -139,7 +139,7 @@ var (
 		Name: "xpuscope.gpu.read.errors", Kind: Counter, Unit: "{error}", Origin: Self,
 		Description: "Vendor-library reads that failed. A failed read loses that value for that cycle and device; other reads and devices go on.",
 		Attributes:  []attribute.Key{HWID, XpuscopeRead, ErrorType},
-		Note:        "A read the device reports as unsupported is not an error: it is dropped for that device, once.",
+		Note:        "A read the device reports as unsupported is not an error: it is dropped for that device, once. Errors of the XID event set itself carry no hw.id.",
 	}
 	XpuscopeGPUSymbolMissing = Metric{
 		Name: "xpuscope.gpu.symbol.missing", Kind: UpDownCounter, Unit: "{symbol}", Origin: Self,

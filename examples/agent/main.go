@@ -1,0 +1,173 @@
+// Command agent is xpuscope's reference agent. It starts every Source the
+// library has, with auto-detection and no configuration file, and serves
+// the metrics in Prometheus text format on :9464/metrics.
+//
+//	agent                 run until SIGINT or SIGTERM
+//	agent -check          print what each feature could turn on, then exit
+//	agent -duration 10s   run 10s, print the final metrics to stdout, exit
+//
+// A feature whose library, device, kernel feature or privilege is missing
+// is unavailable: the agent says why and runs without it. Any other
+// start-up error is a fault, and the agent exits with status 1.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/xpuscope/xpuscope/gpu"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type options struct {
+	listen   string
+	check    bool
+	duration time.Duration
+	settings
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.listen, "listen", ":9464", `address of the Prometheus endpoint /metrics; "" turns it off`)
+	fs.BoolVar(&o.check, "check", false, "print one line per feature (active, unavailable or fault, with the reason) and exit; non-zero only on a fault")
+	fs.DurationVar(&o.duration, "duration", 0, "run this long, print the final metrics in Prometheus text to stdout, and exit")
+	fs.DurationVar(&o.interval, "interval", gpu.DefaultInterval, "how often polled sources read their devices")
+	fs.StringVar(&o.nvmlLibrary, "nvml-library", gpu.DefaultNVMLLibrary, "NVML library to load (a path, for drivers outside the loader path)")
+	fs.StringVar(&o.procRoot, "proc-root", "/proc", "where the host's procfs is mounted")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if o.duration < 0 {
+		return o, fmt.Errorf("-duration must not be negative, got %v", o.duration)
+	}
+	return o, nil
+}
+
+// run is the whole agent; it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+
+	registry := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(registry))
+	if err != nil {
+		log.Error("prometheus exporter", "err", err)
+		return 1
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(semconv.ServiceName.String("xpuscope-agent")),
+		resource.WithFromEnv(), resource.WithHost(), resource.WithTelemetrySDK())
+	if err != nil {
+		log.Error("resource", "err", err)
+		return 1
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(res))
+	defer mp.Shutdown(context.Background())
+
+	results := startAll(o.settings, mp)
+	defer closeAll(results, log)
+	if o.check {
+		printCheck(stdout, results)
+		if faulted(results) {
+			return 1
+		}
+		return 0
+	}
+	for _, r := range results {
+		switch r.state {
+		case active:
+			log.Info("feature active", "feature", r.name, "detail", r.detail)
+		case unavailable:
+			log.Info("feature unavailable", "feature", r.name, "reason", r.detail)
+		case fault:
+			log.Error("feature fault", "feature", r.name, "err", r.detail)
+		}
+	}
+	if faulted(results) {
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
+		defer cancel()
+	}
+	if o.listen != "" {
+		ln, err := net.Listen("tcp", o.listen)
+		if err != nil {
+			log.Error("listen", "addr", o.listen, "err", err)
+			return 1
+		}
+		srv := &http.Server{
+			Handler:           metricsMux(registry),
+			ReadHeaderTimeout: 5 * time.Second,
+		}
+		go srv.Serve(ln)
+		defer srv.Close()
+		log.Info("serving Prometheus metrics", "addr", ln.Addr().String(), "path", "/metrics")
+	}
+	<-ctx.Done()
+	if o.duration > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if err := writeText(stdout, registry); err != nil {
+			log.Error("print metrics", "err", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+func metricsMux(g prometheus.Gatherer) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// writeText prints everything g gathers in the Prometheus text format.
+func writeText(w io.Writer, g prometheus.Gatherer) error {
+	families, err := g.Gather()
+	if err != nil {
+		return err
+	}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}

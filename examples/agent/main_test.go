@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
+)
+
+// envAgent makes the test binary run the agent's main instead of tests:
+// an agent that loads NVML must be a process of its own (one NVML library
+// per process).
+const envAgent = "XPUSCOPE_TEST_RUN_AGENT"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envAgent) != "" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// agent runs the agent in a child process with args.
+func agent(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = append(os.Environ(), envAgent+"=1")
+	return cmd
+}
+
+func output(t *testing.T, cmd *exec.Cmd) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return o.String(), e.String(), ee.ExitCode()
+	}
+	require.NoError(t, err)
+	return o.String(), e.String(), 0
+}
+
+// requireRealNVML fails (CI) or skips unless Debian's libnvidia-ml1 is
+// installed.
+func requireRealNVML(t *testing.T) {
+	for _, dir := range []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"} {
+		if _, err := os.Stat(dir + "/libnvidia-ml.so.1"); err == nil {
+			return
+		}
+	}
+	testutil.SkipOrFail(t, "the real NVML library (Debian package libnvidia-ml1) is not installed; run make test")
+}
+
+// On this GPU-less machine the real NVML library fails nvmlInit: the GPU
+// feature is unavailable, which is not a fault.
+func TestCheckOnNodeWithoutGPU(t *testing.T) {
+	requireRealNVML(t)
+	stdout, stderr, code := output(t, agent(t, "-check"))
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.Regexp(t, `(?m)^gpu +unavailable +gpu: nvmlInit \(libnvidia-ml\.so\.1\): NVIDIA driver not loaded`, stdout)
+}
+
+// The fake NVML library stands in for a GPU node.
+func TestRunWithGPUs(t *testing.T) {
+	lib := testutil.BuildFakeNVML(t)
+
+	stdout, stderr, code := output(t, agent(t, "-check", "-nvml-library", lib))
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.Regexp(t, `(?m)^gpu +active +nvml: 2 GPU\(s\), driver 535\.999\.01: 0:NVIDIA Fake H100 80GB HBM3, 1:NVIDIA Fake A100-SXM4-40GB$`, stdout)
+
+	// Run for a while: scrape the endpoint while it runs, then read the
+	// final metrics it prints.
+	cmd := agent(t, "-duration", "3s", "-interval", "100ms", "-listen", "127.0.0.1:0", "-nvml-library", lib)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	errPipe, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	addr := regexp.MustCompile(`msg="serving Prometheus metrics" addr=(\S+)`)
+	var scraped string
+	for sc := bufio.NewScanner(errPipe); sc.Scan(); {
+		if m := addr.FindStringSubmatch(sc.Text()); m != nil && scraped == "" {
+			resp, err := http.Get("http://" + m[1] + "/metrics")
+			require.NoError(t, err)
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			scraped = string(b)
+		}
+	}
+	require.NoError(t, cmd.Wait())
+	require.NotEmpty(t, scraped, "the agent never said where it listens")
+
+	for name, text := range map[string]string{"scrape": scraped, "-duration output": out.String()} {
+		families := parseText(t, text)
+		power := families["hw_power_watts"]
+		require.NotNil(t, power, "%s has no hw_power_watts", name)
+		assert.Len(t, power.GetMetric(), 2, name)
+		require.NotNil(t, families["hw_gpu_memory_usage_bytes"], name)
+		require.NotNil(t, families["process_gpu_memory_usage_bytes"], name)
+		assert.NotContains(t, families, "xpuscope_gpu_symbol_missing", name)
+	}
+}
+
+func parseText(t *testing.T, text string) map[string]*dto.MetricFamily {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	require.NoError(t, err)
+	return families
+}
+
+// A bad option is a fault: -check reports it and exits 1.
+func TestFaultExitsNonZero(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-check", "-interval", "0s"}, &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Regexp(t, `(?m)^gpu +fault +gpu: poll interval must be positive, got 0s$`, stdout.String())
+
+	stdout.Reset()
+	code = run(t.Context(), []string{"-interval", "0s", "-listen", ""}, &stdout, &stderr)
+	assert.Equal(t, 1, code, "a fault stops the agent, not only -check")
+}
+
+func TestBadArguments(t *testing.T) {
+	for _, args := range [][]string{{"-no-such-flag"}, {"-duration", "-1s"}, {"stray"}} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 2, run(t.Context(), args, &stdout, &stderr), "%v", args)
+		assert.NotEmpty(t, stderr.String())
+	}
+}

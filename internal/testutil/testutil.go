@@ -1,0 +1,127 @@
+// Package testutil holds what several packages' tests share: the CI skip
+// policy, flattened metric points, and the fake NVML library.
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+// InCI reports whether the tests run in CI (the CI variable is set).
+func InCI() bool { return os.Getenv("CI") != "" }
+
+// SkipOrFail skips t for a missing tool, privilege or kernel feature, or
+// fails it when running in CI, where the setup must provide them.
+func SkipOrFail(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf(format+" (CI is set: a skip is a failure)", args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// Point is one data point, flattened.
+type Point struct {
+	Name  string            `json:"name"`
+	Attrs map[string]string `json:"attrs"`
+	Value float64           `json:"value"`
+}
+
+// Get returns the value of attribute k, or "".
+func (p Point) Get(k attribute.Key) string { return p.Attrs[string(k)] }
+
+// Has reports whether the point carries attribute k.
+func (p Point) Has(k attribute.Key) bool {
+	_, ok := p.Attrs[string(k)]
+	return ok
+}
+
+// Points is a collection's data points.
+type Points []Point
+
+// Find returns the points of metric name whose attributes include every kv.
+func (ps Points) Find(name string, kvs ...attribute.KeyValue) Points {
+	var out Points
+next:
+	for _, p := range ps {
+		if p.Name != name {
+			continue
+		}
+		for _, kv := range kvs {
+			if v, ok := p.Attrs[string(kv.Key)]; !ok || v != kv.Value.Emit() {
+				continue next
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// One returns the single point Find returns, failing t unless there is
+// exactly one.
+func (ps Points) One(t testing.TB, name string, kvs ...attribute.KeyValue) Point {
+	t.Helper()
+	got := ps.Find(name, kvs...)
+	if len(got) != 1 {
+		t.Fatalf("%d points of %s with %v, want 1", len(got), name, kvs)
+	}
+	return got[0]
+}
+
+// Collect collects r once and flattens the result.
+func Collect(t testing.TB, r sdkmetric.Reader) Points {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := Flatten(rm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// Flatten lists the gauge and sum points of rm.
+func Flatten(rm metricdata.ResourceMetrics) (Points, error) {
+	var out Points
+	add := func(name string, attrs attribute.Set, v float64) {
+		m := make(map[string]string, attrs.Len())
+		for it := attrs.Iter(); it.Next(); {
+			kv := it.Attribute()
+			m[string(kv.Key)] = kv.Value.Emit()
+		}
+		out = append(out, Point{Name: name, Attrs: m, Value: v})
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Gauge[float64]:
+				for _, dp := range d.DataPoints {
+					add(m.Name, dp.Attributes, dp.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, dp := range d.DataPoints {
+					add(m.Name, dp.Attributes, float64(dp.Value))
+				}
+			case metricdata.Sum[float64]:
+				for _, dp := range d.DataPoints {
+					add(m.Name, dp.Attributes, dp.Value)
+				}
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					add(m.Name, dp.Attributes, float64(dp.Value))
+				}
+			default:
+				return nil, fmt.Errorf("metric %s: unexpected data %T", m.Name, m.Data)
+			}
+		}
+	}
+	return out, nil
+}

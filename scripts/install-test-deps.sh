@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what the tests need, idempotently: Debian's contrib and non-free
+# components (the NVIDIA user-space libraries live there) and the packages
+# below, without recommends (which keeps kernel-module packages out).
+set -euo pipefail
+
+packages=(
+	gcc libc6-dev     # cgo, and the fake libraries the tests build
+	libnvidia-ml1     # the real NVML library (driver 535), GPU-less here
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "test dependencies: all installed"
+	exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+	sudo=(sudo)
+fi
+
+# Enable contrib, non-free and non-free-firmware next to main, in either
+# source format.
+deb822=/etc/apt/sources.list.d/debian.sources
+if [ -f "$deb822" ]; then
+	"${sudo[@]}" sed -i -E '/^Components:/{/non-free( |$)/!s/^Components:.*$/Components: main contrib non-free non-free-firmware/}' "$deb822"
+fi
+if [ -f /etc/apt/sources.list ]; then
+	"${sudo[@]}" sed -i -E '/^deb .*debian/{/non-free( |$)/!s/ main( |$)/ main contrib non-free non-free-firmware\1/}' /etc/apt/sources.list
+fi
+
+echo "test dependencies: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
