@@ -3,14 +3,14 @@ GO ?= go
 export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 
-.PHONY: run test deps vet unit generate bench agent gpu-binaries fuzz
+.PHONY: run test deps vet unit generate check-generate bench agent gpu-binaries fuzz
 
 ## run: the reference agent with defaults (ARGS="-check", ARGS="-duration 10s", …)
 run:
 	$(GO) run ./examples/agent $(ARGS)
 
-## test: install what the tests need, then vet and run every test
-test: deps vet unit
+## test: install what the tests need, then vet, check generated files, run every test
+test: deps vet check-generate unit
 
 deps:
 	scripts/install-test-deps.sh
@@ -21,9 +21,17 @@ vet:
 unit:
 	$(GO) test -race -count=1 ./...
 
-## generate: regenerate docs/metrics.md (and, later, BPF objects)
+## generate: regenerate docs/metrics.md and the BPF objects (clang-19, libbpf-dev)
 generate:
 	$(GO) generate ./...
+
+## check-generate: go generate must reproduce the committed files exactly
+GENERATED := '*_bpfel.go' '*_bpfel.o' docs/metrics.md
+check-generate: generate
+	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
+		git status --short -- $(GENERATED); \
+		echo "go generate changed the files above: commit what make generate writes" >&2; exit 1; \
+	fi
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

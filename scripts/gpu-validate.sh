@@ -21,7 +21,17 @@ trap 'rm -rf "$tmp"' EXIT
 
 bin/agent -duration 20s -interval 1s -listen "" >"$tmp/agent.prom" 2>"$tmp/agent.log" &
 agent=$!
+sleep 1
+# cudatrace: a PyTorch matmul loop, profiled by torch.profiler meanwhile.
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+	python3 scripts/torch_matmul.py 200 >"$tmp/torch.json" 2>"$tmp/torch.err" &
+	torch_job=$!
+else
+	echo "PyTorch with CUDA is not installed here: the cudatrace comparison is skipped." >"$tmp/torch.err"
+	torch_job=
+fi
 nvidia-smi dmon -c 20 >"$tmp/dmon.txt" 2>&1
+[ -n "$torch_job" ] && wait "$torch_job"
 wait "$agent"; agent_rc=$?
 bin/agent -check >"$tmp/check.txt" 2>&1
 bin/gpu.test -test.run '^TestAgainstNvidiaSMI$' -test.v >"$tmp/gputest.txt" 2>&1; test_rc=$?
@@ -40,6 +50,14 @@ bin/gpu.test -test.run '^TestAgainstNvidiaSMI$' -test.v >"$tmp/gputest.txt" 2>&1
 	echo; echo "## agent -duration 20s -interval 1s (exit $agent_rc), GPU series"
 	echo; echo '```'
 	grep -E '^(hw_|gpu_|process_gpu_|xpuscope_)' "$tmp/agent.prom" | sed -E 's/,?otel_scope_[a-z_]+="[^"]*"//g'
+	echo '```'
+	echo; echo "## cudatrace against torch.profiler (200 matmuls)"
+	echo; echo "torch.profiler's CUDA kernels and counts for the loop:"
+	echo; echo '```'; cat "$tmp/torch.json" "$tmp/torch.err"; echo '```'
+	pid=$(sed -n 's/.*"pid": \([0-9]*\).*/\1/p' "$tmp/torch.json")
+	echo; echo "cudatrace's launches for that process (the whole run, warm-up included):"
+	echo; echo '```'
+	[ -n "$pid" ] && grep -E "^cuda_(kernel_launches|api_calls)_total\{.*process_pid=\"$pid\"" "$tmp/agent.prom" | sed -E 's/,?otel_scope_[a-z_]+="[^"]*"//g'
 	echo '```'
 	echo; echo "## go test -tags gpu (exit $test_rc)"
 	echo; echo '```'; cat "$tmp/gputest.txt"; echo '```'

@@ -5,8 +5,11 @@
 set -euo pipefail
 
 packages=(
-	gcc libc6-dev     # cgo, and the fake libraries the tests build
-	libnvidia-ml1     # the real NVML library (driver 535), GPU-less here
+	gcc libc6-dev             # cgo, and the C programs and fake libraries the tests build
+	libnvidia-ml1             # the real NVML library (driver 535), GPU-less here
+	libcudart11.0 libcuda1    # the real CUDA 11.8 runtime and driver 535 API, probed by cudatrace
+	clang-19 llvm-19 libbpf-dev  # make check-generate: rebuild the BPF objects and compare
+	util-linux                # unshare, for the mount-namespace test
 )
 
 missing=()

@@ -38,11 +38,32 @@ const (
 	GPUXIDCode             = attribute.Key("gpu.xid.code")
 )
 
+// CUDA attributes (extensions).
+const (
+	CUDAKernelName   = attribute.Key("cuda.kernel.name")
+	CUDADevice       = attribute.Key("cuda.device")
+	CUDAAPIName      = attribute.Key("cuda.api.name")
+	CUDAErrorCode    = attribute.Key("cuda.error.code")
+	CUDAMemcpyKind   = attribute.Key("cuda.memcpy.kind")
+	CUDAStream       = attribute.Key("cuda.stream")
+	CUDAGridX        = attribute.Key("cuda.kernel.grid.x")
+	CUDAGridY        = attribute.Key("cuda.kernel.grid.y")
+	CUDAGridZ        = attribute.Key("cuda.kernel.grid.z")
+	CUDABlockX       = attribute.Key("cuda.kernel.block.x")
+	CUDABlockY       = attribute.Key("cuda.kernel.block.y")
+	CUDABlockZ       = attribute.Key("cuda.kernel.block.z")
+	CUDASharedMemory = attribute.Key("cuda.kernel.shared_memory")
+	CUDAMemcpyBytes  = attribute.Key("cuda.memcpy.bytes")
+	CUDAMemoryBytes  = attribute.Key("cuda.memory.bytes")
+	CUDAMemoryAddr   = attribute.Key("cuda.memory.address")
+)
+
 // Self-observability attributes.
 const (
 	XpuscopeRead       = attribute.Key("xpuscope.read")
 	XpuscopeSymbol     = attribute.Key("xpuscope.symbol")
 	XpuscopeMetricName = attribute.Key("xpuscope.metric.name")
+	XpuscopeTarget     = attribute.Key("xpuscope.target")
 )
 
 // Well-known attribute values.
@@ -62,6 +83,9 @@ const (
 
 	ClockDomainSM     = "sm"
 	ClockDomainMemory = "memory"
+
+	// Unknown is a kernel name that could not be resolved.
+	Unknown = "unknown"
 
 	// Other is the value that collects everything past a cardinality cap.
 	Other = "_OTHER"
@@ -101,9 +125,26 @@ var attributes = []Attribute{
 	{GPUClockDomain, "string", "Clock domain.", Extension, []string{ClockDomainSM, ClockDomainMemory}},
 	{GPUClockThrottleReason, "string", "Why clocks are held below their maximum (NVML clocks-event reasons).", Extension, ThrottleReasons},
 	{GPUXIDCode, "string", "NVIDIA XID error code, as a decimal string; " + Other + " past 64 distinct codes per device.", Extension, nil},
+	{CUDAKernelName, "string", "Kernel name, C++-demangled: from __cudaRegisterFunction or cuModuleGetFunction, else the host stub's ELF symbol. " + Unknown + " when unresolved; " + Other + " past the per-process cap.", Extension, nil},
+	{CUDADevice, "int", "CUDA device ordinal the calling thread selected with cudaSetDevice (0 until it does).", Extension, nil},
+	{CUDAAPIName, "string", "The CUDA runtime or driver function (cudaMalloc, cuLaunchKernel, …).", Extension, nil},
+	{CUDAErrorCode, "int", "The function's return code (cudaError_t or CUresult).", Extension, nil},
+	{CUDAMemcpyKind, "string", "Copy direction.", Extension, []string{"host_to_host", "host_to_device", "device_to_host", "device_to_device", "default"}},
+	{CUDAStream, "string", "Stream handle, hexadecimal (0x0 is the default stream). Span attribute only.", Extension, nil},
+	{CUDAGridX, "int", "Grid dimension x. Span attribute only.", Extension, nil},
+	{CUDAGridY, "int", "Grid dimension y. Span attribute only.", Extension, nil},
+	{CUDAGridZ, "int", "Grid dimension z. Span attribute only.", Extension, nil},
+	{CUDABlockX, "int", "Block dimension x. Span attribute only.", Extension, nil},
+	{CUDABlockY, "int", "Block dimension y. Span attribute only.", Extension, nil},
+	{CUDABlockZ, "int", "Block dimension z. Span attribute only.", Extension, nil},
+	{CUDASharedMemory, "int", "Dynamic shared memory of a launch, bytes. Span attribute only.", Extension, nil},
+	{CUDAMemcpyBytes, "int", "Bytes of a copy or memset. Span attribute only.", Extension, nil},
+	{CUDAMemoryBytes, "int", "Bytes of an allocation. Span attribute only.", Extension, nil},
+	{CUDAMemoryAddr, "string", "Device address of an allocation or free, hexadecimal. Span attribute only.", Extension, nil},
 	{XpuscopeRead, "string", "Name of the vendor-library read that failed or is missing (power, memory, processes, …).", Self, nil},
 	{XpuscopeSymbol, "string", "Vendor-library symbol that the loaded library lacks.", Self, nil},
 	{XpuscopeMetricName, "string", "Metric that is absent because of it.", Self, nil},
+	{XpuscopeTarget, "string", "Kind of file a uprobe Source attaches to (libcudart, libcuda, loader).", Self, nil},
 }
 
 // Attributes returns every registered attribute, in registry order.

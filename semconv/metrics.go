@@ -153,6 +153,112 @@ var (
 	}
 )
 
+// procAttrs identify the process a CUDA series belongs to.
+var procAttrs = []attribute.Key{ProcessPID, ProcessExecutableName}
+
+// Bucket boundaries of the CUDA histograms.
+var (
+	// Threads in a grid (blocks) or a block: powers of two.
+	countBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576}
+	// Dynamic shared memory per launch, bytes.
+	sharedMemoryBuckets = []float64{0, 1024, 4096, 8192, 16384, 32768, 49152, 65536, 98304, 131072, 196608, 232448}
+	// Synchronisation wait, seconds: 1µs to 10s.
+	syncBuckets = []float64{1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1, 5, 10}
+)
+
+// CUDA runtime and driver activity (extensions), from uprobes.
+var (
+	CUDAKernelLaunches = Metric{
+		Name: "cuda.kernel.launches", Kind: Counter, Unit: "{launch}", Origin: Extension,
+		Description: "Kernel launches (runtime and driver API, a runtime launch that goes on to the driver counted once).",
+		Attributes:  with(procAttrs, CUDAKernelName, CUDADevice, CUDAAPIName),
+		Note:        "cuda.kernel.name is capped per process; past the cap launches count under " + Other + ".",
+	}
+	CUDAKernelGridSize = Metric{
+		Name: "cuda.kernel.grid.size", Kind: Histogram, Unit: "{block}", Origin: Extension,
+		Description: "Blocks per launch (grid x·y·z).",
+		Attributes:  with(procAttrs, CUDADevice), Buckets: countBuckets,
+	}
+	CUDAKernelBlockSize = Metric{
+		Name: "cuda.kernel.block.size", Kind: Histogram, Unit: "{thread}", Origin: Extension,
+		Description: "Threads per block of a launch (block x·y·z).",
+		Attributes:  with(procAttrs, CUDADevice), Buckets: countBuckets,
+	}
+	CUDAKernelSharedMemory = Metric{
+		Name: "cuda.kernel.shared_memory", Kind: Histogram, Unit: "By", Origin: Extension,
+		Description: "Dynamic shared memory requested per launch.",
+		Attributes:  with(procAttrs, CUDADevice), Buckets: sharedMemoryBuckets,
+	}
+	CUDAGraphLaunches = Metric{
+		Name: "cuda.graph.launches", Kind: Counter, Unit: "{launch}", Origin: Extension,
+		Description: "CUDA graph launches.",
+		Attributes:  with(procAttrs, CUDADevice, CUDAAPIName),
+	}
+	CUDAMemcpyTransferred = Metric{
+		Name: "cuda.memcpy.bytes", Kind: Counter, Unit: "By", Origin: Extension,
+		Description: "Bytes copied by cudaMemcpy*, cuMemcpy* and set by cudaMemset*.",
+		Attributes:  with(procAttrs, CUDADevice, CUDAMemcpyKind, CUDAAPIName),
+	}
+	CUDAMemoryAllocated = Metric{
+		Name: "cuda.memory.allocated", Kind: Counter, Unit: "By", Origin: Extension,
+		Description: "Device memory allocated (successful cudaMalloc, cudaMallocAsync, cuMemAlloc).",
+		Attributes:  with(procAttrs, CUDADevice),
+	}
+	CUDAMemoryFreed = Metric{
+		Name: "cuda.memory.freed", Kind: Counter, Unit: "By", Origin: Extension,
+		Description: "Device memory freed, for frees of allocations seen while tracing.",
+		Attributes:  with(procAttrs, CUDADevice),
+	}
+	CUDAMemoryOutstanding = Metric{
+		Name: "cuda.memory.outstanding", Kind: UpDownCounter, Unit: "By", Origin: Extension,
+		Description: "Device memory allocated and not yet freed, of allocations seen while tracing.",
+		Attributes:  procAttrs,
+		Note:        "Allocations made before the Source started are not known.",
+	}
+	CUDAMemoryOldestAge = Metric{
+		Name: "cuda.memory.oldest_allocation.age", Kind: Gauge, Unit: "s", Origin: Extension,
+		Description: "Age of the process's oldest outstanding device allocation: a leak suspect when it only grows.",
+		Attributes:  procAttrs,
+	}
+	CUDASyncDuration = Metric{
+		Name: "cuda.sync.duration", Kind: Histogram, Unit: "s", Origin: Extension,
+		Description: "Time a thread waited in a synchronisation call (stream, event, device, context).",
+		Attributes:  with(procAttrs, CUDADevice, CUDAAPIName), Buckets: syncBuckets,
+	}
+	CUDAAPICalls = Metric{
+		Name: "cuda.api.calls", Kind: Counter, Unit: "{call}", Origin: Extension,
+		Description: "Calls of each probed function, counted in the kernel: exact even when records are dropped.",
+		Attributes:  with(procAttrs, CUDAAPIName),
+	}
+	CUDAAPIErrors = Metric{
+		Name: "cuda.api.errors", Kind: Counter, Unit: "{error}", Origin: Extension,
+		Description: "Calls that returned an error, by function and code.",
+		Attributes:  with(procAttrs, CUDAAPIName, CUDAErrorCode),
+		Note:        "Only functions with a return probe report errors: allocations and synchronisations (launch errors surface at the next sync).",
+	}
+	XpuscopeCUDAEventsDropped = Metric{
+		Name: "xpuscope.cuda.events.dropped", Kind: Counter, Unit: "{event}", Origin: Self,
+		Description: "Records the ring buffer had no room for (counted in BPF). Calls still count in cuda.api.calls.",
+	}
+	XpuscopeCUDAKernelNamesUnresolved = Metric{
+		Name: "xpuscope.cuda.kernel_names.unresolved", Kind: Counter, Unit: "{launch}", Origin: Self,
+		Description: "Launches whose kernel name could not be resolved (reported as " + Unknown + ").",
+	}
+	XpuscopeCUDAKernelNamesOverflow = Metric{
+		Name: "xpuscope.cuda.kernel_names.overflow", Kind: Counter, Unit: "{launch}", Origin: Self,
+		Description: "Launches counted under " + Other + " because the process had more kernel names than the cap.",
+	}
+	XpuscopeCUDASpansSuppressed = Metric{
+		Name: "xpuscope.cuda.spans.suppressed", Kind: Counter, Unit: "{span}", Origin: Self,
+		Description: "Spans not emitted because the process was over its span rate cap.",
+	}
+	XpuscopeCUDAAttachedFiles = Metric{
+		Name: "xpuscope.cuda.attached_files", Kind: UpDownCounter, Unit: "{file}", Origin: Self,
+		Description: "Files (by device and inode) the CUDA probes are attached to.",
+		Attributes:  []attribute.Key{XpuscopeTarget},
+	}
+)
+
 var metrics = []Metric{
 	HWGPUUtilization, HWGPUMemoryUsage, HWGPUMemoryLimit, HWGPUMemoryUtilization,
 	HWGPUIO, HWPower, HWEnergy, HWTemperature, HWErrors,
@@ -160,9 +266,42 @@ var metrics = []Metric{
 	GPUPowerLimit, GPUClockFrequency, GPUClockThrottle, GPUFanSpeed,
 	ProcessGPUMemoryUsage, ProcessGPUUtilization,
 	XpuscopeGPUReadErrors, XpuscopeGPUSymbolMissing, XpuscopeGPUProcessOverflow,
+	CUDAKernelLaunches, CUDAKernelGridSize, CUDAKernelBlockSize, CUDAKernelSharedMemory,
+	CUDAGraphLaunches, CUDAMemcpyTransferred, CUDAMemoryAllocated, CUDAMemoryFreed,
+	CUDAMemoryOutstanding, CUDAMemoryOldestAge, CUDASyncDuration, CUDAAPICalls, CUDAAPIErrors,
+	XpuscopeCUDAEventsDropped, XpuscopeCUDAKernelNamesUnresolved, XpuscopeCUDAKernelNamesOverflow,
+	XpuscopeCUDASpansSuppressed, XpuscopeCUDAAttachedFiles,
 }
 
 // Metrics returns every registered metric, in registry order.
 func Metrics() []Metric {
 	return append([]Metric(nil), metrics...)
+}
+
+// Span names of the CUDA Source.
+const (
+	SpanCUDAKernelLaunch = "cuda.kernel.launch"
+	SpanCUDAGraphLaunch  = "cuda.graph.launch"
+	SpanCUDAMemcpy       = "cuda.memcpy"
+	SpanCUDAMemset       = "cuda.memset"
+	SpanCUDAMalloc       = "cuda.malloc"
+	SpanCUDAFree         = "cuda.free"
+	SpanCUDASync         = "cuda.sync"
+)
+
+var spanProc = []attribute.Key{ProcessPID, ProcessExecutableName, CUDADevice, CUDAAPIName}
+
+var spans = []Span{
+	{SpanCUDAKernelLaunch, "A kernel launch, at the instant of the call (the kernel's run time is not measured).", with(spanProc, CUDAKernelName, CUDAGridX, CUDAGridY, CUDAGridZ, CUDABlockX, CUDABlockY, CUDABlockZ, CUDASharedMemory, CUDAStream)},
+	{SpanCUDAGraphLaunch, "A CUDA graph launch, at the instant of the call.", with(spanProc, CUDAStream)},
+	{SpanCUDAMemcpy, "A copy call, at the instant of the call.", with(spanProc, CUDAMemcpyKind, CUDAMemcpyBytes, CUDAStream)},
+	{SpanCUDAMemset, "A memset call, at the instant of the call.", with(spanProc, CUDAMemcpyBytes, CUDAStream)},
+	{SpanCUDAMalloc, "An allocation, from call to return.", with(spanProc, CUDAMemoryBytes, CUDAMemoryAddr, CUDAErrorCode)},
+	{SpanCUDAFree, "A free, at the instant of the call.", with(spanProc, CUDAMemoryAddr)},
+	{SpanCUDASync, "A synchronisation, from call to return.", with(spanProc, CUDAStream, CUDAErrorCode)},
+}
+
+// Spans returns every registered span, in registry order.
+func Spans() []Span {
+	return append([]Span(nil), spans...)
 }

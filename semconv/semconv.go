@@ -79,3 +79,10 @@ type Attribute struct {
 	// Values lists the closed set of values, where the set is closed.
 	Values []string
 }
+
+// Span describes one span name.
+type Span struct {
+	Name        string
+	Description string
+	Attributes  []attribute.Key
+}

@@ -56,6 +56,25 @@ func TestMetricsAreWellFormed(t *testing.T) {
 	}
 }
 
+func TestSpansAreWellFormed(t *testing.T) {
+	registered := map[string]bool{}
+	for _, a := range Attributes() {
+		registered[string(a.Key)] = true
+	}
+	seen := map[string]bool{}
+	for _, s := range Spans() {
+		if seen[s.Name] || s.Description == "" {
+			t.Errorf("span %s: duplicate or undocumented", s.Name)
+		}
+		seen[s.Name] = true
+		for _, k := range s.Attributes {
+			if !registered[string(k)] {
+				t.Errorf("span %s: attribute %s is not registered", s.Name, k)
+			}
+		}
+	}
+}
+
 func TestRegistryIsACopy(t *testing.T) {
 	Metrics()[0].Name = "changed"
 	Attributes()[0].Key = "changed"

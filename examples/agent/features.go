@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/cudatrace"
 	"github.com/xpuscope/xpuscope/gpu"
 )
 
@@ -34,20 +36,57 @@ func (s state) String() string {
 	return [...]string{"active", "unavailable", "fault"}[s]
 }
 
+// providers are where the Sources emit.
+type providers struct {
+	meter  metric.MeterProvider
+	tracer trace.TracerProvider
+}
+
 // feature starts one Source. detail says what it attached to.
 type feature struct {
 	name  string
-	start func(settings, metric.MeterProvider) (src xpuscope.Source, detail string, err error)
+	start func(settings, providers) (src xpuscope.Source, detail string, err error)
 }
 
 // features lists every Source of the library, in start order.
 var features = []feature{
 	{"gpu", startGPU},
+	{"cudatrace", startCUDATrace},
 }
 
-func startGPU(s settings, mp metric.MeterProvider) (xpuscope.Source, string, error) {
+func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {
+	src, err := cudatrace.New(
+		cudatrace.WithMeterProvider(p.meter),
+		cudatrace.WithTracerProvider(p.tracer),
+		cudatrace.WithProcRoot(s.procRoot),
+	)
+	if err != nil {
+		return nil, "", err
+	}
+	return src, describeCUDATrace(src.Status()), nil
+}
+
+// describeCUDATrace says which CUDA libraries (and in which processes)
+// the probes are attached to, and which could not be probed.
+func describeCUDATrace(st cudatrace.Status) string {
+	var b strings.Builder
+	if len(st.Attachments) == 0 {
+		b.WriteString("uprobes: no CUDA library mapped yet; new processes and dlopen are watched")
+	} else {
+		fmt.Fprintf(&b, "uprobes on %d file(s):", len(st.Attachments))
+		for _, a := range st.Attachments {
+			fmt.Fprintf(&b, " %s %s (pid %d, %d functions)", a.Target, a.Path, a.PID, len(a.Symbols))
+		}
+	}
+	for _, r := range st.Rejections {
+		fmt.Fprintf(&b, "; not probed: %s %s (pid %d): %s", r.Target, r.Path, r.PID, r.Reason)
+	}
+	return b.String()
+}
+
+func startGPU(s settings, p providers) (xpuscope.Source, string, error) {
 	src, err := gpu.New(
-		gpu.WithMeterProvider(mp),
+		gpu.WithMeterProvider(p.meter),
 		gpu.WithInterval(s.interval),
 		gpu.WithNVMLLibraryPath(s.nvmlLibrary),
 		gpu.WithProcRoot(s.procRoot),
@@ -78,10 +117,10 @@ type result struct {
 	src    xpuscope.Source
 }
 
-func startAll(s settings, mp metric.MeterProvider) []result {
+func startAll(s settings, p providers) []result {
 	out := make([]result, 0, len(features))
 	for _, f := range features {
-		src, detail, err := f.start(s, mp)
+		src, detail, err := f.start(s, p)
 		r := result{name: f.name, state: active, detail: detail, src: src}
 		switch {
 		case errors.Is(err, xpuscope.ErrUnavailable):

@@ -31,6 +31,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/xpuscope/xpuscope/gpu"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -97,7 +98,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(res))
 	defer mp.Shutdown(context.Background())
 
-	results := startAll(o.settings, mp)
+	// Spans go nowhere until an exporter is configured (a later issue adds
+	// OTLP); the SDK provider still samples and counts them.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res))
+	defer tp.Shutdown(context.Background())
+	results := startAll(o.settings, providers{meter: mp, tracer: tp})
 	defer closeAll(results, log)
 	if o.check {
 		printCheck(stdout, results)

@@ -76,6 +76,11 @@ func TestCheckOnNodeWithoutGPU(t *testing.T) {
 	stdout, stderr, code := output(t, agent(t, "-check"))
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	assert.Regexp(t, `(?m)^gpu +unavailable +gpu: nvmlInit \(libnvidia-ml\.so\.1\): NVIDIA driver not loaded`, stdout)
+	if os.Geteuid() == 0 {
+		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
+	} else {
+		assert.Regexp(t, `(?m)^cudatrace +unavailable +cudatrace: .*needs CAP_BPF`, stdout)
+	}
 }
 
 // The fake NVML library stands in for a GPU node.

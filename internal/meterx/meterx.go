@@ -6,6 +6,7 @@ package meterx
 import (
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xpuscope/xpuscope/semconv"
@@ -59,4 +60,40 @@ func Float64ObservableCounter(m metric.Meter, d semconv.Metric) (metric.Float64O
 	}
 	i, err := m.Float64ObservableCounter(d.Name, metric.WithUnit(d.Unit), metric.WithDescription(d.Description))
 	return i, wrap(d, err)
+}
+
+// Float64Histogram creates the histogram d describes, with its buckets.
+func Float64Histogram(m metric.Meter, d semconv.Metric) (metric.Float64Histogram, error) {
+	if err := check(d, semconv.Histogram); err != nil {
+		return nil, err
+	}
+	i, err := m.Float64Histogram(d.Name, metric.WithUnit(d.Unit), metric.WithDescription(d.Description),
+		metric.WithExplicitBucketBoundaries(d.Buckets...))
+	return i, wrap(d, err)
+}
+
+// Int64Histogram creates the histogram d describes, with its buckets.
+func Int64Histogram(m metric.Meter, d semconv.Metric) (metric.Int64Histogram, error) {
+	if err := check(d, semconv.Histogram); err != nil {
+		return nil, err
+	}
+	i, err := m.Int64Histogram(d.Name, metric.WithUnit(d.Unit), metric.WithDescription(d.Description),
+		metric.WithExplicitBucketBoundaries(d.Buckets...))
+	return i, wrap(d, err)
+}
+
+// Attrs is one attribute set, turned once into the option slices that
+// observing, adding and recording take, so that reporting a value
+// allocates nothing.
+type Attrs struct {
+	Set     attribute.Set
+	Observe []metric.ObserveOption
+	Record  []metric.RecordOption
+}
+
+// NewAttrs builds the Attrs of kvs.
+func NewAttrs(kvs ...attribute.KeyValue) Attrs {
+	set := attribute.NewSet(kvs...)
+	o := metric.WithAttributeSet(set)
+	return Attrs{Set: set, Observe: []metric.ObserveOption{o}, Record: []metric.RecordOption{o}}
 }

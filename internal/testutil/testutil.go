@@ -26,11 +26,14 @@ func SkipOrFail(t testing.TB, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
-// Point is one data point, flattened.
+// Point is one data point, flattened. For a histogram Value is the sum,
+// Count the number of values and Buckets the counts per bucket.
 type Point struct {
-	Name  string            `json:"name"`
-	Attrs map[string]string `json:"attrs"`
-	Value float64           `json:"value"`
+	Name    string            `json:"name"`
+	Attrs   map[string]string `json:"attrs"`
+	Value   float64           `json:"value"`
+	Count   uint64            `json:"count,omitempty"`
+	Buckets []uint64          `json:"buckets,omitempty"`
 }
 
 // Get returns the value of attribute k, or "".
@@ -91,13 +94,14 @@ func Collect(t testing.TB, r sdkmetric.Reader) Points {
 // Flatten lists the gauge and sum points of rm.
 func Flatten(rm metricdata.ResourceMetrics) (Points, error) {
 	var out Points
-	add := func(name string, attrs attribute.Set, v float64) {
+	add := func(name string, attrs attribute.Set, v float64) *Point {
 		m := make(map[string]string, attrs.Len())
 		for it := attrs.Iter(); it.Next(); {
 			kv := it.Attribute()
 			m[string(kv.Key)] = kv.Value.Emit()
 		}
 		out = append(out, Point{Name: name, Attrs: m, Value: v})
+		return &out[len(out)-1]
 	}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -117,6 +121,16 @@ func Flatten(rm metricdata.ResourceMetrics) (Points, error) {
 			case metricdata.Sum[int64]:
 				for _, dp := range d.DataPoints {
 					add(m.Name, dp.Attributes, float64(dp.Value))
+				}
+			case metricdata.Histogram[int64]:
+				for _, dp := range d.DataPoints {
+					p := add(m.Name, dp.Attributes, float64(dp.Sum))
+					p.Count, p.Buckets = dp.Count, dp.BucketCounts
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					p := add(m.Name, dp.Attributes, dp.Sum)
+					p.Count, p.Buckets = dp.Count, dp.BucketCounts
 				}
 			default:
 				return nil, fmt.Errorf("metric %s: unexpected data %T", m.Name, m.Data)

@@ -56,7 +56,15 @@ func render() []byte {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("## Attributes per metric\n\n| Metric | Attributes |\n|---|---|\n")
+	b.WriteString("## Spans\n\n| Name | Description | Attributes |\n|---|---|---|\n")
+	for _, sp := range semconv.Spans() {
+		ks := make([]string, len(sp.Attributes))
+		for i, k := range sp.Attributes {
+			ks[i] = "`" + string(k) + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", sp.Name, cell(sp.Description), strings.Join(ks, ", "))
+	}
+	b.WriteString("\n## Attributes per metric\n\n| Metric | Attributes |\n|---|---|\n")
 	for _, m := range semconv.Metrics() {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", m.Name, keys(m))
 	}

@@ -1,0 +1,467 @@
+package cudatrace
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/meterx"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+// Kernel name indexes in a proc's names.
+const (
+	kernelUnknown = 0
+	kernelOther   = 1
+)
+
+// maxNameLen bounds a kernel name label; template-heavy C++ names can run
+// to kilobytes.
+const maxNameLen = 512
+
+// alloc is an outstanding device allocation.
+type alloc struct {
+	size   uint64
+	at     uint64 // ktime of the allocation
+	device int32
+	api    cudabpf.API
+}
+
+// proc is what the aggregator knows of one traced process.
+type proc struct {
+	pid uint32
+	exe string
+	// kernels maps a launch's function (host stub or driver handle) to
+	// an index in names. Bounded by the kernel-name cap (past it the
+	// function maps to kernelOther) and by maxFuncs.
+	kernels map[funcKey]int32
+	names   []string
+	// Names learned from the process's own calls.
+	registered    map[uint64]string // host stub → kernel (__cudaRegisterFunction)
+	driverNames   map[uint64]string // CUfunction → kernel (cuModuleGetFunction)
+	kernelHandles map[uint64]uint64 // cudaKernel_t → host stub (cudaGetKernel)
+	allocs        map[uint64]alloc
+	outstanding   int64
+	// gone is when the process was first seen to have exited; its series
+	// stay for a grace period so that their last values are exported.
+	gone  time.Time
+	attrs meterx.Attrs // process.pid, process.executable.name
+	spans tokenBucket
+}
+
+type funcKey struct {
+	fn     uint64
+	driver bool
+}
+
+// Bounds of per-process state.
+const (
+	maxFuncs       = 1 << 14 // distinct launch functions remembered
+	maxLearned     = 1 << 16 // registered names, driver names, kernel handles
+	maxAllocations = 1 << 16 // outstanding allocations tracked
+)
+
+type launchKey struct {
+	pid    uint32
+	kernel int32
+	device int32
+	api    cudabpf.API
+}
+
+type devKey struct {
+	pid    uint32
+	device int32
+}
+
+type apiKey struct {
+	pid    uint32
+	device int32
+	api    cudabpf.API
+}
+
+type memcpyKey struct {
+	pid    uint32
+	device int32
+	kind   uint8
+	api    cudabpf.API
+}
+
+type errKey struct {
+	pid  uint32
+	api  cudabpf.API
+	code int32
+}
+
+// count is one counter series.
+type count struct {
+	n     int64
+	attrs meterx.Attrs
+}
+
+// histAttrs are the attributes of a (process, device)'s launch histograms.
+type histAttrs = meterx.Attrs
+
+// names resolves what the events do not carry.
+type names interface {
+	// Symbolize names the function at addr in process pid, demangled.
+	Symbolize(pid uint32, addr uint64) (string, bool)
+	// ExecutableName is the base name of the process's executable.
+	ExecutableName(pid uint32) string
+}
+
+// aggregator turns decoded events into series. It is not safe for
+// concurrent use: the Source serialises it.
+type aggregator struct {
+	cfg   *config
+	names names
+	inst  *instruments
+	spans *spanner
+	// wall converts a ktime (CLOCK_MONOTONIC ns) to wall-clock time.
+	wall func(ktime uint64) time.Time
+
+	procs map[uint32]*proc
+
+	launches  map[launchKey]*count
+	graphs    map[apiKey]*count
+	memcpy    map[memcpyKey]*count
+	allocated map[devKey]*count
+	freed     map[devKey]*count
+	errors    map[errKey]*count
+	hist      map[devKey]*histAttrs
+	syncHist  map[apiKey]*histAttrs
+
+	unresolved, overflow, procOverflow int64
+}
+
+func newAggregator(cfg *config, n names, inst *instruments, sp *spanner, wall func(uint64) time.Time) *aggregator {
+	return &aggregator{
+		cfg: cfg, names: n, inst: inst, spans: sp, wall: wall,
+		procs:     map[uint32]*proc{},
+		launches:  map[launchKey]*count{},
+		graphs:    map[apiKey]*count{},
+		memcpy:    map[memcpyKey]*count{},
+		allocated: map[devKey]*count{},
+		freed:     map[devKey]*count{},
+		errors:    map[errKey]*count{},
+		hist:      map[devKey]*histAttrs{},
+		syncHist:  map[apiKey]*histAttrs{},
+	}
+}
+
+// proc returns the state of pid, creating it; nil past the process cap.
+func (a *aggregator) proc(pid uint32) *proc {
+	if p := a.procs[pid]; p != nil {
+		return p
+	}
+	if len(a.procs) >= a.cfg.maxProcesses {
+		a.procOverflow++
+		return nil
+	}
+	exe := a.names.ExecutableName(pid)
+	p := &proc{
+		pid: pid, exe: exe,
+		kernels:       map[funcKey]int32{},
+		names:         []string{semconv.Unknown, semconv.Other},
+		registered:    map[uint64]string{},
+		driverNames:   map[uint64]string{},
+		kernelHandles: map[uint64]uint64{},
+		allocs:        map[uint64]alloc{},
+		attrs:         meterx.NewAttrs(semconv.ProcessPID.Int(int(pid)), semconv.ProcessExecutableName.String(exe)),
+		spans:         tokenBucket{rate: a.cfg.spanRate, burst: a.cfg.spanBurst()},
+	}
+	a.procs[pid] = p
+	return p
+}
+
+// with returns the process's attributes plus kvs.
+func (p *proc) with(kvs ...attribute.KeyValue) meterx.Attrs {
+	return meterx.NewAttrs(append(p.attrs.Set.ToSlice(), kvs...)...)
+}
+
+// kernel returns the name index of the function a launch calls.
+func (a *aggregator) kernel(p *proc, fn uint64, driver bool) int32 {
+	k := funcKey{fn, driver}
+	if i, ok := p.kernels[k]; ok {
+		return i
+	}
+	name := a.resolve(p, fn, driver)
+	var i int32
+	switch {
+	case name == "":
+		i = kernelUnknown
+	case len(p.names)-2 >= a.cfg.maxKernelNames:
+		i = kernelOther
+	default:
+		for j, n := range p.names {
+			if n == name {
+				i = int32(j)
+				break
+			}
+		}
+		if i == 0 {
+			i = int32(len(p.names))
+			p.names = append(p.names, name)
+		}
+	}
+	if len(p.kernels) < maxFuncs && i != kernelUnknown {
+		// Unknown is not cached: a later name record may resolve it.
+		p.kernels[k] = i
+	}
+	return i
+}
+
+// resolve finds a function's kernel name, demangled, or "".
+func (a *aggregator) resolve(p *proc, fn uint64, driver bool) string {
+	if driver {
+		if n, ok := p.driverNames[fn]; ok {
+			return clip(demangle(n))
+		}
+		host, ok := p.kernelHandles[fn]
+		if !ok {
+			return ""
+		}
+		fn = host
+	}
+	if n, ok := p.registered[fn]; ok {
+		return clip(demangle(n))
+	}
+	if n, ok := a.names.Symbolize(p.pid, fn); ok {
+		return clip(n)
+	}
+	return ""
+}
+
+func clip(s string) string {
+	if len(s) > maxNameLen {
+		return s[:maxNameLen]
+	}
+	return s
+}
+
+var memcpyKinds = [...]string{"host_to_host", "host_to_device", "device_to_host", "device_to_device", "default"}
+
+// handle aggregates one event.
+func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
+	p := a.proc(e.PID)
+	if p == nil {
+		return
+	}
+	switch e.Kind {
+	case cudabpf.KindLaunch:
+		a.launch(ctx, p, e)
+	case cudabpf.KindGraphLaunch:
+		k := apiKey{e.PID, e.Device, e.API}
+		c := a.graphs[k]
+		if c == nil {
+			c = &count{attrs: p.with(semconv.CUDADevice.Int(int(e.Device)), semconv.CUDAAPIName.String(e.API.String()))}
+			a.graphs[k] = c
+		}
+		c.n++
+		a.spans.graph(ctx, a, p, e)
+	case cudabpf.KindMemcpy:
+		kind := uint8(cudabpf.MemcpyDefault)
+		if e.A[3] < uint64(len(memcpyKinds)) {
+			kind = uint8(e.A[3])
+		}
+		k := memcpyKey{e.PID, e.Device, kind, e.API}
+		c := a.memcpy[k]
+		if c == nil {
+			c = &count{attrs: p.with(semconv.CUDADevice.Int(int(e.Device)),
+				semconv.CUDAMemcpyKind.String(memcpyKinds[kind]), semconv.CUDAAPIName.String(e.API.String()))}
+			a.memcpy[k] = c
+		}
+		c.n += int64(e.A[2])
+		a.spans.memcpy(ctx, a, p, e, memcpyKinds[kind])
+	case cudabpf.KindMemset:
+		a.spans.memset(ctx, a, p, e)
+	case cudabpf.KindMalloc:
+		a.malloc(ctx, p, e)
+	case cudabpf.KindFree:
+		a.free(ctx, p, e)
+	case cudabpf.KindSync:
+		k := apiKey{e.PID, e.Device, e.API}
+		h := a.syncHist[k]
+		if h == nil {
+			at := p.with(semconv.CUDADevice.Int(int(e.Device)), semconv.CUDAAPIName.String(e.API.String()))
+			h = &at
+			a.syncHist[k] = h
+		}
+		a.inst.syncDuration.Record(ctx, float64(e.A[1])/1e9, h.Record...)
+		if e.Ret != 0 {
+			a.apiError(p, e)
+		}
+		a.spans.sync(ctx, a, p, e)
+	case cudabpf.KindFuncName:
+		if len(p.registered) >= maxLearned || len(p.driverNames) >= maxLearned {
+			return
+		}
+		driver := e.A[1] == 1
+		if driver {
+			p.driverNames[e.A[0]] = string(e.Name)
+		} else {
+			p.registered[e.A[0]] = string(e.Name)
+		}
+		delete(p.kernels, funcKey{e.A[0], driver})
+	case cudabpf.KindKernelHandle:
+		if e.Ret == 0 && len(p.kernelHandles) < maxLearned {
+			p.kernelHandles[e.A[0]] = e.A[1]
+			delete(p.kernels, funcKey{e.A[0], true})
+		}
+	}
+}
+
+func (a *aggregator) launch(ctx context.Context, p *proc, e *cudabpf.Event) {
+	ki := a.kernel(p, e.Func(), e.API.Driver())
+	switch ki {
+	case kernelUnknown:
+		a.unresolved++
+	case kernelOther:
+		a.overflow++
+	}
+	k := launchKey{e.PID, ki, e.Device, e.API}
+	c := a.launches[k]
+	if c == nil {
+		c = &count{attrs: p.with(semconv.CUDAKernelName.String(p.names[ki]),
+			semconv.CUDADevice.Int(int(e.Device)), semconv.CUDAAPIName.String(e.API.String()))}
+		a.launches[k] = c
+	}
+	c.n++
+	dk := devKey{e.PID, e.Device}
+	h := a.hist[dk]
+	if h == nil {
+		at := p.with(semconv.CUDADevice.Int(int(e.Device)))
+		h = &at
+		a.hist[dk] = h
+	}
+	g, b := e.Grid(), e.Block()
+	a.inst.gridSize.Record(ctx, int64(g[0])*int64(g[1])*int64(g[2]), h.Record...)
+	a.inst.blockSize.Record(ctx, int64(b[0])*int64(b[1])*int64(b[2]), h.Record...)
+	a.inst.sharedMemory.Record(ctx, int64(e.SharedMem()), h.Record...)
+	a.spans.launch(ctx, a, p, e, p.names[ki])
+}
+
+func (a *aggregator) devCounter(m map[devKey]*count, p *proc, device int32) *count {
+	k := devKey{p.pid, device}
+	c := m[k]
+	if c == nil {
+		c = &count{attrs: p.with(semconv.CUDADevice.Int(int(device)))}
+		m[k] = c
+	}
+	return c
+}
+
+func (a *aggregator) apiError(p *proc, e *cudabpf.Event) {
+	k := errKey{e.PID, e.API, e.Ret}
+	c := a.errors[k]
+	if c == nil {
+		c = &count{attrs: p.with(semconv.CUDAAPIName.String(e.API.String()), semconv.CUDAErrorCode.Int(int(e.Ret)))}
+		a.errors[k] = c
+	}
+	c.n++
+}
+
+func (a *aggregator) malloc(ctx context.Context, p *proc, e *cudabpf.Event) {
+	a.spans.malloc(ctx, a, p, e)
+	if e.Ret != 0 {
+		a.apiError(p, e)
+		return
+	}
+	ptr, size := e.A[0], e.A[1]
+	a.devCounter(a.allocated, p, e.Device).n += int64(size)
+	if ptr == 0 {
+		return
+	}
+	if old, ok := p.allocs[ptr]; ok {
+		// The address was freed without our seeing it: replace it.
+		p.outstanding -= int64(old.size)
+	} else if len(p.allocs) >= maxAllocations {
+		return
+	}
+	p.allocs[ptr] = alloc{size: size, at: e.TS, device: e.Device, api: e.API}
+	p.outstanding += int64(size)
+}
+
+func (a *aggregator) free(ctx context.Context, p *proc, e *cudabpf.Event) {
+	a.spans.free(ctx, a, p, e)
+	old, ok := p.allocs[e.A[0]]
+	if !ok {
+		return // allocated before tracing began, or already counted
+	}
+	delete(p.allocs, e.A[0])
+	p.outstanding -= int64(old.size)
+	a.devCounter(a.freed, p, old.device).n += int64(old.size)
+}
+
+// oldest returns the ktime of pid's oldest outstanding allocation.
+func (p *proc) oldest() (uint64, bool) {
+	var at uint64
+	for _, al := range p.allocs {
+		if at == 0 || al.at < at {
+			at = al.at
+		}
+	}
+	return at, at != 0
+}
+
+// exitGrace is how long the series of an exited process are kept, so that
+// exporters see their final values.
+const exitGrace = time.Minute
+
+// forget drops the state of processes that exited more than exitGrace
+// before now.
+func (a *aggregator) forget(alive func(pid uint32) bool, now time.Time) {
+	for pid, p := range a.procs {
+		if alive(pid) {
+			continue
+		}
+		if p.gone.IsZero() {
+			p.gone = now
+		}
+		if now.Sub(p.gone) < exitGrace {
+			continue
+		}
+		delete(a.procs, pid)
+		for k := range a.launches {
+			if k.pid == pid {
+				delete(a.launches, k)
+			}
+		}
+		for k := range a.graphs {
+			if k.pid == pid {
+				delete(a.graphs, k)
+			}
+		}
+		for k := range a.memcpy {
+			if k.pid == pid {
+				delete(a.memcpy, k)
+			}
+		}
+		for _, m := range []map[devKey]*count{a.allocated, a.freed} {
+			for k := range m {
+				if k.pid == pid {
+					delete(m, k)
+				}
+			}
+		}
+		for k := range a.errors {
+			if k.pid == pid {
+				delete(a.errors, k)
+			}
+		}
+		for k := range a.hist {
+			if k.pid == pid {
+				delete(a.hist, k)
+			}
+		}
+		for k := range a.syncHist {
+			if k.pid == pid {
+				delete(a.syncHist, k)
+			}
+		}
+	}
+}
+
+func hex(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }

@@ -1,0 +1,37 @@
+// Package cudatrace reports what every CUDA process on the host does on
+// the CUDA runtime and driver APIs, with eBPF uprobes: no SDK in the
+// workload, no code change.
+//
+// It probes kernel launches (cudaLaunchKernel and its variants,
+// cuLaunchKernel, graph launches), copies and memsets, allocations and
+// frees, synchronisations, events and cudaSetDevice, in libcudart (shared
+// or statically linked into an application) and libcuda. Kernel names come
+// from __cudaRegisterFunction and cuModuleGetFunction, or else from the
+// ELF symbol of the launched host stub, C++-demangled.
+//
+// # Cost to the workload
+//
+// Each probe counts its call in a BPF map and writes one fixed-size record
+// to a ring buffer without waking the reader, which drains it on a short
+// timer (WithPollInterval) or when the buffer is a quarter full. Return
+// probes exist only for allocations (the pointer), synchronisations (the
+// wait) and the calls that map kernel handles to names. A runtime launch
+// that goes on to the driver is counted once.
+//
+// # Output
+//
+// Metrics (docs/metrics.md): launches by kernel name, grid, block and
+// shared-memory histograms, copy bytes by direction, allocated, freed and
+// outstanding device memory, synchronisation waits, API calls (counted in
+// the kernel, so exact under drops) and errors. Spans (cuda.kernel.launch,
+// cuda.memcpy, cuda.malloc, cuda.sync, …) are sampled under a per-process
+// rate cap (WithSpanRate). LeakSuspects lists a process's oldest
+// outstanding allocations.
+//
+// # Requirements
+//
+// Linux with uprobes and BPF ring buffers (5.8+), run as root or with
+// CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (for /proc/<pid>/map_files);
+// without them New returns an error wrapping xpuscope.ErrUnavailable.
+// x86-64 only: arguments are read by the System V calling convention.
+package cudatrace

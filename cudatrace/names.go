@@ -1,0 +1,71 @@
+package cudatrace
+
+import (
+	"os"
+
+	"github.com/xpuscope/xpuscope/internal/elfsym"
+	"github.com/xpuscope/xpuscope/internal/procfs"
+	"github.com/xpuscope/xpuscope/internal/procmaps"
+)
+
+// demangle turns a mangled C++ name into its readable form.
+var demangle = elfsym.Demangle
+
+// symbolizer names launch functions through the process's mappings and
+// the ELF symbol tables of the mapped files, with the load bias.
+type symbolizer struct {
+	procRoot string
+	procs    procfs.FS
+	tables   *elfsym.Cache
+	maps     map[uint32][]procmaps.Mapping // per process, refreshed on a miss
+}
+
+func newSymbolizer(procRoot string) *symbolizer {
+	return &symbolizer{
+		procRoot: procRoot,
+		procs:    procfs.FS{Root: procRoot},
+		tables:   elfsym.NewCache(elfsym.CacheConfig{}),
+		maps:     map[uint32][]procmaps.Mapping{},
+	}
+}
+
+func (s *symbolizer) ExecutableName(pid uint32) string {
+	return s.procs.ExecutableName(int(pid))
+}
+
+// Symbolize returns the demangled name of the function at addr in pid.
+func (s *symbolizer) Symbolize(pid uint32, addr uint64) (string, bool) {
+	m, ok := procmaps.Find(s.maps[pid], addr)
+	if !ok {
+		// New mappings since the last read (a dlopen): read again.
+		ms, err := procmaps.ReadPID(s.procRoot, int(pid))
+		if err != nil {
+			return "", false
+		}
+		s.maps[pid] = ms
+		if m, ok = procmaps.Find(ms, addr); !ok {
+			return "", false
+		}
+	}
+	if m.Inode == 0 {
+		return "", false
+	}
+	open := func() (elfsym.File, error) {
+		f, err := os.Open(procmaps.MapFilesPath(s.procRoot, int(pid), m))
+		if err != nil {
+			return os.Open(procmaps.RootPath(s.procRoot, int(pid), m.Path))
+		}
+		return f, nil
+	}
+	name, ok, err := s.tables.Lookup(elfsym.FileID{Dev: m.Dev, Inode: m.Inode}, m.FileOffset(addr), open)
+	return name, ok && err == nil
+}
+
+// forget drops the mappings of exited processes.
+func (s *symbolizer) forget(alive func(uint32) bool) {
+	for pid := range s.maps {
+		if !alive(pid) {
+			delete(s.maps, pid)
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package cudatrace
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/xpuscope/xpuscope/internal/meterx"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+type instruments struct {
+	gridSize, blockSize, sharedMemory metric.Int64Histogram
+	syncDuration                      metric.Float64Histogram
+
+	launches, graphs, memcpy, allocated, freed, calls, errors metric.Int64ObservableCounter
+	dropped, unresolved, overflow, suppressed                 metric.Int64ObservableCounter
+	outstanding, attached                                     metric.Int64ObservableUpDownCounter
+	oldestAge                                                 metric.Float64ObservableGauge
+}
+
+func (in *instruments) create(m metric.Meter) error {
+	var errs []error
+	counter := func(d semconv.Metric) metric.Int64ObservableCounter {
+		i, err := meterx.Int64ObservableCounter(m, d)
+		errs = append(errs, err)
+		return i
+	}
+	hist := func(d semconv.Metric) metric.Int64Histogram {
+		i, err := meterx.Int64Histogram(m, d)
+		errs = append(errs, err)
+		return i
+	}
+	in.gridSize = hist(semconv.CUDAKernelGridSize)
+	in.blockSize = hist(semconv.CUDAKernelBlockSize)
+	in.sharedMemory = hist(semconv.CUDAKernelSharedMemory)
+	var err error
+	in.syncDuration, err = meterx.Float64Histogram(m, semconv.CUDASyncDuration)
+	errs = append(errs, err)
+	in.launches = counter(semconv.CUDAKernelLaunches)
+	in.graphs = counter(semconv.CUDAGraphLaunches)
+	in.memcpy = counter(semconv.CUDAMemcpyTransferred)
+	in.allocated = counter(semconv.CUDAMemoryAllocated)
+	in.freed = counter(semconv.CUDAMemoryFreed)
+	in.calls = counter(semconv.CUDAAPICalls)
+	in.errors = counter(semconv.CUDAAPIErrors)
+	in.dropped = counter(semconv.XpuscopeCUDAEventsDropped)
+	in.unresolved = counter(semconv.XpuscopeCUDAKernelNamesUnresolved)
+	in.overflow = counter(semconv.XpuscopeCUDAKernelNamesOverflow)
+	in.suppressed = counter(semconv.XpuscopeCUDASpansSuppressed)
+	in.outstanding, err = meterx.Int64ObservableUpDownCounter(m, semconv.CUDAMemoryOutstanding)
+	errs = append(errs, err)
+	in.attached, err = meterx.Int64ObservableUpDownCounter(m, semconv.XpuscopeCUDAAttachedFiles)
+	errs = append(errs, err)
+	in.oldestAge, err = meterx.Float64ObservableGauge(m, semconv.CUDAMemoryOldestAge)
+	errs = append(errs, err)
+	return errors.Join(errs...)
+}
+
+func (in *instruments) observables() []metric.Observable {
+	return []metric.Observable{
+		in.launches, in.graphs, in.memcpy, in.allocated, in.freed, in.calls, in.errors,
+		in.dropped, in.unresolved, in.overflow, in.suppressed, in.outstanding, in.attached, in.oldestAge,
+	}
+}
+
+// observe reports the aggregated counters. It holds the aggregator's lock
+// only while reading.
+func (s *Source) observe(_ context.Context, o metric.Observer) error {
+	in := &s.inst
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.agg
+	for _, c := range a.launches {
+		o.ObserveInt64(in.launches, c.n, c.attrs.Observe...)
+	}
+	for _, c := range a.graphs {
+		o.ObserveInt64(in.graphs, c.n, c.attrs.Observe...)
+	}
+	for _, c := range a.memcpy {
+		o.ObserveInt64(in.memcpy, c.n, c.attrs.Observe...)
+	}
+	for _, c := range a.allocated {
+		o.ObserveInt64(in.allocated, c.n, c.attrs.Observe...)
+	}
+	for _, c := range a.freed {
+		o.ObserveInt64(in.freed, c.n, c.attrs.Observe...)
+	}
+	for _, c := range a.errors {
+		o.ObserveInt64(in.errors, c.n, c.attrs.Observe...)
+	}
+	now := s.mono()
+	for _, p := range a.procs {
+		o.ObserveInt64(in.outstanding, p.outstanding, p.attrs.Observe...)
+		if at, ok := p.oldest(); ok && now > at {
+			o.ObserveFloat64(in.oldestAge, float64(now-at)/1e9, p.attrs.Observe...)
+		}
+	}
+	for _, c := range s.calls {
+		o.ObserveInt64(in.calls, c.n, c.attrs.Observe...)
+	}
+	o.ObserveInt64(in.dropped, int64(s.bpfCounters[0]))
+	o.ObserveInt64(in.unresolved, a.unresolved)
+	o.ObserveInt64(in.overflow, a.overflow)
+	o.ObserveInt64(in.suppressed, a.spans.suppressed)
+	for target, n := range s.attachedByTarget {
+		o.ObserveInt64(in.attached, n, s.targetAttrs[target].Observe...)
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package cudatrace
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/xpuscope/xpuscope/internal/cudabpf"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Defaults.
+const (
+	DefaultMaxKernelNames = 256
+	DefaultMaxProcesses   = 1024
+	DefaultSpanRate       = 100 // spans per second per process
+	DefaultPollInterval   = 50 * time.Millisecond
+	DefaultRingBytes      = 4 << 20
+	DefaultRescan         = 30 * time.Second
+)
+
+type config struct {
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
+	procRoot       string
+	maxKernelNames int
+	maxProcesses   int
+	spanRate       float64
+	pollInterval   time.Duration
+	ringBytes      uint32
+	rescan         time.Duration
+
+	// Test seams (unexported options).
+	wakeupBytes uint64                 // 0: a quarter of the ring
+	eventHook   func(e *cudabpf.Event) // sees every decoded event
+}
+
+func (c *config) spanBurst() float64 { return max(1, c.spanRate) }
+
+func newConfig(opts []Option) (config, error) {
+	c := config{
+		procRoot:       "/proc",
+		maxKernelNames: DefaultMaxKernelNames,
+		maxProcesses:   DefaultMaxProcesses,
+		spanRate:       DefaultSpanRate,
+		pollInterval:   DefaultPollInterval,
+		ringBytes:      DefaultRingBytes,
+		rescan:         DefaultRescan,
+	}
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	if c.meterProvider == nil {
+		c.meterProvider = otel.GetMeterProvider()
+	}
+	if c.tracerProvider == nil {
+		c.tracerProvider = otel.GetTracerProvider()
+	}
+	switch {
+	case c.maxKernelNames < 1:
+		return c, fmt.Errorf("cudatrace: kernel-name cap must be at least 1, got %d", c.maxKernelNames)
+	case c.maxProcesses < 1:
+		return c, fmt.Errorf("cudatrace: process cap must be at least 1, got %d", c.maxProcesses)
+	case c.spanRate < 0:
+		return c, fmt.Errorf("cudatrace: span rate must not be negative, got %v", c.spanRate)
+	case c.pollInterval <= 0:
+		return c, fmt.Errorf("cudatrace: poll interval must be positive, got %v", c.pollInterval)
+	case c.ringBytes < 4096 || c.ringBytes&(c.ringBytes-1) != 0:
+		return c, fmt.Errorf("cudatrace: ring buffer size must be a power of two of at least 4096, got %d", c.ringBytes)
+	case c.rescan <= 0:
+		return c, fmt.Errorf("cudatrace: rescan interval must be positive, got %v", c.rescan)
+	}
+	return c, nil
+}
+
+// Option configures a Source.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithMeterProvider sets the MeterProvider; the default is
+// otel.GetMeterProvider().
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(c *config) { c.meterProvider = mp })
+}
+
+// WithTracerProvider sets the TracerProvider for the sampled spans; the
+// default is otel.GetTracerProvider().
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) { c.tracerProvider = tp })
+}
+
+// WithProcRoot sets where the host's procfs is mounted (default /proc).
+func WithProcRoot(path string) Option {
+	return optionFunc(func(c *config) { c.procRoot = path })
+}
+
+// WithMaxKernelNames caps the distinct cuda.kernel.name values per
+// process; later kernels count under semconv.Other.
+func WithMaxKernelNames(n int) Option {
+	return optionFunc(func(c *config) { c.maxKernelNames = n })
+}
+
+// WithMaxProcesses caps the processes tracked at once; events of others
+// are dropped from metrics (the kernel-side call counts keep them).
+func WithMaxProcesses(n int) Option {
+	return optionFunc(func(c *config) { c.maxProcesses = n })
+}
+
+// WithSpanRate caps the spans emitted per second per process (a token
+// bucket with a burst of one second's worth); 0 turns spans off. Metrics
+// see every event whatever the cap.
+func WithSpanRate(perSecond float64) Option {
+	return optionFunc(func(c *config) { c.spanRate = perSecond })
+}
+
+// WithPollInterval sets how often the reader drains the ring buffer when
+// it has not been woken (it is woken once the buffer is a quarter full).
+func WithPollInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.pollInterval = d })
+}
+
+// WithRingBufferSize sets the ring buffer's size in bytes, a power of two.
+func WithRingBufferSize(n uint32) Option {
+	return optionFunc(func(c *config) { c.ringBytes = n })
+}
+
+// WithRescanInterval sets the period of the fallback full scan for new
+// CUDA libraries (exec and dlopen are reacted to at once).
+func WithRescanInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.rescan = d })
+}
+
+// withWakeupBytes sets the unread bytes past which BPF wakes the reader.
+func withWakeupBytes(n uint64) Option {
+	return optionFunc(func(c *config) { c.wakeupBytes = n })
+}
+
+// withEventHook calls f with every decoded event, before it is aggregated.
+func withEventHook(f func(e *cudabpf.Event)) Option {
+	return optionFunc(func(c *config) { c.eventHook = f })
+}

@@ -1,0 +1,128 @@
+package cudatrace
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+// tokenBucket caps a process's span rate.
+type tokenBucket struct {
+	rate, burst float64
+	tokens      float64
+	last        uint64 // ktime of the last refill
+}
+
+// take reports whether a span may be emitted at ktime now.
+func (b *tokenBucket) take(now uint64) bool {
+	if b.rate <= 0 {
+		return false
+	}
+	if b.last == 0 {
+		b.tokens, b.last = b.burst, now
+	} else if now > b.last {
+		b.tokens = min(b.burst, b.tokens+float64(now-b.last)/1e9*b.rate)
+		b.last = now
+	}
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// spanner emits the sampled spans.
+type spanner struct {
+	tracer     trace.Tracer
+	suppressed int64
+}
+
+func (s *spanner) allow(p *proc, e *cudabpf.Event) bool {
+	if p.spans.take(e.TS) {
+		return true
+	}
+	s.suppressed++
+	return false
+}
+
+func (s *spanner) emit(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event, name string, start uint64, kvs ...attribute.KeyValue) {
+	base := []attribute.KeyValue{
+		semconv.ProcessPID.Int(int(p.pid)),
+		semconv.ProcessExecutableName.String(p.exe),
+		semconv.CUDADevice.Int(int(e.Device)),
+		semconv.CUDAAPIName.String(e.API.String()),
+	}
+	_, sp := s.tracer.Start(ctx, name,
+		trace.WithTimestamp(a.wall(start)),
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(append(base, kvs...)...))
+	sp.End(trace.WithTimestamp(a.wall(e.TS)))
+}
+
+func (s *spanner) launch(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event, kernel string) {
+	if !s.allow(p, e) {
+		return
+	}
+	g, b := e.Grid(), e.Block()
+	s.emit(ctx, a, p, e, semconv.SpanCUDAKernelLaunch, e.TS,
+		semconv.CUDAKernelName.String(kernel),
+		semconv.CUDAGridX.Int64(int64(g[0])), semconv.CUDAGridY.Int64(int64(g[1])), semconv.CUDAGridZ.Int64(int64(g[2])),
+		semconv.CUDABlockX.Int64(int64(b[0])), semconv.CUDABlockY.Int64(int64(b[1])), semconv.CUDABlockZ.Int64(int64(b[2])),
+		semconv.CUDASharedMemory.Int64(int64(e.SharedMem())),
+		semconv.CUDAStream.String(hex(e.LaunchStream())))
+}
+
+func (s *spanner) graph(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event) {
+	if s.allow(p, e) {
+		s.emit(ctx, a, p, e, semconv.SpanCUDAGraphLaunch, e.TS, semconv.CUDAStream.String(hex(e.A[1])))
+	}
+}
+
+func (s *spanner) memcpy(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event, kind string) {
+	if s.allow(p, e) {
+		s.emit(ctx, a, p, e, semconv.SpanCUDAMemcpy, e.TS,
+			semconv.CUDAMemcpyKind.String(kind), semconv.CUDAMemcpyBytes.Int64(int64(e.A[2])), semconv.CUDAStream.String(hex(e.Stream())))
+	}
+}
+
+func (s *spanner) memset(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event) {
+	if s.allow(p, e) {
+		s.emit(ctx, a, p, e, semconv.SpanCUDAMemset, e.TS,
+			semconv.CUDAMemcpyBytes.Int64(int64(e.A[2])), semconv.CUDAStream.String(hex(e.Stream())))
+	}
+}
+
+func (s *spanner) malloc(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event) {
+	if s.allow(p, e) {
+		s.emit(ctx, a, p, e, semconv.SpanCUDAMalloc, e.TS-min(e.TS, e.A[2]),
+			semconv.CUDAMemoryBytes.Int64(int64(e.A[1])), semconv.CUDAMemoryAddr.String(hex(e.A[0])), semconv.CUDAErrorCode.Int(int(e.Ret)))
+	}
+}
+
+func (s *spanner) free(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event) {
+	if s.allow(p, e) {
+		s.emit(ctx, a, p, e, semconv.SpanCUDAFree, e.TS, semconv.CUDAMemoryAddr.String(hex(e.A[0])))
+	}
+}
+
+func (s *spanner) sync(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event) {
+	if s.allow(p, e) {
+		start := e.TS - min(e.TS, e.A[1])
+		s.emit(ctx, a, p, e, semconv.SpanCUDASync, start,
+			semconv.CUDAStream.String(hex(e.A[0])), semconv.CUDAErrorCode.Int(int(e.Ret)))
+	}
+}
+
+// monotonicToWall returns a converter from CLOCK_MONOTONIC ns (what BPF's
+// ktime is) to wall-clock time, anchored now.
+func monotonicToWall(mono func() uint64) func(uint64) time.Time {
+	wall, m := time.Now(), mono()
+	return func(k uint64) time.Time {
+		return wall.Add(time.Duration(int64(k) - int64(m)))
+	}
+}

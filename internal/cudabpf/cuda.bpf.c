@@ -1,0 +1,810 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+// Uprobes on the CUDA runtime (libcudart) and driver (libcuda) APIs.
+//
+// Design: every probe counts its call in the `calls` map (exact, whatever
+// the ring buffer does) and submits one fixed-size record to `events`
+// WITHOUT waking the reader, unless the buffer is past the wake-up
+// watermark; the reader polls on a short timer. A record that finds no
+// room is counted in `counters[COUNTER_DROPS]`. Return probes exist only
+// where the value matters: allocations (the pointer), syncs (duration and
+// error), and cuModuleGetFunction / __cudaGetKernel (the handle).
+//
+// Arguments follow the x86-64 System V ABI: rdi, rsi, rdx, rcx, r8, r9,
+// then the stack ([rsp+8] is the 7th argument at function entry).
+
+#include <linux/bpf.h>
+#include <linux/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+// libbpf 1.1's bpf_tracing.h stops at PARM5 on x86; the 6th is r9.
+#define ARG6(ctx) ((ctx)->r9)
+
+// What a record describes. Mirrored in Go by bpf2go (-type kind).
+enum kind {
+	KIND_LAUNCH = 1,     // a0 func, a1 grid x|y<<32, a2 grid z|block z<<32, a3 block x|y<<32, a4 shared mem, a5 stream
+	KIND_MEMCPY = 2,     // a0 dst, a1 src, a2 bytes, a3 cudaMemcpyKind, a4 stream
+	KIND_MEMSET = 3,     // a0 ptr, a1 value, a2 bytes, a4 stream
+	KIND_MALLOC = 4,     // a0 pointer returned, a1 bytes, a2 duration ns, a4 stream; ret
+	KIND_FREE = 5,       // a0 pointer, a4 stream
+	KIND_SYNC = 6,       // a0 stream/event (0 for device/context), a1 duration ns; ret
+	KIND_EVENT_RECORD = 7,   // a0 event, a1 stream
+	KIND_STREAM_WAIT = 8,    // a0 stream, a1 event
+	KIND_SET_DEVICE = 9,     // a0 device
+	KIND_GRAPH_LAUNCH = 10,  // a0 graph exec, a1 stream
+	KIND_FUNC_NAME = 11,     // name record: a0 host function or driver handle, a1 1 for a driver handle
+	KIND_KERNEL_HANDLE = 12, // a0 cudaKernel_t handle, a1 host function it stands for
+};
+
+// Which function a probe is attached to: the attach cookie.
+enum api {
+	API_cudaLaunchKernel = 1,
+	API_cudaLaunchKernel_ptsz,
+	API_cudaLaunchKernelExC,
+	API_cudaLaunchCooperativeKernel,
+	API_cudaGraphLaunch,
+	API_cudaMemcpy,
+	API_cudaMemcpyAsync,
+	API_cudaMemcpyAsync_ptsz,
+	API_cudaMemset,
+	API_cudaMemsetAsync,
+	API_cudaMalloc,
+	API_cudaMallocAsync,
+	API_cudaFree,
+	API_cudaFreeAsync,
+	API_cudaStreamSynchronize,
+	API_cudaDeviceSynchronize,
+	API_cudaEventRecord,
+	API_cudaEventSynchronize,
+	API_cudaStreamWaitEvent,
+	API_cudaSetDevice,
+	API___cudaRegisterFunction,
+	API___cudaGetKernel,
+	API_cudaGetKernel,
+	API_cudaMemcpy_ptds,
+	API_cudaMemset_ptds,
+	API_cudaMemsetAsync_ptsz,
+	API_cudaMallocAsync_ptsz,
+	API_cudaFreeAsync_ptsz,
+	API_cudaStreamSynchronize_ptsz,
+	API_cudaEventRecord_ptsz,
+	API_cudaStreamWaitEvent_ptsz,
+	API_cudaGraphLaunch_ptsz,
+	API_cuLaunchKernel,
+	API_cuLaunchKernelEx,
+	API_cuMemAlloc_v2,
+	API_cuMemFree_v2,
+	API_cuMemcpy,
+	API_cuMemcpyAsync,
+	API_cuMemcpyHtoD_v2,
+	API_cuMemcpyDtoH_v2,
+	API_cuMemcpyDtoD_v2,
+	API_cuMemcpyHtoDAsync_v2,
+	API_cuMemcpyDtoHAsync_v2,
+	API_cuMemcpyDtoDAsync_v2,
+	API_cuStreamSynchronize,
+	API_cuCtxSynchronize,
+	API_cuGraphLaunch,
+	API_cuModuleGetFunction,
+	API_cuLaunchKernel_ptsz,
+	API_cuLaunchKernelEx_ptsz,
+	API_cuLaunchCooperativeKernel,
+	API_cuLaunchCooperativeKernel_ptsz,
+	API_cuMemAllocAsync,
+	API_cuMemAllocAsync_ptsz,
+	API_cuMemFreeAsync,
+	API_cuMemFreeAsync_ptsz,
+	API_cuMemcpyAsync_ptsz,
+	API_cuMemcpyHtoD_v2_ptds,
+	API_cuMemcpyDtoH_v2_ptds,
+	API_cuMemcpyDtoD_v2_ptds,
+	API_cuMemcpyHtoDAsync_v2_ptsz,
+	API_cuMemcpyDtoHAsync_v2_ptsz,
+	API_cuMemcpyDtoDAsync_v2_ptsz,
+	API_cuStreamSynchronize_ptsz,
+	API_cuGraphLaunch_ptsz,
+	API_MAX,
+};
+
+enum counter {
+	COUNTER_DROPS = 0,        // records the ring buffer had no room for
+	COUNTER_NESTED = 1,       // driver launches inside a runtime launch, not reported twice
+	COUNTER_LOST_RETURNS = 2, // return probes whose entry state was evicted
+	COUNTER_MAX,
+};
+
+// Runtime functions come first; the driver's start here.
+#define IS_DRIVER(api) ((api) >= API_cuLaunchKernel)
+
+// cudaMemcpyKind values.
+#define MEMCPY_H2H 0
+#define MEMCPY_H2D 1
+#define MEMCPY_D2H 2
+#define MEMCPY_D2D 3
+#define MEMCPY_DEFAULT 4
+
+#define NAME_LEN 240
+
+struct event {
+	__u64 ts;
+	__u32 pid;
+	__u32 tid;
+	__u16 kind;
+	__u16 api;
+	__s32 device;
+	__s32 ret;
+	__u32 _pad;
+	__u64 a[6];
+};
+
+struct name_event {
+	struct event h; // kind KIND_FUNC_NAME: a0 handle or host function, a1 1 if a driver handle
+	char name[NAME_LEN];
+};
+
+struct call_key {
+	__u32 pid;
+	__u32 api;
+};
+
+// Pending state between a probe and its return probe, per thread.
+struct pending {
+	__u64 ts;
+	__u64 arg0; // out-pointer (malloc, handles) or stream/event (sync)
+	__u64 arg1; // size (malloc) or name pointer (cuModuleGetFunction)
+	__u64 arg2; // stream (async malloc)
+	__u32 api;
+};
+
+// Tunables, set before load.
+volatile const __u64 wakeup_bytes = 256 * 1024; // wake the reader past this much unread data
+volatile const __u64 nest_window_ns = 1000000;  // a driver launch this soon after a runtime launch on the thread is its continuation
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, COUNTER_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct call_key);
+	__type(value, __u64);
+} calls SEC(".maps");
+
+// Entry state for return probes, per thread: one map for runtime calls and
+// one for driver calls, because a runtime call runs driver calls inside.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); // tid
+	__type(value, struct pending);
+} pending_runtime SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); // tid
+	__type(value, struct pending);
+} pending_driver SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); // tid
+	__type(value, __s32);
+} thread_device SEC(".maps");
+
+// The runtime call a thread is in, so that the driver call it makes is not
+// reported a second time. open: until the runtime call returns (calls with
+// a return probe); else for nest_window_ns after entry.
+struct runtime_call {
+	__u64 ts;
+	__u32 kind;
+	__u32 open;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); // tid
+	__type(value, struct runtime_call);
+} runtime_call SEC(".maps");
+
+static __always_inline void count(__u32 c)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &c);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void count_call(__u32 pid, __u32 api)
+{
+	struct call_key k = {.pid = pid, .api = api};
+	__u64 *v = bpf_map_lookup_elem(&calls, &k);
+	if (v) {
+		__sync_fetch_and_add(v, 1);
+		return;
+	}
+	__u64 one = 1;
+	if (bpf_map_update_elem(&calls, &k, &one, BPF_NOEXIST))
+		__sync_fetch_and_add((__u64 *)bpf_map_lookup_elem(&calls, &k) ?: &one, 1);
+}
+
+static __always_inline __u32 current_tid(void)
+{
+	return (__u32)bpf_get_current_pid_tgid();
+}
+
+static __always_inline void enter_runtime(__u32 kind, __u32 open)
+{
+	__u32 tid = current_tid();
+	struct runtime_call c = {.ts = bpf_ktime_get_ns(), .kind = kind, .open = open};
+	bpf_map_update_elem(&runtime_call, &tid, &c, BPF_ANY);
+}
+
+static __always_inline void leave_runtime(void)
+{
+	__u32 tid = current_tid();
+	bpf_map_delete_elem(&runtime_call, &tid);
+}
+
+// nested reports whether a driver call of this kind runs inside a runtime
+// call of the same kind on this thread (cudart calls the driver): it is
+// counted once, as the runtime call.
+static __always_inline int nested(__u32 kind)
+{
+	__u32 tid = current_tid();
+	struct runtime_call *c = bpf_map_lookup_elem(&runtime_call, &tid);
+	if (!c || c->kind != kind)
+		return 0;
+	if (!c->open) {
+		__u64 since = bpf_ktime_get_ns() - c->ts;
+		bpf_map_delete_elem(&runtime_call, &tid);
+		if (since > nest_window_ns)
+			return 0;
+	}
+	count(COUNTER_NESTED);
+	return 1;
+}
+
+static __always_inline __u64 submit_flags(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+// reserve counts the call, then reserves a record and fills its header.
+static __always_inline struct event *reserve(__u32 api, __u16 kind)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	count_call(pid, api);
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(COUNTER_DROPS);
+		return 0;
+	}
+	e->ts = bpf_ktime_get_ns();
+	e->pid = pid;
+	e->tid = tid;
+	e->kind = kind;
+	e->api = api;
+	__s32 *dev = bpf_map_lookup_elem(&thread_device, &tid);
+	e->device = dev ? *dev : 0;
+	e->ret = 0;
+	e->_pad = 0;
+	e->a[0] = e->a[1] = e->a[2] = e->a[3] = e->a[4] = e->a[5] = 0;
+	return e;
+}
+
+static __always_inline __u64 stack_arg(struct pt_regs *ctx, int n)
+{
+	// n-th argument (1-based) past the six in registers.
+	__u64 v = 0;
+	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * n));
+	return v;
+}
+
+// The attach cookie: bits 0-15 the api, bits 16-19 the 1-based position of
+// the stream argument (0: none), bits 20-23 the copy direction plus one
+// for copies whose direction is in the function's name (0: the kind
+// argument says).
+static __always_inline __u32 api_of(struct pt_regs *ctx)
+{
+	return (__u32)(bpf_get_attach_cookie(ctx) & 0xffff);
+}
+
+static __always_inline __u64 arg(struct pt_regs *ctx, __u32 n)
+{
+	// Context reads must use constant offsets: read the six registers,
+	// then index the copy.
+	__u64 regs[8] = {0, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+			 PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ARG6(ctx), 0};
+	return regs[n & 7];
+}
+
+static __always_inline __u64 stream_of(struct pt_regs *ctx)
+{
+	return arg(ctx, (bpf_get_attach_cookie(ctx) >> 16) & 0xf);
+}
+
+// copy_kind_of is the direction a driver copy's name gives, or -1.
+static __always_inline int copy_kind_of(struct pt_regs *ctx)
+{
+	return (int)((bpf_get_attach_cookie(ctx) >> 20) & 0xf) - 1;
+}
+
+// cudaLaunchKernel(func, dim3 grid, dim3 block, args, smem, stream), and
+// the _ptsz and cooperative variants with the same arguments.
+SEC("uprobe")
+int runtime_launch_kernel(struct pt_regs *ctx)
+{
+	enter_runtime(KIND_LAUNCH, 0);
+	struct event *e = reserve(api_of(ctx), KIND_LAUNCH);
+	if (!e)
+		return 0;
+	e->a[0] = PT_REGS_PARM1(ctx);
+	e->a[1] = PT_REGS_PARM2(ctx);
+	e->a[2] = (PT_REGS_PARM3(ctx) & 0xffffffff) | (PT_REGS_PARM5(ctx) << 32);
+	e->a[3] = PT_REGS_PARM4(ctx);
+	e->a[4] = stack_arg(ctx, 1);
+	e->a[5] = stack_arg(ctx, 2);
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+struct launch_config {
+	__u32 grid[3];
+	__u32 block[3];
+	__u64 smem;
+	__u64 stream;
+};
+
+// cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+SEC("uprobe")
+int runtime_launch_kernel_exc(struct pt_regs *ctx)
+{
+	enter_runtime(KIND_LAUNCH, 0);
+	struct event *e = reserve(api_of(ctx), KIND_LAUNCH);
+	if (!e)
+		return 0;
+	struct launch_config c = {};
+	bpf_probe_read_user(&c, sizeof(c), (void *)PT_REGS_PARM1(ctx));
+	e->a[0] = PT_REGS_PARM2(ctx);
+	e->a[1] = c.grid[0] | ((__u64)c.grid[1] << 32);
+	e->a[2] = c.grid[2] | ((__u64)c.block[2] << 32);
+	e->a[3] = c.block[0] | ((__u64)c.block[1] << 32);
+	e->a[4] = c.smem;
+	e->a[5] = c.stream;
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra)
+SEC("uprobe")
+int driver_launch_kernel(struct pt_regs *ctx)
+{
+	if (nested(KIND_LAUNCH))
+		return 0;
+	struct event *e = reserve(api_of(ctx), KIND_LAUNCH);
+	if (!e)
+		return 0;
+	e->a[0] = PT_REGS_PARM1(ctx);
+	e->a[1] = (PT_REGS_PARM2(ctx) & 0xffffffff) | (PT_REGS_PARM3(ctx) << 32);
+	e->a[2] = (PT_REGS_PARM4(ctx) & 0xffffffff) | (stack_arg(ctx, 1) << 32);
+	e->a[3] = (PT_REGS_PARM5(ctx) & 0xffffffff) | (ARG6(ctx) << 32);
+	e->a[4] = stack_arg(ctx, 2) & 0xffffffff;
+	e->a[5] = stack_arg(ctx, 3);
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+struct cu_launch_config {
+	__u32 grid[3];
+	__u32 block[3];
+	__u32 smem;
+	__u32 _pad;
+	__u64 stream;
+};
+
+// cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, params, extra)
+SEC("uprobe")
+int driver_launch_kernel_ex(struct pt_regs *ctx)
+{
+	if (nested(KIND_LAUNCH))
+		return 0;
+	struct event *e = reserve(api_of(ctx), KIND_LAUNCH);
+	if (!e)
+		return 0;
+	struct cu_launch_config c = {};
+	bpf_probe_read_user(&c, sizeof(c), (void *)PT_REGS_PARM1(ctx));
+	e->a[0] = PT_REGS_PARM2(ctx);
+	e->a[1] = c.grid[0] | ((__u64)c.grid[1] << 32);
+	e->a[2] = c.grid[2] | ((__u64)c.block[2] << 32);
+	e->a[3] = c.block[0] | ((__u64)c.block[1] << 32);
+	e->a[4] = c.smem;
+	e->a[5] = c.stream;
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// cudaGraphLaunch(exec, stream), cuGraphLaunch(exec, stream)
+SEC("uprobe")
+int graph_launch(struct pt_regs *ctx)
+{
+	__u32 api = api_of(ctx);
+	if (!IS_DRIVER(api))
+		enter_runtime(KIND_GRAPH_LAUNCH, 0);
+	else if (nested(KIND_GRAPH_LAUNCH))
+		return 0;
+	struct event *e = reserve(api, KIND_GRAPH_LAUNCH);
+	if (!e)
+		return 0;
+	e->a[0] = PT_REGS_PARM1(ctx);
+	e->a[1] = stream_of(ctx);
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// cudaMemcpy(dst, src, count, kind) and cudaMemcpyAsync(…, kind, stream)
+SEC("uprobe")
+int runtime_memcpy(struct pt_regs *ctx)
+{
+	enter_runtime(KIND_MEMCPY, 0);
+	struct event *e = reserve(api_of(ctx), KIND_MEMCPY);
+	if (!e)
+		return 0;
+	e->a[0] = PT_REGS_PARM1(ctx);
+	e->a[1] = PT_REGS_PARM2(ctx);
+	e->a[2] = PT_REGS_PARM3(ctx);
+	e->a[3] = PT_REGS_PARM4(ctx) & 0xffffffff;
+	e->a[4] = stream_of(ctx);
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// The driver's copies: the direction is in the name. (dst, src, bytes[, stream])
+SEC("uprobe")
+int driver_memcpy(struct pt_regs *ctx)
+{
+	if (nested(KIND_MEMCPY))
+		return 0;
+	struct event *e = reserve(api_of(ctx), KIND_MEMCPY);
+	if (!e)
+		return 0;
+	e->a[0] = PT_REGS_PARM1(ctx);
+	e->a[1] = PT_REGS_PARM2(ctx);
+	e->a[2] = PT_REGS_PARM3(ctx);
+	int kind = copy_kind_of(ctx);
+	e->a[3] = kind < 0 ? MEMCPY_DEFAULT : kind;
+	e->a[4] = stream_of(ctx);
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// cudaMemset(ptr, value, count), cudaMemsetAsync(ptr, value, count, stream)
+SEC("uprobe")
+int runtime_memset(struct pt_regs *ctx)
+{
+	struct event *e = reserve(api_of(ctx), KIND_MEMSET);
+	if (!e)
+		return 0;
+	e->a[0] = PT_REGS_PARM1(ctx);
+	e->a[1] = PT_REGS_PARM2(ctx) & 0xffffffff;
+	e->a[2] = PT_REGS_PARM3(ctx);
+	e->a[4] = stream_of(ctx);
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// pending_map is where a call's entry state waits for its return probe.
+static __always_inline void *pending_map(__u32 api)
+{
+	return IS_DRIVER(api) ? (void *)&pending_driver : (void *)&pending_runtime;
+}
+
+// take removes and returns the entry state of the call returning on this
+// thread. A runtime call whose state is gone is counted lost; a driver
+// call has none when it was nested in a runtime call.
+static __always_inline int take(__u32 api, struct pending *out)
+{
+	__u32 tid = current_tid();
+	void *m = pending_map(api);
+	struct pending *p = bpf_map_lookup_elem(m, &tid);
+	if (!p) {
+		if (!IS_DRIVER(api))
+			count(COUNTER_LOST_RETURNS);
+		return 0;
+	}
+	*out = *p;
+	bpf_map_delete_elem(m, &tid);
+	if (!IS_DRIVER(api))
+		leave_runtime();
+	return 1;
+}
+
+// begin records a call's entry state for its return probe, unless it is
+// a driver call nested in a runtime call of the same kind.
+static __always_inline int begin(__u32 kind, struct pending *p)
+{
+	__u32 tid = current_tid();
+	if (IS_DRIVER(p->api)) {
+		if (nested(kind))
+			return 0;
+	} else {
+		enter_runtime(kind, 1);
+	}
+	bpf_map_update_elem(pending_map(p->api), &tid, p, BPF_ANY);
+	return 1;
+}
+
+// Entry of cudaMalloc(void **p, size), cudaMallocAsync(void **p, size,
+// stream), cuMemAlloc_v2(CUdeviceptr *p, size): the pointer is known only
+// on return.
+SEC("uprobe")
+int malloc_enter(struct pt_regs *ctx)
+{
+	struct pending p = {
+		.ts = bpf_ktime_get_ns(),
+		.arg0 = PT_REGS_PARM1(ctx),
+		.arg1 = PT_REGS_PARM2(ctx),
+		.api = api_of(ctx),
+	};
+	p.arg2 = stream_of(ctx);
+	begin(KIND_MALLOC, &p);
+	return 0;
+}
+
+SEC("uretprobe")
+int malloc_return(struct pt_regs *ctx)
+{
+	struct pending in;
+	if (!take(api_of(ctx), &in))
+		return 0;
+	struct event *e = reserve(in.api, KIND_MALLOC);
+	if (!e)
+		return 0;
+	__u64 ptr = 0;
+	e->ret = (__s32)PT_REGS_RC(ctx);
+	if (e->ret == 0)
+		bpf_probe_read_user(&ptr, sizeof(ptr), (void *)in.arg0);
+	e->a[0] = ptr;
+	e->a[1] = in.arg1;
+	e->a[2] = e->ts - in.ts;
+	e->a[4] = in.arg2;
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// cudaFree(ptr), cudaFreeAsync(ptr, stream), cuMemFree_v2(ptr)
+SEC("uprobe")
+int free_enter(struct pt_regs *ctx)
+{
+	__u32 api = api_of(ctx);
+	if (!IS_DRIVER(api))
+		enter_runtime(KIND_FREE, 0);
+	else if (nested(KIND_FREE))
+		return 0;
+	struct event *e = reserve(api, KIND_FREE);
+	if (!e)
+		return 0;
+	e->a[0] = PT_REGS_PARM1(ctx);
+	e->a[4] = stream_of(ctx);
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// Entry of the syncs: cudaStreamSynchronize(stream),
+// cudaEventSynchronize(event), cudaDeviceSynchronize(),
+// cuStreamSynchronize(stream), cuCtxSynchronize().
+SEC("uprobe")
+int sync_enter(struct pt_regs *ctx)
+{
+	struct pending p = {
+		.ts = bpf_ktime_get_ns(),
+		.api = api_of(ctx),
+	};
+	p.arg0 = stream_of(ctx);
+	begin(KIND_SYNC, &p);
+	return 0;
+}
+
+SEC("uretprobe")
+int sync_return(struct pt_regs *ctx)
+{
+	struct pending in;
+	if (!take(api_of(ctx), &in))
+		return 0;
+	struct event *e = reserve(in.api, KIND_SYNC);
+	if (!e)
+		return 0;
+	e->ret = (__s32)PT_REGS_RC(ctx);
+	e->a[0] = in.arg0;
+	e->a[1] = e->ts - in.ts;
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// cudaEventRecord(event, stream)
+SEC("uprobe")
+int event_record(struct pt_regs *ctx)
+{
+	struct event *e = reserve(api_of(ctx), KIND_EVENT_RECORD);
+	if (!e)
+		return 0;
+	e->a[0] = PT_REGS_PARM1(ctx);
+	e->a[1] = PT_REGS_PARM2(ctx);
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// cudaStreamWaitEvent(stream, event, flags)
+SEC("uprobe")
+int stream_wait_event(struct pt_regs *ctx)
+{
+	struct event *e = reserve(api_of(ctx), KIND_STREAM_WAIT);
+	if (!e)
+		return 0;
+	e->a[0] = PT_REGS_PARM1(ctx);
+	e->a[1] = PT_REGS_PARM2(ctx);
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// cudaSetDevice(device): later records of the thread carry the device.
+SEC("uprobe")
+int set_device(struct pt_regs *ctx)
+{
+	__u32 tid = current_tid();
+	__s32 dev = (__s32)PT_REGS_PARM1(ctx);
+	bpf_map_update_elem(&thread_device, &tid, &dev, BPF_ANY);
+	struct event *e = reserve(api_of(ctx), KIND_SET_DEVICE);
+	if (!e)
+		return 0;
+	e->a[0] = (__u64)(__s64)dev;
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+static __always_inline void submit_name(__u32 api, __u64 handle, __u64 driver, const char *name)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct name_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(COUNTER_DROPS);
+		return;
+	}
+	__builtin_memset(&e->h, 0, sizeof(e->h));
+	e->h.ts = bpf_ktime_get_ns();
+	e->h.pid = id >> 32;
+	e->h.tid = (__u32)id;
+	e->h.kind = KIND_FUNC_NAME;
+	e->h.api = api;
+	e->h.a[0] = handle;
+	e->h.a[1] = driver;
+	if (bpf_probe_read_user_str(e->name, sizeof(e->name), name) < 0)
+		e->name[0] = 0;
+	// Names are rare and needed before the launches that use them.
+	bpf_ringbuf_submit(e, 0);
+}
+
+// __cudaRegisterFunction(handle, hostFun, deviceFun, deviceName, ...):
+// the host stub's address and the kernel's (mangled) name.
+SEC("uprobe")
+int register_function(struct pt_regs *ctx)
+{
+	count_call(bpf_get_current_pid_tgid() >> 32, API___cudaRegisterFunction);
+	submit_name(API___cudaRegisterFunction, PT_REGS_PARM2(ctx), 0, (const char *)PT_REGS_PARM4(ctx));
+	return 0;
+}
+
+// cuModuleGetFunction(CUfunction *hfunc, CUmodule mod, const char *name)
+SEC("uprobe")
+int module_get_function_enter(struct pt_regs *ctx)
+{
+	__u32 tid = current_tid();
+	struct pending p = {
+		.ts = bpf_ktime_get_ns(),
+		.arg0 = PT_REGS_PARM1(ctx),
+		.arg1 = PT_REGS_PARM3(ctx),
+		.api = api_of(ctx),
+	};
+	bpf_map_update_elem(&pending_driver, &tid, &p, BPF_ANY);
+	return 0;
+}
+
+SEC("uretprobe")
+int module_get_function_return(struct pt_regs *ctx)
+{
+	struct pending in;
+	if (!take(api_of(ctx), &in))
+		return 0;
+	count_call(bpf_get_current_pid_tgid() >> 32, in.api);
+	if (PT_REGS_RC(ctx) != 0)
+		return 0;
+	__u64 handle = 0;
+	bpf_probe_read_user(&handle, sizeof(handle), (void *)in.arg0);
+	submit_name(in.api, handle, 1, (const char *)in.arg1);
+	return 0;
+}
+
+// cudaGetKernel / __cudaGetKernel(cudaKernel_t *kernel, const void *func):
+// the CUDA 12 kernel handle a driver launch may carry, for its host stub.
+SEC("uprobe")
+int get_kernel_enter(struct pt_regs *ctx)
+{
+	__u32 tid = current_tid();
+	struct pending p = {
+		.ts = bpf_ktime_get_ns(),
+		.arg0 = PT_REGS_PARM1(ctx),
+		.arg1 = PT_REGS_PARM2(ctx),
+		.api = api_of(ctx),
+	};
+	bpf_map_update_elem(&pending_runtime, &tid, &p, BPF_ANY);
+	return 0;
+}
+
+SEC("uretprobe")
+int get_kernel_return(struct pt_regs *ctx)
+{
+	struct pending in;
+	__u32 tid = current_tid();
+	struct pending *p = bpf_map_lookup_elem(&pending_runtime, &tid);
+	if (!p) {
+		count(COUNTER_LOST_RETURNS);
+		return 0;
+	}
+	in = *p;
+	bpf_map_delete_elem(&pending_runtime, &tid);
+	struct event *e = reserve(in.api, KIND_KERNEL_HANDLE);
+	if (!e)
+		return 0;
+	e->ret = (__s32)PT_REGS_RC(ctx);
+	__u64 handle = 0;
+	if (e->ret == 0)
+		bpf_probe_read_user(&handle, sizeof(handle), (void *)in.arg0);
+	e->a[0] = handle;
+	e->a[1] = in.arg1;
+	// Needed before the launches that use it.
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+// For the benchmarks: the floor (an empty program) and the naive design
+// (one record per call, always waking the reader).
+SEC("uprobe")
+int bench_empty(struct pt_regs *ctx)
+{
+	return 0;
+}
+
+SEC("uprobe")
+int bench_naive(struct pt_regs *ctx)
+{
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e)
+		return 0;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts = bpf_ktime_get_ns();
+	e->kind = KIND_LAUNCH;
+	e->a[0] = PT_REGS_PARM1(ctx);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+// Keep the enums in BTF for bpf2go -type.
+const enum kind *unused_kind __attribute__((unused));
+const enum api *unused_api __attribute__((unused));
+const enum counter *unused_counter __attribute__((unused));
+const struct name_event *unused_name_event __attribute__((unused));

@@ -1,0 +1,190 @@
+// Package cudabpf holds the eBPF programs that probe the CUDA runtime and
+// driver APIs (cuda.bpf.c, compiled by bpf2go into the committed
+// cuda_x86_bpfel.o), the table of which program probes which symbol, and
+// the decoder of the records they submit.
+//
+// The record layout is fixed by struct event in cuda.bpf.c; Decode reads
+// it without allocating.
+package cudabpf
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
+
+// API identifies a probed function; it is the probe's attach cookie and
+// each record's api field.
+type API uint16
+
+// Kind says what a record describes.
+type Kind uint16
+
+// Record kinds (enum kind in cuda.bpf.c).
+const (
+	KindLaunch       = Kind(cudaKindKIND_LAUNCH)
+	KindMemcpy       = Kind(cudaKindKIND_MEMCPY)
+	KindMemset       = Kind(cudaKindKIND_MEMSET)
+	KindMalloc       = Kind(cudaKindKIND_MALLOC)
+	KindFree         = Kind(cudaKindKIND_FREE)
+	KindSync         = Kind(cudaKindKIND_SYNC)
+	KindEventRecord  = Kind(cudaKindKIND_EVENT_RECORD)
+	KindStreamWait   = Kind(cudaKindKIND_STREAM_WAIT)
+	KindSetDevice    = Kind(cudaKindKIND_SET_DEVICE)
+	KindGraphLaunch  = Kind(cudaKindKIND_GRAPH_LAUNCH)
+	KindFuncName     = Kind(cudaKindKIND_FUNC_NAME)
+	KindKernelHandle = Kind(cudaKindKIND_KERNEL_HANDLE)
+)
+
+// cudaMemcpyKind values, as a KindMemcpy record's MemcpyKind.
+const (
+	MemcpyHostToHost     = 0
+	MemcpyHostToDevice   = 1
+	MemcpyDeviceToHost   = 2
+	MemcpyDeviceToDevice = 3
+	MemcpyDefault        = 4
+)
+
+// Counters of the BPF side (enum counter), read from the counters map.
+const (
+	CounterDrops       = uint32(cudaCounterCOUNTER_DROPS)
+	CounterNested      = uint32(cudaCounterCOUNTER_NESTED)
+	CounterLostReturns = uint32(cudaCounterCOUNTER_LOST_RETURNS)
+	NumCounters        = int(cudaCounterCOUNTER_MAX)
+)
+
+// Sizes of the two record layouts.
+const (
+	EventSize     = 80
+	NameEventSize = EventSize + nameLen
+	nameLen       = 240
+)
+
+// Event is one decoded record. Which of A means what depends on Kind; the
+// accessors below name them.
+type Event struct {
+	TS     uint64 // CLOCK_MONOTONIC ns
+	PID    uint32
+	TID    uint32
+	Kind   Kind
+	API    API
+	Device int32 // the thread's device as set by cudaSetDevice; 0 before
+	Ret    int32 // return code, for records made by return probes
+	A      [6]uint64
+	// Name is the kernel name of a KindFuncName record. It points into
+	// the decoded buffer: copy it to keep it.
+	Name []byte
+}
+
+// ErrShort is returned for a record smaller than its layout.
+var ErrShort = errors.New("cudabpf: short record")
+
+// Decode decodes one ring-buffer record into e without allocating.
+func Decode(b []byte, e *Event) error {
+	if len(b) < EventSize {
+		return fmt.Errorf("%w: %d bytes, want %d", ErrShort, len(b), EventSize)
+	}
+	le := binary.LittleEndian
+	e.TS = le.Uint64(b[0:])
+	e.PID = le.Uint32(b[8:])
+	e.TID = le.Uint32(b[12:])
+	e.Kind = Kind(le.Uint16(b[16:]))
+	e.API = API(le.Uint16(b[18:]))
+	e.Device = int32(le.Uint32(b[20:]))
+	e.Ret = int32(le.Uint32(b[24:]))
+	for i := range e.A {
+		e.A[i] = le.Uint64(b[32+8*i:])
+	}
+	e.Name = nil
+	if e.Kind == KindFuncName {
+		if len(b) < NameEventSize {
+			return fmt.Errorf("%w: name record of %d bytes, want %d", ErrShort, len(b), NameEventSize)
+		}
+		name := b[EventSize:NameEventSize]
+		for i, c := range name {
+			if c == 0 {
+				name = name[:i]
+				break
+			}
+		}
+		e.Name = name
+	}
+	return nil
+}
+
+// Launch arguments of a KindLaunch record.
+func (e *Event) Func() uint64 { return e.A[0] }
+func (e *Event) Grid() [3]uint32 {
+	return [3]uint32{uint32(e.A[1]), uint32(e.A[1] >> 32), uint32(e.A[2])}
+}
+func (e *Event) Block() [3]uint32 {
+	return [3]uint32{uint32(e.A[3]), uint32(e.A[3] >> 32), uint32(e.A[2] >> 32)}
+}
+func (e *Event) SharedMem() uint64    { return e.A[4] }
+func (e *Event) LaunchStream() uint64 { return e.A[5] }
+
+// Stream of a memcpy, memset, malloc or free record (0 for the default
+// stream or a synchronous call).
+func (e *Event) Stream() uint64 { return e.A[4] }
+
+// LoadOptions tune the BPF side.
+type LoadOptions struct {
+	// RingBytes is the ring buffer's size, a power of two multiple of the
+	// page size.
+	RingBytes uint32
+	// WakeupBytes wakes the reader once this much is unread; below it
+	// records are submitted without a wakeup.
+	WakeupBytes uint64
+}
+
+// Objects are the loaded programs and maps.
+type Objects struct {
+	cudaObjects
+}
+
+// Load loads the programs and maps into the kernel.
+func Load(o LoadOptions) (*Objects, error) {
+	spec, err := loadCuda()
+	if err != nil {
+		return nil, fmt.Errorf("cudabpf: parse embedded object: %w", err)
+	}
+	if o.RingBytes != 0 {
+		spec.Maps["events"].MaxEntries = o.RingBytes
+	}
+	if o.WakeupBytes != 0 {
+		if err := spec.Variables["wakeup_bytes"].Set(o.WakeupBytes); err != nil {
+			return nil, fmt.Errorf("cudabpf: set wakeup_bytes: %w", err)
+		}
+	}
+	var objs Objects
+	if err := spec.LoadAndAssign(&objs.cudaObjects, nil); err != nil {
+		return nil, fmt.Errorf("cudabpf: load: %w", err)
+	}
+	return &objs, nil
+}
+
+// Counters sums the BPF counters over CPUs.
+func (o *Objects) Counters() ([NumCounters]uint64, error) {
+	var out [NumCounters]uint64
+	var perCPU []uint64
+	for i := range NumCounters {
+		if err := o.cudaMaps.Counters.Lookup(uint32(i), &perCPU); err != nil {
+			return out, fmt.Errorf("cudabpf: read counter %d: %w", i, err)
+		}
+		for _, v := range perCPU {
+			out[i] += v
+		}
+	}
+	return out, nil
+}
+
+// Events is the ring buffer map.
+func (o *Objects) Events() *ebpf.Map { return o.cudaMaps.Events }
+
+// Calls is the map of call counts by (pid, api).
+func (o *Objects) Calls() *ebpf.Map { return o.cudaMaps.Calls }
+
+// CallKey is a key of the Calls map.
+type CallKey = cudaCallKey

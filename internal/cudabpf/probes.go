@@ -1,0 +1,191 @@
+package cudabpf
+
+import "github.com/cilium/ebpf"
+
+// Library is the file a probe attaches to.
+type Library uint8
+
+const (
+	// Runtime is libcudart, or an executable or library linking it
+	// statically.
+	Runtime Library = iota + 1
+	// Driver is libcuda.
+	Driver
+)
+
+func (l Library) String() string {
+	switch l {
+	case Runtime:
+		return "runtime"
+	case Driver:
+		return "driver"
+	}
+	return "library(?)"
+}
+
+// Probe says which program probes which symbol, and where the arguments
+// the program cannot tell from the symbol are.
+type Probe struct {
+	Symbol  string
+	API     API
+	Library Library
+	// Entry and Return pick the programs; Return is nil where no return
+	// probe is needed.
+	Entry, Return func(*Objects) *ebpf.Program
+	// StreamArg is the 1-based position of the stream argument; 0 when
+	// the call takes none.
+	StreamArg uint8
+	// CopyKind is the direction of a driver copy named for it
+	// (cuMemcpyHtoD…), or NoCopyKind.
+	CopyKind int8
+}
+
+// NoCopyKind marks a probe whose copy direction is not in its name.
+const NoCopyKind = -1
+
+// Cookie is the attach cookie of p: the api in bits 0-15, the stream
+// argument in bits 16-19, the copy direction plus one in bits 20-23 (as
+// cuda.bpf.c's api_of, stream_of and copy_kind_of read it).
+func (p Probe) Cookie() uint64 {
+	return uint64(p.API) | uint64(p.StreamArg&0xf)<<16 | uint64(uint8(p.CopyKind+1)&0xf)<<20
+}
+
+func launch(o *Objects) *ebpf.Program         { return o.RuntimeLaunchKernel }
+func launchExC(o *Objects) *ebpf.Program      { return o.RuntimeLaunchKernelExc }
+func driverLaunch(o *Objects) *ebpf.Program   { return o.DriverLaunchKernel }
+func driverLaunchEx(o *Objects) *ebpf.Program { return o.DriverLaunchKernelEx }
+func graph(o *Objects) *ebpf.Program          { return o.GraphLaunch }
+func memcpy(o *Objects) *ebpf.Program         { return o.RuntimeMemcpy }
+func driverMemcpy(o *Objects) *ebpf.Program   { return o.DriverMemcpy }
+func memset(o *Objects) *ebpf.Program         { return o.RuntimeMemset }
+func mallocEnter(o *Objects) *ebpf.Program    { return o.MallocEnter }
+func mallocReturn(o *Objects) *ebpf.Program   { return o.MallocReturn }
+func free(o *Objects) *ebpf.Program           { return o.FreeEnter }
+func syncEnter(o *Objects) *ebpf.Program      { return o.SyncEnter }
+func syncReturn(o *Objects) *ebpf.Program     { return o.SyncReturn }
+func eventRecord(o *Objects) *ebpf.Program    { return o.EventRecord }
+func streamWait(o *Objects) *ebpf.Program     { return o.StreamWaitEvent }
+func setDevice(o *Objects) *ebpf.Program      { return o.SetDevice }
+func register(o *Objects) *ebpf.Program       { return o.RegisterFunction }
+func getKernelEnter(o *Objects) *ebpf.Program { return o.GetKernelEnter }
+func getKernelRet(o *Objects) *ebpf.Program   { return o.GetKernelReturn }
+func getFuncEnter(o *Objects) *ebpf.Program   { return o.ModuleGetFunctionEnter }
+func getFuncReturn(o *Objects) *ebpf.Program  { return o.ModuleGetFunctionReturn }
+
+// Anchors are the symbols that make a file a target: a file defining one
+// of them is probed for every symbol of its library it defines.
+var Anchors = map[Library]string{
+	Runtime: "cudaLaunchKernel",
+	Driver:  "cuLaunchKernel",
+}
+
+// Probes lists every probed function.
+var Probes = []Probe{
+	// Runtime launches: cudaLaunchKernel(func, grid, block, args, smem, stream).
+	rt("cudaLaunchKernel", cudaApiAPI_cudaLaunchKernel, launch, nil, 0),
+	rt("cudaLaunchKernel_ptsz", cudaApiAPI_cudaLaunchKernelPtsz, launch, nil, 0),
+	rt("cudaLaunchCooperativeKernel", cudaApiAPI_cudaLaunchCooperativeKernel, launch, nil, 0),
+	rt("cudaLaunchKernelExC", cudaApiAPI_cudaLaunchKernelExC, launchExC, nil, 0),
+	rt("cudaGraphLaunch", cudaApiAPI_cudaGraphLaunch, graph, nil, 2),
+	rt("cudaGraphLaunch_ptsz", cudaApiAPI_cudaGraphLaunchPtsz, graph, nil, 2),
+	// Copies: cudaMemcpy(dst, src, count, kind[, stream]).
+	rt("cudaMemcpy", cudaApiAPI_cudaMemcpy, memcpy, nil, 0),
+	rt("cudaMemcpy_ptds", cudaApiAPI_cudaMemcpyPtds, memcpy, nil, 0),
+	rt("cudaMemcpyAsync", cudaApiAPI_cudaMemcpyAsync, memcpy, nil, 5),
+	rt("cudaMemcpyAsync_ptsz", cudaApiAPI_cudaMemcpyAsyncPtsz, memcpy, nil, 5),
+	rt("cudaMemset", cudaApiAPI_cudaMemset, memset, nil, 0),
+	rt("cudaMemset_ptds", cudaApiAPI_cudaMemsetPtds, memset, nil, 0),
+	rt("cudaMemsetAsync", cudaApiAPI_cudaMemsetAsync, memset, nil, 4),
+	rt("cudaMemsetAsync_ptsz", cudaApiAPI_cudaMemsetAsyncPtsz, memset, nil, 4),
+	// Memory: cudaMalloc(void **p, size[, stream]), cudaFree(p[, stream]).
+	rt("cudaMalloc", cudaApiAPI_cudaMalloc, mallocEnter, mallocReturn, 0),
+	rt("cudaMallocAsync", cudaApiAPI_cudaMallocAsync, mallocEnter, mallocReturn, 3),
+	rt("cudaMallocAsync_ptsz", cudaApiAPI_cudaMallocAsyncPtsz, mallocEnter, mallocReturn, 3),
+	rt("cudaFree", cudaApiAPI_cudaFree, free, nil, 0),
+	rt("cudaFreeAsync", cudaApiAPI_cudaFreeAsync, free, nil, 2),
+	rt("cudaFreeAsync_ptsz", cudaApiAPI_cudaFreeAsyncPtsz, free, nil, 2),
+	// Synchronisation; the "stream" of cudaEventSynchronize is its event.
+	rt("cudaStreamSynchronize", cudaApiAPI_cudaStreamSynchronize, syncEnter, syncReturn, 1),
+	rt("cudaStreamSynchronize_ptsz", cudaApiAPI_cudaStreamSynchronizePtsz, syncEnter, syncReturn, 1),
+	rt("cudaDeviceSynchronize", cudaApiAPI_cudaDeviceSynchronize, syncEnter, syncReturn, 0),
+	rt("cudaEventSynchronize", cudaApiAPI_cudaEventSynchronize, syncEnter, syncReturn, 1),
+	rt("cudaEventRecord", cudaApiAPI_cudaEventRecord, eventRecord, nil, 2),
+	rt("cudaEventRecord_ptsz", cudaApiAPI_cudaEventRecordPtsz, eventRecord, nil, 2),
+	rt("cudaStreamWaitEvent", cudaApiAPI_cudaStreamWaitEvent, streamWait, nil, 1),
+	rt("cudaStreamWaitEvent_ptsz", cudaApiAPI_cudaStreamWaitEventPtsz, streamWait, nil, 1),
+	rt("cudaSetDevice", cudaApiAPI_cudaSetDevice, setDevice, nil, 0),
+	// Kernel names and handles.
+	rt("__cudaRegisterFunction", cudaApiAPI___cudaRegisterFunction, register, nil, 0),
+	rt("__cudaGetKernel", cudaApiAPI___cudaGetKernel, getKernelEnter, getKernelRet, 0),
+	rt("cudaGetKernel", cudaApiAPI_cudaGetKernel, getKernelEnter, getKernelRet, 0),
+
+	// Driver launches: cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, …).
+	drv("cuLaunchKernel", cudaApiAPI_cuLaunchKernel, driverLaunch, nil, 0, NoCopyKind),
+	drv("cuLaunchKernel_ptsz", cudaApiAPI_cuLaunchKernelPtsz, driverLaunch, nil, 0, NoCopyKind),
+	drv("cuLaunchCooperativeKernel", cudaApiAPI_cuLaunchCooperativeKernel, driverLaunch, nil, 0, NoCopyKind),
+	drv("cuLaunchCooperativeKernel_ptsz", cudaApiAPI_cuLaunchCooperativeKernelPtsz, driverLaunch, nil, 0, NoCopyKind),
+	drv("cuLaunchKernelEx", cudaApiAPI_cuLaunchKernelEx, driverLaunchEx, nil, 0, NoCopyKind),
+	drv("cuLaunchKernelEx_ptsz", cudaApiAPI_cuLaunchKernelExPtsz, driverLaunchEx, nil, 0, NoCopyKind),
+	drv("cuGraphLaunch", cudaApiAPI_cuGraphLaunch, graph, nil, 2, NoCopyKind),
+	drv("cuGraphLaunch_ptsz", cudaApiAPI_cuGraphLaunchPtsz, graph, nil, 2, NoCopyKind),
+	// Memory: cuMemAlloc_v2(CUdeviceptr *p, size[, stream]), cuMemFree_v2(p[, stream]).
+	drv("cuMemAlloc_v2", cudaApiAPI_cuMemAllocV2, mallocEnter, mallocReturn, 0, NoCopyKind),
+	drv("cuMemAllocAsync", cudaApiAPI_cuMemAllocAsync, mallocEnter, mallocReturn, 3, NoCopyKind),
+	drv("cuMemAllocAsync_ptsz", cudaApiAPI_cuMemAllocAsyncPtsz, mallocEnter, mallocReturn, 3, NoCopyKind),
+	drv("cuMemFree_v2", cudaApiAPI_cuMemFreeV2, free, nil, 0, NoCopyKind),
+	drv("cuMemFreeAsync", cudaApiAPI_cuMemFreeAsync, free, nil, 2, NoCopyKind),
+	drv("cuMemFreeAsync_ptsz", cudaApiAPI_cuMemFreeAsyncPtsz, free, nil, 2, NoCopyKind),
+	// Copies: (dst, src, bytes[, stream]); the direction is in the name.
+	drv("cuMemcpy", cudaApiAPI_cuMemcpy, driverMemcpy, nil, 0, MemcpyDefault),
+	drv("cuMemcpyAsync", cudaApiAPI_cuMemcpyAsync, driverMemcpy, nil, 4, MemcpyDefault),
+	drv("cuMemcpyAsync_ptsz", cudaApiAPI_cuMemcpyAsyncPtsz, driverMemcpy, nil, 4, MemcpyDefault),
+	drv("cuMemcpyHtoD_v2", cudaApiAPI_cuMemcpyHtoD_v2, driverMemcpy, nil, 0, MemcpyHostToDevice),
+	drv("cuMemcpyHtoD_v2_ptds", cudaApiAPI_cuMemcpyHtoD_v2Ptds, driverMemcpy, nil, 0, MemcpyHostToDevice),
+	drv("cuMemcpyDtoH_v2", cudaApiAPI_cuMemcpyDtoH_v2, driverMemcpy, nil, 0, MemcpyDeviceToHost),
+	drv("cuMemcpyDtoH_v2_ptds", cudaApiAPI_cuMemcpyDtoH_v2Ptds, driverMemcpy, nil, 0, MemcpyDeviceToHost),
+	drv("cuMemcpyDtoD_v2", cudaApiAPI_cuMemcpyDtoD_v2, driverMemcpy, nil, 0, MemcpyDeviceToDevice),
+	drv("cuMemcpyDtoD_v2_ptds", cudaApiAPI_cuMemcpyDtoD_v2Ptds, driverMemcpy, nil, 0, MemcpyDeviceToDevice),
+	drv("cuMemcpyHtoDAsync_v2", cudaApiAPI_cuMemcpyHtoDAsyncV2, driverMemcpy, nil, 4, MemcpyHostToDevice),
+	drv("cuMemcpyHtoDAsync_v2_ptsz", cudaApiAPI_cuMemcpyHtoDAsyncV2Ptsz, driverMemcpy, nil, 4, MemcpyHostToDevice),
+	drv("cuMemcpyDtoHAsync_v2", cudaApiAPI_cuMemcpyDtoHAsyncV2, driverMemcpy, nil, 4, MemcpyDeviceToHost),
+	drv("cuMemcpyDtoHAsync_v2_ptsz", cudaApiAPI_cuMemcpyDtoHAsyncV2Ptsz, driverMemcpy, nil, 4, MemcpyDeviceToHost),
+	drv("cuMemcpyDtoDAsync_v2", cudaApiAPI_cuMemcpyDtoDAsyncV2, driverMemcpy, nil, 4, MemcpyDeviceToDevice),
+	drv("cuMemcpyDtoDAsync_v2_ptsz", cudaApiAPI_cuMemcpyDtoDAsyncV2Ptsz, driverMemcpy, nil, 4, MemcpyDeviceToDevice),
+	// Synchronisation.
+	drv("cuStreamSynchronize", cudaApiAPI_cuStreamSynchronize, syncEnter, syncReturn, 1, NoCopyKind),
+	drv("cuStreamSynchronize_ptsz", cudaApiAPI_cuStreamSynchronizePtsz, syncEnter, syncReturn, 1, NoCopyKind),
+	drv("cuCtxSynchronize", cudaApiAPI_cuCtxSynchronize, syncEnter, syncReturn, 0, NoCopyKind),
+	// Kernel names.
+	drv("cuModuleGetFunction", cudaApiAPI_cuModuleGetFunction, getFuncEnter, getFuncReturn, 0, NoCopyKind),
+}
+
+func rt(sym string, api cudaApi, entry, ret func(*Objects) *ebpf.Program, stream uint8) Probe {
+	return Probe{Symbol: sym, API: API(api), Library: Runtime, Entry: entry, Return: ret, StreamArg: stream, CopyKind: NoCopyKind}
+}
+
+func drv(sym string, api cudaApi, entry, ret func(*Objects) *ebpf.Program, stream uint8, kind int8) Probe {
+	return Probe{Symbol: sym, API: API(api), Library: Driver, Entry: entry, Return: ret, StreamArg: stream, CopyKind: kind}
+}
+
+var (
+	apiNames  = map[API]string{}
+	driverAPI [1 << 16]bool
+)
+
+func init() {
+	for _, p := range Probes {
+		apiNames[p.API] = p.Symbol
+		driverAPI[p.API] = p.Library == Driver
+	}
+}
+
+// Driver reports whether a is a driver API function.
+func (a API) Driver() bool { return driverAPI[a] }
+
+// String is the probed function's name.
+func (a API) String() string {
+	if n, ok := apiNames[a]; ok {
+		return n
+	}
+	return "api(?)"
+}

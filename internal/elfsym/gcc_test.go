@@ -1,0 +1,249 @@
+package elfsym
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/xpuscope/xpuscope/internal/procmaps"
+	"github.com/xpuscope/xpuscope/internal/testutil"
+)
+
+// libSrc is a shared library with a C++-mangled kernel host stub (through
+// asm labels), a local function, a label without a size and an IFUNC.
+const libSrc = `
+#include <stddef.h>
+volatile int lib_sink;
+void stub(void) __asm__("_Z9vectorAddPfS_S_i");
+__attribute__((noinline)) void stub(void) { lib_sink += 1; lib_sink *= 3; }
+void badstub(void) __asm__("_Z10vectorAddPfS_S_i");
+__attribute__((noinline)) void badstub(void) { lib_sink += 2; lib_sink *= 5; }
+__attribute__((noinline)) int lib_add(int a, int b) { __asm__ volatile(""); return a + 3 * b; }
+static __attribute__((noinline)) int lib_local(int x) { __asm__ volatile(""); return 7 * x + 1; }
+int lib_call_local(int x) { return lib_local(x); }
+__asm__(".pushsection .text\n.globl zsym\n.type zsym,@function\nzsym:\n\tret\n.popsection\n");
+void zsym(void);
+static int fast_impl(void) { return 42; }
+static void *resolve_fast(void) { return (void *)fast_impl; }
+int fast(void) __attribute__((ifunc("resolve_fast")));
+void *lib_addr(int i) {
+	switch (i) {
+	case 0: return (void *)stub;
+	case 1: return (void *)badstub;
+	case 2: return (void *)lib_add;
+	case 3: return (void *)lib_local;
+	case 4: return (void *)zsym;
+	}
+	return NULL;
+}
+`
+
+// mainSrc prints the run-time addresses of functions of its own and of
+// the library, then its /proc/self/maps.
+const mainSrc = `
+#include <stdio.h>
+extern void *lib_addr(int);
+extern int lib_call_local(int);
+volatile int sink;
+void exe_stub(void) __asm__("_Z6kernelIfEvPT_i");
+__attribute__((noinline)) void exe_stub(void) { sink += 1; sink *= 3; }
+__attribute__((noinline)) int exe_func(int x) { __asm__ volatile(""); return 5 * x + lib_call_local(x); }
+int main(void) {
+	const char *names[] = {"_Z9vectorAddPfS_S_i", "_Z10vectorAddPfS_S_i", "lib_add", "lib_local", "zsym"};
+	printf("_Z6kernelIfEvPT_i %p\n", (void *)exe_stub);
+	printf("exe_func %p\n", (void *)exe_func);
+	for (int i = 0; i < 5; i++) printf("%s %p\n", names[i], lib_addr(i));
+	printf("maps\n");
+	FILE *f = fopen("/proc/self/maps", "r");
+	int c;
+	while ((c = fgetc(f)) != EOF) putchar(c);
+	return exe_func(1) == 0;
+}
+`
+
+var demangled = map[string]string{
+	"_Z9vectorAddPfS_S_i": "vectorAdd(float*, float*, float*, int)",
+	"_Z6kernelIfEvPT_i":   "void kernel<float>(float*, int)",
+}
+
+type built struct {
+	lib, libStripped, pie, pieStripped, exe string
+}
+
+// build compiles the library, a PIE and a non-PIE executable linked to it,
+// and stripped copies, in a directory whose name has a space.
+func build(t *testing.T) built {
+	t.Helper()
+	for _, tool := range []string{"gcc", "strip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testutil.SkipOrFail(t, "%s not found: %v", tool, err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "with space")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range map[string]string{"lib.c": libSrc, "main.c": mainSrc} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := func(name string) string { return filepath.Join(dir, name) }
+	b := built{lib: p("libkern.so"), libStripped: p("libkern-stripped.so"),
+		pie: p("app-pie"), pieStripped: p("app-pie-stripped"), exe: p("app-nopie")}
+	link := []string{p("main.c"), "-L" + dir, "-lkern", "-Wl,-rpath," + dir}
+	for _, args := range [][]string{
+		{"gcc", "-O1", "-g0", "-fPIC", "-shared", "-o", b.lib, p("lib.c")},
+		append([]string{"gcc", "-O1", "-fPIE", "-pie", "-o", b.pie}, link...),
+		append([]string{"gcc", "-O1", "-fno-pie", "-no-pie", "-o", b.exe}, link...),
+		{"strip", "-o", b.libStripped, b.lib},
+		{"strip", "-o", b.pieStripped, b.pie},
+	} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return b
+}
+
+// run runs an executable built by build and returns the addresses it
+// printed and its maps.
+func run(t *testing.T, exe string) (map[string]uint64, []procmaps.Mapping) {
+	t.Helper()
+	out, err := exec.Command(exe).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", exe, err)
+	}
+	head, maps, ok := bytes.Cut(out, []byte("maps\n"))
+	if !ok {
+		t.Fatalf("%s printed no maps:\n%s", exe, out)
+	}
+	addrs := map[string]uint64{}
+	sc := bufio.NewScanner(bytes.NewReader(head))
+	for sc.Scan() {
+		name, hex, _ := strings.Cut(sc.Text(), " ")
+		v, err := strconv.ParseUint(strings.TrimPrefix(hex, "0x"), 16, 64)
+		if err != nil {
+			t.Fatalf("%s: bad line %q", exe, sc.Text())
+		}
+		addrs[name] = v
+	}
+	ms, err := procmaps.Parse(bytes.NewReader(maps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addrs, ms
+}
+
+// TestCompiled resolves run-time function pointers of a PIE and a non-PIE
+// executable and of a shared library (each loaded at a random base) to
+// names, the way the tracer does: maps, file offset, symbol table.
+func TestCompiled(t *testing.T) {
+	b := build(t)
+	c := NewCache(CacheConfig{MaxTables: 8})
+	for _, exe := range []string{b.pie, b.exe} {
+		t.Run(filepath.Base(exe), func(t *testing.T) {
+			addrs, ms := run(t, exe)
+			if len(addrs) != 7 {
+				t.Fatalf("%d addresses printed, want 7", len(addrs))
+			}
+			for name, addr := range addrs {
+				m, ok := procmaps.Find(ms, addr)
+				if !ok || m.Perms&procmaps.PermExec == 0 {
+					t.Fatalf("%s at %#x: mapping %+v, %v", name, addr, m, ok)
+				}
+				wantFile := b.lib
+				if name == "exe_func" || strings.HasPrefix(name, "_Z6") {
+					wantFile = exe
+				}
+				if m.Path != wantFile {
+					t.Fatalf("%s at %#x is in %q, want %q", name, addr, m.Path, wantFile)
+				}
+				o := m.FileOffset(addr)
+				open := func() (File, error) { return os.Open(m.Path) }
+				tab, err := c.Table(FileID{Dev: m.Dev, Inode: m.Inode}, open)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if raw, ok := tab.LookupOffset(o); raw != name || !ok {
+					t.Errorf("%s: LookupOffset(%#x) = %q, %v", name, o, raw, ok)
+				}
+				if name != "zsym" { // zsym has no size: its own address only
+					if raw, _ := tab.LookupOffset(o + 1); raw != name {
+						t.Errorf("%s: LookupOffset(%#x+1) = %q", name, o, raw)
+					}
+				}
+				want := name
+				if d, ok := demangled[name]; ok {
+					want = d
+				}
+				if got, ok, err := c.Lookup(FileID{Dev: m.Dev, Inode: m.Inode}, o, open); got != want || !ok || err != nil {
+					t.Errorf("%s: Lookup = %q, %v, %v; want %q", name, got, ok, err, want)
+				}
+				if a, ok := tab.Address(name); a != o || !ok {
+					t.Errorf("Address(%s) = %#x, %v; want %#x", name, a, ok, o)
+				}
+			}
+		})
+	}
+}
+
+func TestCompiledIFUNC(t *testing.T) {
+	b := build(t)
+	tab, err := Open(b.lib, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := tab.Address("fast")
+	if !ok {
+		t.Fatal("no symbol fast")
+	}
+	if name, _ := tab.LookupOffset(o); name != "fast" {
+		t.Errorf("LookupOffset(Address(fast)) = %q", name)
+	}
+}
+
+func TestCompiledStripped(t *testing.T) {
+	b := build(t)
+	full, err := Open(b.lib, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := Open(b.libStripped, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Stripped() || !tab.Stripped() {
+		t.Errorf("Stripped: full %v, stripped %v", full.Stripped(), tab.Stripped())
+	}
+	for _, name := range []string{"lib_add", "_Z9vectorAddPfS_S_i", "zsym", "fast", "lib_addr"} {
+		want, _ := full.Address(name)
+		if got, ok := tab.Address(name); got != want || !ok {
+			t.Errorf("stripped Address(%s) = %#x, %v; want %#x", name, got, ok, want)
+		}
+	}
+	local, ok := full.Address("lib_local")
+	if !ok || tab.Has("lib_local") {
+		t.Fatalf("lib_local: in the full library %v, in the stripped one %v", ok, tab.Has("lib_local"))
+	}
+	if name, ok := tab.LookupOffset(local); ok {
+		t.Errorf("stripped LookupOffset(lib_local) = %q", name)
+	}
+
+	// A stripped executable exports nothing: ErrNoSymbols.
+	_, err = Open(b.pieStripped, Limits{})
+	if !errors.Is(err, ErrNoSymbols) || !strings.Contains(err.Error(), b.pieStripped) {
+		t.Errorf("stripped executable: %v", err)
+	}
+	c := NewCache(CacheConfig{MaxTables: 2})
+	_, _, err = c.Lookup(FileID{Inode: 1}, 0x1000, func() (File, error) { return os.Open(b.pieStripped) })
+	if !errors.Is(err, ErrNoSymbols) || !strings.Contains(err.Error(), b.pieStripped+" (dev 0:0 inode 1): ") {
+		t.Errorf("stripped executable through a Cache: %v", err)
+	}
+}

@@ -1,0 +1,522 @@
+package procmaps
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+const (
+	cudart = "/usr/lib/python3/dist-packages/nvidia/cuda_runtime/lib/libcudart.so.12"
+	spaced = "/opt/My Models/lib kernels.so"
+)
+
+func readFixture(t testing.TB) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "maps"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseFixture(t *testing.T) {
+	ms, err := Parse(bytes.NewReader(readFixture(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 31 {
+		t.Fatalf("%d mappings, want 31", len(ms))
+	}
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Start < ms[i-1].Start {
+			t.Fatalf("mapping %d starts before mapping %d", i, i-1)
+		}
+	}
+	byStart := map[uint64]Mapping{}
+	for _, m := range ms {
+		byStart[m.Start] = m
+	}
+	for _, want := range []Mapping{
+		{Start: 0x55d0c4a5b000, End: 0x55d0c4d1d000, Perms: PermRead | PermExec | PermPrivate,
+			Offset: 0x5b000, Dev: mkdev(0xfd, 1), Inode: 1048602, Path: "/usr/bin/python3.11"},
+		{Start: 0x55d0c4fd9000, End: 0x55d0c5003000, Perms: PermRead | PermWrite | PermPrivate},
+		{Start: 0x55d0c63a1000, End: 0x55d0c6c0f000, Perms: PermRead | PermWrite | PermPrivate, Path: "[heap]"},
+		{Start: 0x7f2b10021000, End: 0x7f2b14000000, Perms: PermPrivate},
+		{Start: 0x7f2b18000000, End: 0x7f2b38000000, Perms: PermPrivate, Path: "[anon:cuda:hostalloc]"},
+		{Start: 0x7f2b3a000000, End: 0x7f2b3a010000, Perms: PermRead | PermWrite,
+			Dev: mkdev(0, 5), Inode: 1033, Path: "/dev/nvidiactl"},
+		{Start: 0x7f2b3a010000, End: 0x7f2b3a020000, Perms: PermRead | PermWrite,
+			Dev: mkdev(0, 1), Inode: 2049, Path: "/memfd:cuda-ipc", Deleted: true},
+		{Start: 0x7f2b3c00e000, End: 0x7f2b3c06e000, Perms: PermRead | PermExec | PermPrivate,
+			Offset: 0xe000, Dev: mkdev(0x103, 2), Inode: 3932170, Path: cudart},
+		{Start: 0x7f2b3d001000, End: 0x7f2b3d002000, Perms: PermRead | PermExec | PermPrivate,
+			Offset: 0x1000, Dev: mkdev(0xfd, 1), Inode: 2359300, Path: spaced},
+		{Start: 0x7f2b3e000000, End: 0x7f2b3e004000, Perms: PermRead | PermExec | PermPrivate,
+			Offset: 0x3000, Dev: mkdev(0xfd, 1), Inode: 2359311,
+			Path: "/tmp/torch_extensions/fused_adam.so", Deleted: true},
+		{Start: 0x7ffd8a1b2000, End: 0x7ffd8a1d3000, Perms: PermRead | PermWrite | PermPrivate, Path: "[stack]"},
+		{Start: 0x7ffd8a1ea000, End: 0x7ffd8a1ec000, Perms: PermRead | PermExec | PermPrivate, Path: "[vdso]"},
+		{Start: 0xffffffffff600000, End: 0xffffffffff601000, Perms: PermExec | PermPrivate, Path: "[vsyscall]"},
+	} {
+		if got := byStart[want.Start]; got != want {
+			t.Errorf("mapping at %#x:\n got %+v\nwant %+v", want.Start, got, want)
+		}
+	}
+}
+
+func TestParseLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+		want       Mapping
+		err        string
+	}{
+		{name: "file", line: "7f00-7f10 r-xp 00001000 08:01 42    /lib/libx.so",
+			want: Mapping{Start: 0x7f00, End: 0x7f10, Perms: PermRead | PermExec | PermPrivate,
+				Offset: 0x1000, Dev: mkdev(8, 1), Inode: 42, Path: "/lib/libx.so"}},
+		{name: "anonymous with trailing space", line: "1000-2000 rw-p 00000000 00:00 0 ",
+			want: Mapping{Start: 0x1000, End: 0x2000, Perms: PermRead | PermWrite | PermPrivate}},
+		{name: "anonymous without trailing space", line: "1000-2000 rw-p 00000000 00:00 0",
+			want: Mapping{Start: 0x1000, End: 0x2000, Perms: PermRead | PermWrite | PermPrivate}},
+		{name: "shared", line: "1000-2000 rw-s 00000000 00:05 7 /dev/zero",
+			want: Mapping{Start: 0x1000, End: 0x2000, Perms: PermRead | PermWrite,
+				Dev: mkdev(0, 5), Inode: 7, Path: "/dev/zero"}},
+		{name: "spaces in path", line: "1000-2000 r--p 00000000 fd:00 9   /a b/c  d (x).so",
+			want: Mapping{Start: 0x1000, End: 0x2000, Perms: PermRead | PermPrivate,
+				Dev: mkdev(0xfd, 0), Inode: 9, Path: "/a b/c  d (x).so"}},
+		{name: "deleted", line: "1000-2000 r--p 00000000 fd:00 9 /tmp/x.so (deleted)",
+			want: Mapping{Start: 0x1000, End: 0x2000, Perms: PermRead | PermPrivate,
+				Dev: mkdev(0xfd, 0), Inode: 9, Path: "/tmp/x.so", Deleted: true}},
+		{name: "deleted twice", line: "1000-2000 r--p 00000000 fd:00 9 /tmp/x (deleted) (deleted)",
+			want: Mapping{Start: 0x1000, End: 0x2000, Perms: PermRead | PermPrivate,
+				Dev: mkdev(0xfd, 0), Inode: 9, Path: "/tmp/x (deleted)", Deleted: true}},
+		{name: "escaped newline kept", line: `1000-2000 r--p 00000000 fd:00 9 /tmp/a\012b`,
+			want: Mapping{Start: 0x1000, End: 0x2000, Perms: PermRead | PermPrivate,
+				Dev: mkdev(0xfd, 0), Inode: 9, Path: `/tmp/a\012b`}},
+		{name: "large device", line: "1000-2000 r--p 00000000 fff:fffff 1 /x",
+			want: Mapping{Start: 0x1000, End: 0x2000, Perms: PermRead | PermPrivate,
+				Dev: mkdev(0xfff, 0xfffff), Inode: 1, Path: "/x"}},
+		{name: "upper-case hex", line: "7F00-7F10 r--p 0000ABCD FD:01 3 /x",
+			want: Mapping{Start: 0x7f00, End: 0x7f10, Perms: PermRead | PermPrivate,
+				Offset: 0xabcd, Dev: mkdev(0xfd, 1), Inode: 3, Path: "/x"}},
+		{name: "max values", line: "ffffffffffff0000-ffffffffffffffff r--p ffffffffffffffff ffffffff:ffffffff 18446744073709551615 /x",
+			want: Mapping{Start: 0xffffffffffff0000, End: 0xffffffffffffffff, Perms: PermRead | PermPrivate,
+				Offset: 1<<64 - 1, Dev: mkdev(1<<32-1, 1<<32-1), Inode: 1<<64 - 1, Path: "/x"}},
+
+		{name: "no dash", line: "1000 2000 r--p 0 00:00 0", err: "bad start address"},
+		{name: "empty start", line: "-2000 r--p 0 00:00 0", err: "bad start address"},
+		{name: "17 hex digits", line: "10000000000000000-2000 r--p 0 00:00 0", err: "bad start address"},
+		{name: "bad end", line: "1000-20g0 r--p 0 00:00 0", err: "bad end address"},
+		{name: "end before start", line: "2000-1000 r--p 0 00:00 0", err: "end address before start"},
+		{name: "short perms", line: "1000-2000 r-p 0 00:00 0", err: "bad permissions"},
+		{name: "bad perm letter", line: "1000-2000 rwzp 0 00:00 0", err: "bad permissions"},
+		{name: "bad share letter", line: "1000-2000 rwxq 0 00:00 0", err: "bad permissions"},
+		{name: "bad offset", line: "1000-2000 r--p 0x10 00:00 0", err: "bad offset"},
+		{name: "bad major", line: "1000-2000 r--p 0 0g:00 0", err: "bad device major"},
+		{name: "major over 32 bits", line: "1000-2000 r--p 0 100000000:00 0", err: "bad device major"},
+		{name: "bad minor", line: "1000-2000 r--p 0 00:0g 0", err: "bad device minor"},
+		{name: "no inode", line: "1000-2000 r--p 0 00:00 ", err: "bad inode"},
+		{name: "bad inode", line: "1000-2000 r--p 0 00:00 12a /x", err: "bad inode"},
+		{name: "inode overflow", line: "1000-2000 r--p 0 00:00 18446744073709551616 /x", err: "bad inode"},
+		{name: "truncated", line: "7f2b3c00e000-7f2b3c06e000 r-x", err: "bad permissions"},
+		{name: "truncated in device", line: "7f2b3c00e000-7f2b3c06e000 r-xp 0000e000 103:", err: "bad device minor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms, err := Parse(strings.NewReader(tc.line + "\n"))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "line 1") {
+					t.Fatalf("err = %v, want one naming line 1 and containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ms) != 1 || ms[0] != tc.want {
+				t.Fatalf("got %+v\nwant %+v", ms, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseShapes(t *testing.T) {
+	line := "1000-2000 r-xp 00000000 08:01 42 /lib/libx.so"
+	for _, tc := range []struct {
+		name, in string
+		n        int
+	}{
+		{"empty", "", 0},
+		{"only newlines", "\n\n", 0},
+		{"no final newline", line, 1},
+		{"blank lines skipped", line + "\n\n" + strings.Replace(line, "1000-2000", "2000-3000", 1) + "\n", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms, err := Parse(strings.NewReader(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ms) != tc.n {
+				t.Fatalf("%d mappings, want %d", len(ms), tc.n)
+			}
+		})
+	}
+}
+
+func TestParseTruncatedFile(t *testing.T) {
+	b := readFixture(t)
+	// Cut inside the header of line 14.
+	cut := bytes.Index(b, []byte("7f2b3c00e000-7f2b3c06e000 r-xp")) + len("7f2b3c00e000-7f2b3c06e000 r-")
+	_, err := Parse(bytes.NewReader(b[:cut]))
+	if err == nil || !strings.Contains(err.Error(), "line 14: bad permissions") {
+		t.Fatalf("err = %v, want line 14: bad permissions", err)
+	}
+	// Cut inside a path: the shorter path is all that can be known.
+	cut = bytes.Index(b, []byte("/opt/My Models")) + len("/opt/My Mod")
+	ms, err := Parse(bytes.NewReader(b[:cut]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ms[len(ms)-1].Path; got != "/opt/My Mod" {
+		t.Fatalf("last path %q, want %q", got, "/opt/My Mod")
+	}
+}
+
+func TestParseLongLine(t *testing.T) {
+	head := "1000-2000 r-xp 00000000 08:01 42 "
+	ok := head + "/" + strings.Repeat("a", MaxLineLen-len(head)-2) // the newline makes MaxLineLen
+	ms, err := Parse(strings.NewReader(ok + "\n"))
+	if err != nil || len(ms) != 1 || len(ms[0].Path) != MaxLineLen-len(head)-1 {
+		t.Fatalf("line of MaxLineLen bytes: %d mappings, err %v", len(ms), err)
+	}
+	long := "1000-2000 r-xp 0 08:01 42 /x\n" + ok + "a\n"
+	_, err = Parse(strings.NewReader(long))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line 2 is longer than %d bytes", MaxLineLen)) {
+		t.Fatalf("err = %v, want line 2 too long", err)
+	}
+}
+
+func TestParseTooMany(t *testing.T) {
+	var b strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&b, "%x-%x r--p 00000000 00:00 0\n", (i+1)*0x1000, (i+2)*0x1000)
+	}
+	if ms, err := parse(strings.NewReader(b.String()), 5); err != nil || len(ms) != 5 {
+		t.Fatalf("5 of at most 5: %d mappings, err %v", len(ms), err)
+	}
+	_, err := parse(strings.NewReader(b.String()), 4)
+	if err == nil || !strings.Contains(err.Error(), "line 5: more than 4 mappings") {
+		t.Fatalf("err = %v, want more than 4 mappings", err)
+	}
+}
+
+func TestParseUnsorted(t *testing.T) {
+	in := "3000-4000 r--p 0 00:00 0 /c\n1000-2000 r--p 0 00:00 0 /a\n2000-3000 r--p 0 00:00 0 /b\n"
+	ms, err := Parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Path)
+	}
+	if strings.Join(got, ",") != "/a,/b,/c" {
+		t.Fatalf("order %v, want /a,/b,/c", got)
+	}
+}
+
+type errReader struct{ n int }
+
+func (r *errReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		r.n++
+		return copy(p, "1000-2000 r--p 0 00:00 0 /a\n"), nil
+	}
+	return 0, syscall.EIO
+}
+
+func TestParseReadError(t *testing.T) {
+	_, err := Parse(&errReader{})
+	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("err = %v, want EIO at line 2", err)
+	}
+}
+
+func TestPermsString(t *testing.T) {
+	for p, want := range map[Perms]string{
+		0:                                 "---s",
+		PermRead | PermExec | PermPrivate: "r-xp",
+		PermRead | PermWrite:              "rw-s",
+		PermRead | PermWrite | PermExec | PermPrivate: "rwxp",
+	} {
+		if got := p.String(); got != want {
+			t.Errorf("%08b.String() = %q, want %q", p, got, want)
+		}
+	}
+}
+
+func TestFind(t *testing.T) {
+	ms, err := Parse(bytes.NewReader(readFixture(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		addr uint64
+		path string // "" for no mapping
+		off  uint64
+	}{
+		{0, "", 0},
+		{0x55d0c4a00000, "/usr/bin/python3.11", 0},
+		{0x55d0c4a5b123, "/usr/bin/python3.11", 0x5b123},
+		{0x55d0c4f9bfff, "/usr/bin/python3.11", 0x59afff},
+		{0x55d0c4f9a000, "", 0}, // the gap between two mappings
+		{0x7f2b3c00e000 + 0x1234, cudart, 0xe000 + 0x1234},
+		{0x7f2b3d001800, spaced, 0x1800},
+		{0x7f2b3e000010, "/tmp/torch_extensions/fused_adam.so", 0x3010},
+		{0x7ffd8a1ec000, "", 0}, // End is exclusive
+		{0xffffffffff600000, "[vsyscall]", 0},
+		{0xffffffffffffffff, "", 0},
+	} {
+		m, ok := Find(ms, tc.addr)
+		if ok != (tc.path != "") || m.Path != tc.path {
+			t.Errorf("Find(%#x) = %q, %v; want %q", tc.addr, m.Path, ok, tc.path)
+			continue
+		}
+		if ok && m.FileOffset(tc.addr) != tc.off {
+			t.Errorf("FileOffset(%#x) = %#x, want %#x", tc.addr, m.FileOffset(tc.addr), tc.off)
+		}
+	}
+	if _, ok := Find(nil, 0x1000); ok {
+		t.Error("Find in no mappings found one")
+	}
+}
+
+func TestFiles(t *testing.T) {
+	ms, err := Parse(bytes.NewReader(readFixture(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range Files(ms) {
+		got = append(got, fmt.Sprintf("%s@%x", m.Path, m.Offset))
+	}
+	want := []string{
+		"/usr/bin/python3.11@0", "/dev/nvidiactl@0", "/memfd:cuda-ipc@0", cudart + "@0",
+		spaced + "@0", "/tmp/torch_extensions/fused_adam.so@3000", "/usr/lib/x86_64-linux-gnu/libc.so.6@0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Files:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if Files(nil) != nil {
+		t.Error("Files(nil) is not nil")
+	}
+}
+
+func TestPaths(t *testing.T) {
+	m := Mapping{Start: 0x7f2b3c00e000, End: 0x7f2b3c06e000}
+	if got, want := MapFilesPath("/host/proc", 4242, m), "/host/proc/4242/map_files/7f2b3c00e000-7f2b3c06e000"; got != want {
+		t.Errorf("MapFilesPath = %q, want %q", got, want)
+	}
+	if got, want := MapFilesPath("/proc", 1, Mapping{Start: 0x400000, End: 0xffffffffff601000}), "/proc/1/map_files/400000-ffffffffff601000"; got != want {
+		t.Errorf("MapFilesPath = %q, want %q", got, want)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{cudart, "/proc/7/root" + cudart},
+		{spaced, "/proc/7/root/opt/My Models/lib kernels.so"},
+		{"/../../etc/passwd", "/proc/7/root/etc/passwd"},
+		{"../x", "/proc/7/root/x"},
+		{"", "/proc/7/root"},
+	} {
+		if got := RootPath("/proc", 7, tc.path); got != tc.want {
+			t.Errorf("RootPath(%q) = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}
+
+func TestReadPIDFixture(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "123"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "123", "maps"), readFixture(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := ReadPID(root, 123)
+	if err != nil || len(ms) != 31 {
+		t.Fatalf("ReadPID: %d mappings, err %v", len(ms), err)
+	}
+	_, err = ReadPID(root, 124)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), filepath.Join(root, "124", "maps")) {
+		t.Fatalf("missing pid: err = %v, want ErrNotExist naming the file", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "123", "maps"), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadPID(root, 123)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "123", "maps")+": line 1: bad start address") {
+		t.Fatalf("bad file: err = %v", err)
+	}
+}
+
+// TestReadPIDSelf reads the test binary's own maps and checks that the
+// address of a Go function lands in the executable's text.
+func TestReadPIDSelf(t *testing.T) {
+	ms, err := ReadPID("/proc", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := uint64(reflect.ValueOf(TestReadPIDSelf).Pointer())
+	m, ok := Find(ms, addr)
+	if !ok {
+		t.Fatalf("no mapping contains TestReadPIDSelf at %#x", addr)
+	}
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Path != strings.TrimSuffix(exe, deletedSuffix) || m.Perms&PermExec == 0 {
+		t.Fatalf("code mapping %+v, want an executable mapping of %s", m, exe)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
+		t.Fatal(err)
+	}
+	if m.Inode != st.Ino {
+		t.Errorf("inode %d, stat says %d", m.Inode, st.Ino)
+	}
+	if m.Dev != st.Dev {
+		// Overlay and btrfs can report another device in maps than stat.
+		t.Logf("device %#x, stat says %#x", m.Dev, st.Dev)
+	}
+	// The same file, opened through map_files, is the executable (needs
+	// CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE).
+	if fi, err := os.Stat(MapFilesPath("/proc", os.Getpid(), m)); err == nil {
+		if fi.Sys().(*syscall.Stat_t).Ino != st.Ino {
+			t.Errorf("map_files points at inode %d, want %d", fi.Sys().(*syscall.Stat_t).Ino, st.Ino)
+		}
+	} else {
+		t.Logf("map_files not readable: %v", err)
+	}
+	if fi, err := os.Stat(RootPath("/proc", os.Getpid(), m.Path)); err != nil || fi.Sys().(*syscall.Stat_t).Ino != st.Ino {
+		t.Errorf("RootPath: %v", err)
+	}
+	var stack, vdso bool
+	for _, m := range ms {
+		stack = stack || m.Path == "[stack]"
+		vdso = vdso || m.Path == "[vdso]"
+	}
+	if !stack || !vdso {
+		t.Errorf("[stack] found: %v, [vdso] found: %v", stack, vdso)
+	}
+}
+
+// format writes m the way the kernel does.
+func format(m Mapping) string {
+	major := (m.Dev&0x00000000000fff00)>>8 | (m.Dev&0xfffff00000000000)>>32
+	minor := m.Dev&0xff | (m.Dev&0x00000ffffff00000)>>12
+	dev := fmt.Sprintf("%02x:%02x", major, minor)
+	s := fmt.Sprintf("%08x-%08x %s %08x %s %d ", m.Start, m.End, m.Perms, m.Offset, dev, m.Inode)
+	if m.Path != "" || m.Deleted {
+		s += strings.Repeat(" ", max(0, 73-len(s))) + m.Path
+		if m.Deleted {
+			s += deletedSuffix
+		}
+	}
+	return s
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(readFixture(f))
+	f.Add([]byte("1000-2000 r-xp 00000000 08:01 42 /lib/libx.so (deleted)\n1000-2000 rw-s 0 0:0 0"))
+	f.Add([]byte("ffffffffffffffff-ffffffffffffffff ---s ffffffffffffffff ffffffff:ffffffff 18446744073709551615 [x]\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ms, err := parse(bytes.NewReader(b), 64)
+		if err != nil {
+			if ms != nil {
+				t.Fatal("mappings returned with an error")
+			}
+			return
+		}
+		if len(ms) > 64 {
+			t.Fatalf("%d mappings, cap 64", len(ms))
+		}
+		if fs := Files(ms); len(fs) > len(ms) {
+			t.Fatalf("%d files of %d mappings", len(fs), len(ms))
+		}
+		for i, m := range ms {
+			if m.End < m.Start || (i > 0 && m.Start < ms[i-1].Start) {
+				t.Fatalf("mapping %d out of order: %+v", i, m)
+			}
+			if got, ok := Find(ms, m.Start); ok && (m.Start < got.Start || m.Start >= got.End) {
+				t.Fatalf("Find(%#x) = %+v, which does not contain it", m.Start, got)
+			}
+			// What the kernel would print for m parses back to m.
+			again, err := Parse(strings.NewReader(format(m)))
+			if err != nil || len(again) != 1 || again[0] != m {
+				t.Fatalf("round trip of %+v: %+v, %v", m, again, err)
+			}
+		}
+	})
+}
+
+// benchMaps is a maps file of a large process: n libraries of five
+// mappings each, plus anonymous mappings between them.
+func benchMaps(n int) []byte {
+	var b bytes.Buffer
+	addr := uint64(0x7f0000000000)
+	for i := range n {
+		path := "/usr/lib/python3/dist-packages/nvidia/lib" + strconv.Itoa(i) + "/libkernels.so." + strconv.Itoa(i)
+		for j, perms := range []string{"r--p", "r-xp", "r--p", "r--p", "rw-p"} {
+			fmt.Fprintf(&b, "%x-%x %s %08x fd:01 %d", addr, addr+0x10000, perms, j*0x10000, 100000+i)
+			b.WriteString(strings.Repeat(" ", 20))
+			b.WriteString(path + "\n")
+			addr += 0x10000
+		}
+		fmt.Fprintf(&b, "%x-%x rw-p 00000000 00:00 0 \n", addr, addr+0x200000)
+		addr += 0x200000
+	}
+	return b.Bytes()
+}
+
+func BenchmarkParse(b *testing.B) {
+	in := benchMaps(500) // 3000 mappings, a PyTorch process
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	r := bytes.NewReader(in)
+	for b.Loop() {
+		r.Reset(in)
+		if _, err := Parse(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFind(b *testing.B) {
+	ms, err := Parse(bytes.NewReader(benchMaps(500)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	addrs := make([]uint64, 1024)
+	for i := range addrs {
+		m := ms[(i*7919)%len(ms)]
+		addrs[i] = m.Start + uint64(i)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, ok := Find(ms, addrs[i&1023]); !ok {
+			b.Fatal("not found")
+		}
+		i++
+	}
+}
+
+var _ io.Reader = (*errReader)(nil)

@@ -1,0 +1,351 @@
+package cudaprog
+
+import (
+	"debug/elf"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// realGPU skips t on a machine with the NVIDIA kernel module: the
+// programs pass fake handles and pointers that a working driver would act
+// on, and the expected return codes are those of a GPU-less machine.
+func realGPU(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/sys/module/nvidia"); err == nil {
+		t.Skip("the NVIDIA kernel module is loaded: these programs are for GPU-less machines")
+	}
+}
+
+func run(t *testing.T, cmd *exec.Cmd) []string {
+	t.Helper()
+	p := StartCmd(t, cmd)
+	p.Go()
+	return p.Wait()
+}
+
+// TestScenarios runs each scenario against the real libraries, without a
+// tracer, and checks the return codes and counts its table promises.
+func TestScenarios(t *testing.T) {
+	realGPU(t)
+	for _, s := range Scenarios {
+		t.Run(s.Program+"/"+s.Name, func(t *testing.T) {
+			t.Parallel()
+			exe := Build(t, s.Program)
+			lines := run(t, exec.Command(exe, s.Name))
+			if got, want := Rets(lines), s.Rets(); !reflect.DeepEqual(got, want) {
+				t.Errorf("RET lines %v, want %v", got, want)
+			}
+			if n := len(s.Threads); n > 1 {
+				if got := Threads(lines); len(got) != n {
+					t.Errorf("THREAD lines %v, want %d", got, n)
+				}
+			}
+			stubs := Stubs(lines)
+			for _, c := range s.Calls() {
+				if c.Func != "" && stubs[c.Func] == 0 {
+					t.Errorf("no STUB line for %s", c.Func)
+				}
+			}
+		})
+	}
+}
+
+// TestScenarioArguments checks, without a tracer, that the programs pass
+// exactly the arguments the tables list: the runtime and driver programs
+// run with the recorder preloaded, the static one with CUDAPROG_ECHO=1.
+func TestScenarioArguments(t *testing.T) {
+	for _, s := range Scenarios {
+		t.Run(s.Program+"/"+s.Name, func(t *testing.T) {
+			t.Parallel()
+			exe := Build(t, s.Program)
+			cmd := exec.Command(exe, s.Name)
+			if s.Program == "static" {
+				cmd.Env = append(os.Environ(), "CUDAPROG_ECHO=1")
+			} else {
+				cmd.Env = append(os.Environ(), "LD_PRELOAD="+Build(t, "recorder"))
+			}
+			p := StartCmd(t, cmd)
+			p.Go()
+			lines := p.Wait()
+			tids := Threads(lines)
+			if len(s.Threads) == 1 {
+				tids = map[int]int{0: p.Pid}
+			}
+			checkGot(t, lines, s.Threads, tids, Stubs(lines))
+		})
+	}
+}
+
+// expand lists the calls the recorder sees for c, in order.
+func expand(c Call) []Call {
+	if !c.ViaStub {
+		return []Call{c}
+	}
+	push := c
+	push.API, push.Func = "__cudaPushCallConfiguration", ""
+	return []Call{push, {API: "__cudaPopCallConfiguration"}, c}
+}
+
+type got struct {
+	api string
+	kv  map[string]string
+}
+
+func parseGot(lines []string) map[int][]got {
+	out := map[int][]got{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 3 || f[0] != "GOT" {
+			continue
+		}
+		g := got{api: f[1], kv: map[string]string{}}
+		for _, kv := range f[2:] {
+			k, v, _ := strings.Cut(kv, "=")
+			g.kv[k] = v
+		}
+		tid, _ := strconv.Atoi(g.kv["tid"])
+		out[tid] = append(out[tid], g)
+	}
+	return out
+}
+
+func checkGot(t *testing.T, lines []string, threads [][]Call, tids map[int]int, stubs map[string]uint64) {
+	t.Helper()
+	byTid := parseGot(lines)
+	if len(byTid) != len(threads) {
+		t.Errorf("GOT lines from %d threads %v, want %d", len(byTid), slices.Collect(maps.Keys(byTid)), len(threads))
+	}
+	for i, seq := range threads {
+		var want []Call
+		for _, c := range seq {
+			want = append(want, expand(c)...)
+		}
+		gots := byTid[tids[i]]
+		if len(gots) != len(want) {
+			t.Errorf("thread %d: %d calls recorded, want %d", i, len(gots), len(want))
+		}
+		for j := range min(len(gots), len(want)) {
+			if err := match(gots[j], want[j], stubs); err != nil {
+				t.Errorf("thread %d call %d: %v", i, j, err)
+			}
+		}
+	}
+}
+
+// match compares one recorded call with the table's.
+func match(g got, c Call, stubs map[string]uint64) error {
+	if g.api != c.API {
+		return fmt.Errorf("called %s, want %s", g.api, c.API)
+	}
+	hex := func(v uint64) string { return fmt.Sprintf("0x%x", v) }
+	dim := func(d Dim3) string { return fmt.Sprintf("%d,%d,%d", d[0], d[1], d[2]) }
+	for k, v := range g.kv {
+		var want string
+		switch k {
+		case "tid":
+			continue
+		case "func":
+			want = hex(stubs[c.Func])
+		case "name", "devname":
+			want = c.Func
+		case "handle":
+			if strings.HasPrefix(c.API, "__cuda") {
+				continue // the fatbin handle
+			}
+			want = hex(c.Handle)
+		case "magic":
+			want = "0x466243b1"
+		case "grid":
+			want = dim(c.Grid)
+		case "block":
+			want = dim(c.Block)
+		case "smem":
+			want = strconv.Itoa(int(c.SharedMem))
+		case "stream":
+			want = hex(c.Stream)
+		case "kind":
+			want = strconv.Itoa(int(c.Kind))
+		case "size":
+			want = strconv.FormatUint(c.Size, 10)
+		case "dst", "src":
+			p := c.Dst
+			if k == "src" {
+				p = c.Src
+			}
+			if p == 0 { // a host buffer
+				if v == "0x0" {
+					return fmt.Errorf("%s: %s is NULL, want a host buffer", c.API, k)
+				}
+				continue
+			}
+			want = hex(p)
+		case "ptr":
+			want = hex(c.Ptr)
+		case "value":
+			want = strconv.Itoa(c.Value)
+		default:
+			return fmt.Errorf("%s: unexpected key %s", c.API, k)
+		}
+		if v != want {
+			return fmt.Errorf("%s: %s=%s, want %s", c.API, k, v, want)
+		}
+	}
+	return nil
+}
+
+func TestLoop(t *testing.T) {
+	realGPU(t)
+	for prog, c := range loops {
+		t.Run(prog, func(t *testing.T) {
+			t.Parallel()
+			lines := run(t, exec.Command(Build(t, prog), "loop", "1000"))
+			if ns, ok := NsPerCall(lines); !ok || ns <= 0 {
+				t.Errorf("NS_PER_CALL %v %v in %q", ns, ok, lines)
+			}
+			if got, want := Rets(lines), map[string]map[int]int{c.API: {c.Ret: 1000}}; !reflect.DeepEqual(got, want) {
+				t.Errorf("RET lines %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func mapped(t *testing.T, pid int, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(b), path)
+}
+
+// TestDlopenRealCudart loads a copy of the real runtime from a
+// pip-wheel-like path.
+func TestDlopenRealCudart(t *testing.T) {
+	realGPU(t)
+	exe := Build(t, "dlopen")
+	lib := CopyLib(t, RealCudart(t), "site-packages/nvidia/cuda_runtime/lib/libcudart.so.12")
+	p := Start(t, exe, lib, "pause")
+	if mapped(t, p.Pid, lib) {
+		t.Fatal("library mapped before the go line")
+	}
+	p.Go()
+	p.WaitLine("LOADED ")
+	if !mapped(t, p.Pid, lib) {
+		t.Fatalf("%s not in /proc/%d/maps after LOADED", lib, p.Pid)
+	}
+	p.Go()
+	p.WaitLine("CALLED")
+	p.Go()
+	lines := p.Wait()
+	want := map[string]map[int]int{"cudaLaunchKernel": {DlopenLaunch.Ret: 1}}
+	if got := Rets(lines); !reflect.DeepEqual(got, want) {
+		t.Errorf("RET lines %v, want %v", got, want)
+	}
+	if Stubs(lines)[DlopenLaunch.Func] == 0 {
+		t.Errorf("no STUB line for %s in %q", DlopenLaunch.Func, lines)
+	}
+}
+
+// TestForward checks that the forward library passes the launch on to
+// the real libcuda's cuLaunchKernel.
+func TestForward(t *testing.T) {
+	realGPU(t)
+	exe := Build(t, "dlopen")
+	fwd := Build(t, "forward")
+	libcuda := RealLibcuda(t)
+
+	p := Start(t, exe, fwd)
+	p.Go()
+	p.WaitLine("CALLED")
+	if !mapped(t, p.Pid, libcuda) {
+		t.Errorf("%s not mapped", libcuda)
+	}
+	p.Go()
+	want := map[string]map[int]int{"cudaLaunchKernel": {ForwardLaunch.Ret: 1}}
+	if got := Rets(p.Wait()); !reflect.DeepEqual(got, want) {
+		t.Errorf("RET lines %v, want %v", got, want)
+	}
+
+	// With the recorder preloaded, the forwarded call's arguments.
+	cmd := exec.Command(exe, fwd)
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+Build(t, "recorder"))
+	p = StartCmd(t, cmd)
+	p.Go()
+	p.WaitLine("CALLED")
+	p.Go()
+	lines := p.Wait()
+	checkGot(t, lines, [][]Call{{{API: "cuInit"}, ForwardLaunch}}, map[int]int{0: p.Pid}, nil)
+}
+
+// TestSymbols checks where the kernel stubs and cudaLaunchKernel are: in
+// .symtab, not .dynsym (no -rdynamic), as a tracer will find them in an
+// unstripped nvcc-built or statically linked application.
+func TestSymbols(t *testing.T) {
+	for prog, want := range map[string][]string{
+		"runtime": {KernelVectorAdd, KernelMatmul, KernelReduce},
+		"static":  {KernelVectorAdd, KernelMatmul, KernelReduce, "cudaLaunchKernel"},
+		"dlopen":  {KernelSaxpy},
+	} {
+		f, err := elf.Open(Build(t, prog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		syms, err := f.Symbols()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dyn, _ := f.DynamicSymbols()
+		f.Close()
+		for _, name := range want {
+			i := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == name })
+			if i < 0 || elf.ST_TYPE(syms[i].Info) != elf.STT_FUNC || elf.ST_BIND(syms[i].Info) != elf.STB_GLOBAL || syms[i].Value == 0 {
+				t.Errorf("%s: %s is not a defined global function in .symtab", prog, name)
+			}
+			if slices.ContainsFunc(dyn, func(s elf.Symbol) bool { return s.Name == name && s.Value != 0 }) {
+				t.Errorf("%s: %s is exported in .dynsym", prog, name)
+			}
+		}
+	}
+}
+
+// TestLibraryExports checks that the real libraries export every entry
+// point the programs call.
+func TestLibraryExports(t *testing.T) {
+	for _, l := range []struct {
+		path string
+		prog string
+	}{{RealCudart(t), "runtime"}, {RealLibcuda(t), "driver"}} {
+		f, err := elf.Open(l.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dyn, err := f.DynamicSymbols()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[string]bool{}
+		for _, s := range dyn {
+			if s.Value != 0 && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+				have[s.Name] = true
+			}
+		}
+		for _, s := range Scenarios {
+			if s.Program != l.prog {
+				continue
+			}
+			for api := range s.Counts() {
+				if !have[api] {
+					t.Errorf("%s does not export %s", l.path, api)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,476 @@
+package cudaprog
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Fake handles. Streams, events, graph execs and CUfunctions are host
+// pointers that the libraries may dereference (libcuda 535 reads
+// *(int *)CUfunction and walks a CUgraphExec even before cuInit succeeds,
+// so arbitrary values such as 0x1111 crash it). Every program therefore
+// maps HandleSpan zeroed bytes at HandleBase (MAP_FIXED_NOREPLACE) before
+// READY, and every fake handle points into that region: the values are
+// fixed, known here, and safe to pass.
+const (
+	HandleBase uint64 = 0x10000000
+	HandleSpan uint64 = 1 << 20
+	handleStep uint64 = 0x100
+
+	// DevBase is where fake device pointers (CUdeviceptr, the device side
+	// of a cudaMemcpy) start. The libraries never dereference them on the
+	// host; nothing is mapped there.
+	DevBase uint64 = 0xd00000000
+	devStep uint64 = 1 << 20
+)
+
+// Handle returns the k-th fake handle (HandleBase + k*0x100).
+func Handle(k int) uint64 { return HandleBase + uint64(k)*handleStep }
+
+// DevPtr returns the k-th fake device pointer (DevBase + k MiB).
+func DevPtr(k int) uint64 { return DevBase + uint64(k)*devStep }
+
+// The handles the scenarios use.
+const (
+	StreamA   = HandleBase + 1*handleStep // cudaStream_t / CUstream
+	StreamB   = HandleBase + 2*handleStep
+	StreamC   = HandleBase + 3*handleStep
+	EventA    = HandleBase + 8*handleStep  // cudaEvent_t
+	GraphExec = HandleBase + 9*handleStep  // cudaGraphExec_t / CUgraphExec
+	Function1 = HandleBase + 16*handleStep // CUfunction
+	Function2 = HandleBase + 17*handleStep // CUfunction
+	// ForwardFunction is the CUfunction the forward library (a stand-in
+	// libcudart.so.12) passes to cuLaunchKernel for every cudaLaunchKernel.
+	ForwardFunction = HandleBase + 20*handleStep
+	// threadStream0 is the stream of thread 0 in RuntimeThreads; thread i
+	// uses threadStream0 + i*0x100.
+	threadStream0 = HandleBase + 32*handleStep
+)
+
+// Kernel host stubs: the C++ mangled names of the functions whose
+// addresses the programs pass as cudaLaunchKernel's func. They are
+// ordinary host functions carrying these names as asm labels, exactly
+// what nvcc emits for __global__ functions. The runtime and static
+// programs are linked without -rdynamic: the names are in .symtab only,
+// as in an unstripped nvcc-built application.
+const (
+	KernelVectorAdd = "_Z9vectorAddPfS_S_i" // vectorAdd(float*, float*, float*, int)
+	KernelMatmul    = "_Z6matmulPKfS0_Pfi"  // matmul(float const*, float const*, float*, int)
+	KernelReduce    = "_Z6reduceIfEvPT_i"   // void reduce<float>(float*, int)
+	KernelSaxpy     = "_Z5saxpyifPfS_"      // saxpy(int, float, float*, float*), in the dlopen program
+)
+
+// MemcpyKind is cudaMemcpyKind. The driver's typed copies (cuMemcpyHtoD
+// ...) carry the kind they imply; cuMemcpy and cuMemcpyAsync carry
+// MemcpyDefault.
+type MemcpyKind int
+
+// The cudaMemcpyKind values.
+const (
+	MemcpyHostToHost     MemcpyKind = 0
+	MemcpyHostToDevice   MemcpyKind = 1
+	MemcpyDeviceToHost   MemcpyKind = 2
+	MemcpyDeviceToDevice MemcpyKind = 3
+	MemcpyDefault        MemcpyKind = 4
+)
+
+// Dim3 is a dim3 (x, y, z).
+type Dim3 [3]uint32
+
+// Call is one API call a program makes, with the exact arguments it
+// passes. Fields an API does not take are zero.
+type Call struct {
+	// API is the exported symbol called, e.g. "cudaLaunchKernel",
+	// "cudaLaunchKernel_ptsz", "cuLaunchKernel", "cuMemcpyHtoD_v2".
+	API string
+	// Func names the kernel host stub whose address is passed as
+	// cudaLaunchKernel's func (runtime launches; __cudaRegisterFunction's
+	// hostFun, deviceFun and deviceName).
+	Func string
+	// ViaStub: the launch is made the way nvcc's <<<...>>> makes it:
+	// __cudaPushCallConfiguration(Grid, Block, SharedMem, Stream), then a
+	// call of the host stub, which calls __cudaPopCallConfiguration and
+	// then cudaLaunchKernel(stub, grid, block, args, smem, stream). Without
+	// a device cudart's pop returns 0 but leaves its outputs untouched
+	// (a real nvcc stub would then launch with uninitialised values); our
+	// stubs start from the pushed values, so cudaLaunchKernel still sees
+	// Grid, Block, SharedMem and Stream.
+	ViaStub bool
+	// Handle is the CUfunction of a driver launch, the event of
+	// cudaEventRecord / cudaEventSynchronize / cudaStreamWaitEvent, or the
+	// graph exec of cudaGraphLaunch / cuGraphLaunch.
+	Handle      uint64
+	Grid, Block Dim3
+	SharedMem   uint32
+	Stream      uint64
+	// Kind is the copy direction (cudaMemcpy's kind argument; implied for
+	// the driver's typed copies).
+	Kind MemcpyKind
+	// Size is the byte count of a copy, memset or allocation.
+	Size uint64
+	// Dst and Src are a copy's pointers; 0 means a host buffer of Size
+	// bytes that the program allocates (its address is not fixed).
+	Dst, Src uint64
+	// Ptr is the pointer freed (cudaFree, cuMemFree_v2 ...) or set
+	// (cudaMemset, cuMemsetD8_v2).
+	Ptr uint64
+	// Value is cudaSetDevice's device, cuInit's and cudaStreamWaitEvent's
+	// flags, or the memset byte value.
+	Value int
+	// Ret is what the call returns on a machine with Debian's libcudart
+	// 11.8 / libcuda 535 and no NVIDIA kernel module (CI): cudart 100
+	// (cudaErrorNoDevice) for everything; libcuda 100 from cuInit,
+	// 3 (CUDA_ERROR_NOT_INITIALIZED) from cuMemAlloc_v2, cuMemFree_v2,
+	// copies, memset and cuCtxSynchronize (and from cuLaunchKernel when
+	// cuInit was not called: DriverLoop), 400 (CUDA_ERROR_INVALID_HANDLE)
+	// from calls taking a stream or CUfunction: launches,
+	// cuStreamSynchronize, cuGraphLaunch, cuMemAllocAsync, cuMemFreeAsync.
+	// The static program's own cudaLaunchKernel returns 0.
+	// Unused (NoRet) for void functions (__cudaRegister*).
+	Ret int
+}
+
+// NoRet is Call.Ret of a void function: it prints no RET line.
+const NoRet = -1000000
+
+// Scenario is what a program does for one command-line argument.
+type Scenario struct {
+	Program string // "runtime", "driver" or "static"
+	Name    string // the command-line argument
+	// Threads holds one call sequence per thread. With one sequence the
+	// main thread runs it; with several, the program starts one thread per
+	// sequence before READY (printing "THREAD <i> <tid>"), and after the go
+	// line all of them run at once.
+	Threads [][]Call
+}
+
+// Calls returns every call of s, thread after thread.
+func (s Scenario) Calls() []Call { return slices.Concat(s.Threads...) }
+
+// Filter returns the calls of s to any of apis, in order, thread after
+// thread.
+func (s Scenario) Filter(apis ...string) []Call {
+	var out []Call
+	for _, c := range s.Calls() {
+		if slices.Contains(apis, c.API) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Counts returns how many times s calls each exported API, including the
+// __cudaPushCallConfiguration / __cudaPopCallConfiguration pairs around
+// ViaStub launches.
+func (s Scenario) Counts() map[string]int {
+	n := map[string]int{}
+	for _, c := range s.Calls() {
+		n[c.API]++
+		if c.ViaStub {
+			n["__cudaPushCallConfiguration"]++
+			n["__cudaPopCallConfiguration"]++
+		}
+	}
+	return n
+}
+
+// Rets returns the RET lines' content a run of s prints on CI (no GPU):
+// api -> return code -> count.
+func (s Scenario) Rets() map[string]map[int]int {
+	out := map[string]map[int]int{}
+	add := func(api string, ret, n int) {
+		if ret == NoRet {
+			return
+		}
+		if out[api] == nil {
+			out[api] = map[int]int{}
+		}
+		out[api][ret] += n
+	}
+	for _, c := range s.Calls() {
+		add(c.API, c.Ret, 1)
+		if c.ViaStub {
+			add("__cudaPushCallConfiguration", 0, 1)
+			add("__cudaPopCallConfiguration", 0, 1)
+		}
+	}
+	return out
+}
+
+func launch(api, fn string, grid, block Dim3, smem uint32, stream uint64, ret int) Call {
+	return Call{API: api, Func: fn, Grid: grid, Block: block, SharedMem: smem, Stream: stream, Ret: ret}
+}
+
+func drvLaunch(api string, f uint64, grid, block Dim3, smem uint32, stream uint64) Call {
+	return Call{API: api, Handle: f, Grid: grid, Block: block, SharedMem: smem, Stream: stream, Ret: 400}
+}
+
+const noDevice = 100 // cudaErrorNoDevice, CUDA_ERROR_NO_DEVICE
+
+// RuntimeLaunch is "runtime launch": every traced runtime API once or
+// more, single-threaded, in this order: set device, allocations,
+// launches, copies, memset, event/stream/device syncs, a graph launch,
+// frees.
+var RuntimeLaunch = Scenario{Program: "runtime", Name: "launch", Threads: [][]Call{{
+	{API: "cudaSetDevice", Value: 1, Ret: noDevice},
+	{API: "cudaMalloc", Size: 1 << 20, Ret: noDevice},
+	{API: "cudaMalloc", Size: 4096, Ret: noDevice},
+	{API: "cudaMalloc", Size: 12345, Ret: noDevice},
+	{API: "cudaMallocAsync", Size: 65536, Stream: StreamA, Ret: noDevice},
+
+	launch("cudaLaunchKernel", KernelVectorAdd, Dim3{1024, 1, 1}, Dim3{256, 1, 1}, 0, 0, noDevice),
+	launch("cudaLaunchKernel", KernelVectorAdd, Dim3{64, 2, 1}, Dim3{128, 2, 1}, 1024, StreamA, noDevice),
+	launch("cudaLaunchKernel", KernelMatmul, Dim3{16, 16, 1}, Dim3{16, 16, 1}, 2048, StreamB, noDevice),
+	launch("cudaLaunchKernel", KernelMatmul, Dim3{8, 8, 2}, Dim3{32, 4, 2}, 49152, StreamA, noDevice),
+	launch("cudaLaunchKernel", KernelReduce, Dim3{4, 3, 2}, Dim3{64, 1, 1}, 4096, StreamC, noDevice),
+	// The largest grid CUDA allows: checks the x|y<<32 register packing.
+	launch("cudaLaunchKernel", KernelReduce, Dim3{0x7fffffff, 65535, 65535}, Dim3{1024, 1, 1}, 0, StreamB, noDevice),
+	launch("cudaLaunchKernel_ptsz", KernelVectorAdd, Dim3{7, 5, 3}, Dim3{96, 1, 1}, 512, 0, noDevice),
+
+	{API: "cudaMemcpy", Kind: MemcpyHostToHost, Size: 1000, Ret: noDevice},
+	{API: "cudaMemcpy", Kind: MemcpyHostToDevice, Size: 1 << 20, Dst: DevPtr(1), Ret: noDevice},
+	{API: "cudaMemcpy", Kind: MemcpyDeviceToHost, Size: 2 << 20, Src: DevPtr(2), Ret: noDevice},
+	{API: "cudaMemcpy", Kind: MemcpyDeviceToDevice, Size: 3 << 20, Dst: DevPtr(3), Src: DevPtr(4), Ret: noDevice},
+	{API: "cudaMemcpy", Kind: MemcpyDefault, Size: 4<<20 + 1, Dst: DevPtr(5), Ret: noDevice},
+	{API: "cudaMemcpyAsync", Kind: MemcpyHostToDevice, Size: 8192, Dst: DevPtr(1), Stream: StreamA, Ret: noDevice},
+	{API: "cudaMemcpyAsync", Kind: MemcpyDeviceToHost, Size: 16384, Src: DevPtr(2), Stream: StreamB, Ret: noDevice},
+	{API: "cudaMemcpyAsync_ptsz", Kind: MemcpyDeviceToDevice, Size: 32768, Dst: DevPtr(3), Src: DevPtr(4), Ret: noDevice},
+	{API: "cudaMemcpy_ptds", Kind: MemcpyHostToDevice, Size: 65536, Dst: DevPtr(5), Ret: noDevice},
+	{API: "cudaMemset", Ptr: DevPtr(1), Value: 0xab, Size: 4096, Ret: noDevice},
+
+	{API: "cudaEventRecord", Handle: EventA, Stream: StreamA, Ret: noDevice},
+	{API: "cudaStreamWaitEvent", Handle: EventA, Stream: StreamB, Value: 0, Ret: noDevice},
+	{API: "cudaEventSynchronize", Handle: EventA, Ret: noDevice},
+	{API: "cudaStreamSynchronize", Stream: StreamA, Ret: noDevice},
+	{API: "cudaDeviceSynchronize", Ret: noDevice},
+	{API: "cudaGraphLaunch", Handle: GraphExec, Stream: StreamB, Ret: noDevice},
+
+	{API: "cudaFreeAsync", Ptr: DevPtr(3), Stream: StreamA, Ret: noDevice},
+	{API: "cudaFree", Ptr: DevPtr(1), Ret: noDevice},
+	{API: "cudaFree", Ptr: DevPtr(2), Ret: noDevice},
+	{API: "cudaFree", Ptr: 0, Ret: noDevice},
+}}}
+
+// ThreadCount is the number of threads of RuntimeThreads.
+const ThreadCount = 4
+
+// ThreadStream is the stream thread i of RuntimeThreads uses.
+func ThreadStream(i int) uint64 { return threadStream0 + uint64(i)*handleStep }
+
+// RuntimeThreads is "runtime threads": ThreadCount threads; thread i
+// calls cudaSetDevice(i), then launches vectorAdd i+1 times with grid
+// (i+1, j+1, 1) for j = 0..i, block (32*(i+1), 1, 1), shared memory
+// i*256 on ThreadStream(i), copies (i+1)*4096 bytes to DevPtr(10+i) with
+// cudaMemcpyAsync on that stream and synchronises it.
+var RuntimeThreads = Scenario{Program: "runtime", Name: "threads", Threads: threads()}
+
+func threads() [][]Call {
+	out := make([][]Call, ThreadCount)
+	for i := range ThreadCount {
+		s := ThreadStream(i)
+		seq := []Call{{API: "cudaSetDevice", Value: i, Ret: noDevice}}
+		for j := range i + 1 {
+			seq = append(seq, launch("cudaLaunchKernel", KernelVectorAdd,
+				Dim3{uint32(i + 1), uint32(j + 1), 1}, Dim3{uint32(32 * (i + 1)), 1, 1}, uint32(i*256), s, noDevice))
+		}
+		seq = append(seq,
+			Call{API: "cudaMemcpyAsync", Kind: MemcpyHostToDevice, Size: uint64(i+1) * 4096, Dst: DevPtr(10 + i), Stream: s, Ret: noDevice},
+			Call{API: "cudaStreamSynchronize", Stream: s, Ret: noDevice},
+		)
+		out[i] = seq
+	}
+	return out
+}
+
+// RuntimeRegister is "runtime register": what an nvcc-built program does
+// at start-up and on <<<...>>>: __cudaRegisterFatBinary with a minimal
+// fake fatbin (wrapper magic 0x466243b1, version 1, pointing at an empty
+// fatbin header 0xBA55ED50), __cudaRegisterFunction for each of the three
+// stubs (hostFun = stub address, deviceFun = deviceName = Func),
+// __cudaRegisterFatBinaryEnd, three ViaStub launches, and
+// __cudaUnregisterFatBinary. Without a GPU, cudart 11.8 accepts all of
+// this (registration is lazy) and only the launches fail (100).
+var RuntimeRegister = Scenario{Program: "runtime", Name: "register", Threads: [][]Call{{
+	{API: "__cudaRegisterFatBinary", Ret: NoRet},
+	{API: "__cudaRegisterFunction", Func: KernelVectorAdd, Ret: NoRet},
+	{API: "__cudaRegisterFunction", Func: KernelMatmul, Ret: NoRet},
+	{API: "__cudaRegisterFunction", Func: KernelReduce, Ret: NoRet},
+	{API: "__cudaRegisterFatBinaryEnd", Ret: NoRet},
+	{API: "cudaLaunchKernel", ViaStub: true, Func: KernelVectorAdd, Grid: Dim3{10, 1, 1}, Block: Dim3{128, 1, 1}, Stream: StreamA, Ret: noDevice},
+	{API: "cudaLaunchKernel", ViaStub: true, Func: KernelMatmul, Grid: Dim3{4, 4, 1}, Block: Dim3{16, 16, 1}, SharedMem: 1024, Stream: StreamB, Ret: noDevice},
+	{API: "cudaLaunchKernel", ViaStub: true, Func: KernelReduce, Grid: Dim3{2, 1, 1}, Block: Dim3{256, 1, 1}, SharedMem: 2048, Ret: noDevice},
+	{API: "__cudaUnregisterFatBinary", Ret: NoRet},
+}}}
+
+// RuntimeLoop is the call "runtime loop <n>" makes n times.
+var RuntimeLoop = launch("cudaLaunchKernel", KernelVectorAdd, Dim3{256, 1, 1}, Dim3{256, 1, 1}, 0, StreamA, noDevice)
+
+// DriverLaunch is "driver launch": cuInit, allocations, launches (plain,
+// per-thread-stream and Ex), typed and untyped copies, memset, syncs, a
+// graph launch, frees. cuLaunchKernelEx's CUlaunchConfig is
+// {gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+// sharedMemBytes (offset 24), hStream (32), attrs (40), numAttrs (48)},
+// with attrs NULL and numAttrs 0.
+var DriverLaunch = Scenario{Program: "driver", Name: "launch", Threads: [][]Call{{
+	{API: "cuInit", Value: 0, Ret: noDevice},
+	{API: "cuMemAlloc_v2", Size: 1 << 20, Ret: 3},
+	{API: "cuMemAlloc_v2", Size: 8192, Ret: 3},
+	{API: "cuMemAllocAsync", Size: 65536, Stream: StreamA, Ret: 400},
+
+	drvLaunch("cuLaunchKernel", Function1, Dim3{1024, 1, 1}, Dim3{256, 1, 1}, 0, 0),
+	drvLaunch("cuLaunchKernel", Function2, Dim3{16, 16, 1}, Dim3{16, 16, 1}, 2048, StreamA),
+	drvLaunch("cuLaunchKernel", Function1, Dim3{8, 8, 2}, Dim3{32, 4, 2}, 49152, StreamB),
+	drvLaunch("cuLaunchKernel_ptsz", Function2, Dim3{7, 5, 3}, Dim3{96, 1, 1}, 512, 0),
+	drvLaunch("cuLaunchKernelEx", Function1, Dim3{3, 2, 1}, Dim3{64, 2, 1}, 1024, StreamC),
+
+	{API: "cuMemcpyHtoD_v2", Kind: MemcpyHostToDevice, Size: 1 << 20, Dst: DevPtr(1), Ret: 3},
+	{API: "cuMemcpyDtoH_v2", Kind: MemcpyDeviceToHost, Size: 2 << 20, Src: DevPtr(2), Ret: 3},
+	{API: "cuMemcpyDtoD_v2", Kind: MemcpyDeviceToDevice, Size: 3 << 20, Dst: DevPtr(3), Src: DevPtr(4), Ret: 3},
+	{API: "cuMemcpy", Kind: MemcpyDefault, Size: 4096, Dst: DevPtr(5), Src: DevPtr(6), Ret: 3},
+	{API: "cuMemcpyAsync", Kind: MemcpyDefault, Size: 8192, Dst: DevPtr(6), Src: DevPtr(5), Stream: StreamA, Ret: 3},
+	{API: "cuMemsetD8_v2", Ptr: DevPtr(1), Value: 0xab, Size: 4096, Ret: 3},
+
+	{API: "cuStreamSynchronize", Stream: StreamA, Ret: 400},
+	{API: "cuCtxSynchronize", Ret: 3},
+	{API: "cuGraphLaunch", Handle: GraphExec, Stream: StreamB, Ret: 400},
+
+	{API: "cuMemFreeAsync", Ptr: DevPtr(3), Stream: StreamA, Ret: 400},
+	{API: "cuMemFree_v2", Ptr: DevPtr(1), Ret: 3},
+	{API: "cuMemFree_v2", Ptr: DevPtr(2), Ret: 3},
+}}}
+
+// DriverLoop is the call "driver loop <n>" makes n times. The loop does
+// not call cuInit first, so libcuda returns 3 (not initialised).
+var DriverLoop = func() Call {
+	c := drvLaunch("cuLaunchKernel", Function1, Dim3{256, 1, 1}, Dim3{256, 1, 1}, 0, StreamA)
+	c.Ret = 3
+	return c
+}()
+
+// StaticLaunch is "static launch": launches through the program's own
+// cudaLaunchKernel (standing in for a statically linked cudart; it
+// returns 0).
+var StaticLaunch = Scenario{Program: "static", Name: "launch", Threads: [][]Call{{
+	launch("cudaLaunchKernel", KernelVectorAdd, Dim3{1024, 1, 1}, Dim3{256, 1, 1}, 0, 0, 0),
+	launch("cudaLaunchKernel", KernelMatmul, Dim3{16, 16, 1}, Dim3{16, 16, 1}, 2048, StreamB, 0),
+	launch("cudaLaunchKernel", KernelVectorAdd, Dim3{64, 2, 1}, Dim3{128, 2, 1}, 1024, StreamA, 0),
+	launch("cudaLaunchKernel", KernelReduce, Dim3{0x7fffffff, 65535, 65535}, Dim3{1024, 1, 1}, 0, StreamC, 0),
+}}}
+
+// StaticLoop is the call "static loop <n>" makes n times.
+var StaticLoop = launch("cudaLaunchKernel", KernelVectorAdd, Dim3{256, 1, 1}, Dim3{256, 1, 1}, 0, StreamA, 0)
+
+// DlopenLaunch is the one call the dlopen program makes, through
+// dlsym(lib, "cudaLaunchKernel"). Its Ret is the real cudart's; the
+// forward library returns cuLaunchKernel's 400 instead.
+var DlopenLaunch = launch("cudaLaunchKernel", KernelSaxpy, Dim3{12, 34, 5}, Dim3{64, 8, 2}, 768, StreamC, noDevice)
+
+// ForwardLaunch is what the forward library passes to cuLaunchKernel when
+// the dlopen program calls it with DlopenLaunch.
+var ForwardLaunch = drvLaunch("cuLaunchKernel", ForwardFunction, DlopenLaunch.Grid, DlopenLaunch.Block, DlopenLaunch.SharedMem, DlopenLaunch.Stream)
+
+// Scenarios lists every scenario of every program.
+var Scenarios = []*Scenario{&RuntimeLaunch, &RuntimeThreads, &RuntimeRegister, &DriverLaunch, &StaticLaunch}
+
+// loops maps a program to the call of its "loop <n>" scenario.
+var loops = map[string]*Call{"runtime": &RuntimeLoop, "driver": &DriverLoop, "static": &StaticLoop}
+
+// header renders the scenarios.h the C programs include: the scenario
+// tables above as C data, so the programs and these tables cannot drift.
+func header() string {
+	var apis []string
+	all := []Call{DlopenLaunch, ForwardLaunch}
+	for _, s := range Scenarios {
+		all = append(all, s.Calls()...)
+	}
+	for _, c := range loops {
+		all = append(all, *c)
+	}
+	for _, c := range all {
+		apis = append(apis, c.API)
+	}
+	apis = append(apis, "__cudaPushCallConfiguration", "__cudaPopCallConfiguration")
+	slices.Sort(apis)
+	apis = slices.Compact(apis)
+
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("/* Code generated by cudaprog (scenario.go); DO NOT EDIT. */\n")
+	p("#ifndef CUDAPROG_SCENARIOS_H\n#define CUDAPROG_SCENARIOS_H\n\n")
+	p("#define HANDLE_BASE 0x%xULL\n#define HANDLE_SPAN 0x%xULL\n", HandleBase, HandleSpan)
+	p("#define FORWARD_FUNCTION 0x%xULL\n#define NORET (%d)\n\n", ForwardFunction, NoRet)
+	p("enum api {\n")
+	for _, a := range apis {
+		p("\tAPI_%s,\n", a)
+	}
+	p("\tAPI_COUNT\n};\n\n")
+	p("static const char *const api_name[] __attribute__((unused)) = {\n")
+	for _, a := range apis {
+		p("\t%q,\n", a)
+	}
+	p("};\n\n")
+	p(`struct call {
+	enum api api;
+	const char *func;
+	int via_stub;
+	unsigned long long handle;
+	unsigned grid[3], block[3];
+	unsigned smem;
+	unsigned long long stream;
+	int kind;
+	unsigned long long size, dst, src, ptr;
+	int value;
+};
+
+struct seq { const struct call *calls; int n; };
+struct scenario { const char *program, *name; const struct seq *threads; int nthreads; };
+
+`)
+	lit := func(c Call) string {
+		fn := "0"
+		if c.Func != "" {
+			fn = fmt.Sprintf("%q", c.Func)
+		}
+		via := 0
+		if c.ViaStub {
+			via = 1
+		}
+		return fmt.Sprintf("{API_%s, %s, %d, 0x%xULL, {%d, %d, %d}, {%d, %d, %d}, %d, 0x%xULL, %d, %dULL, 0x%xULL, 0x%xULL, 0x%xULL, %d}",
+			c.API, fn, via, c.Handle, c.Grid[0], c.Grid[1], c.Grid[2], c.Block[0], c.Block[1], c.Block[2],
+			c.SharedMem, c.Stream, c.Kind, c.Size, c.Dst, c.Src, c.Ptr, c.Value)
+	}
+	for si, s := range Scenarios {
+		for ti, seq := range s.Threads {
+			p("static const struct call scenario%d_thread%d[] = {\n", si, ti)
+			for _, c := range seq {
+				p("\t%s,\n", lit(c))
+			}
+			p("};\n")
+		}
+		p("static const struct seq scenario%d_threads[] = {\n", si)
+		for ti, seq := range s.Threads {
+			p("\t{scenario%d_thread%d, %d},\n", si, ti, len(seq))
+		}
+		p("};\n\n")
+	}
+	p("static const struct scenario scenarios[] __attribute__((unused)) = {\n")
+	for si, s := range Scenarios {
+		p("\t{%q, %q, scenario%d_threads, %d},\n", s.Program, s.Name, si, len(s.Threads))
+	}
+	p("};\n#define NSCENARIOS %d\n\n", len(Scenarios))
+	progs := make([]string, 0, len(loops))
+	for prog := range loops {
+		progs = append(progs, prog)
+	}
+	slices.Sort(progs)
+	p("struct loop { const char *program; struct call call; };\n")
+	p("static const struct loop loops[] __attribute__((unused)) = {\n")
+	for _, prog := range progs {
+		p("\t{%q, %s},\n", prog, lit(*loops[prog]))
+	}
+	p("};\n#define NLOOPS %d\n\n", len(loops))
+	p("static const struct call dlopen_launch __attribute__((unused)) = %s;\n\n", lit(DlopenLaunch))
+	p("#endif\n")
+	return b.String()
+}

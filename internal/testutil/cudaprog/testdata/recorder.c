@@ -1,0 +1,152 @@
+/*
+ * recorder.c: an LD_PRELOAD library for cudaprog's own tests. It defines
+ * every CUDA runtime and driver entry point the scenario programs call,
+ * prints what each received as one line
+ *     GOT <api> tid=<tid> key=value ...
+ * (keys: func name handle grid block smem stream kind size dst src ptr
+ * value; pointers as 0x%llx, dims as x,y,z) and returns 0. It checks that
+ * the programs pass the arguments scenario.go says they pass, without a
+ * tracer. __cudaPopCallConfiguration returns what was pushed, as cudart
+ * does on a GPU machine.
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+typedef struct { unsigned x, y, z; } dim3;
+typedef unsigned long long u64;
+
+#define P(v) ((u64)(uintptr_t)(v))
+#define EXPORT __attribute__((visibility("default")))
+
+static void got(const char *api, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void got(const char *api, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	printf("GOT %s tid=%ld %s\n", api, (long)syscall(SYS_gettid), buf);
+	fflush(stdout);
+}
+
+/* Runtime API. */
+EXPORT int cudaSetDevice(int d) { got(__func__, "value=%d", d); return 0; }
+EXPORT int cudaMalloc(void **p, size_t n) { (void)p; got(__func__, "size=%zu", n); return 0; }
+EXPORT int cudaMallocAsync(void **p, size_t n, void *s) { (void)p; got(__func__, "size=%zu stream=0x%llx", n, P(s)); return 0; }
+EXPORT int cudaFree(void *p) { got(__func__, "ptr=0x%llx", P(p)); return 0; }
+EXPORT int cudaFreeAsync(void *p, void *s) { got(__func__, "ptr=0x%llx stream=0x%llx", P(p), P(s)); return 0; }
+
+#define LAUNCH(name)                                                                                         \
+	EXPORT int name(const void *f, dim3 g, dim3 b, void **args, size_t smem, void *s)                   \
+	{                                                                                                    \
+		(void)args;                                                                                  \
+		got(__func__, "func=0x%llx grid=%u,%u,%u block=%u,%u,%u smem=%zu stream=0x%llx", P(f), g.x, \
+		    g.y, g.z, b.x, b.y, b.z, smem, P(s));                                                    \
+		return 0;                                                                                    \
+	}
+LAUNCH(cudaLaunchKernel)
+LAUNCH(cudaLaunchKernel_ptsz)
+
+#define MEMCPY(name)                                                                                       \
+	EXPORT int name(void *d, const void *s, size_t n, int kind)                                         \
+	{                                                                                                  \
+		got(__func__, "dst=0x%llx src=0x%llx size=%zu kind=%d", P(d), P(s), n, kind);              \
+		return 0;                                                                                  \
+	}
+MEMCPY(cudaMemcpy)
+MEMCPY(cudaMemcpy_ptds)
+
+#define MEMCPY_ASYNC(name)                                                                                  \
+	EXPORT int name(void *d, const void *s, size_t n, int kind, void *st)                                 \
+	{                                                                                                    \
+		got(__func__, "dst=0x%llx src=0x%llx size=%zu kind=%d stream=0x%llx", P(d), P(s), n, kind,   \
+		    P(st));                                                                                  \
+		return 0;                                                                                    \
+	}
+MEMCPY_ASYNC(cudaMemcpyAsync)
+MEMCPY_ASYNC(cudaMemcpyAsync_ptsz)
+
+EXPORT int cudaMemset(void *p, int v, size_t n) { got(__func__, "ptr=0x%llx value=%d size=%zu", P(p), v, n); return 0; }
+EXPORT int cudaEventRecord(void *e, void *s) { got(__func__, "handle=0x%llx stream=0x%llx", P(e), P(s)); return 0; }
+EXPORT int cudaEventSynchronize(void *e) { got(__func__, "handle=0x%llx", P(e)); return 0; }
+EXPORT int cudaStreamWaitEvent(void *s, void *e, unsigned f) { got(__func__, "stream=0x%llx handle=0x%llx value=%u", P(s), P(e), f); return 0; }
+EXPORT int cudaStreamSynchronize(void *s) { got(__func__, "stream=0x%llx", P(s)); return 0; }
+EXPORT int cudaDeviceSynchronize(void) { got(__func__, "%s", ""); return 0; }
+EXPORT int cudaGraphLaunch(void *g, void *s) { got(__func__, "handle=0x%llx stream=0x%llx", P(g), P(s)); return 0; }
+
+static char fake_handle[64];
+EXPORT void **__cudaRegisterFatBinary(void *w)
+{
+	got(__func__, "magic=0x%x", *(int *)w);
+	return (void **)fake_handle;
+}
+EXPORT void __cudaRegisterFatBinaryEnd(void **h) { got(__func__, "handle=0x%llx", P(h)); }
+EXPORT void __cudaUnregisterFatBinary(void **h) { got(__func__, "handle=0x%llx", P(h)); }
+EXPORT void __cudaRegisterFunction(void **h, const char *host, char *dev, const char *name, int limit, void *tid,
+				   void *bid, void *bdim, void *gdim, int *wsize)
+{
+	(void)limit, (void)tid, (void)bid, (void)bdim, (void)gdim, (void)wsize;
+	got(__func__, "handle=0x%llx func=0x%llx name=%s devname=%s", P(h), P(host), dev, name);
+}
+
+static __thread struct { dim3 g, b; size_t smem; void *s; } cfg;
+EXPORT unsigned __cudaPushCallConfiguration(dim3 g, dim3 b, size_t smem, void *s)
+{
+	got(__func__, "grid=%u,%u,%u block=%u,%u,%u smem=%zu stream=0x%llx", g.x, g.y, g.z, b.x, b.y, b.z, smem, P(s));
+	cfg.g = g, cfg.b = b, cfg.smem = smem, cfg.s = s;
+	return 0;
+}
+EXPORT int __cudaPopCallConfiguration(dim3 *g, dim3 *b, size_t *smem, void **s)
+{
+	got(__func__, "%s", "");
+	*g = cfg.g, *b = cfg.b, *smem = cfg.smem, *s = cfg.s;
+	return 0;
+}
+
+/* Driver API. */
+typedef struct {
+	unsigned gx, gy, gz, bx, by, bz, smem;
+	void *s, *attrs;
+	unsigned nattrs;
+} launch_config;
+
+EXPORT int cuInit(unsigned f) { got(__func__, "value=%u", f); return 0; }
+
+#define CULAUNCH(name)                                                                                     \
+	EXPORT int name(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
+			unsigned smem, void *s, void **params, void **extra)                                \
+	{                                                                                                  \
+		(void)params, (void)extra;                                                                 \
+		got(__func__, "handle=0x%llx grid=%u,%u,%u block=%u,%u,%u smem=%u stream=0x%llx", P(f), gx, \
+		    gy, gz, bx, by, bz, smem, P(s));                                                       \
+		return 0;                                                                                  \
+	}
+CULAUNCH(cuLaunchKernel)
+CULAUNCH(cuLaunchKernel_ptsz)
+
+EXPORT int cuLaunchKernelEx(const launch_config *c, void *f, void **params, void **extra)
+{
+	(void)params, (void)extra;
+	got(__func__, "handle=0x%llx grid=%u,%u,%u block=%u,%u,%u smem=%u stream=0x%llx", P(f), c->gx, c->gy, c->gz,
+	    c->bx, c->by, c->bz, c->smem, P(c->s));
+	return 0;
+}
+EXPORT int cuMemAlloc_v2(u64 *p, size_t n) { (void)p; got(__func__, "size=%zu", n); return 0; }
+EXPORT int cuMemAllocAsync(u64 *p, size_t n, void *s) { (void)p; got(__func__, "size=%zu stream=0x%llx", n, P(s)); return 0; }
+EXPORT int cuMemFree_v2(u64 p) { got(__func__, "ptr=0x%llx", p); return 0; }
+EXPORT int cuMemFreeAsync(u64 p, void *s) { got(__func__, "ptr=0x%llx stream=0x%llx", p, P(s)); return 0; }
+EXPORT int cuMemcpyHtoD_v2(u64 d, const void *s, size_t n) { got(__func__, "dst=0x%llx src=0x%llx size=%zu", d, P(s), n); return 0; }
+EXPORT int cuMemcpyDtoH_v2(void *d, u64 s, size_t n) { got(__func__, "dst=0x%llx src=0x%llx size=%zu", P(d), s, n); return 0; }
+EXPORT int cuMemcpyDtoD_v2(u64 d, u64 s, size_t n) { got(__func__, "dst=0x%llx src=0x%llx size=%zu", d, s, n); return 0; }
+EXPORT int cuMemcpy(u64 d, u64 s, size_t n) { got(__func__, "dst=0x%llx src=0x%llx size=%zu", d, s, n); return 0; }
+EXPORT int cuMemcpyAsync(u64 d, u64 s, size_t n, void *st) { got(__func__, "dst=0x%llx src=0x%llx size=%zu stream=0x%llx", d, s, n, P(st)); return 0; }
+EXPORT int cuMemsetD8_v2(u64 p, unsigned char v, size_t n) { got(__func__, "ptr=0x%llx value=%u size=%zu", p, v, n); return 0; }
+EXPORT int cuStreamSynchronize(void *s) { got(__func__, "stream=0x%llx", P(s)); return 0; }
+EXPORT int cuCtxSynchronize(void) { got(__func__, "%s", ""); return 0; }
+EXPORT int cuGraphLaunch(void *g, void *s) { got(__func__, "handle=0x%llx stream=0x%llx", P(g), P(s)); return 0; }

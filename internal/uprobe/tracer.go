@@ -1,0 +1,427 @@
+// Package uprobe is the skeleton every uprobe-based Source shares: it finds
+// the files that define the functions a Source probes, in every process on
+// the host and in every mount namespace, attaches the probes once per file,
+// and keeps finding new copies as processes exec and dlopen.
+//
+// A uprobe attached to a file fires in every process that maps that file,
+// so attaching happens once per file identity (device and inode), never
+// per process. Discovery:
+//
+//   - at start, every process's /proc/<pid>/maps is scanned;
+//   - a raw tracepoint on sched_process_exec and a uprobe on the dynamic
+//     loader's _dl_debug_state (called after every dlopen and dlclose, and
+//     once the startup libraries are mapped) name the processes that may
+//     have mapped new code, and only those are rescanned, at once;
+//   - a periodic full rescan is the fallback for what both miss.
+//
+// Files are opened through /proc/<pid>/map_files (or /proc/<pid>/root), so
+// libraries inside containers and pip-wheel copies are found by identity,
+// wherever they live.
+package uprobe
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/procmaps"
+)
+
+// Probe attaches Entry (and Return, if set) to Symbol, with Cookie as the
+// attach cookie.
+type Probe struct {
+	Symbol string
+	Cookie uint64
+	Entry  *ebpf.Program
+	Return *ebpf.Program
+}
+
+// Target is one kind of file to probe.
+type Target struct {
+	// Name names the target in reports ("libcudart").
+	Name string
+	// Anchor is the symbol that makes a file a target: a mapped file that
+	// defines it is probed for every Probe symbol it defines.
+	Anchor string
+	// Hint matches the base names of files that should be targets; one
+	// that lacks the Anchor is reported as rejected (stripped, say).
+	Hint func(base string) bool
+	// Probes are attached to every target file.
+	Probes []Probe
+}
+
+// Config configures a Tracer.
+type Config struct {
+	// ProcRoot is where the host's procfs is mounted ("/proc").
+	ProcRoot string
+	Targets  []Target
+	// Rescan is the period of the fallback full rescan; 0 means 30s.
+	Rescan time.Duration
+}
+
+// Attachment is a file the Tracer probes.
+type Attachment struct {
+	Target string
+	// Path is the file's path as the first process that mapped it sees it.
+	Path string
+	// PID is that process.
+	PID          int
+	Dev, Inode   uint64
+	Symbols      []string
+	AttachedAt   time.Time
+	AttachErrors []string
+}
+
+// Rejection is a file that looks like a target but cannot be probed.
+type Rejection struct {
+	Target string
+	Path   string
+	PID    int
+	Reason string
+}
+
+type fileID struct{ dev, inode uint64 }
+
+// Tracer finds and probes target files. Create it with New.
+type Tracer struct {
+	cfg     Config
+	watch   watchObjects
+	execRT  link.Link
+	watchRB *ringbuf.Reader
+
+	scans     chan int // pids to rescan
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+
+	// mu serialises scans (the worker's, and New's and Rescan's) and
+	// guards everything below.
+	mu          sync.Mutex
+	seen        map[fileID]bool // classified files: true if attached
+	links       []link.Link
+	attachments []Attachment
+	rejections  []Rejection
+	scanErrors  int
+}
+
+const (
+	defaultRescan = 30 * time.Second
+	// maxSeen bounds the classified-file cache; past it the cache is
+	// reset and files are classified again.
+	maxSeen = 1 << 16
+	// maxRejections bounds the rejection report.
+	maxRejections = 64
+)
+
+// loader is the pseudo-target for the dynamic loader's _dl_debug_state.
+const loaderTarget = "loader"
+
+func isLoader(base string) bool {
+	return strings.HasPrefix(base, "ld-linux") || strings.HasPrefix(base, "ld-musl") || (strings.HasPrefix(base, "ld-") && strings.Contains(base, ".so"))
+}
+
+// New loads the watcher, scans every process once and attaches to every
+// target file found, then keeps watching. Missing privilege or kernel
+// support is xpuscope.ErrUnavailable.
+func New(cfg Config) (*Tracer, error) {
+	if cfg.ProcRoot == "" {
+		cfg.ProcRoot = "/proc"
+	}
+	if cfg.Rescan <= 0 {
+		cfg.Rescan = defaultRescan
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, xpuscope.Unavailablef("uprobe: remove memlock limit: %w", err)
+	}
+	t := &Tracer{
+		cfg:   cfg,
+		scans: make(chan int, 4096),
+		stop:  make(chan struct{}),
+		seen:  map[fileID]bool{},
+	}
+	if err := loadWatchObjects(&t.watch, nil); err != nil {
+		return nil, unavailableIfDenied("uprobe: load the exec/dlopen watcher", err)
+	}
+	var err error
+	t.execRT, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exec", Program: t.watch.OnExec})
+	if err != nil {
+		t.watch.Close()
+		return nil, unavailableIfDenied("uprobe: attach raw tracepoint sched_process_exec", err)
+	}
+	t.watchRB, err = ringbuf.NewReader(t.watch.WatchEvents)
+	if err != nil {
+		t.execRT.Close()
+		t.watch.Close()
+		return nil, fmt.Errorf("uprobe: watcher ring buffer: %w", err)
+	}
+	t.cfg.Targets = append(slices.Clone(cfg.Targets), Target{
+		Name: loaderTarget, Anchor: "_dl_debug_state", Hint: isLoader,
+		Probes: []Probe{{Symbol: "_dl_debug_state", Entry: t.watch.OnLoaderChange}},
+	})
+	t.scanAll()
+	t.wg.Add(2)
+	go t.readWatch()
+	go t.work()
+	return t, nil
+}
+
+// Denied reports whether err means missing privilege or kernel support. A
+// program the verifier rejects is not that, whatever errno it carries: it
+// is a bug.
+func Denied(err error) bool {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return false
+	}
+	return errors.Is(err, os.ErrPermission) || errors.Is(err, ebpf.ErrNotSupported)
+}
+
+// unavailableIfDenied wraps permission and support errors as unavailable.
+func unavailableIfDenied(what string, err error) error {
+	if Denied(err) {
+		return xpuscope.Unavailablef("%s: %w (needs CAP_BPF and CAP_PERFMON, or root)", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// readWatch forwards the pids the watcher names to the worker.
+func (t *Tracer) readWatch() {
+	defer t.wg.Done()
+	var rec ringbuf.Record
+	for {
+		if err := t.watchRB.ReadInto(&rec); err != nil {
+			if errors.Is(err, ringbuf.ErrClosed) {
+				return
+			}
+			continue
+		}
+		if len(rec.RawSample) < 8 {
+			continue
+		}
+		pid := int(uint32(rec.RawSample[0]) | uint32(rec.RawSample[1])<<8 | uint32(rec.RawSample[2])<<16 | uint32(rec.RawSample[3])<<24)
+		what := uint32(rec.RawSample[4]) | uint32(rec.RawSample[5])<<8
+		t.request(pid)
+		if what == uint32(watchWatchWhatWATCH_EXEC) {
+			// At exec the new image has not mapped its libraries yet;
+			// the loader hook catches them, these catch a loader not
+			// yet probed (a container's own ld.so).
+			for _, d := range [...]time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond} {
+				time.AfterFunc(d, func() { t.request(pid) })
+			}
+		}
+	}
+}
+
+func (t *Tracer) request(pid int) {
+	select {
+	case <-t.stop:
+	case t.scans <- pid:
+	default:
+		// Full queue: the periodic rescan catches up.
+	}
+}
+
+func (t *Tracer) work() {
+	defer t.wg.Done()
+	tick := time.NewTicker(t.cfg.Rescan)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+			t.scanAll()
+		case pid := <-t.scans:
+			pids := map[int]bool{pid: true}
+		drain:
+			for {
+				select {
+				case p := <-t.scans:
+					pids[p] = true
+				default:
+					break drain
+				}
+			}
+			for p := range pids {
+				t.scanPID(p)
+			}
+		}
+	}
+}
+
+// Rescan scans every process now and returns when done. It is for tests
+// and for callers that know something changed.
+func (t *Tracer) Rescan() { t.scanAll() }
+
+func (t *Tracer) scanAll() {
+	entries, err := os.ReadDir(t.cfg.ProcRoot)
+	if err != nil {
+		t.countScanError()
+		return
+	}
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			t.scanPID(pid)
+		}
+	}
+}
+
+func (t *Tracer) countScanError() {
+	t.mu.Lock()
+	t.scanErrors++
+	t.mu.Unlock()
+}
+
+func (t *Tracer) scanPID(pid int) {
+	t.mu.Lock() // scans run on the worker and, at start and in Rescan, the caller
+	defer t.mu.Unlock()
+	maps, err := procmaps.ReadPID(t.cfg.ProcRoot, pid)
+	if err != nil {
+		return // the process is gone, or a kernel thread
+	}
+	exe, _ := os.Readlink(filepath.Join(t.cfg.ProcRoot, strconv.Itoa(pid), "exe"))
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	for _, m := range maps {
+		if m.Perms&procmaps.PermExec == 0 || m.Inode == 0 || !strings.HasPrefix(m.Path, "/") {
+			continue
+		}
+		id := fileID{m.Dev, m.Inode}
+		if _, done := t.seen[id]; done {
+			continue
+		}
+		if len(t.seen) >= maxSeen {
+			t.seen = map[fileID]bool{}
+		}
+		t.seen[id] = t.classify(pid, m, m.Path == exe)
+	}
+}
+
+// classify decides whether the file m maps is a target, and attaches to it
+// if so. It reports whether it attached.
+func (t *Tracer) classify(pid int, m procmaps.Mapping, isExe bool) bool {
+	path := procmaps.MapFilesPath(t.cfg.ProcRoot, pid, m)
+	if _, err := os.Stat(path); err != nil {
+		path = procmaps.RootPath(t.cfg.ProcRoot, pid, m.Path)
+	}
+	wanted := map[string]bool{}
+	for _, tg := range t.cfg.Targets {
+		wanted[tg.Anchor] = true
+	}
+	offsets, err := resolve(path, wanted, isExe)
+	if err != nil {
+		return false
+	}
+	base := filepath.Base(m.Path)
+	attached := false
+	for _, tg := range t.cfg.Targets {
+		if _, ok := offsets[tg.Anchor]; !ok {
+			if tg.Hint != nil && tg.Hint(base) {
+				t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid,
+					Reason: fmt.Sprintf("defines no %s in its symbol tables (stripped, or not the library it is named after)", tg.Anchor)})
+			}
+			continue
+		}
+		if t.attach(tg, pid, m, path, isExe) {
+			attached = true
+		}
+	}
+	return attached
+}
+
+func (t *Tracer) reject(r Rejection) {
+	if len(t.rejections) < maxRejections {
+		t.rejections = append(t.rejections, r)
+	}
+}
+
+func (t *Tracer) attach(tg Target, pid int, m procmaps.Mapping, path string, isExe bool) bool {
+	wanted := map[string]bool{}
+	for _, p := range tg.Probes {
+		wanted[p.Symbol] = true
+	}
+	offsets, err := resolve(path, wanted, isExe)
+	if err != nil {
+		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})
+		return false
+	}
+	ex, err := link.OpenExecutable(path)
+	if err != nil {
+		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})
+		return false
+	}
+	a := Attachment{Target: tg.Name, Path: m.Path, PID: pid, Dev: m.Dev, Inode: m.Inode, AttachedAt: time.Now()}
+	for _, p := range tg.Probes {
+		off, ok := offsets[p.Symbol]
+		if !ok {
+			continue
+		}
+		opts := &link.UprobeOptions{Address: off, Cookie: p.Cookie}
+		l, err := ex.Uprobe(p.Symbol, p.Entry, opts)
+		if err != nil {
+			a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("uprobe %s: %v", p.Symbol, err))
+			continue
+		}
+		t.links = append(t.links, l)
+		if p.Return != nil {
+			l, err := ex.Uretprobe(p.Symbol, p.Return, opts)
+			if err != nil {
+				a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("uretprobe %s: %v", p.Symbol, err))
+				continue
+			}
+			t.links = append(t.links, l)
+		}
+		a.Symbols = append(a.Symbols, p.Symbol)
+	}
+	if len(a.Symbols) == 0 {
+		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: "no probe attached: " + strings.Join(a.AttachErrors, "; ")})
+		return false
+	}
+	t.attachments = append(t.attachments, a)
+	return true
+}
+
+// Attachments lists the files probed so far, the loader's included.
+func (t *Tracer) Attachments() []Attachment {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.attachments)
+}
+
+// Rejections lists files that looked like targets but could not be probed.
+func (t *Tracer) Rejections() []Rejection {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.rejections)
+}
+
+// Close detaches everything and stops the goroutines. Calls after the
+// first return nil.
+func (t *Tracer) Close() error {
+	var err error
+	t.closeOnce.Do(func() {
+		close(t.stop)
+		errs := []error{t.watchRB.Close()}
+		t.wg.Wait()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for _, l := range t.links {
+			errs = append(errs, l.Close())
+		}
+		t.links = nil
+		errs = append(errs, t.execRT.Close(), t.watch.Close())
+		err = errors.Join(errs...)
+	})
+	return err
+}

@@ -1,0 +1,110 @@
+package uprobe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/elfsym"
+	"github.com/xpuscope/xpuscope/internal/testutil"
+)
+
+// buildELF compiles src with gcc and the given flags.
+func buildELF(t *testing.T, src string, flags ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		testutil.SkipOrFail(t, "gcc is needed: %v", err)
+	}
+	dir := t.TempDir()
+	c := filepath.Join(dir, "x.c")
+	require.NoError(t, os.WriteFile(c, []byte(src), 0o644))
+	out := filepath.Join(dir, "x")
+	b, err := exec.Command("gcc", append(flags, "-o", out, c)...).CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	return out
+}
+
+const src = `
+int cudaLaunchKernel(void) { return 7; }
+static int hidden(void) { return 1; }
+int main(void) { return cudaLaunchKernel() + hidden(); }
+`
+
+// resolve must agree with elfsym, which the symbolizer uses, on where a
+// symbol is in the file.
+func TestResolveAgreesWithElfsym(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		flags  []string
+		symtab bool
+		found  bool
+	}{
+		{"shared library, .dynsym", []string{"-shared", "-fPIC"}, false, true},
+		{"PIE executable, .symtab only", []string{"-O0", "-pie", "-fPIE"}, true, true},
+		{"PIE executable, .dynsym only", []string{"-O0", "-pie", "-fPIE"}, false, false},
+		{"stripped executable", []string{"-O0", "-s"}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := buildELF(t, src, tc.flags...)
+			got, err := resolve(path, map[string]bool{"cudaLaunchKernel": true, "hidden": true}, tc.symtab)
+			require.NoError(t, err)
+			off, ok := got["cudaLaunchKernel"]
+			require.Equal(t, tc.found, ok)
+			if !ok {
+				return
+			}
+			table, err := elfsym.Open(path, elfsym.Limits{})
+			require.NoError(t, err)
+			want, ok := table.Address("cudaLaunchKernel")
+			require.True(t, ok)
+			assert.Equal(t, want, off)
+		})
+	}
+}
+
+func TestResolveNotELF(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x")
+	require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755))
+	_, err := resolve(p, map[string]bool{"a": true}, true)
+	require.ErrorContains(t, err, "not an ELF file")
+	require.ErrorContains(t, err, p)
+}
+
+func FuzzResolveELF(f *testing.F) {
+	if b, err := os.ReadFile("/proc/self/exe"); err == nil && len(b) < 64<<20 {
+		f.Add(b[:min(len(b), 1<<16)])
+	}
+	f.Add([]byte("\x7fELF\x02\x01\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := resolveELF(bytes.NewReader(b), map[string]bool{"main": true, "cudaLaunchKernel": true}, true)
+		if err == nil && len(got) > 2 {
+			t.Fatalf("resolved %d names, asked for 2", len(got))
+		}
+	})
+}
+
+func TestIsLoader(t *testing.T) {
+	for name, want := range map[string]bool{
+		"ld-linux-x86-64.so.2": true, "ld-musl-x86_64.so.1": true, "ld-2.31.so": true,
+		"libc.so.6": false, "ldconfig": false, "ld.so.cache": false,
+	} {
+		assert.Equal(t, want, isLoader(name), name)
+	}
+}
+
+func TestDenied(t *testing.T) {
+	assert.True(t, Denied(fmt.Errorf("load: %w", os.ErrPermission)))
+	assert.True(t, Denied(fmt.Errorf("load: %w", ebpf.ErrNotSupported)))
+	assert.False(t, Denied(errors.New("other")))
+	// The verifier's rejection carries EACCES, but it is a bug, not a
+	// missing privilege.
+	assert.False(t, Denied(fmt.Errorf("load: %w", &ebpf.VerifierError{Cause: os.ErrPermission})))
+}
