@@ -1,6 +1,10 @@
 package semconv
 
-import "go.opentelemetry.io/otel/attribute"
+import (
+	"slices"
+
+	"go.opentelemetry.io/otel/attribute"
+)
 
 // Hardware attributes (OpenTelemetry).
 const (
@@ -104,7 +108,7 @@ var ThrottleReasons = []string{
 	"display_clock_setting",
 }
 
-var attributes = []Attribute{
+var coreAttributes = []Attribute{
 	{HWID, "string", "Unique identifier of the device on the host: the vendor UUID (NVIDIA GPU-…, MIG-…).", OTel, nil},
 	{HWName, "string", "Product name as the vendor library reports it.", OTel, nil},
 	{HWVendor, "string", "Vendor name.", OTel, []string{"NVIDIA"}},
@@ -146,6 +150,10 @@ var attributes = []Attribute{
 	{XpuscopeMetricName, "string", "Metric that is absent because of it.", Self, nil},
 	{XpuscopeTarget, "string", "Kind of file a uprobe Source attaches to (libcudart, libcuda, loader).", Self, nil},
 }
+
+// attributes is the registry: each area's list, in order. An area defined
+// in a file of its own adds its list here.
+var attributes = slices.Concat(coreAttributes)
 
 // Attributes returns every registered attribute, in registry order.
 func Attributes() []Attribute {

@@ -1,6 +1,10 @@
 package semconv
 
-import "go.opentelemetry.io/otel/attribute"
+import (
+	"slices"
+
+	"go.opentelemetry.io/otel/attribute"
+)
 
 // deviceAttrs are carried by every GPU device series.
 var deviceAttrs = []attribute.Key{
@@ -259,19 +263,26 @@ var (
 	}
 )
 
-var metrics = []Metric{
+var gpuMetrics = []Metric{
 	HWGPUUtilization, HWGPUMemoryUsage, HWGPUMemoryLimit, HWGPUMemoryUtilization,
 	HWGPUIO, HWPower, HWEnergy, HWTemperature, HWErrors,
 	GPUMemoryFree, GPUMemoryReserved, GPUMemoryControllerUtilization,
 	GPUPowerLimit, GPUClockFrequency, GPUClockThrottle, GPUFanSpeed,
 	ProcessGPUMemoryUsage, ProcessGPUUtilization,
 	XpuscopeGPUReadErrors, XpuscopeGPUSymbolMissing, XpuscopeGPUProcessOverflow,
+}
+
+var cudaMetrics = []Metric{
 	CUDAKernelLaunches, CUDAKernelGridSize, CUDAKernelBlockSize, CUDAKernelSharedMemory,
 	CUDAGraphLaunches, CUDAMemcpyTransferred, CUDAMemoryAllocated, CUDAMemoryFreed,
 	CUDAMemoryOutstanding, CUDAMemoryOldestAge, CUDASyncDuration, CUDAAPICalls, CUDAAPIErrors,
 	XpuscopeCUDAEventsDropped, XpuscopeCUDAKernelNamesUnresolved, XpuscopeCUDAKernelNamesOverflow,
 	XpuscopeCUDASpansSuppressed, XpuscopeCUDAAttachedFiles,
 }
+
+// metrics is the registry: each area's list, in order. An area defined in
+// a file of its own adds its list here.
+var metrics = slices.Concat(gpuMetrics, cudaMetrics)
 
 // Metrics returns every registered metric, in registry order.
 func Metrics() []Metric {
