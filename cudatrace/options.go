@@ -35,6 +35,7 @@ type config struct {
 	// Test seams (unexported options).
 	wakeupBytes uint64                 // 0: a quarter of the ring
 	eventHook   func(e *cudabpf.Event) // sees every decoded event
+	noMulti     bool                   // perf-event uprobes even where uprobe_multi works
 }
 
 func (c *config) spanBurst() float64 { return max(1, c.spanRate) }
@@ -143,4 +144,10 @@ func withWakeupBytes(n uint64) Option {
 // withEventHook calls f with every decoded event, before it is aggregated.
 func withEventHook(f func(e *cudabpf.Event)) Option {
 	return optionFunc(func(c *config) { c.eventHook = f })
+}
+
+// withoutUprobeMulti attaches one perf-event uprobe per symbol, as on
+// kernels before 6.6, even where uprobe_multi links work.
+func withoutUprobeMulti() Option {
+	return optionFunc(func(c *config) { c.noMulti = true })
 }

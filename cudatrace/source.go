@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/sys/unix"
@@ -41,6 +43,7 @@ const (
 type Source struct {
 	cfg    config
 	objs   *cudabpf.Objects
+	exit   link.Link // clears a thread's BPF state when it exits
 	tracer *uprobe.Tracer
 	rb     *ringbuf.Reader
 	names  *symbolizer
@@ -92,21 +95,24 @@ func New(opts ...Option) (*Source, error) {
 	if wakeup == 0 {
 		wakeup = uint64(cfg.ringBytes / 4)
 	}
-	s.objs, err = cudabpf.Load(cudabpf.LoadOptions{RingBytes: cfg.ringBytes, WakeupBytes: wakeup})
+	// uprobe_multi links attach and detach in one call per program, where
+	// perf-event uprobes take one (slow to tear down) per symbol.
+	multi := !cfg.noMulti && features.HaveBPFLinkUprobeMulti() == nil
+	s.objs, err = cudabpf.Load(cudabpf.LoadOptions{RingBytes: cfg.ringBytes, WakeupBytes: wakeup, UprobeMulti: multi})
 	if err != nil {
 		if uprobe.Denied(err) {
 			return nil, xpuscope.Unavailablef("cudatrace: %w (needs CAP_BPF and CAP_PERFMON, or root)", err)
 		}
 		return nil, fmt.Errorf("cudatrace: %w", err)
 	}
-	if err := s.start(); err != nil {
+	if err := s.start(multi); err != nil {
 		s.objs.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Source) start() error {
+func (s *Source) start(multi bool) error {
 	meter := s.cfg.meterProvider.Meter(ScopeName)
 	if err := s.inst.create(meter); err != nil {
 		return fmt.Errorf("cudatrace: %w", err)
@@ -114,23 +120,33 @@ func (s *Source) start() error {
 	sp := &spanner{tracer: s.cfg.tracerProvider.Tracer(ScopeName)}
 	s.agg = newAggregator(&s.cfg, s.names, &s.inst, sp, monotonicToWall(s.mono))
 	var err error
+	s.exit, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exit", Program: s.objs.ThreadExit})
+	if err != nil {
+		if uprobe.Denied(err) {
+			return xpuscope.Unavailablef("cudatrace: attach raw tracepoint sched_process_exit: %w (needs CAP_BPF and CAP_PERFMON, or root)", err)
+		}
+		return fmt.Errorf("cudatrace: attach raw tracepoint sched_process_exit: %w", err)
+	}
 	s.rb, err = ringbuf.NewReader(s.objs.Events())
 	if err != nil {
+		s.exit.Close()
 		return fmt.Errorf("cudatrace: ring buffer reader: %w", err)
 	}
 	s.tracer, err = uprobe.New(uprobe.Config{
 		ProcRoot: s.cfg.procRoot,
 		Rescan:   s.cfg.rescan,
-		Targets:  targets(s.objs),
+		Targets:  targets(s.objs, multi),
 	})
 	if err != nil {
 		s.rb.Close()
+		s.exit.Close()
 		return fmt.Errorf("cudatrace: %w", err)
 	}
 	s.reg, err = meter.RegisterCallback(s.observe, s.inst.observables()...)
 	if err != nil {
 		s.tracer.Close()
 		s.rb.Close()
+		s.exit.Close()
 		return fmt.Errorf("cudatrace: register callback: %w", err)
 	}
 	s.housekeep()
@@ -142,7 +158,7 @@ func (s *Source) start() error {
 // targets are the files to probe: the runtime (libcudart, or anything
 // defining cudaLaunchKernel, such as a statically linked application) and
 // the driver (libcuda).
-func targets(o *cudabpf.Objects) []uprobe.Target {
+func targets(o *cudabpf.Objects, multi bool) []uprobe.Target {
 	var rt, drv []uprobe.Probe
 	for _, p := range cudabpf.Probes {
 		up := uprobe.Probe{Symbol: p.Symbol, Cookie: p.Cookie(), Entry: p.Entry(o)}
@@ -156,9 +172,9 @@ func targets(o *cudabpf.Objects) []uprobe.Target {
 		}
 	}
 	return []uprobe.Target{
-		{Name: TargetRuntime, Anchor: cudabpf.Anchors[cudabpf.Runtime], Probes: rt,
+		{Name: TargetRuntime, Anchor: cudabpf.Anchors[cudabpf.Runtime], Probes: rt, Multi: multi,
 			Hint: func(b string) bool { return strings.HasPrefix(b, "libcudart.so") }},
-		{Name: TargetDriver, Anchor: cudabpf.Anchors[cudabpf.Driver], Probes: drv,
+		{Name: TargetDriver, Anchor: cudabpf.Anchors[cudabpf.Driver], Probes: drv, Multi: multi,
 			Hint: func(b string) bool { return strings.HasPrefix(b, "libcuda.so") }},
 	}
 }
@@ -173,9 +189,15 @@ func (s *Source) read() {
 		ev   cudabpf.Event
 		next = time.Now().Add(housekeeping)
 	)
+	housekeepIfDue := func() {
+		if now := time.Now(); now.After(next) {
+			s.housekeep()
+			next = now.Add(housekeeping)
+		}
+	}
 	for {
 		s.rb.SetDeadline(time.Now().Add(s.cfg.pollInterval))
-		for {
+		for n := 1; ; n++ {
 			err := s.rb.ReadInto(&rec)
 			if errors.Is(err, ringbuf.ErrClosed) {
 				return
@@ -193,13 +215,19 @@ func (s *Source) read() {
 				s.decodeErrors++
 			}
 			s.mu.Unlock()
+			// A batch lasts as long as records keep coming: under a
+			// steady stream, housekeeping must not wait for its end.
+			if n%housekeepCheck == 0 {
+				housekeepIfDue()
+			}
 		}
-		if now := time.Now(); now.After(next) {
-			s.housekeep()
-			next = now.Add(housekeeping)
-		}
+		housekeepIfDue()
 	}
 }
+
+// housekeepCheck is how many records the reader handles between looks at
+// the clock for housekeeping.
+const housekeepCheck = 256
 
 // housekeep reads the kernel-side counters and call counts, counts the
 // attached files and forgets exited processes.
@@ -309,7 +337,7 @@ func (s *Source) LeakSuspects(pid int, n int) []Allocation {
 func (s *Source) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
-		errs := []error{s.reg.Unregister(), s.tracer.Close(), s.rb.Close()}
+		errs := []error{s.reg.Unregister(), s.tracer.Close(), s.exit.Close(), s.rb.Close()}
 		s.wg.Wait()
 		errs = append(errs, s.objs.Close())
 		err = errors.Join(errs...)

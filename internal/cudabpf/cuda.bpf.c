@@ -162,7 +162,8 @@ struct pending {
 
 // Tunables, set before load.
 volatile const __u64 wakeup_bytes = 256 * 1024; // wake the reader past this much unread data
-volatile const __u64 nest_window_ns = 1000000;  // a driver launch this soon after a runtime launch on the thread is its continuation
+volatile const __u64 nest_window_ns = 1000000;      // a driver call this soon after a runtime call of its kind on the thread continues it
+volatile const __u64 launch_window_ns = 5000000000; // the same, for a driver launch with the runtime launch's signature
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -208,9 +209,13 @@ struct {
 
 // The runtime call a thread is in, so that the driver call it makes is not
 // reported a second time. open: until the runtime call returns (calls with
-// a return probe); else for nest_window_ns after entry.
+// a return probe). Else a launch matches the driver launch with the same
+// signature (grid, block, shared memory, stream) within launch_window_ns
+// (the driver's first launch can wait for context creation), and other
+// calls match within nest_window_ns of entry.
 struct runtime_call {
 	__u64 ts;
+	__u64 sig;
 	__u32 kind;
 	__u32 open;
 };
@@ -247,11 +252,25 @@ static __always_inline __u32 current_tid(void)
 	return (__u32)bpf_get_current_pid_tgid();
 }
 
-static __always_inline void enter_runtime(__u32 kind, __u32 open)
+static __always_inline void enter_runtime_sig(__u32 kind, __u32 open, __u64 sig)
 {
 	__u32 tid = current_tid();
-	struct runtime_call c = {.ts = bpf_ktime_get_ns(), .kind = kind, .open = open};
+	struct runtime_call c = {.ts = bpf_ktime_get_ns(), .sig = sig, .kind = kind, .open = open};
 	bpf_map_update_elem(&runtime_call, &tid, &c, BPF_ANY);
+}
+
+static __always_inline void enter_runtime(__u32 kind, __u32 open)
+{
+	enter_runtime_sig(kind, open, 0);
+}
+
+// launch_sig condenses a launch's configuration (the a[1..5] of its
+// record) for matching a runtime launch with the driver launch it makes.
+static __always_inline __u64 launch_sig(struct event *e)
+{
+	// Never 0, which means "no signature".
+	return (e->a[1] ^ (e->a[2] * 0x9e3779b97f4a7c15ULL) ^ (e->a[3] * 0xc2b2ae3d27d4eb4fULL) ^
+		(e->a[4] * 0x165667b19e3779f9ULL) ^ (e->a[5] * 0x27d4eb2f165667c5ULL)) | 1;
 }
 
 static __always_inline void leave_runtime(void)
@@ -260,10 +279,11 @@ static __always_inline void leave_runtime(void)
 	bpf_map_delete_elem(&runtime_call, &tid);
 }
 
-// nested reports whether a driver call of this kind runs inside a runtime
-// call of the same kind on this thread (cudart calls the driver): it is
-// counted once, as the runtime call.
-static __always_inline int nested(__u32 kind)
+// nested_sig reports whether a driver call of this kind runs inside a
+// runtime call of the same kind on this thread (cudart calls the driver):
+// it is counted once, as the runtime call. sig is a launch's signature, 0
+// for other calls.
+static __always_inline int nested_sig(__u32 kind, __u64 sig)
 {
 	__u32 tid = current_tid();
 	struct runtime_call *c = bpf_map_lookup_elem(&runtime_call, &tid);
@@ -271,12 +291,18 @@ static __always_inline int nested(__u32 kind)
 		return 0;
 	if (!c->open) {
 		__u64 since = bpf_ktime_get_ns() - c->ts;
+		int match = c->sig ? (c->sig == sig && since <= launch_window_ns) : since <= nest_window_ns;
 		bpf_map_delete_elem(&runtime_call, &tid);
-		if (since > nest_window_ns)
+		if (!match)
 			return 0;
 	}
 	count(COUNTER_NESTED);
 	return 1;
+}
+
+static __always_inline int nested(__u32 kind)
+{
+	return nested_sig(kind, 0);
 }
 
 static __always_inline __u64 submit_flags(void)
@@ -345,23 +371,48 @@ static __always_inline int copy_kind_of(struct pt_regs *ctx)
 	return (int)((bpf_get_attach_cookie(ctx) >> 20) & 0xf) - 1;
 }
 
+// submit_runtime_launch marks the thread as in a runtime launch with l's
+// signature, and submits l's arguments.
+static __always_inline int submit_runtime_launch(struct pt_regs *ctx, struct event *l)
+{
+	enter_runtime_sig(KIND_LAUNCH, 0, launch_sig(l));
+	struct event *e = reserve(api_of(ctx), KIND_LAUNCH);
+	if (!e)
+		return 0;
+	for (int i = 0; i < 6; i++)
+		e->a[i] = l->a[i];
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// submit_driver_launch submits l's arguments, unless the launch continues
+// a runtime launch on this thread.
+static __always_inline int submit_driver_launch(struct pt_regs *ctx, struct event *l)
+{
+	if (nested_sig(KIND_LAUNCH, launch_sig(l)))
+		return 0;
+	struct event *e = reserve(api_of(ctx), KIND_LAUNCH);
+	if (!e)
+		return 0;
+	for (int i = 0; i < 6; i++)
+		e->a[i] = l->a[i];
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
 // cudaLaunchKernel(func, dim3 grid, dim3 block, args, smem, stream), and
 // the _ptsz and cooperative variants with the same arguments.
 SEC("uprobe")
 int runtime_launch_kernel(struct pt_regs *ctx)
 {
-	enter_runtime(KIND_LAUNCH, 0);
-	struct event *e = reserve(api_of(ctx), KIND_LAUNCH);
-	if (!e)
-		return 0;
-	e->a[0] = PT_REGS_PARM1(ctx);
-	e->a[1] = PT_REGS_PARM2(ctx);
-	e->a[2] = (PT_REGS_PARM3(ctx) & 0xffffffff) | (PT_REGS_PARM5(ctx) << 32);
-	e->a[3] = PT_REGS_PARM4(ctx);
-	e->a[4] = stack_arg(ctx, 1);
-	e->a[5] = stack_arg(ctx, 2);
-	bpf_ringbuf_submit(e, submit_flags());
-	return 0;
+	struct event l = {};
+	l.a[0] = PT_REGS_PARM1(ctx);
+	l.a[1] = PT_REGS_PARM2(ctx);
+	l.a[2] = (PT_REGS_PARM3(ctx) & 0xffffffff) | (PT_REGS_PARM5(ctx) << 32);
+	l.a[3] = PT_REGS_PARM4(ctx);
+	l.a[4] = stack_arg(ctx, 1);
+	l.a[5] = stack_arg(ctx, 2);
+	return submit_runtime_launch(ctx, &l);
 }
 
 struct launch_config {
@@ -375,39 +426,30 @@ struct launch_config {
 SEC("uprobe")
 int runtime_launch_kernel_exc(struct pt_regs *ctx)
 {
-	enter_runtime(KIND_LAUNCH, 0);
-	struct event *e = reserve(api_of(ctx), KIND_LAUNCH);
-	if (!e)
-		return 0;
 	struct launch_config c = {};
 	bpf_probe_read_user(&c, sizeof(c), (void *)PT_REGS_PARM1(ctx));
-	e->a[0] = PT_REGS_PARM2(ctx);
-	e->a[1] = c.grid[0] | ((__u64)c.grid[1] << 32);
-	e->a[2] = c.grid[2] | ((__u64)c.block[2] << 32);
-	e->a[3] = c.block[0] | ((__u64)c.block[1] << 32);
-	e->a[4] = c.smem;
-	e->a[5] = c.stream;
-	bpf_ringbuf_submit(e, submit_flags());
-	return 0;
+	struct event l = {};
+	l.a[0] = PT_REGS_PARM2(ctx);
+	l.a[1] = c.grid[0] | ((__u64)c.grid[1] << 32);
+	l.a[2] = c.grid[2] | ((__u64)c.block[2] << 32);
+	l.a[3] = c.block[0] | ((__u64)c.block[1] << 32);
+	l.a[4] = c.smem;
+	l.a[5] = c.stream;
+	return submit_runtime_launch(ctx, &l);
 }
 
 // cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra)
 SEC("uprobe")
 int driver_launch_kernel(struct pt_regs *ctx)
 {
-	if (nested(KIND_LAUNCH))
-		return 0;
-	struct event *e = reserve(api_of(ctx), KIND_LAUNCH);
-	if (!e)
-		return 0;
-	e->a[0] = PT_REGS_PARM1(ctx);
-	e->a[1] = (PT_REGS_PARM2(ctx) & 0xffffffff) | (PT_REGS_PARM3(ctx) << 32);
-	e->a[2] = (PT_REGS_PARM4(ctx) & 0xffffffff) | (stack_arg(ctx, 1) << 32);
-	e->a[3] = (PT_REGS_PARM5(ctx) & 0xffffffff) | (ARG6(ctx) << 32);
-	e->a[4] = stack_arg(ctx, 2) & 0xffffffff;
-	e->a[5] = stack_arg(ctx, 3);
-	bpf_ringbuf_submit(e, submit_flags());
-	return 0;
+	struct event l = {};
+	l.a[0] = PT_REGS_PARM1(ctx);
+	l.a[1] = (PT_REGS_PARM2(ctx) & 0xffffffff) | (PT_REGS_PARM3(ctx) << 32);
+	l.a[2] = (PT_REGS_PARM4(ctx) & 0xffffffff) | (stack_arg(ctx, 1) << 32);
+	l.a[3] = (PT_REGS_PARM5(ctx) & 0xffffffff) | (ARG6(ctx) << 32);
+	l.a[4] = stack_arg(ctx, 2) & 0xffffffff;
+	l.a[5] = stack_arg(ctx, 3);
+	return submit_driver_launch(ctx, &l);
 }
 
 struct cu_launch_config {
@@ -422,21 +464,16 @@ struct cu_launch_config {
 SEC("uprobe")
 int driver_launch_kernel_ex(struct pt_regs *ctx)
 {
-	if (nested(KIND_LAUNCH))
-		return 0;
-	struct event *e = reserve(api_of(ctx), KIND_LAUNCH);
-	if (!e)
-		return 0;
 	struct cu_launch_config c = {};
 	bpf_probe_read_user(&c, sizeof(c), (void *)PT_REGS_PARM1(ctx));
-	e->a[0] = PT_REGS_PARM2(ctx);
-	e->a[1] = c.grid[0] | ((__u64)c.grid[1] << 32);
-	e->a[2] = c.grid[2] | ((__u64)c.block[2] << 32);
-	e->a[3] = c.block[0] | ((__u64)c.block[1] << 32);
-	e->a[4] = c.smem;
-	e->a[5] = c.stream;
-	bpf_ringbuf_submit(e, submit_flags());
-	return 0;
+	struct event l = {};
+	l.a[0] = PT_REGS_PARM2(ctx);
+	l.a[1] = c.grid[0] | ((__u64)c.grid[1] << 32);
+	l.a[2] = c.grid[2] | ((__u64)c.block[2] << 32);
+	l.a[3] = c.block[0] | ((__u64)c.block[1] << 32);
+	l.a[4] = c.smem;
+	l.a[5] = c.stream;
+	return submit_driver_launch(ctx, &l);
 }
 
 // cudaGraphLaunch(exec, stream), cuGraphLaunch(exec, stream)
@@ -778,6 +815,18 @@ int get_kernel_return(struct pt_regs *ctx)
 	e->a[1] = in.arg1;
 	// Needed before the launches that use it.
 	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+// A thread's state goes with it: thread ids are reused.
+SEC("raw_tracepoint/sched_process_exit")
+int thread_exit(void *ctx)
+{
+	__u32 tid = current_tid();
+	bpf_map_delete_elem(&thread_device, &tid);
+	bpf_map_delete_elem(&runtime_call, &tid);
+	bpf_map_delete_elem(&pending_runtime, &tid);
+	bpf_map_delete_elem(&pending_driver, &tid);
 	return 0;
 }
 

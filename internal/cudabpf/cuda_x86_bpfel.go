@@ -148,6 +148,7 @@ type cudaPending struct {
 type cudaRuntimeCall struct {
 	_    structs.HostLayout
 	Ts   uint64
+	Sig  uint64
 	Kind uint32
 	Open uint32
 }
@@ -186,6 +187,8 @@ const (
 	cudaProgStreamWaitEvent         = "stream_wait_event"
 	cudaProgSyncEnter               = "sync_enter"
 	cudaProgSyncReturn              = "sync_return"
+	cudaProgThreadExit              = "thread_exit"
+	cudaVarLaunchWindowNs           = "launch_window_ns"
 	cudaVarNestWindowNs             = "nest_window_ns"
 	cudaVarUnusedApi                = "unused_api"
 	cudaVarUnusedCounter            = "unused_counter"
@@ -259,6 +262,7 @@ type cudaProgramSpecs struct {
 	StreamWaitEvent         *ebpf.ProgramSpec `ebpf:"stream_wait_event"`
 	SyncEnter               *ebpf.ProgramSpec `ebpf:"sync_enter"`
 	SyncReturn              *ebpf.ProgramSpec `ebpf:"sync_return"`
+	ThreadExit              *ebpf.ProgramSpec `ebpf:"thread_exit"`
 }
 
 // cudaMapSpecs contains maps before they are loaded into the kernel.
@@ -278,6 +282,7 @@ type cudaMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type cudaVariableSpecs struct {
+	LaunchWindowNs  *ebpf.VariableSpec `ebpf:"launch_window_ns"`
 	NestWindowNs    *ebpf.VariableSpec `ebpf:"nest_window_ns"`
 	UnusedApi       *ebpf.VariableSpec `ebpf:"unused_api"`
 	UnusedCounter   *ebpf.VariableSpec `ebpf:"unused_counter"`
@@ -331,6 +336,7 @@ func (m *cudaMaps) Close() error {
 //
 // It can be passed to loadCudaObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cudaVariables struct {
+	LaunchWindowNs  *ebpf.Variable `ebpf:"launch_window_ns"`
 	NestWindowNs    *ebpf.Variable `ebpf:"nest_window_ns"`
 	UnusedApi       *ebpf.Variable `ebpf:"unused_api"`
 	UnusedCounter   *ebpf.Variable `ebpf:"unused_counter"`
@@ -366,6 +372,7 @@ type cudaPrograms struct {
 	StreamWaitEvent         *ebpf.Program `ebpf:"stream_wait_event"`
 	SyncEnter               *ebpf.Program `ebpf:"sync_enter"`
 	SyncReturn              *ebpf.Program `ebpf:"sync_return"`
+	ThreadExit              *ebpf.Program `ebpf:"thread_exit"`
 }
 
 func (p *cudaPrograms) Close() error {
@@ -393,6 +400,7 @@ func (p *cudaPrograms) Close() error {
 		p.StreamWaitEvent,
 		p.SyncEnter,
 		p.SyncReturn,
+		p.ThreadExit,
 	)
 }
 

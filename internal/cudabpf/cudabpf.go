@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf"
 )
@@ -137,6 +138,11 @@ type LoadOptions struct {
 	// WakeupBytes wakes the reader once this much is unread; below it
 	// records are submitted without a wakeup.
 	WakeupBytes uint64
+	// UprobeMulti loads the probe programs for uprobe_multi links (Linux
+	// 6.6+): one link per program and file, which attaches and detaches
+	// far faster than one perf event per symbol. The bench_ programs stay
+	// plain uprobes.
+	UprobeMulti bool
 }
 
 // Objects are the loaded programs and maps.
@@ -156,6 +162,13 @@ func Load(o LoadOptions) (*Objects, error) {
 	if o.WakeupBytes != 0 {
 		if err := spec.Variables["wakeup_bytes"].Set(o.WakeupBytes); err != nil {
 			return nil, fmt.Errorf("cudabpf: set wakeup_bytes: %w", err)
+		}
+	}
+	if o.UprobeMulti {
+		for name, p := range spec.Programs {
+			if p.Type == ebpf.Kprobe && !strings.HasPrefix(name, "bench_") {
+				p.AttachType = ebpf.AttachTraceUprobeMulti
+			}
 		}
 	}
 	var objs Objects

@@ -22,6 +22,7 @@ package uprobe
 import (
 	"errors"
 	"fmt"
+	gomaps "maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,6 +61,9 @@ type Target struct {
 	Hint func(base string) bool
 	// Probes are attached to every target file.
 	Probes []Probe
+	// Multi says the programs were loaded for uprobe_multi links
+	// (ebpf.AttachTraceUprobeMulti): one link per program and file.
+	Multi bool
 }
 
 // Config configures a Tracer.
@@ -94,6 +98,17 @@ type Rejection struct {
 
 type fileID struct{ dev, inode uint64 }
 
+// seenFile is what the Tracer remembers of a classified file.
+type seenFile struct {
+	attached bool
+	// path is where the file was mapped when classified. The inode
+	// number of a deleted file is reused at once, so a new file can come
+	// with the identity of one classified before: a file attached to
+	// cannot (its probes hold the inode), one that was not is classified
+	// again when seen at another path.
+	path string
+}
+
 // Tracer finds and probes target files. Create it with New.
 type Tracer struct {
 	cfg     Config
@@ -109,7 +124,7 @@ type Tracer struct {
 	// mu serialises scans (the worker's, and New's and Rescan's) and
 	// guards everything below.
 	mu          sync.Mutex
-	seen        map[fileID]bool // classified files: true if attached
+	seen        map[fileID]seenFile // classified files
 	links       []link.Link
 	attachments []Attachment
 	rejections  []Rejection
@@ -149,7 +164,7 @@ func New(cfg Config) (*Tracer, error) {
 		cfg:   cfg,
 		scans: make(chan int, 4096),
 		stop:  make(chan struct{}),
-		seen:  map[fileID]bool{},
+		seen:  map[fileID]seenFile{},
 	}
 	if err := loadWatchObjects(&t.watch, nil); err != nil {
 		return nil, unavailableIfDenied("uprobe: load the exec/dlopen watcher", err)
@@ -298,33 +313,43 @@ func (t *Tracer) scanPID(pid int) {
 			continue
 		}
 		id := fileID{m.Dev, m.Inode}
-		if _, done := t.seen[id]; done {
+		if s, done := t.seen[id]; done && (s.attached || s.path == m.Path) {
 			continue
 		}
 		if len(t.seen) >= maxSeen {
-			t.seen = map[fileID]bool{}
+			// Forget the files not attached to; the attached ones must
+			// stay known, or they would be probed twice.
+			gomaps.DeleteFunc(t.seen, func(_ fileID, s seenFile) bool { return !s.attached })
 		}
-		t.seen[id] = t.classify(pid, m, m.Path == exe)
+		if attached, ok := t.classify(pid, m, m.Path == exe); ok {
+			t.seen[id] = seenFile{attached: attached, path: m.Path}
+		}
 	}
 }
 
 // classify decides whether the file m maps is a target, and attaches to it
-// if so. It reports whether it attached.
-func (t *Tracer) classify(pid int, m procmaps.Mapping, isExe bool) bool {
-	path := procmaps.MapFilesPath(t.cfg.ProcRoot, pid, m)
-	if _, err := os.Stat(path); err != nil {
-		path = procmaps.RootPath(t.cfg.ProcRoot, pid, m.Path)
+// if so. It reports whether it attached, and whether it could tell (not
+// when the process exited before its file could be opened).
+func (t *Tracer) classify(pid int, m procmaps.Mapping, isExe bool) (attached, ok bool) {
+	f, err := os.Open(procmaps.MapFilesPath(t.cfg.ProcRoot, pid, m))
+	if err != nil {
+		if f, err = os.Open(procmaps.RootPath(t.cfg.ProcRoot, pid, m.Path)); err != nil {
+			return false, false
+		}
 	}
+	defer f.Close()
+	// The process may exit while its file is classified and probed, and
+	// its /proc/<pid> paths with it: work through a descriptor of our own.
+	path := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
 	wanted := map[string]bool{}
 	for _, tg := range t.cfg.Targets {
 		wanted[tg.Anchor] = true
 	}
 	offsets, err := resolve(path, wanted, isExe)
 	if err != nil {
-		return false
+		return false, true
 	}
 	base := filepath.Base(m.Path)
-	attached := false
 	for _, tg := range t.cfg.Targets {
 		if _, ok := offsets[tg.Anchor]; !ok {
 			if tg.Hint != nil && tg.Hint(base) {
@@ -337,7 +362,7 @@ func (t *Tracer) classify(pid int, m procmaps.Mapping, isExe bool) bool {
 			attached = true
 		}
 	}
-	return attached
+	return attached, true
 }
 
 func (t *Tracer) reject(r Rejection) {
@@ -362,6 +387,21 @@ func (t *Tracer) attach(tg Target, pid int, m procmaps.Mapping, path string, isE
 		return false
 	}
 	a := Attachment{Target: tg.Name, Path: m.Path, PID: pid, Dev: m.Dev, Inode: m.Inode, AttachedAt: time.Now()}
+	if tg.Multi {
+		t.attachMulti(ex, tg, offsets, &a)
+	} else {
+		t.attachEach(ex, tg, offsets, &a)
+	}
+	if len(a.Symbols) == 0 {
+		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: "no probe attached: " + strings.Join(a.AttachErrors, "; ")})
+		return false
+	}
+	t.attachments = append(t.attachments, a)
+	return true
+}
+
+// attachEach attaches one perf-event uprobe per symbol and program.
+func (t *Tracer) attachEach(ex *link.Executable, tg Target, offsets map[string]uint64, a *Attachment) {
 	for _, p := range tg.Probes {
 		off, ok := offsets[p.Symbol]
 		if !ok {
@@ -384,12 +424,59 @@ func (t *Tracer) attach(tg Target, pid int, m procmaps.Mapping, path string, isE
 		}
 		a.Symbols = append(a.Symbols, p.Symbol)
 	}
-	if len(a.Symbols) == 0 {
-		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: "no probe attached: " + strings.Join(a.AttachErrors, "; ")})
-		return false
+}
+
+// multiGroup is the symbols one program is attached to in one file.
+type multiGroup struct {
+	symbols        []string
+	addrs, cookies []uint64
+}
+
+// attachMulti attaches one uprobe_multi link per program (entry and
+// return apart), with each symbol's cookie.
+func (t *Tracer) attachMulti(ex *link.Executable, tg Target, offsets map[string]uint64, a *Attachment) {
+	entry, ret := map[*ebpf.Program]*multiGroup{}, map[*ebpf.Program]*multiGroup{}
+	add := func(m map[*ebpf.Program]*multiGroup, prog *ebpf.Program, p Probe, off uint64) {
+		g := m[prog]
+		if g == nil {
+			g = &multiGroup{}
+			m[prog] = g
+		}
+		g.symbols, g.addrs, g.cookies = append(g.symbols, p.Symbol), append(g.addrs, off), append(g.cookies, p.Cookie)
 	}
-	t.attachments = append(t.attachments, a)
-	return true
+	for _, p := range tg.Probes {
+		off, ok := offsets[p.Symbol]
+		if !ok {
+			continue
+		}
+		add(entry, p.Entry, p, off)
+		if p.Return != nil {
+			add(ret, p.Return, p, off)
+		}
+	}
+	failed := map[string]bool{}
+	for _, side := range []struct {
+		groups map[*ebpf.Program]*multiGroup
+		attach func([]string, *ebpf.Program, *link.UprobeMultiOptions) (link.Link, error)
+		what   string
+	}{{entry, ex.UprobeMulti, "uprobe"}, {ret, ex.UretprobeMulti, "uretprobe"}} {
+		for prog, g := range side.groups {
+			l, err := side.attach(nil, prog, &link.UprobeMultiOptions{Addresses: g.addrs, Cookies: g.cookies})
+			if err != nil {
+				a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("%s_multi %s: %v", side.what, strings.Join(g.symbols, ","), err))
+				for _, s := range g.symbols {
+					failed[s] = true
+				}
+				continue
+			}
+			t.links = append(t.links, l)
+		}
+	}
+	for _, p := range tg.Probes {
+		if _, ok := offsets[p.Symbol]; ok && !failed[p.Symbol] {
+			a.Symbols = append(a.Symbols, p.Symbol)
+		}
+	}
 }
 
 // Attachments lists the files probed so far, the loader's included.

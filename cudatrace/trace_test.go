@@ -1,0 +1,522 @@
+package cudatrace
+
+// Kernel-tier tests: a real Source (BPF, uprobes) tracing the cudaprog
+// programs, which call the real Debian libcudart 11.8 and libcuda 535 with
+// the arguments of the cudaprog scenario tables. Every expected value
+// comes from those tables.
+//
+// The uprobes attached to a file fire in every process that maps it, and
+// other packages' tests run CUDA programs at the same time: every check
+// filters by the test program's pid.
+
+import (
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/testutil"
+	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
+	"github.com/xpuscope/xpuscope/internal/uprobe"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+// TestTrace runs the scenario programs under one Source, started first
+// and shared by the subtests (every check filters by the program's pid).
+// The fallback rescan is an hour away, so that only the exec and loader
+// hooks (or an explicit Rescan) find new libraries.
+func TestTrace(t *testing.T) {
+	requireRoot(t)
+	tr := startTracing(t, WithRescanInterval(time.Hour))
+	for _, tc := range []struct {
+		name string
+		f    func(*testing.T, *traced)
+	}{
+		{"RuntimeLaunch", testRuntimeLaunch},
+		{"RuntimeThreads", testRuntimeThreads},
+		{"RuntimeRegister", testRuntimeRegister},
+		{"DriverLaunch", testDriverLaunch},
+		{"Static", testStatic},
+		{"LateStarter", testLateStarter},
+		{"MountNamespace", testMountNamespace},
+		{"StrippedLibrary", testStrippedLibrary},
+		{"ForwardCountedOnce", testForwardCountedOnce},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.f(t, tr) })
+	}
+}
+
+// TestTracePerfEventUprobes runs a scenario with one perf-event uprobe per
+// symbol, the attach path of kernels without uprobe_multi (before 6.6).
+func TestTracePerfEventUprobes(t *testing.T) {
+	requireRoot(t)
+	tr := startTracing(t, WithRescanInterval(time.Hour), withoutUprobeMulti())
+	testStatic(t, tr)
+}
+
+// runScenario runs s under tr: the program starts, tr is made to probe
+// lib (as target), the program makes its calls, and its events arrive and
+// are checked against the table. The program lingers at exit until its
+// events are handled. It returns the process and its output.
+func runScenario(t *testing.T, tr *traced, s cudaprog.Scenario, target, lib string) (*cudaprog.Proc, []string) {
+	t.Helper()
+	exe := cudaprog.Build(t, s.Program)
+	p := startLingering(t, exe, s.Name)
+	a := tr.waitAttached(t, target, lib)
+	t.Logf("attached to %s (%s) as first seen by pid %d", a.Path, a.Target, a.PID)
+	tr.rec.Watch(p.Pid)
+	p.Go()
+	waitPrinted(t, p, "DONE")
+	n := 0
+	for _, seq := range s.Threads {
+		n += len(traceable(seq))
+	}
+	evs := tr.waitEvents(t, p.Pid, n)
+	lines := p.Wait()
+	require.Equal(t, s.Rets(), cudaprog.Rets(lines), "return codes")
+	tids := cudaprog.Threads(lines)
+	if len(s.Threads) == 1 {
+		tids = map[int]int{0: p.Pid}
+	}
+	checkThreads(t, evs, p.Pid, s.Threads, tids, cudaprog.Stubs(lines))
+	return p, lines
+}
+
+// testRuntimeLaunch: every traced runtime API, through the real
+// libcudart: each record's arguments, then every series.
+func testRuntimeLaunch(t *testing.T, tr *traced) {
+	s := cudaprog.RuntimeLaunch
+	p, _ := runScenario(t, tr, s, TargetRuntime, cudaprog.RealCudart(t))
+	x := expect(t, s.Threads, demangled)
+	require.NotEmpty(t, x.launches)
+	require.NotEmpty(t, x.errors)
+	pts := tr.checkMetrics(t, p.Pid, filepath.Base(cudaprog.Build(t, s.Program)), x)
+	// cudaSetDevice came first: every series is on its device.
+	dev := strconv.Itoa(s.Filter("cudaSetDevice")[0].Value)
+	for _, pt := range pts.Find(semconv.CUDAKernelLaunches.Name) {
+		require.Equal(t, dev, pt.Get(semconv.CUDADevice))
+	}
+}
+
+// testRuntimeThreads: each thread's records carry the device its own
+// cudaSetDevice chose, and its own launches.
+func testRuntimeThreads(t *testing.T, tr *traced) {
+	s := cudaprog.RuntimeThreads
+	p, lines := runScenario(t, tr, s, TargetRuntime, cudaprog.RealCudart(t))
+	tids := cudaprog.Threads(lines)
+	require.Len(t, tids, cudaprog.ThreadCount)
+	launches := map[uint32]int{}
+	devs := map[uint32]map[int32]bool{}
+	for _, e := range tr.rec.Events(p.Pid) {
+		if e.Kind == cudabpf.KindLaunch {
+			launches[e.TID]++
+		}
+		if devs[e.TID] == nil {
+			devs[e.TID] = map[int32]bool{}
+		}
+		devs[e.TID][e.Device] = true
+	}
+	for i, seq := range s.Threads {
+		want := 0
+		for _, c := range seq {
+			if kindOf(c.API) == cudabpf.KindLaunch {
+				want++
+			}
+		}
+		tid := uint32(tids[i])
+		require.Equal(t, want, launches[tid], "launches of thread %d", i)
+		require.Equal(t, map[int32]bool{devices(seq)[len(seq)-1]: true}, devs[tid], "devices of thread %d", i)
+	}
+	x := expect(t, s.Threads, demangled)
+	pts := tr.checkMetrics(t, p.Pid, filepath.Base(cudaprog.Build(t, s.Program)), x)
+	require.Len(t, pts.Find(semconv.CUDAKernelLaunches.Name), cudaprog.ThreadCount, "one series per device")
+}
+
+// testRuntimeRegister: the names __cudaRegisterFunction records arrive
+// before the launches, and name them.
+func testRuntimeRegister(t *testing.T, tr *traced) {
+	s := cudaprog.RuntimeRegister
+	p, lines := runScenario(t, tr, s, TargetRuntime, cudaprog.RealCudart(t))
+	stubs := cudaprog.Stubs(lines)
+	regs := s.Filter("__cudaRegisterFunction")
+	require.NotEmpty(t, regs)
+
+	// The process's registered names (which win over the stubs' ELF
+	// symbols) are the table's.
+	want := map[uint64]string{}
+	for _, c := range regs {
+		want[stubs[c.Func]] = c.Func
+	}
+	tr.mu.Lock()
+	got := maps.Clone(tr.agg.procs[uint32(p.Pid)].registered)
+	tr.mu.Unlock()
+	require.Equal(t, want, got)
+
+	x := expect(t, s.Threads, demangled)
+	tr.checkMetrics(t, p.Pid, filepath.Base(cudaprog.Build(t, s.Program)), x)
+	require.Len(t, x.launches, len(regs))
+}
+
+// testDriverLaunch: the driver API through the real libcuda. Driver
+// handles have no names (no cuModuleGetFunction named them); copy
+// directions come from the functions' names.
+func testDriverLaunch(t *testing.T, tr *traced) {
+	s := cudaprog.DriverLaunch
+	unresolved := func() float64 { return tr.collect(t).One(t, semconv.XpuscopeCUDAKernelNamesUnresolved.Name).Value }
+	before := unresolved()
+	p, _ := runScenario(t, tr, s, TargetDriver, cudaprog.RealLibcuda(t))
+	x := expect(t, s.Threads, func(cudaprog.Call) string { return semconv.Unknown })
+	require.NotEmpty(t, x.launches)
+	require.NotEmpty(t, x.graphs)
+	require.NotEmpty(t, x.memcpy)
+	tr.checkMetrics(t, p.Pid, filepath.Base(cudaprog.Build(t, s.Program)), x)
+	// The unresolved-name counter is the Source's: other processes may
+	// add to it too.
+	var launches float64
+	for _, v := range x.launches {
+		launches += v
+	}
+	require.GreaterOrEqual(t, unresolved()-before, launches)
+}
+
+// testStatic: the static program defines its own cudaLaunchKernel,
+// standing in for an application linking libcudart_static.a; the Source
+// attaches to the executable itself (the symbol is in .symtab only) and
+// names the launches by the stubs' symbols.
+func testStatic(t *testing.T, tr *traced) {
+	s := cudaprog.StaticLaunch
+	exe := cudaprog.Build(t, s.Program)
+	p, _ := runScenario(t, tr, s, TargetRuntime, exe)
+	a, ok := tr.attachment(TargetRuntime, exe)
+	require.True(t, ok)
+	require.Equal(t, exe, a.Path)
+	require.Equal(t, []string{"cudaLaunchKernel"}, a.Symbols)
+	tr.checkMetrics(t, p.Pid, filepath.Base(exe), expect(t, s.Threads, demangled))
+}
+
+// pipWheelPath is where a pip wheel puts the CUDA runtime.
+const pipWheelPath = "site-packages/nvidia/cuda_runtime/lib/libcudart.so.12"
+
+// attachBudget is how soon after a dlopen the new library must be probed.
+const attachBudget = 100 * time.Millisecond
+
+// execRescansOver is how long after an exec the exec hook's delayed
+// rescans (uprobe.Tracer: up to 500ms) are done: past it, only the loader
+// hook (or the periodic rescan, an hour away) can find a library the
+// process loads.
+const execRescansOver = 800 * time.Millisecond
+
+// lateStart runs the dlopen program with lib under tr, which is up
+// first: the library is loaded, attachBudget later the program calls its
+// cudaLaunchKernel, and that launch must be seen.
+func lateStart(t *testing.T, tr *traced, p *cudaprog.Proc, lib string) {
+	t.Helper()
+	tr.rec.Watch(p.Pid)
+	time.Sleep(execRescansOver)
+	_, ok := tr.attachment(TargetRuntime, lib)
+	require.False(t, ok, "attached to %s before it was loaded", lib)
+
+	p.Go()
+	loaded := p.WaitLine("LOADED ")
+	require.Equal(t, "LOADED "+lib, loaded)
+	// Exactly the budget; meanwhile, note when the attachment shows.
+	t0 := time.Now()
+	var latency time.Duration
+	for time.Since(t0) < attachBudget {
+		if _, ok := tr.attachment(TargetRuntime, lib); ok && latency == 0 {
+			latency = time.Since(t0)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p.Go()
+	t.Logf("%s probed %v after LOADED was read", lib, latency)
+	p.WaitLine("CALLED")
+	evs := tr.waitEvents(t, p.Pid, 1)
+	p.Go()
+	lines := p.Wait()
+	require.Equal(t, map[string]map[int]int{"cudaLaunchKernel": {cudaprog.DlopenLaunch.Ret: 1}}, cudaprog.Rets(lines))
+	checkThreads(t, evs, p.Pid, [][]cudaprog.Call{{cudaprog.DlopenLaunch}}, map[int]int{0: p.Pid}, cudaprog.Stubs(lines))
+
+	a, ok := tr.attachment(TargetRuntime, lib)
+	require.True(t, ok, "not attached to %s: %+v", lib, tr.Status())
+	require.Equal(t, lib, a.Path, "the path as the process sees it")
+	require.Equal(t, p.Pid, a.PID)
+	require.Contains(t, a.Symbols, "cudaLaunchKernel")
+	tr.checkMetrics(t, p.Pid, "dlopen", expect(t, [][]cudaprog.Call{{cudaprog.DlopenLaunch}}, demangled))
+}
+
+// testLateStarter: a CUDA runtime dlopened from a pip-wheel-like path
+// after the Source started is probed within attachBudget of the load, by
+// the loader hook.
+func testLateStarter(t *testing.T, tr *traced) {
+	lib := cudaprog.CopyLib(t, cudaprog.RealCudart(t), pipWheelPath)
+	p := startLingering(t, cudaprog.Build(t, "dlopen"), lib, "pause")
+	lateStart(t, tr, p, lib)
+}
+
+// testMountNamespace: like testLateStarter, with the library at a path
+// that exists only in the program's own mount namespace (a tmpfs mounted
+// there), so that it can only be opened through /proc/<pid>.
+func testMountNamespace(t *testing.T, tr *traced) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		testutil.SkipOrFail(t, "unshare (util-linux) is needed: %v", err)
+	}
+	real := cudaprog.RealCudart(t)
+	exe := cudaprog.Build(t, "dlopen")
+	linger := buildLinger(t)
+	mnt := t.TempDir() // empty on the host; a tmpfs in the program's namespace
+	lib := filepath.Join(mnt, pipWheelPath)
+	// LD_PRELOAD for the program only: the linger library would hold up
+	// mount and cp too.
+	script := `mount -t tmpfs none "$1" && mkdir -p "$(dirname "$2")" && cp "$3" "$2" && export LD_PRELOAD="$5" && exec "$4" "$2" pause`
+	cmd := exec.Command(unshare, "-m", "sh", "-c", script, "sh", mnt, lib, real, exe, linger)
+	p := cudaprog.StartCmd(t, cmd)
+	_, err = os.Stat(lib)
+	require.ErrorIs(t, err, fs.ErrNotExist, "the library must not be visible on the host")
+	lateStart(t, tr, p, lib)
+}
+
+// testStrippedLibrary: a libcudart.so.12 defining no cudaLaunchKernel is
+// reported as rejected, naming the symbol, and nothing breaks.
+func testStrippedLibrary(t *testing.T, tr *traced) {
+	lib := buildSharedLib(t, "libcudart.so.12", "int cudartStandIn(void) { return 0; }\n")
+	p := cudaprog.Start(t, cudaprog.Build(t, "dlopen"), lib, "pause")
+	p.Go()
+	p.WaitLine("LOADED ")
+	var rej []uprobe.Rejection
+	rejected := func() bool {
+		rej = nil
+		for _, r := range tr.Status().Rejections {
+			if r.Path == lib {
+				rej = append(rej, r)
+			}
+		}
+		return len(rej) > 0
+	}
+	require.True(t, poll(2*time.Second, rejected), "no rejection of %s: %+v", lib, tr.Status())
+	require.Len(t, rej, 1)
+	require.Equal(t, TargetRuntime, rej[0].Target)
+	require.Equal(t, p.Pid, rej[0].PID)
+	require.Contains(t, rej[0].Reason, "cudaLaunchKernel")
+	_, ok := tr.attachment(TargetRuntime, lib)
+	require.False(t, ok)
+	p.Kill()
+	// The Source goes on.
+	require.NotEmpty(t, tr.collect(t).Find(semconv.XpuscopeCUDAAttachedFiles.Name))
+}
+
+// testForwardCountedOnce: a runtime launch that goes on to the driver's
+// cuLaunchKernel (the forward library, as the real runtime does on a GPU
+// machine) is counted once, as the runtime call; the BPF side counts the
+// nested driver call.
+func testForwardCountedOnce(t *testing.T, tr *traced) {
+	fwd := cudaprog.Build(t, "forward")
+	libcuda := cudaprog.RealLibcuda(t)
+	p := startLingering(t, cudaprog.Build(t, "dlopen"), fwd, "pause")
+	tr.rec.Watch(p.Pid)
+	p.Go()
+	p.WaitLine("LOADED ")
+	tr.waitAttached(t, TargetRuntime, fwd)
+	tr.waitAttached(t, TargetDriver, libcuda)
+	before, err := tr.objs.Counters()
+	require.NoError(t, err)
+
+	p.Go()
+	p.WaitLine("CALLED")
+	time.Sleep(3 * tr.cfg.pollInterval)
+	evs := tr.rec.Events(p.Pid)
+	if len(evs) == 2 && evs[1].API.Driver() {
+		t.Errorf("the forwarded launch was counted twice: the driver call came %v after the runtime call's entry "+
+			"(the forward library initialises the driver first), past the BPF nest window",
+			time.Duration(evs[1].TS-evs[0].TS))
+	}
+	evs = tr.waitEvents(t, p.Pid, 1)
+	after, err := tr.objs.Counters()
+	require.NoError(t, err)
+	p.Go()
+	lines := p.Wait()
+	require.Equal(t, map[string]map[int]int{"cudaLaunchKernel": {cudaprog.ForwardLaunch.Ret: 1}}, cudaprog.Rets(lines))
+	checkThreads(t, evs, p.Pid, [][]cudaprog.Call{{cudaprog.DlopenLaunch}}, map[int]int{0: p.Pid}, cudaprog.Stubs(lines))
+	require.Greater(t, after[cudabpf.CounterNested], before[cudabpf.CounterNested], "nested driver launches")
+	tr.checkMetrics(t, p.Pid, "dlopen", expect(t, [][]cudaprog.Call{{cudaprog.DlopenLaunch}}, demangled))
+}
+
+// noPrivEnv runs TestNoPrivilegeChild for real.
+const noPrivEnv = "XPUSCOPE_CUDATRACE_NOPRIV_CHILD"
+
+// TestNoPrivilege: without privilege New says what is missing, as an
+// ErrUnavailable. The test binary runs itself as nobody (uid/gid 65534,
+// no capabilities).
+func TestNoPrivilege(t *testing.T) {
+	requireRoot(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	dir, err := os.MkdirTemp("", "cudatrace-nopriv-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755)) // nobody must reach the binary
+	bin := filepath.Join(dir, "cudatrace.test")
+	copyFile(t, self, bin, 0o755)
+
+	cmd := exec.Command(bin, "-test.run=^TestNoPrivilegeChild$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), noPrivEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "--- PASS: TestNoPrivilegeChild", "%s", out)
+	require.Contains(t, string(out), "CAP_BPF", "%s", out)
+	t.Logf("as nobody: %s", out)
+}
+
+// TestNoPrivilegeChild is TestNoPrivilege's child.
+func TestNoPrivilegeChild(t *testing.T) {
+	if os.Getenv(noPrivEnv) == "" {
+		t.Skip("run by TestNoPrivilege")
+	}
+	require.Equal(t, 65534, os.Geteuid())
+	status, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	require.Contains(t, string(status), "\nCapEff:\t0000000000000000\n", "no capabilities")
+	s, err := New(WithMeterProvider(sdkmetric.NewMeterProvider()))
+	if err == nil {
+		s.Close()
+		t.Fatal("New succeeded without privilege")
+	}
+	require.ErrorIs(t, err, xpuscope.ErrUnavailable)
+	require.Contains(t, err.Error(), "CAP_BPF")
+	t.Logf("New: %v", err)
+}
+
+// fakeProcRoot returns a procfs root holding pid alone (a link to
+// /proc/<pid>): a Source given it sees that process only.
+func fakeProcRoot(t testing.TB, pid int) string {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, os.Symlink(fmt.Sprintf("/proc/%d", pid), filepath.Join(root, strconv.Itoa(pid))))
+	return root
+}
+
+func copyFile(t testing.TB, src, dst string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(dst, b, mode))
+}
+
+// TestTraceFlood: with a one-page ring buffer and a reader that BPF never
+// wakes and that drains every two seconds, most of a 20000-launch burst
+// is dropped; every launch is either received or counted dropped, and
+// the kernel-side call count is exact regardless.
+//
+// The drop counter counts every process's records, so the Source must
+// see no other process: its procfs root holds only the program's pid, so
+// it probes only what that process maps, and the launches are made by the
+// static program (its own cudaLaunchKernel, in a file that no other
+// process runs) rather than a shared libcudart. The event hook checks
+// that no other pid was seen.
+func TestTraceFlood(t *testing.T) {
+	requireRoot(t)
+	const n = 20000
+	exe := cudaprog.Build(t, "static")
+	p := cudaprog.Start(t, exe, "loop", strconv.Itoa(n))
+	tr := startTracing(t, WithProcRoot(fakeProcRoot(t, p.Pid)), WithRingBufferSize(4096), withWakeupBytes(1<<30),
+		WithPollInterval(2*time.Second))
+	tr.waitAttached(t, TargetRuntime, exe)
+	tr.rec.Watch(p.Pid)
+	p.Go()
+	lines := p.Wait()
+	require.Equal(t, map[string]map[int]int{cudaprog.StaticLoop.API: {cudaprog.StaticLoop.Ret: n}}, cudaprog.Rets(lines))
+
+	received := func() int {
+		k := 0
+		for _, e := range tr.rec.Events(p.Pid) {
+			if e.Kind == cudabpf.KindLaunch {
+				k++
+			}
+		}
+		return k
+	}
+	var pts testutil.Points
+	dropped := func() float64 { return pts.One(t, semconv.XpuscopeCUDAEventsDropped.Name).Value }
+	api := semconv.CUDAAPIName.String(cudaprog.StaticLoop.API)
+	calls := func() float64 {
+		c := ofPid(pts, p.Pid).Find(semconv.CUDAAPICalls.Name, api)
+		if len(c) != 1 {
+			return -1
+		}
+		return c[0].Value
+	}
+	ok := poll(10*time.Second, func() bool {
+		pts = tr.collect(t)
+		return calls() == n && float64(received())+dropped() == n
+	})
+	require.True(t, ok, "received %d + dropped %v != %d, or calls %v", received(), dropped(), n, calls())
+	require.Greater(t, dropped(), 0.0)
+	require.Positive(t, received())
+	launches := ofPid(pts, p.Pid).One(t, semconv.CUDAKernelLaunches.Name)
+	require.Equal(t, float64(received()), launches.Value)
+	require.Equal(t, map[uint32]int{uint32(p.Pid): received()}, tr.rec.Counts(), "events of other processes")
+	t.Logf("%d launches: %d received, %v dropped", n, received(), dropped())
+}
+
+// countFDs counts this process's open file descriptors.
+func countFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(ents)
+}
+
+// TestTraceCloseLeavesNothing: after Close, the goroutines and file
+// descriptors (maps, programs, links, ring buffers) are gone; a second
+// Close returns nil. The Source sees only the static program (a procfs
+// root holding its pid alone), which keeps Close quick.
+func TestTraceCloseLeavesNothing(t *testing.T) {
+	requireRoot(t)
+	s := cudaprog.StaticLaunch
+	exe := cudaprog.Build(t, s.Program)
+	round := func() *Source {
+		p := cudaprog.Start(t, exe, s.Name)
+		tr := startTracing(t, WithProcRoot(fakeProcRoot(t, p.Pid)))
+		tr.waitAttached(t, TargetRuntime, exe)
+		tr.rec.Watch(p.Pid)
+		p.Go()
+		p.Wait()
+		tr.waitEvents(t, p.Pid, len(traceable(s.Calls())))
+		tr.collect(t)
+		return tr.Source
+	}
+	// A first round creates what lives as long as the test binary (the
+	// runtime's poller, the SDK's state).
+	require.NoError(t, round().Close())
+
+	fds, goroutines := countFDs(t), runtime.NumGoroutine()
+	src := round()
+	require.Greater(t, countFDs(t), fds)
+	require.Greater(t, runtime.NumGoroutine(), goroutines)
+	require.NoError(t, src.Close())
+	require.NoError(t, src.Close())
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > goroutines || countFDs(t) > fds {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("after Close: %d goroutines (%d before), %d fds (%d before)\n%s",
+				runtime.NumGoroutine(), goroutines, countFDs(t), fds, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
