@@ -1,0 +1,5 @@
+//go:build !race
+
+package occupancy
+
+const raceEnabled = false
