@@ -134,10 +134,12 @@ type aggregator struct {
 	syncHist  map[apiKey]*histAttrs
 
 	unresolved, overflow, procOverflow int64
+
+	occ occupancyState
 }
 
 func newAggregator(cfg *config, n names, inst *instruments, sp *spanner, wall func(uint64) time.Time) *aggregator {
-	return &aggregator{
+	a := &aggregator{
 		cfg: cfg, names: n, inst: inst, spans: sp, wall: wall,
 		procs:     map[uint32]*proc{},
 		launches:  map[launchKey]*count{},
@@ -149,6 +151,8 @@ func newAggregator(cfg *config, n names, inst *instruments, sp *spanner, wall fu
 		hist:      map[devKey]*histAttrs{},
 		syncHist:  map[apiKey]*histAttrs{},
 	}
+	a.initOccupancy(cfg.capacity, cfg.capacityConfigured)
+	return a
 }
 
 // proc returns the state of pid, creating it; nil past the process cap.
@@ -249,6 +253,7 @@ func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
 	if p == nil {
 		return
 	}
+	a.model(e)
 	switch e.Kind {
 	case cudabpf.KindLaunch:
 		a.launch(ctx, p, e)
@@ -411,19 +416,21 @@ func (p *proc) oldest() (uint64, bool) {
 const exitGrace = time.Minute
 
 // forget drops the state of processes that exited more than exitGrace
-// before now.
-func (a *aggregator) forget(alive func(pid uint32) bool, now time.Time) {
+// before now (ktime nowK).
+func (a *aggregator) forget(alive func(pid uint32) bool, now time.Time, nowK uint64) {
 	for pid, p := range a.procs {
 		if alive(pid) {
 			continue
 		}
 		if p.gone.IsZero() {
 			p.gone = now
+			a.occ.model.ProcessExit(int64(nowK), pid)
 		}
 		if now.Sub(p.gone) < exitGrace {
 			continue
 		}
 		delete(a.procs, pid)
+		a.forgetOccupancy(pid)
 		for k := range a.launches {
 			if k.pid == pid {
 				delete(a.launches, k)

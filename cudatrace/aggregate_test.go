@@ -269,9 +269,9 @@ func TestProcessCapAndExit(t *testing.T) {
 
 	dead := func(uint32) bool { return false }
 	t0 := time.Now()
-	h.s.agg.forget(dead, t0)
+	h.s.agg.forget(dead, t0, 1)
 	assert.Len(t, h.collect(t).Find(semconv.CUDAKernelLaunches.Name), 1, "an exited process's series stay for the grace period")
-	h.s.agg.forget(dead, t0.Add(exitGrace))
+	h.s.agg.forget(dead, t0.Add(exitGrace), 2)
 	assert.Empty(t, h.collect(t).Find(semconv.CUDAKernelLaunches.Name))
 	assert.Empty(t, h.s.agg.procs)
 }

@@ -7,12 +7,17 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xpuscope/xpuscope/internal/meterx"
+	"github.com/xpuscope/xpuscope/occupancy"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
 type instruments struct {
 	gridSize, blockSize, sharedMemory metric.Int64Histogram
-	syncDuration                      metric.Float64Histogram
+	syncDuration, kernelDuration      metric.Float64Histogram
+	threadTime                        metric.Float64ObservableCounter
+	threadUtilization, smActive       metric.Float64ObservableGauge
+	capacity                          metric.Int64ObservableUpDownCounter
+	occupancyDropped                  metric.Int64ObservableCounter
 
 	launches, graphs, memcpy, allocated, freed, calls, errors metric.Int64ObservableCounter
 	dropped, unresolved, overflow, suppressed                 metric.Int64ObservableCounter
@@ -38,6 +43,17 @@ func (in *instruments) create(m metric.Meter) error {
 	var err error
 	in.syncDuration, err = meterx.Float64Histogram(m, semconv.CUDASyncDuration)
 	errs = append(errs, err)
+	in.kernelDuration, err = meterx.Float64Histogram(m, semconv.GPUKernelDuration)
+	errs = append(errs, err)
+	in.threadTime, err = meterx.Float64ObservableCounter(m, semconv.ProcessGPUThreadTime)
+	errs = append(errs, err)
+	in.threadUtilization, err = meterx.Float64ObservableGauge(m, semconv.ProcessGPUThreadUtilization)
+	errs = append(errs, err)
+	in.smActive, err = meterx.Float64ObservableGauge(m, semconv.ProcessGPUSMActiveRatio)
+	errs = append(errs, err)
+	in.capacity, err = meterx.Int64ObservableUpDownCounter(m, semconv.GPUCapacityThreads)
+	errs = append(errs, err)
+	in.occupancyDropped = counter(semconv.XpuscopeOccupancyDropped)
 	in.launches = counter(semconv.CUDAKernelLaunches)
 	in.graphs = counter(semconv.CUDAGraphLaunches)
 	in.memcpy = counter(semconv.CUDAMemcpyTransferred)
@@ -62,6 +78,7 @@ func (in *instruments) observables() []metric.Observable {
 	return []metric.Observable{
 		in.launches, in.graphs, in.memcpy, in.allocated, in.freed, in.calls, in.errors,
 		in.dropped, in.unresolved, in.overflow, in.suppressed, in.outstanding, in.attached, in.oldestAge,
+		in.threadTime, in.threadUtilization, in.smActive, in.capacity, in.occupancyDropped,
 	}
 }
 
@@ -104,6 +121,17 @@ func (s *Source) observe(_ context.Context, o metric.Observer) error {
 	o.ObserveInt64(in.unresolved, a.unresolved)
 	o.ObserveInt64(in.overflow, a.overflow)
 	o.ObserveInt64(in.suppressed, a.spans.suppressed)
+	for _, sr := range a.occ.series {
+		o.ObserveFloat64(in.threadTime, sr.threadSeconds, sr.attrs.Observe...)
+		o.ObserveInt64(in.capacity, sr.threads, sr.capacity.Observe...)
+		if sr.reported {
+			o.ObserveFloat64(in.threadUtilization, sr.threadRatio, sr.attrs.Observe...)
+			o.ObserveFloat64(in.smActive, sr.smActive, sr.attrs.Observe...)
+		}
+	}
+	for r, at := range a.occ.dropped {
+		o.ObserveInt64(in.occupancyDropped, int64(a.occ.model.Dropped(occupancy.DropReason(r))), at.Observe...)
+	}
 	for target, n := range s.attachedByTarget {
 		o.ObserveInt64(in.attached, n, s.targetAttrs[target].Observe...)
 	}

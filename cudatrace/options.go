@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/xpuscope/xpuscope/internal/cudabpf"
-
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/occupancy"
 )
 
 // Defaults.
@@ -31,6 +32,9 @@ type config struct {
 	pollInterval   time.Duration
 	ringBytes      uint32
 	rescan         time.Duration
+	// capacity of every device, for the occupancy model.
+	capacity           occupancy.Capacity
+	capacityConfigured bool
 
 	// Test seams (unexported options).
 	wakeupBytes uint64                 // 0: a quarter of the ring
@@ -49,6 +53,7 @@ func newConfig(opts []Option) (config, error) {
 		pollInterval:   DefaultPollInterval,
 		ringBytes:      DefaultRingBytes,
 		rescan:         DefaultRescan,
+		capacity:       occupancy.DefaultCapacity,
 	}
 	for _, o := range opts {
 		o.apply(&c)
@@ -72,6 +77,8 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("cudatrace: ring buffer size must be a power of two of at least 4096, got %d", c.ringBytes)
 	case c.rescan <= 0:
 		return c, fmt.Errorf("cudatrace: rescan interval must be positive, got %v", c.rescan)
+	case c.capacity.SMs < 1 || c.capacity.ThreadsPerSM < 1:
+		return c, fmt.Errorf("cudatrace: device capacity must be positive, got %d SMs × %d threads", c.capacity.SMs, c.capacity.ThreadsPerSM)
 	}
 	return c, nil
 }
@@ -134,6 +141,17 @@ func WithRingBufferSize(n uint32) Option {
 // CUDA libraries (exec and dlopen are reacted to at once).
 func WithRescanInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.rescan = d })
+}
+
+// WithDeviceCapacity sets the capacity of every device for the occupancy
+// model: SM count × maximum resident threads per SM. The default is
+// occupancy.DefaultCapacity (an H100 SXM5: 132 × 2048), reported with
+// gpu.capacity.source=default.
+func WithDeviceCapacity(sms, threadsPerSM int) Option {
+	return optionFunc(func(c *config) {
+		c.capacity = occupancy.Capacity{SMs: int32(sms), ThreadsPerSM: int32(threadsPerSM)}
+		c.capacityConfigured = true
+	})
 }
 
 // withWakeupBytes sets the unread bytes past which BPF wakes the reader.

@@ -275,7 +275,9 @@ func (s *Source) housekeep() {
 		_, err := os.Stat(filepath.Join(s.cfg.procRoot, strconv.Itoa(int(pid))))
 		return err == nil
 	}
-	s.agg.forget(alive, time.Now())
+	nowK := s.mono()
+	s.agg.report(nowK)
+	s.agg.forget(alive, time.Now(), nowK)
 	for k := range s.calls {
 		if s.agg.procs[k.Pid] == nil {
 			delete(s.calls, k)

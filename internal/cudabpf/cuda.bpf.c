@@ -38,6 +38,7 @@ enum kind {
 	KIND_GRAPH_LAUNCH = 10,  // a0 graph exec, a1 stream
 	KIND_FUNC_NAME = 11,     // name record: a0 host function or driver handle, a1 1 for a driver handle
 	KIND_KERNEL_HANDLE = 12, // a0 cudaKernel_t handle, a1 host function it stands for
+	KIND_EVENT_QUERY = 13,   // a0 event; ret (0: the event has completed)
 };
 
 // Which function a probe is attached to: the attach cookie.
@@ -74,6 +75,7 @@ enum api {
 	API_cudaEventRecord_ptsz,
 	API_cudaStreamWaitEvent_ptsz,
 	API_cudaGraphLaunch_ptsz,
+	API_cudaEventQuery,
 	API_cuLaunchKernel,
 	API_cuLaunchKernelEx,
 	API_cuMemAlloc_v2,
@@ -682,6 +684,35 @@ int event_record(struct pt_regs *ctx)
 		return 0;
 	e->a[0] = PT_REGS_PARM1(ctx);
 	e->a[1] = PT_REGS_PARM2(ctx);
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// cudaEventQuery(event): whether the event has completed is known on
+// return.
+SEC("uprobe")
+int event_query_enter(struct pt_regs *ctx)
+{
+	struct pending p = {
+		.ts = bpf_ktime_get_ns(),
+		.arg0 = PT_REGS_PARM1(ctx),
+		.api = api_of(ctx),
+	};
+	begin(KIND_EVENT_QUERY, &p);
+	return 0;
+}
+
+SEC("uretprobe")
+int event_query_return(struct pt_regs *ctx)
+{
+	struct pending in;
+	if (!take(api_of(ctx), &in))
+		return 0;
+	struct event *e = reserve(in.api, KIND_EVENT_QUERY);
+	if (!e)
+		return 0;
+	e->ret = (__s32)PT_REGS_RC(ctx);
+	e->a[0] = in.arg0;
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }

@@ -48,40 +48,41 @@ const (
 	cudaApiAPI_cudaEventRecordPtsz           cudaApi = 30
 	cudaApiAPI_cudaStreamWaitEventPtsz       cudaApi = 31
 	cudaApiAPI_cudaGraphLaunchPtsz           cudaApi = 32
-	cudaApiAPI_cuLaunchKernel                cudaApi = 33
-	cudaApiAPI_cuLaunchKernelEx              cudaApi = 34
-	cudaApiAPI_cuMemAllocV2                  cudaApi = 35
-	cudaApiAPI_cuMemFreeV2                   cudaApi = 36
-	cudaApiAPI_cuMemcpy                      cudaApi = 37
-	cudaApiAPI_cuMemcpyAsync                 cudaApi = 38
-	cudaApiAPI_cuMemcpyHtoD_v2               cudaApi = 39
-	cudaApiAPI_cuMemcpyDtoH_v2               cudaApi = 40
-	cudaApiAPI_cuMemcpyDtoD_v2               cudaApi = 41
-	cudaApiAPI_cuMemcpyHtoDAsyncV2           cudaApi = 42
-	cudaApiAPI_cuMemcpyDtoHAsyncV2           cudaApi = 43
-	cudaApiAPI_cuMemcpyDtoDAsyncV2           cudaApi = 44
-	cudaApiAPI_cuStreamSynchronize           cudaApi = 45
-	cudaApiAPI_cuCtxSynchronize              cudaApi = 46
-	cudaApiAPI_cuGraphLaunch                 cudaApi = 47
-	cudaApiAPI_cuModuleGetFunction           cudaApi = 48
-	cudaApiAPI_cuLaunchKernelPtsz            cudaApi = 49
-	cudaApiAPI_cuLaunchKernelExPtsz          cudaApi = 50
-	cudaApiAPI_cuLaunchCooperativeKernel     cudaApi = 51
-	cudaApiAPI_cuLaunchCooperativeKernelPtsz cudaApi = 52
-	cudaApiAPI_cuMemAllocAsync               cudaApi = 53
-	cudaApiAPI_cuMemAllocAsyncPtsz           cudaApi = 54
-	cudaApiAPI_cuMemFreeAsync                cudaApi = 55
-	cudaApiAPI_cuMemFreeAsyncPtsz            cudaApi = 56
-	cudaApiAPI_cuMemcpyAsyncPtsz             cudaApi = 57
-	cudaApiAPI_cuMemcpyHtoD_v2Ptds           cudaApi = 58
-	cudaApiAPI_cuMemcpyDtoH_v2Ptds           cudaApi = 59
-	cudaApiAPI_cuMemcpyDtoD_v2Ptds           cudaApi = 60
-	cudaApiAPI_cuMemcpyHtoDAsyncV2Ptsz       cudaApi = 61
-	cudaApiAPI_cuMemcpyDtoHAsyncV2Ptsz       cudaApi = 62
-	cudaApiAPI_cuMemcpyDtoDAsyncV2Ptsz       cudaApi = 63
-	cudaApiAPI_cuStreamSynchronizePtsz       cudaApi = 64
-	cudaApiAPI_cuGraphLaunchPtsz             cudaApi = 65
-	cudaApiAPI_MAX                           cudaApi = 66
+	cudaApiAPI_cudaEventQuery                cudaApi = 33
+	cudaApiAPI_cuLaunchKernel                cudaApi = 34
+	cudaApiAPI_cuLaunchKernelEx              cudaApi = 35
+	cudaApiAPI_cuMemAllocV2                  cudaApi = 36
+	cudaApiAPI_cuMemFreeV2                   cudaApi = 37
+	cudaApiAPI_cuMemcpy                      cudaApi = 38
+	cudaApiAPI_cuMemcpyAsync                 cudaApi = 39
+	cudaApiAPI_cuMemcpyHtoD_v2               cudaApi = 40
+	cudaApiAPI_cuMemcpyDtoH_v2               cudaApi = 41
+	cudaApiAPI_cuMemcpyDtoD_v2               cudaApi = 42
+	cudaApiAPI_cuMemcpyHtoDAsyncV2           cudaApi = 43
+	cudaApiAPI_cuMemcpyDtoHAsyncV2           cudaApi = 44
+	cudaApiAPI_cuMemcpyDtoDAsyncV2           cudaApi = 45
+	cudaApiAPI_cuStreamSynchronize           cudaApi = 46
+	cudaApiAPI_cuCtxSynchronize              cudaApi = 47
+	cudaApiAPI_cuGraphLaunch                 cudaApi = 48
+	cudaApiAPI_cuModuleGetFunction           cudaApi = 49
+	cudaApiAPI_cuLaunchKernelPtsz            cudaApi = 50
+	cudaApiAPI_cuLaunchKernelExPtsz          cudaApi = 51
+	cudaApiAPI_cuLaunchCooperativeKernel     cudaApi = 52
+	cudaApiAPI_cuLaunchCooperativeKernelPtsz cudaApi = 53
+	cudaApiAPI_cuMemAllocAsync               cudaApi = 54
+	cudaApiAPI_cuMemAllocAsyncPtsz           cudaApi = 55
+	cudaApiAPI_cuMemFreeAsync                cudaApi = 56
+	cudaApiAPI_cuMemFreeAsyncPtsz            cudaApi = 57
+	cudaApiAPI_cuMemcpyAsyncPtsz             cudaApi = 58
+	cudaApiAPI_cuMemcpyHtoD_v2Ptds           cudaApi = 59
+	cudaApiAPI_cuMemcpyDtoH_v2Ptds           cudaApi = 60
+	cudaApiAPI_cuMemcpyDtoD_v2Ptds           cudaApi = 61
+	cudaApiAPI_cuMemcpyHtoDAsyncV2Ptsz       cudaApi = 62
+	cudaApiAPI_cuMemcpyDtoHAsyncV2Ptsz       cudaApi = 63
+	cudaApiAPI_cuMemcpyDtoDAsyncV2Ptsz       cudaApi = 64
+	cudaApiAPI_cuStreamSynchronizePtsz       cudaApi = 65
+	cudaApiAPI_cuGraphLaunchPtsz             cudaApi = 66
+	cudaApiAPI_MAX                           cudaApi = 67
 )
 
 type cudaCallKey struct {
@@ -127,6 +128,7 @@ const (
 	cudaKindKIND_GRAPH_LAUNCH  cudaKind = 10
 	cudaKindKIND_FUNC_NAME     cudaKind = 11
 	cudaKindKIND_KERNEL_HANDLE cudaKind = 12
+	cudaKindKIND_EVENT_QUERY   cudaKind = 13
 )
 
 type cudaNameEvent struct {
@@ -169,6 +171,8 @@ const (
 	cudaProgDriverLaunchKernel      = "driver_launch_kernel"
 	cudaProgDriverLaunchKernelEx    = "driver_launch_kernel_ex"
 	cudaProgDriverMemcpy            = "driver_memcpy"
+	cudaProgEventQueryEnter         = "event_query_enter"
+	cudaProgEventQueryReturn        = "event_query_return"
 	cudaProgEventRecord             = "event_record"
 	cudaProgFreeEnter               = "free_enter"
 	cudaProgGetKernelEnter          = "get_kernel_enter"
@@ -244,6 +248,8 @@ type cudaProgramSpecs struct {
 	DriverLaunchKernel      *ebpf.ProgramSpec `ebpf:"driver_launch_kernel"`
 	DriverLaunchKernelEx    *ebpf.ProgramSpec `ebpf:"driver_launch_kernel_ex"`
 	DriverMemcpy            *ebpf.ProgramSpec `ebpf:"driver_memcpy"`
+	EventQueryEnter         *ebpf.ProgramSpec `ebpf:"event_query_enter"`
+	EventQueryReturn        *ebpf.ProgramSpec `ebpf:"event_query_return"`
 	EventRecord             *ebpf.ProgramSpec `ebpf:"event_record"`
 	FreeEnter               *ebpf.ProgramSpec `ebpf:"free_enter"`
 	GetKernelEnter          *ebpf.ProgramSpec `ebpf:"get_kernel_enter"`
@@ -354,6 +360,8 @@ type cudaPrograms struct {
 	DriverLaunchKernel      *ebpf.Program `ebpf:"driver_launch_kernel"`
 	DriverLaunchKernelEx    *ebpf.Program `ebpf:"driver_launch_kernel_ex"`
 	DriverMemcpy            *ebpf.Program `ebpf:"driver_memcpy"`
+	EventQueryEnter         *ebpf.Program `ebpf:"event_query_enter"`
+	EventQueryReturn        *ebpf.Program `ebpf:"event_query_return"`
 	EventRecord             *ebpf.Program `ebpf:"event_record"`
 	FreeEnter               *ebpf.Program `ebpf:"free_enter"`
 	GetKernelEnter          *ebpf.Program `ebpf:"get_kernel_enter"`
@@ -382,6 +390,8 @@ func (p *cudaPrograms) Close() error {
 		p.DriverLaunchKernel,
 		p.DriverLaunchKernelEx,
 		p.DriverMemcpy,
+		p.EventQueryEnter,
+		p.EventQueryReturn,
 		p.EventRecord,
 		p.FreeEnter,
 		p.GetKernelEnter,

@@ -37,6 +37,7 @@ const (
 	KindGraphLaunch  = Kind(cudaKindKIND_GRAPH_LAUNCH)
 	KindFuncName     = Kind(cudaKindKIND_FUNC_NAME)
 	KindKernelHandle = Kind(cudaKindKIND_KERNEL_HANDLE)
+	KindEventQuery   = Kind(cudaKindKIND_EVENT_QUERY)
 )
 
 // cudaMemcpyKind values, as a KindMemcpy record's MemcpyKind.

@@ -1,6 +1,10 @@
 package cudabpf
 
-import "github.com/cilium/ebpf"
+import (
+	"strings"
+
+	"github.com/cilium/ebpf"
+)
 
 // Library is the file a probe attaches to.
 type Library uint8
@@ -67,6 +71,8 @@ func eventRecord(o *Objects) *ebpf.Program    { return o.EventRecord }
 func streamWait(o *Objects) *ebpf.Program     { return o.StreamWaitEvent }
 func setDevice(o *Objects) *ebpf.Program      { return o.SetDevice }
 func register(o *Objects) *ebpf.Program       { return o.RegisterFunction }
+func queryEnter(o *Objects) *ebpf.Program     { return o.EventQueryEnter }
+func queryReturn(o *Objects) *ebpf.Program    { return o.EventQueryReturn }
 func getKernelEnter(o *Objects) *ebpf.Program { return o.GetKernelEnter }
 func getKernelRet(o *Objects) *ebpf.Program   { return o.GetKernelReturn }
 func getFuncEnter(o *Objects) *ebpf.Program   { return o.ModuleGetFunctionEnter }
@@ -111,6 +117,7 @@ var Probes = []Probe{
 	rt("cudaEventSynchronize", cudaApiAPI_cudaEventSynchronize, syncEnter, syncReturn, 1),
 	rt("cudaEventRecord", cudaApiAPI_cudaEventRecord, eventRecord, nil, 2),
 	rt("cudaEventRecord_ptsz", cudaApiAPI_cudaEventRecordPtsz, eventRecord, nil, 2),
+	rt("cudaEventQuery", cudaApiAPI_cudaEventQuery, queryEnter, queryReturn, 0),
 	rt("cudaStreamWaitEvent", cudaApiAPI_cudaStreamWaitEvent, streamWait, nil, 1),
 	rt("cudaStreamWaitEvent_ptsz", cudaApiAPI_cudaStreamWaitEventPtsz, streamWait, nil, 1),
 	rt("cudaSetDevice", cudaApiAPI_cudaSetDevice, setDevice, nil, 0),
@@ -167,20 +174,49 @@ func drv(sym string, api cudaApi, entry, ret func(*Objects) *ebpf.Program, strea
 	return Probe{Symbol: sym, API: API(api), Library: Driver, Entry: entry, Return: ret, StreamArg: stream, CopyKind: kind}
 }
 
+// SyncScope is what a synchronisation call waits for.
+type SyncScope uint8
+
+// Sync scopes.
+const (
+	SyncNone   SyncScope = iota
+	SyncStream           // one stream: cudaStreamSynchronize, cuStreamSynchronize
+	SyncDevice           // every stream: cudaDeviceSynchronize, cuCtxSynchronize
+	SyncEvent            // one event: cudaEventSynchronize
+)
+
 var (
 	apiNames  = map[API]string{}
 	driverAPI [1 << 16]bool
+	perThread [1 << 16]bool
+	syncScope [1 << 16]SyncScope
 )
 
 func init() {
 	for _, p := range Probes {
 		apiNames[p.API] = p.Symbol
 		driverAPI[p.API] = p.Library == Driver
+		perThread[p.API] = strings.HasSuffix(p.Symbol, "_ptsz") || strings.HasSuffix(p.Symbol, "_ptds")
+		switch {
+		case strings.Contains(p.Symbol, "StreamSynchronize"):
+			syncScope[p.API] = SyncStream
+		case strings.Contains(p.Symbol, "DeviceSynchronize"), strings.Contains(p.Symbol, "CtxSynchronize"):
+			syncScope[p.API] = SyncDevice
+		case strings.Contains(p.Symbol, "EventSynchronize"):
+			syncScope[p.API] = SyncEvent
+		}
 	}
 }
 
 // Driver reports whether a is a driver API function.
 func (a API) Driver() bool { return driverAPI[a] }
+
+// PerThread reports whether a is a per-thread-default-stream variant
+// (_ptsz, _ptds): its stream 0 is the calling thread's own.
+func (a API) PerThread() bool { return perThread[a] }
+
+// SyncScope is what a waits for, if it is a synchronisation.
+func (a API) SyncScope() SyncScope { return syncScope[a] }
 
 // String is the probed function's name.
 func (a API) String() string {

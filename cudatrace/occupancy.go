@@ -1,0 +1,168 @@
+package cudatrace
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/meterx"
+	"github.com/xpuscope/xpuscope/occupancy"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+// The occupancy model is fed from the events here: launches, the syncs
+// that bound them, event record and completion, and stream waits. Its
+// outputs are modelled, not measured, and carry
+// gpu.measurement.source=ebpf_model.
+//
+// A synchronisation that returns an error still ends the kernels it
+// covered: CUDA errors at a sync are sticky, the stream's work is over or
+// abandoned. A synchronous copy is not yet an edge: its record is made at
+// entry, before it waits.
+
+type occKey struct {
+	pid        uint32
+	device     int32
+	completion occupancy.Completion
+}
+
+type devicePID struct {
+	pid    uint32
+	device int32
+}
+
+// occSeries is a (process, device)'s modelled series.
+type occSeries struct {
+	attrs, capacity meterx.Attrs
+	threadSeconds   float64
+	threadRatio     float64
+	smActive        float64
+	threads         int64
+	reported        bool // ratios are set
+}
+
+// occupancyState is the aggregator's part for the model.
+type occupancyState struct {
+	model    *occupancy.Model
+	duration map[occKey]*meterx.Attrs
+	series   map[devicePID]*occSeries
+	usage    []occupancy.Usage
+	dropped  [occupancy.NumDropReasons]meterx.Attrs
+	ctx      context.Context
+}
+
+func (a *aggregator) initOccupancy(capacity occupancy.Capacity, configured bool) {
+	o := &a.occ
+	o.duration = map[occKey]*meterx.Attrs{}
+	o.series = map[devicePID]*occSeries{}
+	o.ctx = context.Background()
+	src := occupancy.CapacityDefault
+	if configured {
+		src = occupancy.CapacityConfigured
+	}
+	o.model = occupancy.New(
+		occupancy.WithKernelHandler(a.kernelDone),
+		occupancy.WithCapacity(func(uint32, int32) (occupancy.Capacity, occupancy.CapacitySource) { return capacity, src }),
+	)
+	for r := range occupancy.NumDropReasons {
+		o.dropped[r] = meterx.NewAttrs(semconv.XpuscopeDropReason.String(r.String()))
+	}
+}
+
+func (p *proc) modelled(device int32, kvs ...attribute.KeyValue) meterx.Attrs {
+	return p.with(append([]attribute.KeyValue{
+		semconv.CUDADevice.Int(int(device)),
+		semconv.GPUMeasurementSource.String(semconv.MeasurementSourceEBPFModel),
+	}, kvs...)...)
+}
+
+// kernelDone records a completed kernel's estimated duration.
+func (a *aggregator) kernelDone(k *occupancy.Kernel) {
+	key := occKey{k.PID, k.Device, k.Completion}
+	at := a.occ.duration[key]
+	if at == nil {
+		p := a.procs[k.PID]
+		if p == nil {
+			return
+		}
+		attrs := p.modelled(k.Device, semconv.GPUKernelCompletion.String(k.Completion.String()))
+		at = &attrs
+		a.occ.duration[key] = at
+	}
+	a.inst.kernelDuration.Record(a.occ.ctx, float64(k.Duration())/1e9, at.Record...)
+}
+
+// stream is the stream a call names; the legacy default stream of a
+// per-thread-default-stream (_ptsz) call is the thread's own.
+func stream(e *cudabpf.Event, s uint64) uint64 {
+	if s == 0 && e.API.PerThread() {
+		return occupancy.PerThreadStream(e.TID)
+	}
+	return s
+}
+
+// model feeds one event to the occupancy model.
+func (a *aggregator) model(e *cudabpf.Event) {
+	m, ts := a.occ.model, int64(e.TS)
+	switch e.Kind {
+	case cudabpf.KindLaunch:
+		m.Launch(ts, e.PID, e.Device, stream(e, e.LaunchStream()), e.Grid(), e.Block(), e.Func())
+	case cudabpf.KindSync:
+		begin := ts - int64(min(e.TS, e.A[1]))
+		switch e.API.SyncScope() {
+		case cudabpf.SyncStream:
+			m.StreamSync(begin, ts, e.PID, e.Device, stream(e, e.A[0]))
+		case cudabpf.SyncDevice:
+			m.DeviceSync(begin, ts, e.PID, e.Device)
+		case cudabpf.SyncEvent:
+			m.EventComplete(ts, e.PID, e.A[0])
+		}
+	case cudabpf.KindEventQuery:
+		if e.Ret == 0 {
+			m.EventComplete(ts, e.PID, e.A[0])
+		}
+	case cudabpf.KindEventRecord:
+		m.EventRecord(ts, e.PID, e.Device, stream(e, e.A[1]), e.A[0])
+	case cudabpf.KindStreamWait:
+		m.StreamWaitEvent(ts, e.PID, e.Device, stream(e, e.A[0]), e.A[1])
+	}
+}
+
+// report takes the model's report for the interval ending at ktime now.
+func (a *aggregator) report(now uint64) {
+	o := &a.occ
+	o.usage = o.model.Report(int64(now), o.usage[:0])
+	for _, u := range o.usage {
+		k := devicePID{u.PID, u.Device}
+		s := o.series[k]
+		if s == nil {
+			p := a.procs[u.PID]
+			if p == nil {
+				continue
+			}
+			s = &occSeries{
+				attrs:    p.modelled(u.Device),
+				capacity: p.with(semconv.CUDADevice.Int(int(u.Device)), semconv.GPUCapacitySource.String(u.CapacitySource.String())),
+			}
+			o.series[k] = s
+		}
+		s.threadSeconds += u.ThreadSeconds
+		s.threadRatio, s.smActive, s.reported = u.ThreadRatio, u.SMActiveRatio, true
+		s.threads = int64(u.Capacity.SMs) * int64(u.Capacity.ThreadsPerSM)
+	}
+}
+
+// forgetOccupancy drops the modelled series of pid.
+func (a *aggregator) forgetOccupancy(pid uint32) {
+	for k := range a.occ.duration {
+		if k.pid == pid {
+			delete(a.occ.duration, k)
+		}
+	}
+	for k := range a.occ.series {
+		if k.pid == pid {
+			delete(a.occ.series, k)
+		}
+	}
+}

@@ -1,0 +1,720 @@
+package cudabpf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
+)
+
+// encode writes e as the BPF side lays out struct event (and, for
+// KindFuncName, struct name_event with name NUL-padded to nameLen bytes,
+// or not terminated when name fills it). It returns the record.
+func encode(e Event, name string) []byte {
+	size := EventSize
+	if e.Kind == KindFuncName {
+		size = NameEventSize
+	}
+	b := make([]byte, size)
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], e.TS)
+	le.PutUint32(b[8:], e.PID)
+	le.PutUint32(b[12:], e.TID)
+	le.PutUint16(b[16:], uint16(e.Kind))
+	le.PutUint16(b[18:], uint16(e.API))
+	le.PutUint32(b[20:], uint32(e.Device))
+	le.PutUint32(b[24:], uint32(e.Ret))
+	le.PutUint32(b[28:], 0xdeadbeef) // _pad: must be ignored
+	for i, a := range e.A {
+		le.PutUint64(b[32+8*i:], a)
+	}
+	if e.Kind == KindFuncName {
+		copy(b[EventSize:], name)
+	}
+	return b
+}
+
+// TestLayout pins the record sizes to the generated Go mirrors of the C
+// structs, so that a change to cuda.bpf.c without a regenerate (or the
+// reverse) fails here.
+func TestLayout(t *testing.T) {
+	if got := binary.Size(cudaEvent{}); got != EventSize {
+		t.Errorf("struct event is %d bytes, EventSize %d", got, EventSize)
+	}
+	if got := binary.Size(cudaNameEvent{}); got != NameEventSize {
+		t.Errorf("struct name_event is %d bytes, NameEventSize %d", got, NameEventSize)
+	}
+	// The offsets Decode reads, against the generated struct.
+	var ev cudaEvent
+	for _, f := range []struct {
+		name string
+		off  uintptr
+		want uintptr
+	}{
+		{"ts", reflect.TypeOf(ev).Field(1).Offset, 0},
+		{"pid", reflect.TypeOf(ev).Field(2).Offset, 8},
+		{"tid", reflect.TypeOf(ev).Field(3).Offset, 12},
+		{"kind", reflect.TypeOf(ev).Field(4).Offset, 16},
+		{"api", reflect.TypeOf(ev).Field(5).Offset, 18},
+		{"device", reflect.TypeOf(ev).Field(6).Offset, 20},
+		{"ret", reflect.TypeOf(ev).Field(7).Offset, 24},
+		{"a", reflect.TypeOf(ev).Field(9).Offset, 32},
+	} {
+		if f.off != f.want {
+			t.Errorf("field %s at offset %d, Decode reads it at %d", f.name, f.off, f.want)
+		}
+	}
+}
+
+func TestDecodeKinds(t *testing.T) {
+	const (
+		fn     = 0x5555_5555_1234
+		stream = 0x1000_0100
+	)
+	// grid (4, 2, 3), block (128, 2, 1): a1 = x|y<<32, a2 = gz|bz<<32, a3 = bx|by<<32.
+	launchA := [6]uint64{fn, 4 | 2<<32, 3 | 1<<32, 128 | 2<<32, 4096, stream}
+	tests := []struct {
+		name string
+		in   Event
+		// Accessors, checked where non-zero for the kind.
+		grid, block [3]uint32
+		smem        uint64
+		launchStrm  uint64
+		stream      uint64
+	}{
+		{name: "launch", in: Event{Kind: KindLaunch, API: API(cudaApiAPI_cudaLaunchKernel), A: launchA},
+			grid: [3]uint32{4, 2, 3}, block: [3]uint32{128, 2, 1}, smem: 4096, launchStrm: stream},
+		{name: "launch max dims", in: Event{Kind: KindLaunch, API: API(cudaApiAPI_cuLaunchKernel),
+			A: [6]uint64{1, 0x7fffffff | 0xffff<<32, 0xffff | 64<<32, 1024 | 1024<<32, 0xffffffff, 0}},
+			grid: [3]uint32{0x7fffffff, 0xffff, 0xffff}, block: [3]uint32{1024, 1024, 64}, smem: 0xffffffff},
+		{name: "memcpy", in: Event{Kind: KindMemcpy, API: API(cudaApiAPI_cudaMemcpyAsync),
+			A: [6]uint64{0xd00000000, 0x7fff0000, 1 << 20, MemcpyHostToDevice, stream}}, stream: stream},
+		{name: "memset", in: Event{Kind: KindMemset, API: API(cudaApiAPI_cudaMemsetAsync),
+			A: [6]uint64{0xd00000000, 0xff, 1 << 10, 0, stream}}, stream: stream},
+		{name: "malloc", in: Event{Kind: KindMalloc, API: API(cudaApiAPI_cudaMallocAsync), Ret: 2,
+			A: [6]uint64{0, 1 << 30, 12345, 0, stream}}, stream: stream},
+		{name: "free", in: Event{Kind: KindFree, API: API(cudaApiAPI_cuMemFreeV2), A: [6]uint64{0xd00100000}}},
+		{name: "sync", in: Event{Kind: KindSync, API: API(cudaApiAPI_cudaStreamSynchronize), Ret: 100,
+			A: [6]uint64{stream, 2_000_000}}},
+		{name: "event record", in: Event{Kind: KindEventRecord, API: API(cudaApiAPI_cudaEventRecord), A: [6]uint64{0x10000800, stream}}},
+		{name: "stream wait", in: Event{Kind: KindStreamWait, API: API(cudaApiAPI_cudaStreamWaitEvent), A: [6]uint64{stream, 0x10000800}}},
+		{name: "set device", in: Event{Kind: KindSetDevice, API: API(cudaApiAPI_cudaSetDevice), Device: 7, A: [6]uint64{7}}},
+		{name: "negative device", in: Event{Kind: KindSetDevice, API: API(cudaApiAPI_cudaSetDevice), Device: -1,
+			A: [6]uint64{0xffffffffffffffff}}},
+		{name: "graph launch", in: Event{Kind: KindGraphLaunch, API: API(cudaApiAPI_cuGraphLaunch), A: [6]uint64{0x10000900, stream}}},
+		{name: "kernel handle", in: Event{Kind: KindKernelHandle, API: API(cudaApiAPI_cudaGetKernel), A: [6]uint64{0xabc, fn}}},
+		{name: "unknown kind", in: Event{Kind: 0xffff, API: 0xffff, Ret: -1}},
+	}
+	seen := map[Kind]bool{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.TS, in.PID, in.TID = 0x0123456789abcdef, 4242, 4343
+			// A reused Event: a previous name must not survive.
+			got := Event{Name: []byte("stale")}
+			if err := Decode(encode(in, ""), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, in) {
+				t.Fatalf("Decode = %+v, want %+v", got, in)
+			}
+			if got.Name != nil {
+				t.Errorf("Name = %q, want nil for kind %d", got.Name, got.Kind)
+			}
+			if got.Func() != in.A[0] {
+				t.Errorf("Func() = %#x", got.Func())
+			}
+			if got.Kind == KindLaunch {
+				if g := got.Grid(); g != tc.grid {
+					t.Errorf("Grid() = %v, want %v", g, tc.grid)
+				}
+				if b := got.Block(); b != tc.block {
+					t.Errorf("Block() = %v, want %v", b, tc.block)
+				}
+				if s := got.SharedMem(); s != tc.smem {
+					t.Errorf("SharedMem() = %d, want %d", s, tc.smem)
+				}
+				if s := got.LaunchStream(); s != tc.launchStrm {
+					t.Errorf("LaunchStream() = %#x, want %#x", s, tc.launchStrm)
+				}
+			}
+			if tc.stream != 0 {
+				if s := got.Stream(); s != tc.stream {
+					t.Errorf("Stream() = %#x, want %#x", s, tc.stream)
+				}
+			}
+		})
+		seen[tc.in.Kind] = true
+	}
+	seen[KindFuncName] = true // TestDecodeName
+	for k := KindLaunch; k <= KindKernelHandle; k++ {
+		if !seen[k] {
+			t.Errorf("kind %d has no Decode case", k)
+		}
+	}
+}
+
+func TestDecodeName(t *testing.T) {
+	long := strings.Repeat("x", nameLen) // fills the field: no NUL
+	tests := []struct {
+		name string
+		raw  string // written at offset EventSize
+		want string
+	}{
+		{"terminated", "_Z9vectorAddPfS_S_i", "_Z9vectorAddPfS_S_i"},
+		{"garbage after NUL", "_Z4gemmv\x00leftover", "_Z4gemmv"},
+		{"empty", "", ""},
+		{"unterminated", long, long},
+		{"terminated at the last byte", long[:nameLen-1], long[:nameLen-1]},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Event{TS: 1, PID: 2, TID: 3, Kind: KindFuncName, API: API(cudaApiAPI___cudaRegisterFunction),
+				A: [6]uint64{0x401000, 0}}
+			b := encode(in, tc.raw)
+			// Ring buffer samples can be longer than the record.
+			for _, rec := range [][]byte{b, append(b, 0xaa, 0xbb, 0, 0, 0, 0, 0, 0)} {
+				var got Event
+				if err := Decode(rec, &got); err != nil {
+					t.Fatal(err)
+				}
+				if string(got.Name) != tc.want {
+					t.Errorf("Name = %q, want %q", got.Name, tc.want)
+				}
+				if got.Name == nil {
+					t.Errorf("Name is nil, want an empty or non-empty slice")
+				}
+				if len(got.Name) > 0 && &got.Name[0] != &rec[EventSize] {
+					t.Errorf("Name does not alias the record")
+				}
+				got.Name = nil
+				if !reflect.DeepEqual(got, in) {
+					t.Errorf("header = %+v, want %+v", got, in)
+				}
+			}
+		})
+	}
+	// A driver name: a1 = 1.
+	var got Event
+	in := Event{Kind: KindFuncName, API: API(cudaApiAPI_cuModuleGetFunction), A: [6]uint64{0xf00, 1}}
+	if err := Decode(encode(in, "kern"), &got); err != nil || string(got.Name) != "kern" || got.A[1] != 1 {
+		t.Errorf("driver name: %v, %+v", err, got)
+	}
+}
+
+func TestDecodeShort(t *testing.T) {
+	name := encode(Event{Kind: KindFuncName}, "abc")
+	launch := encode(Event{Kind: KindLaunch}, "")
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"nil", nil},
+		{"empty", []byte{}},
+		{"one byte", []byte{1}},
+		{"header minus one", launch[:EventSize-1]},
+		{"name record header only", name[:EventSize]},
+		{"name record minus one", name[:NameEventSize-1]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var e Event
+			err := Decode(tc.b, &e)
+			if !errors.Is(err, ErrShort) {
+				t.Fatalf("Decode(%d bytes) = %v, want ErrShort", len(tc.b), err)
+			}
+		})
+	}
+	// Exactly the size is enough.
+	var e Event
+	if err := Decode(launch, &e); err != nil {
+		t.Errorf("Decode(%d bytes) = %v", len(launch), err)
+	}
+}
+
+func TestDecodeDoesNotAllocate(t *testing.T) {
+	launch := encode(Event{Kind: KindLaunch, A: [6]uint64{1, 2, 3, 4, 5, 6}}, "")
+	name := encode(Event{Kind: KindFuncName}, "_Z9vectorAddPfS_S_i")
+	var e Event
+	for _, b := range [][]byte{launch, name} {
+		if n := testing.AllocsPerRun(100, func() { _ = Decode(b, &e) }); n != 0 {
+			t.Errorf("Decode of kind %d allocates %v times per record", binary.LittleEndian.Uint16(b[16:]), n)
+		}
+	}
+}
+
+// goAPIConsts parses the generated cuda_x86_bpfel.go for the values of
+// its cudaApi constants, by name.
+func goAPIConsts(t *testing.T) map[string]uint64 {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "cuda_x86_bpfel.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			vs := s.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "cudaApi" {
+				continue
+			}
+			for i, n := range vs.Names {
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !ok {
+					t.Fatalf("%s: not a literal", n.Name)
+				}
+				v, err := strconv.ParseUint(lit.Value, 0, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[n.Name] = v
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no cudaApi constants in cuda_x86_bpfel.go")
+	}
+	return out
+}
+
+// cAPIEnum parses enum api in cuda.bpf.c: the C symbol (without API_) of
+// each value.
+func cAPIEnum(t *testing.T) map[uint64]string {
+	t.Helper()
+	src, err := os.ReadFile("cuda.bpf.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, ok := bytes.Cut(src, []byte("enum api {"))
+	if !ok {
+		t.Fatal("no enum api in cuda.bpf.c")
+	}
+	body, _, _ = bytes.Cut(body, []byte("};"))
+	re := regexp.MustCompile(`^\s*API_(\w+)\s*(?:=\s*(\d+))?\s*,?\s*(?://.*)?$`)
+	out := map[uint64]string{}
+	next := uint64(0)
+	for line := range strings.Lines(string(body)) {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("cuda.bpf.c: cannot read enum api line %q", line)
+		}
+		if m[2] != "" {
+			next, _ = strconv.ParseUint(m[2], 10, 64)
+		}
+		out[next] = m[1]
+		next++
+	}
+	return out
+}
+
+// TestProbesCoverEnum: every value of enum api but MAX is probed exactly
+// once, under the symbol the C enum names it for, and every probe's API
+// is such a value.
+func TestProbesCoverEnum(t *testing.T) {
+	consts := goAPIConsts(t)
+	enum := cAPIEnum(t)
+	maxAPI, ok := consts["cudaApiAPI_MAX"]
+	if !ok {
+		t.Fatal("no cudaApiAPI_MAX")
+	}
+	if uint64(cudaApiAPI_MAX) != maxAPI {
+		t.Fatalf("parsed MAX %d, compiled %d", maxAPI, cudaApiAPI_MAX)
+	}
+	if len(enum) != len(consts) {
+		t.Errorf("cuda.bpf.c's enum api has %d values, cuda_x86_bpfel.go %d: regenerate (go generate)", len(enum), len(consts))
+	}
+	if enum[maxAPI] != "MAX" {
+		t.Errorf("value %d is API_%s in cuda.bpf.c, MAX in cuda_x86_bpfel.go: regenerate", maxAPI, enum[maxAPI])
+	}
+	byAPI := map[API][]Probe{}
+	for _, p := range Probes {
+		byAPI[p.API] = append(byAPI[p.API], p)
+	}
+	values := map[uint64]string{}
+	for name, v := range consts {
+		if name == "cudaApiAPI_MAX" {
+			continue
+		}
+		if prev, dup := values[v]; dup {
+			t.Errorf("%s and %s share value %d", prev, name, v)
+		}
+		values[v] = name
+		ps := byAPI[API(v)]
+		switch {
+		case len(ps) == 0:
+			t.Errorf("%s (%d) is in no Probe", name, v)
+		case len(ps) > 1:
+			t.Errorf("%s (%d) is in %d Probes", name, v, len(ps))
+		case enum[v] != ps[0].Symbol:
+			t.Errorf("value %d is API_%s in cuda.bpf.c but probes %s", v, enum[v], ps[0].Symbol)
+		}
+		if v == 0 || v >= maxAPI {
+			t.Errorf("%s = %d is outside 1..MAX-1", name, v)
+		}
+	}
+	symbols := map[string]bool{}
+	for _, p := range Probes {
+		if _, ok := values[uint64(p.API)]; !ok {
+			t.Errorf("probe %s has API %d, no cudaApi value", p.Symbol, p.API)
+		}
+		if symbols[p.Symbol] {
+			t.Errorf("symbol %s is probed twice", p.Symbol)
+		}
+		symbols[p.Symbol] = true
+		if p.API.String() != p.Symbol {
+			t.Errorf("API(%d).String() = %q, want %q", p.API, p.API.String(), p.Symbol)
+		}
+		if p.Entry == nil {
+			t.Errorf("probe %s has no Entry", p.Symbol)
+		}
+	}
+	if len(Probes) != int(maxAPI)-1 {
+		t.Errorf("%d Probes, %d API values", len(Probes), maxAPI-1)
+	}
+	if API(0).String() != "api(?)" || API(maxAPI).String() != "api(?)" {
+		t.Errorf("unknown API names: %q, %q", API(0).String(), API(maxAPI).String())
+	}
+	for lib, anchor := range Anchors {
+		found := false
+		for _, p := range Probes {
+			found = found || (p.Symbol == anchor && p.Library == lib)
+		}
+		if !found {
+			t.Errorf("anchor %s of %v is not a probed symbol of that library", anchor, lib)
+		}
+	}
+}
+
+// The cookie readers of cuda.bpf.c, in Go: api_of, stream_of (the 1-based
+// register argument; arg() reads 1..6 and 0 otherwise) and copy_kind_of.
+func bpfAPIOf(cookie uint64) uint32     { return uint32(cookie & 0xffff) }
+func bpfStreamArg(cookie uint64) uint32 { return uint32((cookie >> 16) & 0xf) }
+func bpfCopyKindOf(cookie uint64) int   { return int(uint32((cookie>>20)&0xf)) - 1 }
+
+// bpfIsDriver is IS_DRIVER(api) of cuda.bpf.c.
+func bpfIsDriver(api uint32) bool { return api >= uint32(cudaApiAPI_cuLaunchKernel) }
+
+func TestCookieRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		p    Probe
+		want uint64
+	}{
+		{Probe{API: 1, StreamArg: 0, CopyKind: NoCopyKind}, 1},
+		{Probe{API: 0xffff, StreamArg: 6, CopyKind: NoCopyKind}, 0xffff | 6<<16},
+		{Probe{API: 39, StreamArg: 4, CopyKind: MemcpyDefault}, 39 | 4<<16 | 5<<20},
+		{Probe{API: 40, StreamArg: 0, CopyKind: MemcpyHostToHost}, 40 | 1<<20},
+	} {
+		if got := tc.p.Cookie(); got != tc.want {
+			t.Errorf("%+v.Cookie() = %#x, want %#x", tc.p, got, tc.want)
+		}
+	}
+	for _, p := range Probes {
+		c := p.Cookie()
+		if got := bpfAPIOf(c); got != uint32(p.API) {
+			t.Errorf("%s: api_of = %d, want %d", p.Symbol, got, p.API)
+		}
+		if got := bpfStreamArg(c); got != uint32(p.StreamArg) {
+			t.Errorf("%s: stream_of reads argument %d, want %d", p.Symbol, got, p.StreamArg)
+		}
+		if p.StreamArg > 6 {
+			t.Errorf("%s: stream argument %d is not in a register: arg() returns 0", p.Symbol, p.StreamArg)
+		}
+		if got := bpfCopyKindOf(c); got != int(p.CopyKind) {
+			t.Errorf("%s: copy_kind_of = %d, want %d", p.Symbol, got, p.CopyKind)
+		}
+		if c>>24 != 0 {
+			t.Errorf("%s: cookie %#x has bits above 23", p.Symbol, c)
+		}
+		if bpfIsDriver(uint32(p.API)) != (p.Library == Driver) || p.API.Driver() != (p.Library == Driver) {
+			t.Errorf("%s: library %v but IS_DRIVER(%d) = %v, API.Driver() = %v",
+				p.Symbol, p.Library, p.API, bpfIsDriver(uint32(p.API)), p.API.Driver())
+		}
+		// Only the driver's copies carry a direction; driver_memcpy turns
+		// "none" into MEMCPY_DEFAULT, runtime_memcpy reads the argument.
+		isDriverCopy := p.Library == Driver && strings.HasPrefix(p.Symbol, "cuMemcpy")
+		if isDriverCopy != (p.CopyKind != NoCopyKind) {
+			t.Errorf("%s: CopyKind %d", p.Symbol, p.CopyKind)
+		}
+		if p.CopyKind < NoCopyKind || p.CopyKind > MemcpyDefault {
+			t.Errorf("%s: CopyKind %d out of range", p.Symbol, p.CopyKind)
+		}
+		// The direction in the name.
+		for sub, k := range map[string]int8{"HtoD": MemcpyHostToDevice, "DtoH": MemcpyDeviceToHost, "DtoD": MemcpyDeviceToDevice} {
+			if isDriverCopy && strings.Contains(p.Symbol, sub) && p.CopyKind != k {
+				t.Errorf("%s: CopyKind %d, want %d", p.Symbol, p.CopyKind, k)
+			}
+		}
+		// Async and per-thread-stream variants take a stream; plain copies
+		// and launches pass theirs elsewhere.
+		if strings.Contains(p.Symbol, "Async") && p.StreamArg == 0 {
+			t.Errorf("%s: an async call without a stream argument", p.Symbol)
+		}
+	}
+}
+
+// programNames maps each loaded program of o to its ELF section's name.
+func programSections(t *testing.T, o *Objects) map[*ebpf.Program]string {
+	t.Helper()
+	spec, err := loadCuda()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[*ebpf.Program]string{}
+	v := reflect.ValueOf(&o.cudaPrograms).Elem()
+	for i := range v.NumField() {
+		tag := v.Type().Field(i).Tag.Get("ebpf")
+		p, _ := v.Field(i).Interface().(*ebpf.Program)
+		ps := spec.Programs[tag]
+		if p == nil || ps == nil {
+			t.Errorf("program %s: loaded %v, in the spec %v", tag, p != nil, ps != nil)
+			continue
+		}
+		out[p] = ps.SectionName
+	}
+	return out
+}
+
+// TestLoad loads every program into the kernel, as perf-event uprobes and
+// as uprobe_multi programs: the verifier accepts them all, and each Probe
+// picks a uprobe for its entry and a uretprobe for its return.
+func TestLoad(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "loading BPF programs needs root")
+	}
+	for _, multi := range []bool{false, true} {
+		t.Run(map[bool]string{false: "uprobe", true: "uprobe_multi"}[multi], func(t *testing.T) {
+			if multi {
+				if err := features.HaveBPFLinkUprobeMulti(); err != nil {
+					testutil.SkipOrFail(t, "uprobe_multi links: %v", err)
+				}
+			}
+			objs, err := Load(LoadOptions{UprobeMulti: multi})
+			if err != nil {
+				var ve *ebpf.VerifierError
+				if errors.As(err, &ve) {
+					t.Fatalf("verifier: %+v", ve)
+				}
+				t.Fatal(err)
+			}
+			defer objs.Close()
+			checkPrograms(t, objs)
+			if multi {
+				checkMultiAttach(t, objs)
+			}
+		})
+	}
+
+	// The options reach the kernel objects.
+	objs, err := Load(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer objs.Close()
+	if got := objs.Events().MaxEntries(); got != 4<<20 {
+		t.Errorf("ring buffer of %d bytes, want the default 4 MiB", got)
+	}
+	c, err := objs.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != [NumCounters]uint64{} {
+		t.Errorf("fresh counters %v", c)
+	}
+	small, err := Load(LoadOptions{RingBytes: 1 << 16, WakeupBytes: 1 << 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	if got := small.Events().MaxEntries(); got != 1<<16 {
+		t.Errorf("ring buffer of %d bytes, want 64 KiB", got)
+	}
+	var wake uint64
+	if err := small.WakeupBytes.Get(&wake); err != nil {
+		t.Fatal(err)
+	}
+	if wake != 1<<12 {
+		t.Errorf("wakeup_bytes = %d, want 4096", wake)
+	}
+}
+
+// checkPrograms: every Probe's programs are loaded uprobes of the right
+// section.
+func checkPrograms(t *testing.T, objs *Objects) {
+	t.Helper()
+	sections := programSections(t, objs)
+	for _, p := range Probes {
+		entry := p.Entry(objs)
+		if entry == nil {
+			t.Errorf("%s: nil entry program", p.Symbol)
+			continue
+		}
+		if entry.Type() != ebpf.Kprobe {
+			t.Errorf("%s: entry program of type %v, want Kprobe", p.Symbol, entry.Type())
+		}
+		if s := sections[entry]; s != "uprobe" {
+			t.Errorf("%s: entry program in section %q, want uprobe", p.Symbol, s)
+		}
+		if p.Return == nil {
+			continue
+		}
+		ret := p.Return(objs)
+		if ret == nil {
+			t.Errorf("%s: nil return program", p.Symbol)
+			continue
+		}
+		if ret.Type() != ebpf.Kprobe {
+			t.Errorf("%s: return program of type %v, want Kprobe", p.Symbol, ret.Type())
+		}
+		if s := sections[ret]; s != "uretprobe" {
+			t.Errorf("%s: return program in section %q, want uretprobe", p.Symbol, s)
+		}
+	}
+	for _, p := range []*ebpf.Program{objs.BenchEmpty, objs.BenchNaive} {
+		if p == nil || p.Type() != ebpf.Kprobe {
+			t.Errorf("bench program %v", p)
+		}
+	}
+}
+
+// checkMultiAttach attaches every probe program of objs, loaded for
+// uprobe_multi, to a libc function nothing here calls (a program loaded
+// for perf-event uprobes cannot be): each was loaded with the multi
+// attach type. The links are closed at once.
+func checkMultiAttach(t *testing.T, objs *Objects) {
+	t.Helper()
+	const libc, sym = "/lib/x86_64-linux-gnu/libc.so.6", "ptrace"
+	ex, err := link.OpenExecutable(libc)
+	if err != nil {
+		t.Logf("no %s (%v): the attach type is not checked", libc, err)
+		return
+	}
+	done := map[*ebpf.Program]bool{}
+	try := func(p Probe, prog *ebpf.Program, ret bool) {
+		if done[prog] {
+			return
+		}
+		done[prog] = true
+		opts := &link.UprobeMultiOptions{Cookies: []uint64{p.Cookie()}}
+		attach := ex.UprobeMulti
+		if ret {
+			attach = ex.UretprobeMulti
+		}
+		l, err := attach([]string{sym}, prog, opts)
+		if err != nil {
+			t.Errorf("%s: uprobe_multi attach (return %v): %v", p.Symbol, ret, err)
+			return
+		}
+		_ = l.Close()
+	}
+	for _, p := range Probes {
+		try(p, p.Entry(objs), false)
+		if p.Return != nil {
+			try(p, p.Return(objs), true)
+		}
+	}
+	// The bench programs stay perf-event uprobes.
+	if l, err := ex.UprobeMulti([]string{sym}, objs.BenchEmpty, nil); err == nil {
+		_ = l.Close()
+		t.Error("bench_empty attached as uprobe_multi: it should stay a plain uprobe")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(encode(Event{Kind: KindLaunch, A: [6]uint64{1, 2, 3, 4, 5, 6}}, ""))
+	f.Add(encode(Event{Kind: KindFuncName, A: [6]uint64{1}}, "_Z9vectorAddPfS_S_i"))
+	f.Add(encode(Event{Kind: KindFuncName}, strings.Repeat("y", nameLen)))
+	f.Add(encode(Event{Kind: KindFuncName}, "")[:EventSize+10])
+	f.Add([]byte{})
+	f.Add(make([]byte, EventSize-1))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var e Event
+		err := Decode(b, &e)
+		if err != nil {
+			if !errors.Is(err, ErrShort) {
+				t.Fatalf("error %v is not ErrShort", err)
+			}
+			short := len(b) < EventSize ||
+				(binary.LittleEndian.Uint16(b[16:]) == uint16(KindFuncName) && len(b) < NameEventSize)
+			if !short {
+				t.Fatalf("ErrShort for a %d-byte record", len(b))
+			}
+			return
+		}
+		if len(b) < EventSize {
+			t.Fatalf("decoded a %d-byte record", len(b))
+		}
+		// Every field is the little-endian value at its offset.
+		le := binary.LittleEndian
+		want := Event{TS: le.Uint64(b), PID: le.Uint32(b[8:]), TID: le.Uint32(b[12:]), Kind: Kind(le.Uint16(b[16:])),
+			API: API(le.Uint16(b[18:])), Device: int32(le.Uint32(b[20:])), Ret: int32(le.Uint32(b[24:]))}
+		for i := range want.A {
+			want.A[i] = le.Uint64(b[32+8*i:])
+		}
+		name := e.Name
+		e.Name = nil
+		if !reflect.DeepEqual(e, want) {
+			t.Fatalf("Decode = %+v, want %+v", e, want)
+		}
+		if want.Kind != KindFuncName {
+			if name != nil {
+				t.Fatalf("Name %q for kind %d", name, want.Kind)
+			}
+		} else {
+			field := b[EventSize:NameEventSize]
+			if len(name) > nameLen || !bytes.Equal(name, field[:len(name)]) || bytes.IndexByte(name, 0) >= 0 ||
+				(len(name) < nameLen && field[len(name)] != 0) {
+				t.Fatalf("Name %q from field %q", name, field)
+			}
+			if len(name) > 0 && &name[0] != &b[EventSize] {
+				t.Fatal("Name does not alias the record")
+			}
+		}
+		// The success path allocates nothing: Name is a sub-slice.
+		if n := testing.AllocsPerRun(1, func() { _ = Decode(b, &e) }); n != 0 {
+			t.Fatalf("Decode allocated %v times", n)
+		}
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		rec  []byte
+	}{
+		{"launch", encode(Event{TS: 1, PID: 2, TID: 3, Kind: KindLaunch, API: API(cudaApiAPI_cudaLaunchKernel),
+			A: [6]uint64{0x401000, 4 | 2<<32, 1 | 1<<32, 128 | 1<<32, 0, 0x10000100}}, "")},
+		{"name", encode(Event{Kind: KindFuncName, API: API(cudaApiAPI___cudaRegisterFunction), A: [6]uint64{0x401000}},
+			"_ZN7cutlass6KernelINS_4gemm6kernel4GemmIEEEEvNT_6ParamsE")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var e Event
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.rec)))
+			for b.Loop() {
+				if err := Decode(bc.rec, &e); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
