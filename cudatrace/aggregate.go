@@ -210,8 +210,9 @@ func (a *aggregator) kernel(p *proc, fn uint64, driver bool) int32 {
 			p.names = append(p.names, name)
 		}
 	}
-	if len(p.kernels) < maxFuncs && i != kernelUnknown {
-		// Unknown is not cached: a later name record may resolve it.
+	if len(p.kernels) < maxFuncs {
+		// Unknown is cached too (the address's file has no symbol for
+		// it); a name record for the function removes the entry.
 		p.kernels[k] = i
 	}
 	return i

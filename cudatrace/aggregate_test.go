@@ -118,10 +118,10 @@ func TestLaunchesByKernel(t *testing.T) {
 	assert.Equal(t, float64(128+128+256+1), b.Value)
 	assert.Equal(t, float64(2048), pts.One(t, semconv.CUDAKernelSharedMemory.Name).Value)
 
-	// A resolved function is looked up once; an unknown one each time,
-	// since a later name record may resolve it.
+	// A function is looked up once, resolved or not.
 	before := h.names.lookups
-	h.feed(launch(100, 0x1000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 5))
+	h.feed(launch(100, 0x1000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 5),
+		launch(100, 0x3000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 6))
 	assert.Equal(t, before, h.names.lookups)
 }
 

@@ -251,6 +251,8 @@ func kindOf(api string) cudabpf.Kind {
 		return cudabpf.KindSync
 	case strings.HasPrefix(api, "cudaEventRecord"):
 		return cudabpf.KindEventRecord
+	case api == "cudaEventQuery":
+		return cudabpf.KindEventQuery
 	case strings.HasPrefix(api, "cudaStreamWaitEvent"):
 		return cudabpf.KindStreamWait
 	case api == "cudaSetDevice":
@@ -265,7 +267,7 @@ func kindOf(api string) cudabpf.Kind {
 // code (made by a return probe).
 func hasReturnValue(api string) bool {
 	k := kindOf(api)
-	return k == cudabpf.KindMalloc || k == cudabpf.KindSync
+	return k == cudabpf.KindMalloc || k == cudabpf.KindSync || k == cudabpf.KindEventQuery
 }
 
 // traceable lists the calls of seq that the probes see, in order.
@@ -372,6 +374,8 @@ func checkEvent(e cudabpf.Event, c cudaprog.Call, dev int32, stubs map[string]ui
 	case cudabpf.KindStreamWait:
 		eq("stream", e.A[0], c.Stream)
 		eq("event", e.A[1], c.Handle)
+	case cudabpf.KindEventQuery:
+		eq("event", e.A[0], c.Handle)
 	case cudabpf.KindSetDevice:
 		eq("device arg", e.A[0], uint64(int64(c.Value)))
 	case cudabpf.KindGraphLaunch:

@@ -47,6 +47,7 @@ func TestTrace(t *testing.T) {
 		{"RuntimeLaunch", testRuntimeLaunch},
 		{"RuntimeThreads", testRuntimeThreads},
 		{"RuntimeRegister", testRuntimeRegister},
+		{"Occupancy", testOccupancy},
 		{"DriverLaunch", testDriverLaunch},
 		{"Static", testStatic},
 		{"LateStarter", testLateStarter},
@@ -108,6 +109,45 @@ func testRuntimeLaunch(t *testing.T, tr *traced) {
 	for _, pt := range pts.Find(semconv.CUDAKernelLaunches.Name) {
 		require.Equal(t, dev, pt.Get(semconv.CUDADevice))
 	}
+}
+
+// testOccupancy: the occupancy model, fed by the real libcudart's calls:
+// the two kernels before the synchronised event end at the event, the
+// one after it at the stream synchronisation. Without a GPU every call
+// fails, and a failed synchronisation still ends the kernels it covers.
+func testOccupancy(t *testing.T, tr *traced) {
+	s := cudaprog.RuntimeOccupancy
+	p, _ := runScenario(t, tr, s, TargetRuntime, cudaprog.RealCudart(t))
+	before := 0
+	for _, c := range s.Calls() {
+		if c.API == "cudaEventSynchronize" {
+			break
+		}
+		if c.API == "cudaLaunchKernel" {
+			before++
+		}
+	}
+	after := len(s.Filter("cudaLaunchKernel")) - before
+	require.Positive(t, before)
+	require.Positive(t, after)
+	modelled := semconv.GPUMeasurementSource.String(semconv.MeasurementSourceEBPFModel)
+	pid := semconv.ProcessPID.Int(p.Pid)
+	pts := tr.waitPoints(t, func(pts testutil.Points) bool {
+		return len(pts.Find(semconv.ProcessGPUThreadTime.Name, pid)) == 1
+	})
+	byCompletion := map[string]uint64{}
+	for _, pt := range pts.Find(semconv.GPUKernelDuration.Name, pid) {
+		require.True(t, pt.Has(semconv.GPUMeasurementSource))
+		require.Equal(t, semconv.MeasurementSourceEBPFModel, pt.Get(semconv.GPUMeasurementSource))
+		byCompletion[pt.Get(semconv.GPUKernelCompletion)] += pt.Count
+	}
+	require.Equal(t, map[string]uint64{
+		semconv.KernelCompletionEvent:        uint64(before),
+		semconv.KernelCompletionSyncFallback: uint64(after),
+	}, byCompletion)
+	tt := pts.One(t, semconv.ProcessGPUThreadTime.Name, pid, modelled)
+	require.Positive(t, tt.Value, "the kernels were busy for some thread-seconds")
+	require.Len(t, pts.Find(semconv.ProcessGPUSMActiveRatio.Name, pid, modelled), 1)
 }
 
 // testRuntimeThreads: each thread's records carry the device its own

@@ -223,7 +223,7 @@ struct runtime_call {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u32); // tid
 	__type(value, struct runtime_call);
@@ -257,8 +257,19 @@ static __always_inline __u32 current_tid(void)
 static __always_inline void enter_runtime_sig(__u32 kind, __u32 open, __u64 sig)
 {
 	__u32 tid = current_tid();
-	struct runtime_call c = {.ts = bpf_ktime_get_ns(), .sig = sig, .kind = kind, .open = open};
-	bpf_map_update_elem(&runtime_call, &tid, &c, BPF_ANY);
+	__u64 now = bpf_ktime_get_ns();
+	// Rewrite the thread's entry in place: an update would take a new
+	// element from the map's free list on every call.
+	struct runtime_call *c = bpf_map_lookup_elem(&runtime_call, &tid);
+	if (c) {
+		c->ts = now;
+		c->sig = sig;
+		c->kind = kind;
+		c->open = open;
+		return;
+	}
+	struct runtime_call n = {.ts = now, .sig = sig, .kind = kind, .open = open};
+	bpf_map_update_elem(&runtime_call, &tid, &n, BPF_NOEXIST);
 }
 
 static __always_inline void enter_runtime(__u32 kind, __u32 open)
@@ -278,7 +289,9 @@ static __always_inline __u64 launch_sig(struct event *e)
 static __always_inline void leave_runtime(void)
 {
 	__u32 tid = current_tid();
-	bpf_map_delete_elem(&runtime_call, &tid);
+	struct runtime_call *c = bpf_map_lookup_elem(&runtime_call, &tid);
+	if (c)
+		c->kind = 0;
 }
 
 // nested_sig reports whether a driver call of this kind runs inside a
@@ -294,7 +307,7 @@ static __always_inline int nested_sig(__u32 kind, __u64 sig)
 	if (!c->open) {
 		__u64 since = bpf_ktime_get_ns() - c->ts;
 		int match = c->sig ? (c->sig == sig && since <= launch_window_ns) : since <= nest_window_ns;
-		bpf_map_delete_elem(&runtime_call, &tid);
+		c->kind = 0; // consumed
 		if (!match)
 			return 0;
 	}
@@ -412,8 +425,8 @@ int runtime_launch_kernel(struct pt_regs *ctx)
 	l.a[1] = PT_REGS_PARM2(ctx);
 	l.a[2] = (PT_REGS_PARM3(ctx) & 0xffffffff) | (PT_REGS_PARM5(ctx) << 32);
 	l.a[3] = PT_REGS_PARM4(ctx);
-	l.a[4] = stack_arg(ctx, 1);
-	l.a[5] = stack_arg(ctx, 2);
+	// smem and stream, the 7th and 8th arguments, in one read.
+	bpf_probe_read_user(&l.a[4], 2 * sizeof(__u64), (void *)(PT_REGS_SP(ctx) + 8));
 	return submit_runtime_launch(ctx, &l);
 }
 
@@ -879,7 +892,7 @@ int bench_naive(struct pt_regs *ctx)
 	e->ts = bpf_ktime_get_ns();
 	e->kind = KIND_LAUNCH;
 	e->a[0] = PT_REGS_PARM1(ctx);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

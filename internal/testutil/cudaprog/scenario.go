@@ -371,7 +371,23 @@ var DlopenLaunch = launch("cudaLaunchKernel", KernelSaxpy, Dim3{12, 34, 5}, Dim3
 var ForwardLaunch = drvLaunch("cuLaunchKernel", ForwardFunction, DlopenLaunch.Grid, DlopenLaunch.Block, DlopenLaunch.SharedMem, DlopenLaunch.Stream)
 
 // Scenarios lists every scenario of every program.
-var Scenarios = []*Scenario{&RuntimeLaunch, &RuntimeThreads, &RuntimeRegister, &DriverLaunch, &StaticLaunch}
+// RuntimeOccupancy is "runtime occupancy", the pattern the occupancy
+// model is checked with end to end: two launches and an event recorded
+// on StreamA, the event synchronised (so both kernels end at the event,
+// completion=event), a third launch, an event query (which fails without
+// a GPU, so it completes nothing), then StreamA synchronised (the third
+// kernel ends there, completion=sync_fallback).
+var RuntimeOccupancy = Scenario{Program: "runtime", Name: "occupancy", Threads: [][]Call{{
+	launch("cudaLaunchKernel", KernelVectorAdd, Dim3{64, 1, 1}, Dim3{128, 1, 1}, 0, StreamA, noDevice),
+	launch("cudaLaunchKernel", KernelMatmul, Dim3{16, 16, 1}, Dim3{16, 16, 1}, 0, StreamA, noDevice),
+	{API: "cudaEventRecord", Handle: EventA, Stream: StreamA, Ret: noDevice},
+	{API: "cudaEventSynchronize", Handle: EventA, Ret: noDevice},
+	launch("cudaLaunchKernel", KernelReduce, Dim3{4, 1, 1}, Dim3{64, 1, 1}, 0, StreamA, noDevice),
+	{API: "cudaEventQuery", Handle: EventA, Ret: noDevice},
+	{API: "cudaStreamSynchronize", Stream: StreamA, Ret: noDevice},
+}}}
+
+var Scenarios = []*Scenario{&RuntimeLaunch, &RuntimeThreads, &RuntimeRegister, &RuntimeOccupancy, &DriverLaunch, &StaticLaunch}
 
 // loops maps a program to the call of its "loop <n>" scenario.
 var loops = map[string]*Call{"runtime": &RuntimeLoop, "driver": &DriverLoop, "static": &StaticLoop}

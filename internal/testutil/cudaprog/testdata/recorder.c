@@ -75,6 +75,7 @@ MEMCPY_ASYNC(cudaMemcpyAsync_ptsz)
 EXPORT int cudaMemset(void *p, int v, size_t n) { got(__func__, "ptr=0x%llx value=%d size=%zu", P(p), v, n); return 0; }
 EXPORT int cudaEventRecord(void *e, void *s) { got(__func__, "handle=0x%llx stream=0x%llx", P(e), P(s)); return 0; }
 EXPORT int cudaEventSynchronize(void *e) { got(__func__, "handle=0x%llx", P(e)); return 0; }
+EXPORT int cudaEventQuery(void *e) { got(__func__, "handle=0x%llx", P(e)); return 0; }
 EXPORT int cudaStreamWaitEvent(void *s, void *e, unsigned f) { got(__func__, "stream=0x%llx handle=0x%llx value=%u", P(s), P(e), f); return 0; }
 EXPORT int cudaStreamSynchronize(void *s) { got(__func__, "stream=0x%llx", P(s)); return 0; }
 EXPORT int cudaDeviceSynchronize(void) { got(__func__, "%s", ""); return 0; }

@@ -1,7 +1,8 @@
 /*
  * runtime.c: calls the REAL CUDA runtime (Debian's libcudart 11.8,
  * linked by cudaprog.Build) with the known arguments of the "runtime"
- * scenarios in scenario.go: launch, threads, register, and loop <n>.
+ * scenarios in scenario.go: launch, threads, register, occupancy, and
+ * loop <n>.
  * Without a GPU every call fails (100, cudaErrorNoDevice) after entering
  * the exported entry point, so uprobes see the real arguments.
  *
@@ -25,6 +26,7 @@ int cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, int kind, cud
 int cudaMemset(void *p, int value, size_t count);
 int cudaEventRecord(cudaEvent_t e, cudaStream_t s);
 int cudaEventSynchronize(cudaEvent_t e);
+int cudaEventQuery(cudaEvent_t e);
 int cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags);
 int cudaStreamSynchronize(cudaStream_t s);
 int cudaDeviceSynchronize(void);
@@ -143,6 +145,8 @@ static long do_call(const struct call *c)
 		return cudaEventRecord(H(c->handle), H(c->stream));
 	case API_cudaEventSynchronize:
 		return cudaEventSynchronize(H(c->handle));
+	case API_cudaEventQuery:
+		return cudaEventQuery(H(c->handle));
 	case API_cudaStreamWaitEvent:
 		return cudaStreamWaitEvent(H(c->stream), H(c->handle), c->value);
 	case API_cudaStreamSynchronize:
