@@ -151,7 +151,7 @@ func newAggregator(cfg *config, n names, inst *instruments, sp *spanner, wall fu
 		hist:      map[devKey]*histAttrs{},
 		syncHist:  map[apiKey]*histAttrs{},
 	}
-	a.initOccupancy(cfg.capacity, cfg.capacityConfigured)
+	a.initOccupancy(cfg.capacity, cfg.capacitySource)
 	return a
 }
 

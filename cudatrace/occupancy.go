@@ -52,15 +52,11 @@ type occupancyState struct {
 	ctx      context.Context
 }
 
-func (a *aggregator) initOccupancy(capacity occupancy.Capacity, configured bool) {
+func (a *aggregator) initOccupancy(capacity occupancy.Capacity, src occupancy.CapacitySource) {
 	o := &a.occ
 	o.duration = map[occKey]*meterx.Attrs{}
 	o.series = map[devicePID]*occSeries{}
 	o.ctx = context.Background()
-	src := occupancy.CapacityDefault
-	if configured {
-		src = occupancy.CapacityConfigured
-	}
 	o.model = occupancy.New(
 		occupancy.WithKernelHandler(a.kernelDone),
 		occupancy.WithCapacity(func(uint32, int32) (occupancy.Capacity, occupancy.CapacitySource) { return capacity, src }),

@@ -32,9 +32,9 @@ type config struct {
 	pollInterval   time.Duration
 	ringBytes      uint32
 	rescan         time.Duration
-	// capacity of every device, for the occupancy model.
-	capacity           occupancy.Capacity
-	capacityConfigured bool
+	// capacity of every device, for the occupancy model, and its source.
+	capacity       occupancy.Capacity
+	capacitySource occupancy.CapacitySource
 
 	// Test seams (unexported options).
 	wakeupBytes uint64                 // 0: a quarter of the ring
@@ -54,6 +54,7 @@ func newConfig(opts []Option) (config, error) {
 		ringBytes:      DefaultRingBytes,
 		rescan:         DefaultRescan,
 		capacity:       occupancy.DefaultCapacity,
+		capacitySource: occupancy.CapacityDefault,
 	}
 	for _, o := range opts {
 		o.apply(&c)
@@ -144,14 +145,15 @@ func WithRescanInterval(d time.Duration) Option {
 }
 
 // WithDeviceCapacity sets the capacity of every device for the occupancy
-// model: SM count × maximum resident threads per SM. The default is
-// occupancy.DefaultCapacity (an H100 SXM5: 132 × 2048), reported with
-// gpu.capacity.source=default.
-func WithDeviceCapacity(sms, threadsPerSM int) Option {
-	return optionFunc(func(c *config) {
-		c.capacity = occupancy.Capacity{SMs: int32(sms), ThreadsPerSM: int32(threadsPerSM)}
-		c.capacityConfigured = true
-	})
+// model (SM count × maximum resident threads per SM) and where it came
+// from: occupancy.CapacityConfigured for a user's setting,
+// occupancy.CapacityNVML when read from the GPUs (package gpu's
+// Device.SMs and ThreadsPerSM). The default is occupancy.DefaultCapacity
+// (an H100 SXM5: 132 × 2048), reported with gpu.capacity.source=default.
+// One capacity serves every device: the CUDA device ordinal a process sees
+// cannot be mapped to an NVML device from outside it.
+func WithDeviceCapacity(c occupancy.Capacity, src occupancy.CapacitySource) Option {
+	return optionFunc(func(cfg *config) { cfg.capacity, cfg.capacitySource = c, src })
 }
 
 // withWakeupBytes sets the unread bytes past which BPF wakes the reader.

@@ -22,6 +22,10 @@ type Device struct {
 	// GPUInstanceID, ComputeInstanceID and Profile identify a MIG instance.
 	GPUInstanceID, ComputeInstanceID int
 	Profile                          string
+	// SMs and ThreadsPerSM are the GPU's streaming multiprocessors and
+	// the most threads resident on one, from NVML's core count and
+	// compute capability; 0 when unknown (and on MIG instances).
+	SMs, ThreadsPerSM int
 }
 
 // opts is an attribute set turned into observe options once, so that

@@ -44,6 +44,9 @@ type fakeGPU struct {
 	// calls counts calls per read name.
 	calls map[string]int
 
+	// Compute capability and FP32 cores, for the SM capacity.
+	ccMajor, ccMinor, cores int
+
 	// MIG: a parent with instances; an instance with its ids.
 	migEnabled bool
 	instances  []*fakeGPU
@@ -142,6 +145,10 @@ func (g *fakeGPU) device() *mock.Device {
 			return r
 		},
 		GetFanSpeedFunc: func() (uint32, nvml.Return) { return g.fan, g.read("fan") },
+		GetCudaComputeCapabilityFunc: func() (int, int, nvml.Return) {
+			return g.ccMajor, g.ccMinor, g.read("capacity")
+		},
+		GetNumGpuCoresFunc: func() (int, nvml.Return) { return g.cores, g.read("capacity") },
 		GetTotalEccErrorsFunc: func(t nvml.MemoryErrorType, _ nvml.EccCounterType) (uint64, nvml.Return) {
 			if t == nvml.MEMORY_ERROR_TYPE_CORRECTED {
 				return g.eccCorrected, g.read("ecc")
@@ -279,6 +286,7 @@ func h100(i int) *fakeGPU {
 		fan:          35,
 		eccCorrected: uint64(i), eccUncorrected: 0,
 		throttle: 0x1 | 0x4, // gpu_idle, sw_power_cap
+		ccMajor:  9, ccMinor: 0, cores: 132 * 128,
 	}
 }
 

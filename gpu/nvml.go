@@ -34,6 +34,7 @@ const (
 	readProcessUtilization
 	readMIG
 	readXID
+	readCapacity
 	numReads
 )
 
@@ -67,6 +68,7 @@ var reads = [numReads]readSpec{
 	readProcessUtilization: {"process_utilization", []string{"nvmlDeviceGetProcessUtilization"}, nil, []semconv.Metric{semconv.ProcessGPUUtilization}},
 	readMIG:                {"mig", []string{"nvmlDeviceGetMigMode", "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId"}, nil, []semconv.Metric{semconv.HWGPUMemoryUsage, semconv.HWGPUMemoryLimit, semconv.ProcessGPUMemoryUsage}},
 	readXID:                {"xid", []string{"nvmlEventSetCreate", "nvmlDeviceRegisterEvents", "nvmlEventSetFree"}, []string{"nvmlEventSetWait_v2", "nvmlEventSetWait"}, []semconv.Metric{semconv.HWErrors}},
+	readCapacity:           {"capacity", []string{"nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetNumGpuCores"}, nil, []semconv.Metric{semconv.GPUCapacityThreads}},
 }
 
 // requiredSymbols are what the Source cannot work without: identity and

@@ -79,3 +79,27 @@ func migProfile(name string) string {
 	}
 	return p
 }
+
+// smShape is what an architecture's streaming multiprocessor holds.
+type smShape struct{ coresPerSM, threadsPerSM int }
+
+// smShapes maps a CUDA compute capability (major*10+minor) to its SM: FP32
+// cores per SM (to turn NVML's core count into SMs) and maximum resident
+// threads per SM (the CUDA programming guide's table).
+var smShapes = map[int]smShape{
+	60: {64, 2048}, 61: {128, 2048}, 62: {128, 2048},
+	70: {64, 2048}, 72: {64, 2048}, 75: {64, 1024},
+	80: {64, 2048}, 86: {128, 1536}, 87: {128, 1536}, 89: {128, 1536},
+	90: {128, 2048}, 100: {128, 2048}, 120: {128, 1536},
+}
+
+// capacity returns the SM count and resident threads per SM of a GPU with
+// the given compute capability and FP32 core count, or zeros when the
+// architecture is not in the table or the count does not divide.
+func capacity(major, minor, cores int) (sms, threadsPerSM int) {
+	sh, ok := smShapes[major*10+minor]
+	if !ok || cores <= 0 || cores%sh.coresPerSM != 0 {
+		return 0, 0
+	}
+	return cores / sh.coresPerSM, sh.threadsPerSM
+}

@@ -108,3 +108,22 @@ func FuzzCString(f *testing.F) {
 		}
 	})
 }
+
+func TestCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		major, minor, cores, sms, threads int
+	}{
+		{9, 0, 132 * 128, 132, 2048}, // H100 SXM5
+		{8, 0, 108 * 64, 108, 2048},  // A100
+		{8, 9, 58 * 128, 58, 1536},   // L40S
+		{7, 5, 40 * 64, 40, 1024},    // T4
+		{9, 0, 1000, 0, 0},           // does not divide
+		{5, 2, 2048, 0, 0},           // not in the table
+		{9, 0, 0, 0, 0},
+	} {
+		sms, threads := capacity(tc.major, tc.minor, tc.cores)
+		if sms != tc.sms || threads != tc.threads {
+			t.Errorf("capacity(%d.%d, %d) = %d, %d; want %d, %d", tc.major, tc.minor, tc.cores, sms, threads, tc.sms, tc.threads)
+		}
+	}
+}

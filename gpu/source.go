@@ -160,7 +160,15 @@ func (s *Source) identify(i int) (Device, nvml.Device, error) {
 	if ret != nvml.SUCCESS {
 		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetPciInfo: %s", i, returnName(ret))
 	}
-	return Device{Index: i, UUID: uuid, Name: name, PCIAddress: pciAddress(cString(pci.BusId[:]))}, h, nil
+	d := Device{Index: i, UUID: uuid, Name: name, PCIAddress: pciAddress(cString(pci.BusId[:]))}
+	if s.syms.available[readCapacity] {
+		major, minor, r1 := h.GetCudaComputeCapability()
+		cores, r2 := h.GetNumGpuCores()
+		if r1 == nvml.SUCCESS && r2 == nvml.SUCCESS {
+			d.SMs, d.ThreadsPerSM = capacity(major, minor, cores)
+		}
+	}
+	return d, h, nil
 }
 
 func (s *Source) run() {

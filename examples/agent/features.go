@@ -15,13 +15,18 @@ import (
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/cudatrace"
 	"github.com/xpuscope/xpuscope/gpu"
+	"github.com/xpuscope/xpuscope/occupancy"
 )
 
-// settings are what the features take from the command line.
+// settings are what the features take from the command line, and what
+// one feature learns for the next.
 type settings struct {
 	interval    time.Duration
 	nvmlLibrary string
 	procRoot    string
+
+	// capacity is the GPUs' capacity when gpu found them all alike.
+	capacity *occupancy.Capacity
 }
 
 type state int
@@ -55,11 +60,15 @@ var features = []feature{
 }
 
 func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {
-	src, err := cudatrace.New(
+	opts := []cudatrace.Option{
 		cudatrace.WithMeterProvider(p.meter),
 		cudatrace.WithTracerProvider(p.tracer),
 		cudatrace.WithProcRoot(s.procRoot),
-	)
+	}
+	if s.capacity != nil {
+		opts = append(opts, cudatrace.WithDeviceCapacity(*s.capacity, occupancy.CapacityNVML))
+	}
+	src, err := cudatrace.New(opts...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -117,10 +126,31 @@ type result struct {
 	src    xpuscope.Source
 }
 
+// commonCapacity is the capacity of every GPU when they are all alike and
+// known, and none is split by MIG: then it holds for any CUDA device a
+// process may see.
+func commonCapacity(devs []gpu.Device) *occupancy.Capacity {
+	var c *occupancy.Capacity
+	for _, d := range devs {
+		if d.Parent != "" || d.SMs == 0 {
+			return nil
+		}
+		dc := occupancy.Capacity{SMs: int32(d.SMs), ThreadsPerSM: int32(d.ThreadsPerSM)}
+		if c != nil && *c != dc {
+			return nil
+		}
+		c = &dc
+	}
+	return c
+}
+
 func startAll(s settings, p providers) []result {
 	out := make([]result, 0, len(features))
 	for _, f := range features {
 		src, detail, err := f.start(s, p)
+		if g, ok := src.(*gpu.Source); ok {
+			s.capacity = commonCapacity(g.Devices())
+		}
 		r := result{name: f.name, state: active, detail: detail, src: src}
 		switch {
 		case errors.Is(err, xpuscope.ErrUnavailable):

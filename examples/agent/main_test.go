@@ -19,7 +19,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpuscope/xpuscope/gpu"
 	"github.com/xpuscope/xpuscope/internal/testutil"
+	"github.com/xpuscope/xpuscope/occupancy"
 )
 
 // envAgent makes the test binary run the agent's main instead of tests:
@@ -152,4 +154,15 @@ func TestBadArguments(t *testing.T) {
 		assert.Equal(t, 2, run(t.Context(), args, &stdout, &stderr), "%v", args)
 		assert.NotEmpty(t, stderr.String())
 	}
+}
+
+func TestCommonCapacity(t *testing.T) {
+	h100 := gpu.Device{UUID: "GPU-a", SMs: 132, ThreadsPerSM: 2048}
+	a100 := gpu.Device{UUID: "GPU-b", SMs: 108, ThreadsPerSM: 2048}
+	mig := gpu.Device{UUID: "MIG-c", Parent: "GPU-a"}
+	assert.Equal(t, &occupancy.Capacity{SMs: 132, ThreadsPerSM: 2048}, commonCapacity([]gpu.Device{h100, h100}))
+	assert.Nil(t, commonCapacity([]gpu.Device{h100, a100}), "different GPUs: no one capacity")
+	assert.Nil(t, commonCapacity([]gpu.Device{h100, mig}), "MIG splits a GPU")
+	assert.Nil(t, commonCapacity([]gpu.Device{{UUID: "GPU-x"}}), "unknown capacity")
+	assert.Nil(t, commonCapacity(nil))
 }

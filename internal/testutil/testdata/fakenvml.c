@@ -396,6 +396,28 @@ EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int *spe
 	return NVML_SUCCESS;
 }
 
+/* Both GPUs: compute capability 9.0 with 16896 FP32 cores (132 SMs). */
+EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor)
+{
+	CHECK(d, device);
+	(void)d;
+	if (major == NULL || minor == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*major = 9;
+	*minor = 0;
+	return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int *numCores)
+{
+	CHECK(d, device);
+	(void)d;
+	if (numCores == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*numCores = 16896;
+	return NVML_SUCCESS;
+}
+
 EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
 							   unsigned long long *clocksEventReasons)
 {
