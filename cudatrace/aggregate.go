@@ -2,6 +2,7 @@ package cudatrace
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"time"
 
@@ -432,44 +433,32 @@ func (a *aggregator) forget(alive func(pid uint32) bool, now time.Time, nowK uin
 		}
 		delete(a.procs, pid)
 		a.forgetOccupancy(pid)
-		for k := range a.launches {
-			if k.pid == pid {
-				delete(a.launches, k)
-			}
-		}
-		for k := range a.graphs {
-			if k.pid == pid {
-				delete(a.graphs, k)
-			}
-		}
-		for k := range a.memcpy {
-			if k.pid == pid {
-				delete(a.memcpy, k)
-			}
-		}
-		for _, m := range []map[devKey]*count{a.allocated, a.freed} {
-			for k := range m {
-				if k.pid == pid {
-					delete(m, k)
-				}
-			}
-		}
-		for k := range a.errors {
-			if k.pid == pid {
-				delete(a.errors, k)
-			}
-		}
-		for k := range a.hist {
-			if k.pid == pid {
-				delete(a.hist, k)
-			}
-		}
-		for k := range a.syncHist {
-			if k.pid == pid {
-				delete(a.syncHist, k)
-			}
-		}
+		forgetPID(a.launches, pid)
+		forgetPID(a.graphs, pid)
+		forgetPID(a.memcpy, pid)
+		forgetPID(a.allocated, pid)
+		forgetPID(a.freed, pid)
+		forgetPID(a.errors, pid)
+		forgetPID(a.hist, pid)
+		forgetPID(a.syncHist, pid)
 	}
+}
+
+// owned is a series key that names its process.
+type owned interface {
+	comparable
+	owner() uint32
+}
+
+func (k launchKey) owner() uint32 { return k.pid }
+func (k devKey) owner() uint32    { return k.pid }
+func (k apiKey) owner() uint32    { return k.pid }
+func (k memcpyKey) owner() uint32 { return k.pid }
+func (k errKey) owner() uint32    { return k.pid }
+
+// forgetPID deletes pid's series from m.
+func forgetPID[K owned, V any](m map[K]V, pid uint32) {
+	maps.DeleteFunc(m, func(k K, _ V) bool { return k.owner() == pid })
 }
 
 func hex(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }

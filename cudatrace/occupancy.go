@@ -149,16 +149,11 @@ func (a *aggregator) report(now uint64) {
 	}
 }
 
+func (k occKey) owner() uint32    { return k.pid }
+func (k devicePID) owner() uint32 { return k.pid }
+
 // forgetOccupancy drops the modelled series of pid.
 func (a *aggregator) forgetOccupancy(pid uint32) {
-	for k := range a.occ.duration {
-		if k.pid == pid {
-			delete(a.occ.duration, k)
-		}
-	}
-	for k := range a.occ.series {
-		if k.pid == pid {
-			delete(a.occ.series, k)
-		}
-	}
+	forgetPID(a.occ.duration, pid)
+	forgetPID(a.occ.series, pid)
 }

@@ -437,6 +437,19 @@ struct launch_config {
 	__u64 stream;
 };
 
+// pack_launch lays a launch configuration out as a KIND_LAUNCH record's
+// arguments.
+static __always_inline void pack_launch(struct event *l, __u64 fn, const __u32 *grid, const __u32 *block,
+					__u64 smem, __u64 stream)
+{
+	l->a[0] = fn;
+	l->a[1] = grid[0] | ((__u64)grid[1] << 32);
+	l->a[2] = grid[2] | ((__u64)block[2] << 32);
+	l->a[3] = block[0] | ((__u64)block[1] << 32);
+	l->a[4] = smem;
+	l->a[5] = stream;
+}
+
 // cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 SEC("uprobe")
 int runtime_launch_kernel_exc(struct pt_regs *ctx)
@@ -444,12 +457,7 @@ int runtime_launch_kernel_exc(struct pt_regs *ctx)
 	struct launch_config c = {};
 	bpf_probe_read_user(&c, sizeof(c), (void *)PT_REGS_PARM1(ctx));
 	struct event l = {};
-	l.a[0] = PT_REGS_PARM2(ctx);
-	l.a[1] = c.grid[0] | ((__u64)c.grid[1] << 32);
-	l.a[2] = c.grid[2] | ((__u64)c.block[2] << 32);
-	l.a[3] = c.block[0] | ((__u64)c.block[1] << 32);
-	l.a[4] = c.smem;
-	l.a[5] = c.stream;
+	pack_launch(&l, PT_REGS_PARM2(ctx), c.grid, c.block, c.smem, c.stream);
 	return submit_runtime_launch(ctx, &l);
 }
 
@@ -482,12 +490,7 @@ int driver_launch_kernel_ex(struct pt_regs *ctx)
 	struct cu_launch_config c = {};
 	bpf_probe_read_user(&c, sizeof(c), (void *)PT_REGS_PARM1(ctx));
 	struct event l = {};
-	l.a[0] = PT_REGS_PARM2(ctx);
-	l.a[1] = c.grid[0] | ((__u64)c.grid[1] << 32);
-	l.a[2] = c.grid[2] | ((__u64)c.block[2] << 32);
-	l.a[3] = c.block[0] | ((__u64)c.block[1] << 32);
-	l.a[4] = c.smem;
-	l.a[5] = c.stream;
+	pack_launch(&l, PT_REGS_PARM2(ctx), c.grid, c.block, c.smem, c.stream);
 	return submit_driver_launch(ctx, &l);
 }
 
