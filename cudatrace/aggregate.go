@@ -284,6 +284,10 @@ func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
 		a.spans.memcpy(ctx, a, p, e, memcpyKinds[kind])
 	case cudabpf.KindMemset:
 		a.spans.memset(ctx, a, p, e)
+	case cudabpf.KindCopyDone:
+		if e.Ret != 0 {
+			a.apiError(p, e)
+		}
 	case cudabpf.KindMalloc:
 		a.malloc(ctx, p, e)
 	case cudabpf.KindFree:

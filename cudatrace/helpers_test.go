@@ -224,6 +224,7 @@ func fmtEvent(e cudabpf.Event) string {
 
 // probeOf returns the probe of the exported function symbol.
 func probeOf(symbol string) (cudabpf.Probe, bool) {
+	symbol = strings.TrimSuffix(symbol, copyDone)
 	for _, p := range cudabpf.Probes {
 		if p.Symbol == symbol {
 			return p, true
@@ -232,9 +233,15 @@ func probeOf(symbol string) (cudabpf.Probe, bool) {
 	return cudabpf.Probe{}, false
 }
 
+// copyDone marks, in an expected sequence, the second record of a
+// synchronous copy: the one its return probe makes.
+const copyDone = "#done"
+
 // kindOf is the kind of record a call of api makes.
 func kindOf(api string) cudabpf.Kind {
 	switch {
+	case strings.HasSuffix(api, copyDone):
+		return cudabpf.KindCopyDone
 	case strings.Contains(api, "GraphLaunch"):
 		return cudabpf.KindGraphLaunch
 	case strings.Contains(api, "Launch"):
@@ -267,15 +274,24 @@ func kindOf(api string) cudabpf.Kind {
 // code (made by a return probe).
 func hasReturnValue(api string) bool {
 	k := kindOf(api)
-	return k == cudabpf.KindMalloc || k == cudabpf.KindSync || k == cudabpf.KindEventQuery
+	return k == cudabpf.KindMalloc || k == cudabpf.KindSync || k == cudabpf.KindEventQuery || k == cudabpf.KindCopyDone
 }
 
-// traceable lists the calls of seq that the probes see, in order.
+// traceable lists the records the probes make for the calls of seq, in
+// order, as calls: a synchronous copy makes two, the second marked
+// copyDone.
 func traceable(seq []cudaprog.Call) []cudaprog.Call {
 	var out []cudaprog.Call
 	for _, c := range seq {
-		if _, ok := probeOf(c.API); ok {
-			out = append(out, c)
+		p, ok := probeOf(c.API)
+		if !ok {
+			continue
+		}
+		out = append(out, c)
+		if p.SyncCopy {
+			done := c
+			done.API += copyDone
+			out = append(out, done)
 		}
 	}
 	return out
@@ -468,9 +484,12 @@ func expect(t testing.TB, threads [][]cudaprog.Call, kernelName func(cudaprog.Ca
 		devs := devices(calls)
 		for i, c := range calls {
 			dev := strconv.Itoa(int(devs[i]))
-			x.calls[c.API]++
+			api := strings.TrimSuffix(c.API, copyDone)
+			if api == c.API {
+				x.calls[api]++ // a copy's return is not a call of its own
+			}
 			if hasReturnValue(c.API) && c.Ret != 0 {
-				x.errors[key(c.API, strconv.Itoa(c.Ret))]++
+				x.errors[key(api, strconv.Itoa(c.Ret))]++
 			}
 			switch kindOf(c.API) {
 			case cudabpf.KindLaunch:

@@ -18,8 +18,9 @@ import (
 //
 // A synchronisation that returns an error still ends the kernels it
 // covered: CUDA errors at a sync are sticky, the stream's work is over or
-// abandoned. A synchronous copy is not yet an edge: its record is made at
-// entry, before it waits.
+// abandoned. A synchronous copy between host and device is an edge for
+// its stream (the legacy default stream, or the thread's own for _ptds),
+// from the record its return probe makes.
 
 type occKey struct {
 	pid        uint32
@@ -113,6 +114,13 @@ func (a *aggregator) model(e *cudabpf.Event) {
 			m.DeviceSync(begin, ts, e.PID, e.Device)
 		case cudabpf.SyncEvent:
 			m.EventComplete(ts, e.PID, e.A[0])
+		}
+	case cudabpf.KindCopyDone:
+		// A copy between host and device returns when it, and the work
+		// before it on its stream, is done. Device-to-device and
+		// direction-less (default) copies need not wait.
+		if k := e.A[3]; k == cudabpf.MemcpyHostToDevice || k == cudabpf.MemcpyDeviceToHost {
+			m.MemcpySync(ts-int64(min(e.TS, e.A[1])), ts, e.PID, e.Device, stream(e, e.A[0]))
 		}
 	case cudabpf.KindEventQuery:
 		if e.Ret == 0 {

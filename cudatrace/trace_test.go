@@ -113,7 +113,7 @@ func testRuntimeLaunch(t *testing.T, tr *traced) {
 
 // testOccupancy: the occupancy model, fed by the real libcudart's calls:
 // the two kernels before the synchronised event end at the event, the
-// one after it at the stream synchronisation. Without a GPU every call
+// ones after it at the stream synchronisation and at a synchronous copy. Without a GPU every call
 // fails, and a failed synchronisation still ends the kernels it covers.
 func testOccupancy(t *testing.T, tr *traced) {
 	s := cudaprog.RuntimeOccupancy

@@ -238,7 +238,7 @@ var (
 		Name: "cuda.api.errors", Kind: Counter, Unit: "{error}", Origin: Extension,
 		Description: "Calls that returned an error, by function and code.",
 		Attributes:  with(procAttrs, CUDAAPIName, CUDAErrorCode),
-		Note:        "Only functions with a return probe report errors: allocations and synchronisations (launch errors surface at the next sync).",
+		Note:        "Only functions with a return probe report errors: allocations, synchronisations, synchronous copies and event queries (launch errors surface at the next sync).",
 	}
 	XpuscopeCUDAEventsDropped = Metric{
 		Name: "xpuscope.cuda.events.dropped", Kind: Counter, Unit: "{event}", Origin: Self,

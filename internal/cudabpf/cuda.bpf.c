@@ -39,6 +39,7 @@ enum kind {
 	KIND_FUNC_NAME = 11,     // name record: a0 host function or driver handle, a1 1 for a driver handle
 	KIND_KERNEL_HANDLE = 12, // a0 cudaKernel_t handle, a1 host function it stands for
 	KIND_EVENT_QUERY = 13,   // a0 event; ret (0: the event has completed)
+	KIND_COPY_DONE = 14,     // a synchronous copy returned: a0 stream, a1 duration ns, a3 cudaMemcpyKind; ret
 };
 
 // Which function a probe is attached to: the attach cookie.
@@ -325,12 +326,11 @@ static __always_inline __u64 submit_flags(void)
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-// reserve counts the call, then reserves a record and fills its header.
-static __always_inline struct event *reserve(__u32 api, __u16 kind)
+// reserve_record reserves a record and fills its header.
+static __always_inline struct event *reserve_record(__u32 api, __u16 kind)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
-	count_call(pid, api);
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(COUNTER_DROPS);
@@ -349,6 +349,13 @@ static __always_inline struct event *reserve(__u32 api, __u16 kind)
 	return e;
 }
 
+// reserve counts the call, then reserves a record and fills its header.
+static __always_inline struct event *reserve(__u32 api, __u16 kind)
+{
+	count_call(bpf_get_current_pid_tgid() >> 32, api);
+	return reserve_record(api, kind);
+}
+
 static __always_inline __u64 stack_arg(struct pt_regs *ctx, int n)
 {
 	// n-th argument (1-based) past the six in registers.
@@ -360,7 +367,8 @@ static __always_inline __u64 stack_arg(struct pt_regs *ctx, int n)
 // The attach cookie: bits 0-15 the api, bits 16-19 the 1-based position of
 // the stream argument (0: none), bits 20-23 the copy direction plus one
 // for copies whose direction is in the function's name (0: the kind
-// argument says).
+// argument says), bit 24 set for a synchronous copy (it has a return
+// probe).
 static __always_inline __u32 api_of(struct pt_regs *ctx)
 {
 	return (__u32)(bpf_get_attach_cookie(ctx) & 0xffff);
@@ -380,10 +388,56 @@ static __always_inline __u64 stream_of(struct pt_regs *ctx)
 	return arg(ctx, (bpf_get_attach_cookie(ctx) >> 16) & 0xf);
 }
 
+static __always_inline int sync_copy(struct pt_regs *ctx)
+{
+	return (bpf_get_attach_cookie(ctx) >> 24) & 1;
+}
+
 // copy_kind_of is the direction a driver copy's name gives, or -1.
 static __always_inline int copy_kind_of(struct pt_regs *ctx)
 {
 	return (int)((bpf_get_attach_cookie(ctx) >> 20) & 0xf) - 1;
+}
+
+// pending_map is where a call's entry state waits for its return probe.
+static __always_inline void *pending_map(__u32 api)
+{
+	return IS_DRIVER(api) ? (void *)&pending_driver : (void *)&pending_runtime;
+}
+
+// take removes and returns the entry state of the call returning on this
+// thread. A runtime call whose state is gone is counted lost; a driver
+// call has none when it was nested in a runtime call.
+static __always_inline int take(__u32 api, struct pending *out)
+{
+	__u32 tid = current_tid();
+	void *m = pending_map(api);
+	struct pending *p = bpf_map_lookup_elem(m, &tid);
+	if (!p) {
+		if (!IS_DRIVER(api))
+			count(COUNTER_LOST_RETURNS);
+		return 0;
+	}
+	*out = *p;
+	bpf_map_delete_elem(m, &tid);
+	if (!IS_DRIVER(api))
+		leave_runtime();
+	return 1;
+}
+
+// begin records a call's entry state for its return probe, unless it is
+// a driver call nested in a runtime call of the same kind.
+static __always_inline int begin(__u32 kind, struct pending *p)
+{
+	__u32 tid = current_tid();
+	if (IS_DRIVER(p->api)) {
+		if (nested(kind))
+			return 0;
+	} else {
+		enter_runtime(kind, 1);
+	}
+	bpf_map_update_elem(pending_map(p->api), &tid, p, BPF_ANY);
+	return 1;
 }
 
 // submit_runtime_launch marks the thread as in a runtime launch with l's
@@ -516,14 +570,20 @@ int graph_launch(struct pt_regs *ctx)
 SEC("uprobe")
 int runtime_memcpy(struct pt_regs *ctx)
 {
-	enter_runtime(KIND_MEMCPY, 0);
+	__u64 kind = PT_REGS_PARM4(ctx) & 0xffffffff;
+	if (sync_copy(ctx)) {
+		struct pending p = {.ts = bpf_ktime_get_ns(), .arg1 = kind, .api = api_of(ctx)};
+		begin(KIND_MEMCPY, &p);
+	} else {
+		enter_runtime(KIND_MEMCPY, 0);
+	}
 	struct event *e = reserve(api_of(ctx), KIND_MEMCPY);
 	if (!e)
 		return 0;
 	e->a[0] = PT_REGS_PARM1(ctx);
 	e->a[1] = PT_REGS_PARM2(ctx);
 	e->a[2] = PT_REGS_PARM3(ctx);
-	e->a[3] = PT_REGS_PARM4(ctx) & 0xffffffff;
+	e->a[3] = kind;
 	e->a[4] = stream_of(ctx);
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
@@ -533,17 +593,42 @@ int runtime_memcpy(struct pt_regs *ctx)
 SEC("uprobe")
 int driver_memcpy(struct pt_regs *ctx)
 {
-	if (nested(KIND_MEMCPY))
+	int k = copy_kind_of(ctx);
+	__u64 kind = k < 0 ? MEMCPY_DEFAULT : k;
+	if (sync_copy(ctx)) {
+		struct pending p = {.ts = bpf_ktime_get_ns(), .arg1 = kind, .api = api_of(ctx)};
+		if (!begin(KIND_MEMCPY, &p))
+			return 0;
+	} else if (nested(KIND_MEMCPY)) {
 		return 0;
+	}
 	struct event *e = reserve(api_of(ctx), KIND_MEMCPY);
 	if (!e)
 		return 0;
 	e->a[0] = PT_REGS_PARM1(ctx);
 	e->a[1] = PT_REGS_PARM2(ctx);
 	e->a[2] = PT_REGS_PARM3(ctx);
-	int kind = copy_kind_of(ctx);
-	e->a[3] = kind < 0 ? MEMCPY_DEFAULT : kind;
+	e->a[3] = kind;
 	e->a[4] = stream_of(ctx);
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+// The return of a synchronous copy: all work before it on the default
+// stream was done. Recorded apart from the copy (made at entry) for the
+// occupancy model.
+SEC("uretprobe")
+int copy_return(struct pt_regs *ctx)
+{
+	struct pending in;
+	if (!take(api_of(ctx), &in))
+		return 0;
+	struct event *e = reserve_record(in.api, KIND_COPY_DONE);
+	if (!e)
+		return 0;
+	e->ret = (__s32)PT_REGS_RC(ctx);
+	e->a[1] = e->ts - in.ts;
+	e->a[3] = in.arg1;
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }
@@ -561,47 +646,6 @@ int runtime_memset(struct pt_regs *ctx)
 	e->a[4] = stream_of(ctx);
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
-}
-
-// pending_map is where a call's entry state waits for its return probe.
-static __always_inline void *pending_map(__u32 api)
-{
-	return IS_DRIVER(api) ? (void *)&pending_driver : (void *)&pending_runtime;
-}
-
-// take removes and returns the entry state of the call returning on this
-// thread. A runtime call whose state is gone is counted lost; a driver
-// call has none when it was nested in a runtime call.
-static __always_inline int take(__u32 api, struct pending *out)
-{
-	__u32 tid = current_tid();
-	void *m = pending_map(api);
-	struct pending *p = bpf_map_lookup_elem(m, &tid);
-	if (!p) {
-		if (!IS_DRIVER(api))
-			count(COUNTER_LOST_RETURNS);
-		return 0;
-	}
-	*out = *p;
-	bpf_map_delete_elem(m, &tid);
-	if (!IS_DRIVER(api))
-		leave_runtime();
-	return 1;
-}
-
-// begin records a call's entry state for its return probe, unless it is
-// a driver call nested in a runtime call of the same kind.
-static __always_inline int begin(__u32 kind, struct pending *p)
-{
-	__u32 tid = current_tid();
-	if (IS_DRIVER(p->api)) {
-		if (nested(kind))
-			return 0;
-	} else {
-		enter_runtime(kind, 1);
-	}
-	bpf_map_update_elem(pending_map(p->api), &tid, p, BPF_ANY);
-	return 1;
 }
 
 // Entry of cudaMalloc(void **p, size), cudaMallocAsync(void **p, size,

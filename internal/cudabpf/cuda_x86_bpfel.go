@@ -129,6 +129,7 @@ const (
 	cudaKindKIND_FUNC_NAME     cudaKind = 11
 	cudaKindKIND_KERNEL_HANDLE cudaKind = 12
 	cudaKindKIND_EVENT_QUERY   cudaKind = 13
+	cudaKindKIND_COPY_DONE     cudaKind = 14
 )
 
 type cudaNameEvent struct {
@@ -168,6 +169,7 @@ const (
 	cudaMapThreadDevice             = "thread_device"
 	cudaProgBenchEmpty              = "bench_empty"
 	cudaProgBenchNaive              = "bench_naive"
+	cudaProgCopyReturn              = "copy_return"
 	cudaProgDriverLaunchKernel      = "driver_launch_kernel"
 	cudaProgDriverLaunchKernelEx    = "driver_launch_kernel_ex"
 	cudaProgDriverMemcpy            = "driver_memcpy"
@@ -245,6 +247,7 @@ type cudaSpecs struct {
 type cudaProgramSpecs struct {
 	BenchEmpty              *ebpf.ProgramSpec `ebpf:"bench_empty"`
 	BenchNaive              *ebpf.ProgramSpec `ebpf:"bench_naive"`
+	CopyReturn              *ebpf.ProgramSpec `ebpf:"copy_return"`
 	DriverLaunchKernel      *ebpf.ProgramSpec `ebpf:"driver_launch_kernel"`
 	DriverLaunchKernelEx    *ebpf.ProgramSpec `ebpf:"driver_launch_kernel_ex"`
 	DriverMemcpy            *ebpf.ProgramSpec `ebpf:"driver_memcpy"`
@@ -357,6 +360,7 @@ type cudaVariables struct {
 type cudaPrograms struct {
 	BenchEmpty              *ebpf.Program `ebpf:"bench_empty"`
 	BenchNaive              *ebpf.Program `ebpf:"bench_naive"`
+	CopyReturn              *ebpf.Program `ebpf:"copy_return"`
 	DriverLaunchKernel      *ebpf.Program `ebpf:"driver_launch_kernel"`
 	DriverLaunchKernelEx    *ebpf.Program `ebpf:"driver_launch_kernel_ex"`
 	DriverMemcpy            *ebpf.Program `ebpf:"driver_memcpy"`
@@ -387,6 +391,7 @@ func (p *cudaPrograms) Close() error {
 	return _CudaClose(
 		p.BenchEmpty,
 		p.BenchNaive,
+		p.CopyReturn,
 		p.DriverLaunchKernel,
 		p.DriverLaunchKernelEx,
 		p.DriverMemcpy,

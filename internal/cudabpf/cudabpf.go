@@ -38,6 +38,7 @@ const (
 	KindFuncName     = Kind(cudaKindKIND_FUNC_NAME)
 	KindKernelHandle = Kind(cudaKindKIND_KERNEL_HANDLE)
 	KindEventQuery   = Kind(cudaKindKIND_EVENT_QUERY)
+	KindCopyDone     = Kind(cudaKindKIND_COPY_DONE)
 )
 
 // cudaMemcpyKind values, as a KindMemcpy record's MemcpyKind.

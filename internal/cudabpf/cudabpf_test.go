@@ -423,6 +423,7 @@ func TestCookieRoundTrip(t *testing.T) {
 		{Probe{API: 0xffff, StreamArg: 6, CopyKind: NoCopyKind}, 0xffff | 6<<16},
 		{Probe{API: 39, StreamArg: 4, CopyKind: MemcpyDefault}, 39 | 4<<16 | 5<<20},
 		{Probe{API: 40, StreamArg: 0, CopyKind: MemcpyHostToHost}, 40 | 1<<20},
+		{Probe{API: 6, CopyKind: NoCopyKind, SyncCopy: true}, 6 | 1<<24},
 	} {
 		if got := tc.p.Cookie(); got != tc.want {
 			t.Errorf("%+v.Cookie() = %#x, want %#x", tc.p, got, tc.want)
@@ -442,8 +443,16 @@ func TestCookieRoundTrip(t *testing.T) {
 		if got := bpfCopyKindOf(c); got != int(p.CopyKind) {
 			t.Errorf("%s: copy_kind_of = %d, want %d", p.Symbol, got, p.CopyKind)
 		}
-		if c>>24 != 0 {
-			t.Errorf("%s: cookie %#x has bits above 23", p.Symbol, c)
+		if c>>25 != 0 {
+			t.Errorf("%s: cookie %#x has bits above 24", p.Symbol, c)
+		}
+		// sync_copy reads bit 24; a synchronous copy has the return probe
+		// that makes its KIND_COPY_DONE record, and no stream argument.
+		if got := c>>24&1 == 1; got != p.SyncCopy {
+			t.Errorf("%s: sync_copy = %v, want %v", p.Symbol, got, p.SyncCopy)
+		}
+		if p.SyncCopy && (p.Return == nil || p.StreamArg != 0) {
+			t.Errorf("%s: a synchronous copy needs its return probe and takes no stream", p.Symbol)
 		}
 		if bpfIsDriver(uint32(p.API)) != (p.Library == Driver) || p.API.Driver() != (p.Library == Driver) {
 			t.Errorf("%s: library %v but IS_DRIVER(%d) = %v, API.Driver() = %v",

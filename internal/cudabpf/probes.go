@@ -42,16 +42,24 @@ type Probe struct {
 	// CopyKind is the direction of a driver copy named for it
 	// (cuMemcpyHtoD…), or NoCopyKind.
 	CopyKind int8
+	// SyncCopy marks a synchronous copy: its Return probe records when
+	// it returned, an edge for the occupancy model.
+	SyncCopy bool
 }
 
 // NoCopyKind marks a probe whose copy direction is not in its name.
 const NoCopyKind = -1
 
 // Cookie is the attach cookie of p: the api in bits 0-15, the stream
-// argument in bits 16-19, the copy direction plus one in bits 20-23 (as
-// cuda.bpf.c's api_of, stream_of and copy_kind_of read it).
+// argument in bits 16-19, the copy direction plus one in bits 20-23, bit
+// 24 for a synchronous copy (as cuda.bpf.c's api_of, stream_of,
+// copy_kind_of and sync_copy read it).
 func (p Probe) Cookie() uint64 {
-	return uint64(p.API) | uint64(p.StreamArg&0xf)<<16 | uint64(uint8(p.CopyKind+1)&0xf)<<20
+	c := uint64(p.API) | uint64(p.StreamArg&0xf)<<16 | uint64(uint8(p.CopyKind+1)&0xf)<<20
+	if p.SyncCopy {
+		c |= 1 << 24
+	}
+	return c
 }
 
 func launch(o *Objects) *ebpf.Program         { return o.RuntimeLaunchKernel }
@@ -71,6 +79,7 @@ func eventRecord(o *Objects) *ebpf.Program    { return o.EventRecord }
 func streamWait(o *Objects) *ebpf.Program     { return o.StreamWaitEvent }
 func setDevice(o *Objects) *ebpf.Program      { return o.SetDevice }
 func register(o *Objects) *ebpf.Program       { return o.RegisterFunction }
+func copyReturn(o *Objects) *ebpf.Program     { return o.CopyReturn }
 func queryEnter(o *Objects) *ebpf.Program     { return o.EventQueryEnter }
 func queryReturn(o *Objects) *ebpf.Program    { return o.EventQueryReturn }
 func getKernelEnter(o *Objects) *ebpf.Program { return o.GetKernelEnter }
@@ -95,8 +104,8 @@ var Probes = []Probe{
 	rt("cudaGraphLaunch", cudaApiAPI_cudaGraphLaunch, graph, nil, 2),
 	rt("cudaGraphLaunch_ptsz", cudaApiAPI_cudaGraphLaunchPtsz, graph, nil, 2),
 	// Copies: cudaMemcpy(dst, src, count, kind[, stream]).
-	rt("cudaMemcpy", cudaApiAPI_cudaMemcpy, memcpy, nil, 0),
-	rt("cudaMemcpy_ptds", cudaApiAPI_cudaMemcpyPtds, memcpy, nil, 0),
+	syncCopy(rt("cudaMemcpy", cudaApiAPI_cudaMemcpy, memcpy, nil, 0)),
+	syncCopy(rt("cudaMemcpy_ptds", cudaApiAPI_cudaMemcpyPtds, memcpy, nil, 0)),
 	rt("cudaMemcpyAsync", cudaApiAPI_cudaMemcpyAsync, memcpy, nil, 5),
 	rt("cudaMemcpyAsync_ptsz", cudaApiAPI_cudaMemcpyAsyncPtsz, memcpy, nil, 5),
 	rt("cudaMemset", cudaApiAPI_cudaMemset, memset, nil, 0),
@@ -143,13 +152,13 @@ var Probes = []Probe{
 	drv("cuMemFreeAsync", cudaApiAPI_cuMemFreeAsync, free, nil, 2, NoCopyKind),
 	drv("cuMemFreeAsync_ptsz", cudaApiAPI_cuMemFreeAsyncPtsz, free, nil, 2, NoCopyKind),
 	// Copies: (dst, src, bytes[, stream]); the direction is in the name.
-	drv("cuMemcpy", cudaApiAPI_cuMemcpy, driverMemcpy, nil, 0, MemcpyDefault),
+	syncCopy(drv("cuMemcpy", cudaApiAPI_cuMemcpy, driverMemcpy, nil, 0, MemcpyDefault)),
 	drv("cuMemcpyAsync", cudaApiAPI_cuMemcpyAsync, driverMemcpy, nil, 4, MemcpyDefault),
 	drv("cuMemcpyAsync_ptsz", cudaApiAPI_cuMemcpyAsyncPtsz, driverMemcpy, nil, 4, MemcpyDefault),
-	drv("cuMemcpyHtoD_v2", cudaApiAPI_cuMemcpyHtoD_v2, driverMemcpy, nil, 0, MemcpyHostToDevice),
-	drv("cuMemcpyHtoD_v2_ptds", cudaApiAPI_cuMemcpyHtoD_v2Ptds, driverMemcpy, nil, 0, MemcpyHostToDevice),
-	drv("cuMemcpyDtoH_v2", cudaApiAPI_cuMemcpyDtoH_v2, driverMemcpy, nil, 0, MemcpyDeviceToHost),
-	drv("cuMemcpyDtoH_v2_ptds", cudaApiAPI_cuMemcpyDtoH_v2Ptds, driverMemcpy, nil, 0, MemcpyDeviceToHost),
+	syncCopy(drv("cuMemcpyHtoD_v2", cudaApiAPI_cuMemcpyHtoD_v2, driverMemcpy, nil, 0, MemcpyHostToDevice)),
+	syncCopy(drv("cuMemcpyHtoD_v2_ptds", cudaApiAPI_cuMemcpyHtoD_v2Ptds, driverMemcpy, nil, 0, MemcpyHostToDevice)),
+	syncCopy(drv("cuMemcpyDtoH_v2", cudaApiAPI_cuMemcpyDtoH_v2, driverMemcpy, nil, 0, MemcpyDeviceToHost)),
+	syncCopy(drv("cuMemcpyDtoH_v2_ptds", cudaApiAPI_cuMemcpyDtoH_v2Ptds, driverMemcpy, nil, 0, MemcpyDeviceToHost)),
 	drv("cuMemcpyDtoD_v2", cudaApiAPI_cuMemcpyDtoD_v2, driverMemcpy, nil, 0, MemcpyDeviceToDevice),
 	drv("cuMemcpyDtoD_v2_ptds", cudaApiAPI_cuMemcpyDtoD_v2Ptds, driverMemcpy, nil, 0, MemcpyDeviceToDevice),
 	drv("cuMemcpyHtoDAsync_v2", cudaApiAPI_cuMemcpyHtoDAsyncV2, driverMemcpy, nil, 4, MemcpyHostToDevice),
@@ -168,6 +177,12 @@ var Probes = []Probe{
 
 func rt(sym string, api cudaApi, entry, ret func(*Objects) *ebpf.Program, stream uint8) Probe {
 	return Probe{Symbol: sym, API: API(api), Library: Runtime, Entry: entry, Return: ret, StreamArg: stream, CopyKind: NoCopyKind}
+}
+
+// syncCopy marks a synchronous copy, with its return probe.
+func syncCopy(p Probe) Probe {
+	p.SyncCopy, p.Return = true, copyReturn
+	return p
 }
 
 func drv(sym string, api cudaApi, entry, ret func(*Objects) *ebpf.Program, stream uint8, kind int8) Probe {

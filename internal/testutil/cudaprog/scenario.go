@@ -376,7 +376,9 @@ var ForwardLaunch = drvLaunch("cuLaunchKernel", ForwardFunction, DlopenLaunch.Gr
 // on StreamA, the event synchronised (so both kernels end at the event,
 // completion=event), a third launch, an event query (which fails without
 // a GPU, so it completes nothing), then StreamA synchronised (the third
-// kernel ends there, completion=sync_fallback).
+// kernel ends there, completion=sync_fallback); last a launch on the
+// default stream ended by a synchronous host-to-device copy
+// (completion=sync_fallback).
 var RuntimeOccupancy = Scenario{Program: "runtime", Name: "occupancy", Threads: [][]Call{{
 	launch("cudaLaunchKernel", KernelVectorAdd, Dim3{64, 1, 1}, Dim3{128, 1, 1}, 0, StreamA, noDevice),
 	launch("cudaLaunchKernel", KernelMatmul, Dim3{16, 16, 1}, Dim3{16, 16, 1}, 0, StreamA, noDevice),
@@ -385,6 +387,8 @@ var RuntimeOccupancy = Scenario{Program: "runtime", Name: "occupancy", Threads: 
 	launch("cudaLaunchKernel", KernelReduce, Dim3{4, 1, 1}, Dim3{64, 1, 1}, 0, StreamA, noDevice),
 	{API: "cudaEventQuery", Handle: EventA, Ret: noDevice},
 	{API: "cudaStreamSynchronize", Stream: StreamA, Ret: noDevice},
+	launch("cudaLaunchKernel", KernelVectorAdd, Dim3{8, 1, 1}, Dim3{32, 1, 1}, 0, 0, noDevice),
+	{API: "cudaMemcpy", Kind: MemcpyHostToDevice, Size: 4096, Dst: DevPtr(1), Ret: noDevice},
 }}}
 
 var Scenarios = []*Scenario{&RuntimeLaunch, &RuntimeThreads, &RuntimeRegister, &RuntimeOccupancy, &DriverLaunch, &StaticLaunch}
