@@ -168,7 +168,7 @@ func (tr *traced) waitAttached(t testing.TB, target, path string) uprobe.Attachm
 		return ok
 	}
 	if !poll(time.Second, found) {
-		tr.tracer.Rescan()
+		require.NoError(t, tr.tracer.Rescan())
 		if !found() {
 			t.Fatalf("not attached to %s (%s) after a rescan; status: %+v", path, target, tr.Status())
 		}

@@ -121,14 +121,17 @@ type Tracer struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 
-	// mu serialises scans (the worker's, and New's and Rescan's) and
-	// guards everything below.
-	mu          sync.Mutex
-	seen        map[fileID]seenFile // classified files
-	links       []link.Link
+	// scanMu serialises scans (the worker's, and New's and Rescan's) and
+	// guards seen and links.
+	scanMu sync.Mutex
+	seen   map[fileID]seenFile // classified files
+	links  []link.Link
+
+	// statusMu guards the report, so that reading it never waits for a
+	// scan (which can take a while on a busy host).
+	statusMu    sync.Mutex
 	attachments []Attachment
 	rejections  []Rejection
-	scanErrors  int
 }
 
 const (
@@ -185,7 +188,12 @@ func New(cfg Config) (*Tracer, error) {
 		Name: loaderTarget, Anchor: "_dl_debug_state", Hint: isLoader,
 		Probes: []Probe{{Symbol: "_dl_debug_state", Entry: t.watch.OnLoaderChange}},
 	})
-	t.scanAll()
+	if err := t.scanAll(); err != nil {
+		t.watchRB.Close()
+		t.execRT.Close()
+		t.watch.Close()
+		return nil, err
+	}
 	t.wg.Add(2)
 	go t.readWatch()
 	go t.work()
@@ -257,7 +265,7 @@ func (t *Tracer) work() {
 		case <-t.stop:
 			return
 		case <-tick.C:
-			t.scanAll()
+			_ = t.scanAll() // it listed procfs at New; a passing failure waits for the next tick
 		case pid := <-t.scans:
 			pids := map[int]bool{pid: true}
 		drain:
@@ -278,30 +286,25 @@ func (t *Tracer) work() {
 
 // Rescan scans every process now and returns when done. It is for tests
 // and for callers that know something changed.
-func (t *Tracer) Rescan() { t.scanAll() }
+func (t *Tracer) Rescan() error { return t.scanAll() }
 
-func (t *Tracer) scanAll() {
+// scanAll scans every process; it fails only when procfs cannot be listed.
+func (t *Tracer) scanAll() error {
 	entries, err := os.ReadDir(t.cfg.ProcRoot)
 	if err != nil {
-		t.countScanError()
-		return
+		return fmt.Errorf("uprobe: list processes: %w", err)
 	}
 	for _, e := range entries {
 		if pid, err := strconv.Atoi(e.Name()); err == nil {
 			t.scanPID(pid)
 		}
 	}
-}
-
-func (t *Tracer) countScanError() {
-	t.mu.Lock()
-	t.scanErrors++
-	t.mu.Unlock()
+	return nil
 }
 
 func (t *Tracer) scanPID(pid int) {
-	t.mu.Lock() // scans run on the worker and, at start and in Rescan, the caller
-	defer t.mu.Unlock()
+	t.scanMu.Lock() // scans run on the worker and, at start and in Rescan, the caller
+	defer t.scanMu.Unlock()
 	maps, err := procmaps.ReadPID(t.cfg.ProcRoot, pid)
 	if err != nil {
 		return // the process is gone, or a kernel thread
@@ -366,6 +369,8 @@ func (t *Tracer) classify(pid int, m procmaps.Mapping, isExe bool) (attached, ok
 }
 
 func (t *Tracer) reject(r Rejection) {
+	t.statusMu.Lock()
+	defer t.statusMu.Unlock()
 	if len(t.rejections) < maxRejections {
 		t.rejections = append(t.rejections, r)
 	}
@@ -396,7 +401,9 @@ func (t *Tracer) attach(tg Target, pid int, m procmaps.Mapping, path string, isE
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: "no probe attached: " + strings.Join(a.AttachErrors, "; ")})
 		return false
 	}
+	t.statusMu.Lock()
 	t.attachments = append(t.attachments, a)
+	t.statusMu.Unlock()
 	return true
 }
 
@@ -481,15 +488,15 @@ func (t *Tracer) attachMulti(ex *link.Executable, tg Target, offsets map[string]
 
 // Attachments lists the files probed so far, the loader's included.
 func (t *Tracer) Attachments() []Attachment {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.statusMu.Lock()
+	defer t.statusMu.Unlock()
 	return slices.Clone(t.attachments)
 }
 
 // Rejections lists files that looked like targets but could not be probed.
 func (t *Tracer) Rejections() []Rejection {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.statusMu.Lock()
+	defer t.statusMu.Unlock()
 	return slices.Clone(t.rejections)
 }
 
@@ -501,8 +508,8 @@ func (t *Tracer) Close() error {
 		close(t.stop)
 		errs := []error{t.watchRB.Close()}
 		t.wg.Wait()
-		t.mu.Lock()
-		defer t.mu.Unlock()
+		t.scanMu.Lock()
+		defer t.scanMu.Unlock()
 		for _, l := range t.links {
 			errs = append(errs, l.Close())
 		}
