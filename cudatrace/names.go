@@ -18,6 +18,9 @@ type symbolizer struct {
 	procs    procfs.FS
 	tables   *elfsym.Cache
 	maps     map[uint32][]procmaps.Mapping // per process, refreshed on a miss
+	// exe knows the executables of processes the tracer scanned, for
+	// those that exit before their events are handled.
+	exe func(pid int) (string, bool)
 }
 
 func newSymbolizer(procRoot string) *symbolizer {
@@ -30,7 +33,15 @@ func newSymbolizer(procRoot string) *symbolizer {
 }
 
 func (s *symbolizer) ExecutableName(pid uint32) string {
-	return s.procs.ExecutableName(int(pid))
+	if name := s.procs.ExecutableName(int(pid)); name != "" {
+		return name
+	}
+	if s.exe != nil {
+		if path, ok := s.exe(int(pid)); ok {
+			return procfs.ExeBase(path)
+		}
+	}
+	return ""
 }
 
 // Symbolize returns the demangled name of the function at addr in pid.

@@ -142,6 +142,7 @@ func (s *Source) start(multi bool) error {
 		s.exit.Close()
 		return fmt.Errorf("cudatrace: %w", err)
 	}
+	s.names.exe = s.tracer.Executable
 	s.reg, err = meter.RegisterCallback(s.observe, s.inst.observables()...)
 	if err != nil {
 		s.tracer.Close()

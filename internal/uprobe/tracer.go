@@ -128,10 +128,36 @@ type Tracer struct {
 	links  []link.Link
 
 	// statusMu guards the report, so that reading it never waits for a
-	// scan (which can take a while on a busy host).
+	// scan (which can take a while on a busy host), and the executables.
 	statusMu    sync.Mutex
 	attachments []Attachment
 	rejections  []Rejection
+	exes        map[int]string // pid → executable path seen by a scan
+}
+
+// maxExes bounds the executables remembered; past it the map starts over.
+const maxExes = 1 << 14
+
+func (t *Tracer) remember(pid int, exe string) {
+	if exe == "" {
+		return
+	}
+	t.statusMu.Lock()
+	defer t.statusMu.Unlock()
+	if t.exes == nil || len(t.exes) >= maxExes {
+		t.exes = map[int]string{}
+	}
+	t.exes[pid] = exe
+}
+
+// Executable returns the executable path of pid as the last scan of it
+// saw: a scan runs at exec and at each dlopen, so this knows processes
+// that exited before their events were handled.
+func (t *Tracer) Executable(pid int) (string, bool) {
+	t.statusMu.Lock()
+	defer t.statusMu.Unlock()
+	exe, ok := t.exes[pid]
+	return exe, ok
 }
 
 const (
@@ -311,6 +337,7 @@ func (t *Tracer) scanPID(pid int) {
 	}
 	exe, _ := os.Readlink(filepath.Join(t.cfg.ProcRoot, strconv.Itoa(pid), "exe"))
 	exe = strings.TrimSuffix(exe, " (deleted)")
+	t.remember(pid, exe)
 	for _, m := range maps {
 		if m.Perms&procmaps.PermExec == 0 || m.Inode == 0 || !strings.HasPrefix(m.Path, "/") {
 			continue

@@ -108,3 +108,18 @@ func TestDenied(t *testing.T) {
 	// missing privilege.
 	assert.False(t, Denied(fmt.Errorf("load: %w", &ebpf.VerifierError{Cause: os.ErrPermission})))
 }
+
+func TestExecutablesAreBounded(t *testing.T) {
+	var tr Tracer
+	tr.remember(1, "/bin/a")
+	tr.remember(2, "")
+	exe, ok := tr.Executable(1)
+	assert.True(t, ok)
+	assert.Equal(t, "/bin/a", exe)
+	_, ok = tr.Executable(2)
+	assert.False(t, ok, "an unreadable exe link is not remembered")
+	for pid := range maxExes + 10 {
+		tr.remember(pid+10, "/bin/x")
+	}
+	assert.LessOrEqual(t, len(tr.exes), maxExes)
+}
