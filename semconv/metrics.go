@@ -282,7 +282,7 @@ var cudaMetrics = []Metric{
 
 // metrics is the registry: each area's list, in order. An area defined in
 // a file of its own adds its list here.
-var metrics = slices.Concat(gpuMetrics, cudaMetrics, occupancyMetrics)
+var metrics = slices.Concat(gpuMetrics, cudaMetrics, occupancyMetrics, genaiMetrics)
 
 // Metrics returns every registered metric, in registry order.
 func Metrics() []Metric {
@@ -302,7 +302,7 @@ const (
 
 var spanProc = []attribute.Key{ProcessPID, ProcessExecutableName, CUDADevice, CUDAAPIName}
 
-var spans = []Span{
+var cudaSpans = []Span{
 	{SpanCUDAKernelLaunch, "A kernel launch, at the instant of the call (the kernel's run time is not measured).", with(spanProc, CUDAKernelName, CUDAGridX, CUDAGridY, CUDAGridZ, CUDABlockX, CUDABlockY, CUDABlockZ, CUDASharedMemory, CUDAStream)},
 	{SpanCUDAGraphLaunch, "A CUDA graph launch, at the instant of the call.", with(spanProc, CUDAStream)},
 	{SpanCUDAMemcpy, "A copy call, at the instant of the call.", with(spanProc, CUDAMemcpyKind, CUDAMemcpyBytes, CUDAStream)},
@@ -311,6 +311,9 @@ var spans = []Span{
 	{SpanCUDAFree, "A free, at the instant of the call.", with(spanProc, CUDAMemoryAddr)},
 	{SpanCUDASync, "A synchronisation, from call to return.", with(spanProc, CUDAStream, CUDAErrorCode)},
 }
+
+// spans is the span registry: each area's list, in order.
+var spans = slices.Concat(cudaSpans, []Span{SpanGenAIClient})
 
 // Spans returns every registered span, in registry order.
 func Spans() []Span {

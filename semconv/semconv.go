@@ -73,7 +73,7 @@ type Metric struct {
 // Attribute describes one attribute key.
 type Attribute struct {
 	Key         attribute.Key
-	Type        string // "string" or "int"
+	Type        string // as OpenTelemetry names attribute types: "string", "int", "double", "boolean", "string[]"
 	Description string
 	Origin      Origin
 	// Values lists the closed set of values, where the set is closed.

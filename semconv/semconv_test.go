@@ -13,7 +13,7 @@ func TestMetricsAreWellFormed(t *testing.T) {
 			t.Errorf("attribute %s registered twice", a.Key)
 		}
 		registered[string(a.Key)] = true
-		if a.Description == "" || (a.Type != "string" && a.Type != "int") {
+		if a.Description == "" || !slices.Contains([]string{"string", "int", "double", "boolean", "string[]"}, a.Type) {
 			t.Errorf("attribute %s: missing description or bad type %q", a.Key, a.Type)
 		}
 	}

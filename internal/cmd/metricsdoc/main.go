@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/xpuscope/xpuscope/semconv"
@@ -50,7 +51,11 @@ func render() []byte {
 			}
 			desc := m.Description
 			if len(m.Buckets) > 0 {
-				desc += fmt.Sprintf(" Buckets: %v.", m.Buckets)
+				bs := make([]string, len(m.Buckets))
+				for i, b := range m.Buckets {
+					bs[i] = strconv.FormatFloat(b, 'f', -1, 64)
+				}
+				desc += " Buckets: " + strings.Join(bs, ", ") + "."
 			}
 			fmt.Fprintf(&b, "| `%s` | %v | `%s` | %s | %s |\n", m.Name, m.Kind, m.Unit, cell(desc), cell(m.Note))
 		}

@@ -1,0 +1,260 @@
+package semconv
+
+import "go.opentelemetry.io/otel/attribute"
+
+// GenAI names follow the OpenTelemetry GenAI semantic conventions v1.41.0
+// (https://opentelemetry.io/schemas/1.41.0; the Go constants of
+// go.opentelemetry.io/otel/semconv/v1.41.0 were checked against these).
+// The conventions are in Development status: names may still change
+// upstream. Cost is not an OpenTelemetry concept: it lives under our own
+// xpuscope.genai.* namespace, never under gen_ai.*, which belongs to
+// OpenTelemetry.
+
+// GenAISchemaVersion is the semantic-conventions version the GenAI names
+// follow.
+const GenAISchemaVersion = "1.41.0"
+
+// GenAI attributes (OpenTelemetry).
+const (
+	GenAIProviderName          = attribute.Key("gen_ai.provider.name")
+	GenAIOperationName         = attribute.Key("gen_ai.operation.name")
+	GenAIRequestModel          = attribute.Key("gen_ai.request.model")
+	GenAIRequestTemperature    = attribute.Key("gen_ai.request.temperature")
+	GenAIRequestTopP           = attribute.Key("gen_ai.request.top_p")
+	GenAIRequestMaxTokens      = attribute.Key("gen_ai.request.max_tokens")
+	GenAIRequestChoiceCount    = attribute.Key("gen_ai.request.choice.count")
+	GenAIRequestStream         = attribute.Key("gen_ai.request.stream")
+	GenAIResponseModel         = attribute.Key("gen_ai.response.model")
+	GenAIResponseID            = attribute.Key("gen_ai.response.id")
+	GenAIResponseFinishReasons = attribute.Key("gen_ai.response.finish_reasons")
+	// GenAIResponseTimeToFirstChunk is the span-attribute form of
+	// GenAIClientOperationTimeToFirstChunk, in seconds.
+	GenAIResponseTimeToFirstChunk = attribute.Key("gen_ai.response.time_to_first_chunk")
+	GenAIUsageInputTokens         = attribute.Key("gen_ai.usage.input_tokens")
+	GenAIUsageOutputTokens        = attribute.Key("gen_ai.usage.output_tokens")
+	// Cache and reasoning usage are OpenTelemetry names since v1.41 (no
+	// extension needed). Each is a part of the input or output total, not
+	// an addition to it.
+	GenAIUsageCacheReadInputTokens     = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	GenAIUsageCacheCreationInputTokens = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
+	GenAIUsageReasoningOutputTokens    = attribute.Key("gen_ai.usage.reasoning.output_tokens")
+	GenAITokenType                     = attribute.Key("gen_ai.token.type")
+	// OpenAIAPIType tells the OpenAI Chat Completions API from the
+	// Responses API, which share gen_ai.operation.name=chat.
+	OpenAIAPIType = attribute.Key("openai.api.type")
+)
+
+// Server attributes (OpenTelemetry, stable): the GenAI endpoint as the
+// request addressed it.
+const (
+	ServerAddress = attribute.Key("server.address")
+	ServerPort    = attribute.Key("server.port")
+)
+
+// GenAI attributes (extensions).
+const (
+	// XpuscopeGenAICostUSD is the estimated cost of one call, in US
+	// dollars, from user-given rates. Span attribute only; absent when no
+	// rate is known for the call's provider and model.
+	XpuscopeGenAICostUSD = attribute.Key("xpuscope.genai.cost.usd")
+)
+
+// Well-known values of GenAIProviderName (v1.41). When one applies it MUST
+// be used; a custom value MAY be used otherwise.
+const (
+	GenAIProviderOpenAI           = "openai"
+	GenAIProviderAzureAIOpenAI    = "azure.ai.openai"
+	GenAIProviderAzureAIInference = "azure.ai.inference"
+	GenAIProviderAnthropic        = "anthropic"
+	// GenAIProviderGCPGemini: the generativelanguage.googleapis.com
+	// endpoint (Gemini API, "AI Studio").
+	GenAIProviderGCPGemini = "gcp.gemini"
+	// GenAIProviderGCPVertexAI: the aiplatform.googleapis.com endpoint.
+	GenAIProviderGCPVertexAI = "gcp.vertex_ai"
+	// GenAIProviderGCPGenAI: any Google generative AI endpoint, where the
+	// backend is not known.
+	GenAIProviderGCPGenAI   = "gcp.gen_ai"
+	GenAIProviderAWSBedrock = "aws.bedrock"
+	GenAIProviderCohere     = "cohere"
+	GenAIProviderDeepSeek   = "deepseek"
+	GenAIProviderGroq       = "groq"
+	GenAIProviderIBMWatsonx = "ibm.watsonx.ai"
+	GenAIProviderMistralAI  = "mistral_ai"
+	GenAIProviderPerplexity = "perplexity"
+	GenAIProviderXAI        = "x_ai"
+)
+
+// Custom values of GenAIProviderName that xpuscope uses where the
+// conventions have no well-known value (the conventions allow custom
+// values). They are not OpenTelemetry-defined.
+const (
+	// GenAIProviderOllama is an Ollama server (native /api/* or its
+	// OpenAI-compatible /v1/* endpoints).
+	GenAIProviderOllama = "ollama"
+	// GenAIProviderOpenAICompatible is an unknown server that speaks the
+	// OpenAI REST API (vLLM, TGI, llama.cpp, LiteLLM, another gateway) and
+	// that no host map names. Deliberately not "openai": its traffic is not
+	// OpenAI's, and must not be priced as OpenAI's.
+	GenAIProviderOpenAICompatible = "openai_compatible"
+)
+
+// Well-known values of GenAIOperationName (v1.41).
+const (
+	GenAIOperationChat            = "chat"
+	GenAIOperationTextCompletion  = "text_completion"
+	GenAIOperationEmbeddings      = "embeddings"
+	GenAIOperationGenerateContent = "generate_content"
+	GenAIOperationRetrieval       = "retrieval"
+	GenAIOperationCreateAgent     = "create_agent"
+	GenAIOperationInvokeAgent     = "invoke_agent"
+	GenAIOperationInvokeWorkflow  = "invoke_workflow"
+	GenAIOperationExecuteTool     = "execute_tool"
+)
+
+// Values of GenAITokenType.
+const (
+	GenAITokenTypeInput  = "input"
+	GenAITokenTypeOutput = "output"
+)
+
+// Values of OpenAIAPIType.
+const (
+	OpenAIAPITypeChatCompletions = "chat_completions"
+	OpenAIAPITypeResponses       = "responses"
+)
+
+// GenAIProviders lists the well-known gen_ai.provider.name values of v1.41.
+var GenAIProviders = []string{
+	GenAIProviderAnthropic, GenAIProviderAWSBedrock, GenAIProviderAzureAIInference,
+	GenAIProviderAzureAIOpenAI, GenAIProviderCohere, GenAIProviderDeepSeek,
+	GenAIProviderGCPGemini, GenAIProviderGCPGenAI, GenAIProviderGCPVertexAI,
+	GenAIProviderGroq, GenAIProviderIBMWatsonx, GenAIProviderMistralAI,
+	GenAIProviderOpenAI, GenAIProviderPerplexity, GenAIProviderXAI,
+}
+
+// GenAIOperations lists the well-known gen_ai.operation.name values of
+// v1.41.
+var GenAIOperations = []string{
+	GenAIOperationChat, GenAIOperationCreateAgent, GenAIOperationEmbeddings,
+	GenAIOperationExecuteTool, GenAIOperationGenerateContent,
+	GenAIOperationInvokeAgent, GenAIOperationInvokeWorkflow,
+	GenAIOperationRetrieval, GenAIOperationTextCompletion,
+}
+
+// GenAISpanName is the name of a GenAI inference client span, as the
+// conventions give it: "{gen_ai.operation.name} {gen_ai.request.model}",
+// or the operation alone when the request model is not known. The span
+// kind is CLIENT.
+func GenAISpanName(operation, requestModel string) string {
+	if requestModel == "" {
+		return operation
+	}
+	return operation + " " + requestModel
+}
+
+// Bucket boundaries the conventions specify (ExplicitBucketBoundaries).
+var (
+	genaiTokenBuckets = []float64{
+		1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576,
+		4194304, 16777216, 67108864,
+	}
+	// Used by operation.duration and, as the GenAI metrics document gives
+	// it, by both streaming metrics (time_to_first_chunk and
+	// time_per_output_chunk).
+	genaiDurationBuckets = []float64{
+		0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24,
+		20.48, 40.96, 81.92,
+	}
+)
+
+// genaiAttrs are carried by every GenAI client metric.
+var genaiAttrs = []attribute.Key{
+	GenAIOperationName, GenAIProviderName, GenAIRequestModel,
+	GenAIResponseModel, ServerAddress, ServerPort,
+}
+
+const genaiNote = "From captured HTTP exchanges of LLM APIs (package genai), not from an SDK in the workload."
+
+// GenAI client metrics (OpenTelemetry) and the cost extension.
+var (
+	GenAIClientTokenUsage = Metric{
+		Name: "gen_ai.client.token.usage", Kind: Histogram, Unit: "{token}", Origin: OTel,
+		Description: "Number of input and output tokens used, per operation.",
+		Attributes:  with(genaiAttrs, GenAITokenType),
+		Buckets:     genaiTokenBuckets,
+		Note:        genaiNote + " Only tokens the provider reported: a response without usage (an old streaming API, a cut stream) records nothing. Input includes cached tokens, output includes reasoning tokens.",
+	}
+	GenAIClientOperationDuration = Metric{
+		Name: "gen_ai.client.operation.duration", Kind: Histogram, Unit: "s", Origin: OTel,
+		Description: "GenAI operation duration, from the request to the end of the response.",
+		Attributes:  with(genaiAttrs, ErrorType),
+		Buckets:     genaiDurationBuckets,
+		Note:        genaiNote + " error.type is set when the call failed: the provider's error type or code.",
+	}
+	GenAIClientOperationTimeToFirstChunk = Metric{
+		Name: "gen_ai.client.operation.time_to_first_chunk", Kind: Histogram, Unit: "s", Origin: OTel,
+		Description: "Time from the request to the first chunk of a streamed response.",
+		Attributes:  genaiAttrs,
+		Buckets:     genaiDurationBuckets,
+		Note:        genaiNote + " Streaming calls only. The first chunk is when the capture saw it, which includes network time.",
+	}
+	GenAIClientOperationTimePerOutputChunk = Metric{
+		Name: "gen_ai.client.operation.time_per_output_chunk", Kind: Histogram, Unit: "s", Origin: OTel,
+		Description: "Time between consecutive chunks of a streamed response, recorded for each chunk after the first.",
+		Attributes:  genaiAttrs,
+		Buckets:     genaiDurationBuckets,
+		Note:        genaiNote + " Streaming calls only. Chunks are the capture's reads, which may merge or split the server's events.",
+	}
+	XpuscopeGenAICost = Metric{
+		Name: "xpuscope.genai.cost", Kind: Counter, Unit: "{USD}", Origin: Extension,
+		Description: "Estimated cost of GenAI operations in US dollars, from user-given per-token rates.",
+		Attributes:  genaiAttrs,
+		Note:        "No price table is built in: a call counts only when a rate is configured for its provider and model (or loaded from a LiteLLM price file), and only when the response reported usage. An estimate, not a bill.",
+	}
+)
+
+var genaiMetrics = []Metric{
+	GenAIClientTokenUsage, GenAIClientOperationDuration,
+	GenAIClientOperationTimeToFirstChunk, GenAIClientOperationTimePerOutputChunk,
+	XpuscopeGenAICost,
+}
+
+// SpanGenAIClient documents the GenAI inference span. Its name is not
+// fixed: see GenAISpanName.
+var SpanGenAIClient = Span{
+	Name:        "{gen_ai.operation.name} {gen_ai.request.model}",
+	Description: "One LLM API call (kind CLIENT), from the request to the end of the response; named by GenAISpanName.",
+	Attributes: []attribute.Key{
+		GenAIOperationName, GenAIProviderName, GenAIRequestModel, ServerAddress, ServerPort,
+		GenAIRequestTemperature, GenAIRequestTopP, GenAIRequestMaxTokens, GenAIRequestChoiceCount,
+		GenAIRequestStream, GenAIResponseID, GenAIResponseModel, GenAIResponseFinishReasons,
+		GenAIResponseTimeToFirstChunk, GenAIUsageInputTokens, GenAIUsageOutputTokens,
+		GenAIUsageCacheReadInputTokens, GenAIUsageCacheCreationInputTokens,
+		GenAIUsageReasoningOutputTokens, OpenAIAPIType, ErrorType, XpuscopeGenAICostUSD,
+	},
+}
+
+var genaiAttributes = []Attribute{
+	{GenAIProviderName, "string", "The GenAI provider, as detected from the request's host, path and headers. Custom values: " + GenAIProviderOllama + " (an Ollama server), " + GenAIProviderOpenAICompatible + " (an unknown server speaking the OpenAI API); a configured host map may name others.", OTel, append(append([]string(nil), GenAIProviders...), GenAIProviderOllama, GenAIProviderOpenAICompatible)},
+	{GenAIOperationName, "string", "The operation: " + GenAIOperationChat + " for OpenAI Chat Completions and Responses, Anthropic Messages, Bedrock Converse and Ollama chat; " + GenAIOperationGenerateContent + " for Gemini and Vertex generateContent; " + GenAIOperationTextCompletion + " for legacy completions; " + GenAIOperationEmbeddings + ".", OTel, GenAIOperations},
+	{GenAIRequestModel, "string", "The model the request names (body, or path for Gemini, Vertex and Bedrock). Capped in cardinality on metrics.", OTel, nil},
+	{GenAIRequestTemperature, "double", "Temperature setting of the request.", OTel, nil},
+	{GenAIRequestTopP, "double", "top_p setting of the request.", OTel, nil},
+	{GenAIRequestMaxTokens, "int", "Maximum number of tokens the request lets the model generate.", OTel, nil},
+	{GenAIRequestChoiceCount, "int", "Number of candidate completions requested; set only when not 1.", OTel, nil},
+	{GenAIRequestStream, "boolean", "Whether the response was requested as a stream.", OTel, nil},
+	{GenAIResponseModel, "string", "The model that generated the response, as the response names it. Capped in cardinality on metrics.", OTel, nil},
+	{GenAIResponseID, "string", "The provider's identifier of the completion. Span attribute only.", OTel, nil},
+	{GenAIResponseFinishReasons, "string[]", "Why the model stopped, one per generation received. Span attribute only.", OTel, nil},
+	{GenAIResponseTimeToFirstChunk, "double", "Seconds from the request to the first chunk of a streamed response. Span attribute only.", OTel, nil},
+	{GenAIUsageInputTokens, "int", "Input tokens the provider reported, cached ones included. Span attribute only.", OTel, nil},
+	{GenAIUsageOutputTokens, "int", "Output tokens the provider reported, reasoning ones included. Span attribute only.", OTel, nil},
+	{GenAIUsageCacheReadInputTokens, "int", "Input tokens served from the provider's prompt cache (part of the input tokens). Span attribute only.", OTel, nil},
+	{GenAIUsageCacheCreationInputTokens, "int", "Input tokens written to the provider's prompt cache (part of the input tokens). Span attribute only.", OTel, nil},
+	{GenAIUsageReasoningOutputTokens, "int", "Output tokens spent on reasoning (part of the output tokens). Span attribute only.", OTel, nil},
+	{GenAITokenType, "string", "Which tokens a gen_ai.client.token.usage point counts.", OTel, []string{GenAITokenTypeInput, GenAITokenTypeOutput}},
+	{OpenAIAPIType, "string", "Which OpenAI API the call used (also for Azure OpenAI and OpenAI-compatible servers).", OTel, []string{OpenAIAPITypeChatCompletions, OpenAIAPITypeResponses}},
+	{ServerAddress, "string", "Host name or address the GenAI request was sent to.", OTel, nil},
+	{ServerPort, "int", "Port the GenAI request was sent to; set when the capture knows it.", OTel, nil},
+	{XpuscopeGenAICostUSD, "double", "Estimated cost of the call in US dollars, from user-given rates; absent when no rate is known. Span attribute only.", Extension, nil},
+}
