@@ -6,15 +6,22 @@
 // The parts are pure functions over bytes, usable by any agent that
 // captures HTTP its own way:
 //
-//   - Detect: provider and operation from host, path, headers and body;
-//   - the provider parsers: request and response fields, usage, errors,
-//     tool calls, streamed or not;
+//   - Detect: provider, operation and wire API from host, path, headers
+//     and body (OpenAI, Azure OpenAI, Anthropic, Gemini, Vertex AI,
+//     Bedrock, Ollama, OpenAI-compatible servers);
+//   - Parse: request and response fields, usage, errors, tool calls and
+//     chunk timing, streamed or not. The OpenAI family (chat completions,
+//     completions, Responses, embeddings; Azure and compatible servers)
+//     is parsed today; other APIs return ErrUnsupportedAPI;
 //   - SSEParser: an incremental text/event-stream parser that accepts
 //     chunk boundaries at any byte;
 //   - partial JSON: fields are read from bodies cut off by a capture
 //     buffer, as long as they stand before the cut;
-//   - Rates: cost from user-given prices (no price table is built in).
+//   - Rates: cost from user-given prices (no price table is built in);
+//   - Emitter: a CLIENT span and the GenAI client metrics per call, with
+//     exemplars that point at the span.
 //
 // Secrets never leave: Authorization and API-key headers are never read,
-// and prompt and completion text is not kept unless explicitly asked for.
+// and prompt and completion text is never kept (content capture is not
+// offered yet).
 package genai

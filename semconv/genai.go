@@ -200,7 +200,7 @@ var (
 	}
 	GenAIClientOperationTimePerOutputChunk = Metric{
 		Name: "gen_ai.client.operation.time_per_output_chunk", Kind: Histogram, Unit: "s", Origin: OTel,
-		Description: "Time between consecutive chunks of a streamed response, recorded for each chunk after the first.",
+		Description: "Mean time between consecutive content chunks of a streamed response, after the first; recorded once per call.",
 		Attributes:  genaiAttrs,
 		Buckets:     genaiDurationBuckets,
 		Note:        genaiNote + " Streaming calls only. Chunks are the capture's reads, which may merge or split the server's events.",

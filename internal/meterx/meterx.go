@@ -97,3 +97,12 @@ func NewAttrs(kvs ...attribute.KeyValue) Attrs {
 	o := metric.WithAttributeSet(set)
 	return Attrs{Set: set, Observe: []metric.ObserveOption{o}, Record: []metric.RecordOption{o}}
 }
+
+// Float64Counter creates the synchronous counter d describes.
+func Float64Counter(m metric.Meter, d semconv.Metric) (metric.Float64Counter, error) {
+	if err := check(d, semconv.Counter); err != nil {
+		return nil, err
+	}
+	i, err := m.Float64Counter(d.Name, metric.WithUnit(d.Unit), metric.WithDescription(d.Description))
+	return i, wrap(d, err)
+}

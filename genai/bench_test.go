@@ -1,0 +1,166 @@
+package genai
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// naiveChunk is what the naive design decodes each event into.
+type naiveChunk struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Delta struct {
+			Content          *string `json:"content"`
+			ReasoningContent *string `json:"reasoning_content"`
+			ToolCalls        []struct {
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+		CompletionTokensDetails *struct {
+			ReasoningTokens int64 `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+	} `json:"usage"`
+	Error *struct {
+		Type string `json:"type"`
+	} `json:"error"`
+}
+
+// naiveParse is the obvious design: bufio.Scanner over the lines of the
+// whole body, json.Unmarshal of each data line into a struct. It reads
+// the same response fields as ParseOpenAI but is handed the body already
+// joined and does no timing, multi-line data, limits or truncation.
+func naiveParse(body []byte, c *Call) {
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	c.Usage = NoUsage
+	c.FinishReasons, c.ToolCalls = nil, nil
+	for sc.Scan() {
+		line := sc.Bytes()
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue
+		}
+		data = bytes.TrimSpace(data)
+		if string(data) == "[DONE]" {
+			break
+		}
+		var ch naiveChunk
+		if json.Unmarshal(data, &ch) != nil {
+			c.Incomplete = true
+			continue
+		}
+		if c.ResponseID == "" {
+			c.ResponseID = ch.ID
+		}
+		if c.ResponseModel == "" {
+			c.ResponseModel = ch.Model
+		}
+		for _, choice := range ch.Choices {
+			if d := choice.Delta.Content; d != nil && *d != "" {
+				c.OutputChunks++
+			}
+			for _, tc := range choice.Delta.ToolCalls {
+				if tc.Function.Name != "" {
+					c.ToolCalls = append(c.ToolCalls, tc.Function.Name)
+				}
+			}
+			if choice.FinishReason != nil {
+				c.FinishReasons = append(c.FinishReasons, *choice.FinishReason)
+			}
+		}
+		if u := ch.Usage; u != nil {
+			c.Usage.InputTokens, c.Usage.OutputTokens = u.PromptTokens, u.CompletionTokens
+			if u.PromptTokensDetails != nil {
+				c.Usage.CacheReadTokens = u.PromptTokensDetails.CachedTokens
+			}
+			if u.CompletionTokensDetails != nil {
+				c.Usage.ReasoningTokens = u.CompletionTokensDetails.ReasoningTokens
+			}
+		}
+		if ch.Error != nil && c.ErrorType == "" {
+			c.ErrorType = ch.Error.Type
+		}
+	}
+}
+
+const benchChunks = 1000
+
+func TestNaiveAgrees(t *testing.T) {
+	x := streamOf(benchChunks)
+	var ours, naive Call
+	ParseOpenAI(x, &ours)
+	naiveParse(responseBody(x), &naive)
+	if ours.ResponseID != naive.ResponseID || ours.ResponseModel != naive.ResponseModel ||
+		ours.Usage != naive.Usage || ours.OutputChunks != naive.OutputChunks ||
+		len(ours.FinishReasons) != len(naive.FinishReasons) || ours.FinishReasons[0] != naive.FinishReasons[0] {
+		t.Errorf("ours:\n%s\nnaive:\n%s", callDump(&ours), callDump(&naive))
+	}
+}
+
+// BenchmarkOpenAIStream parses a 1,000-chunk chat stream (one event per
+// chunk, a finish chunk, a usage chunk, [DONE]): ours, and the naive
+// design, separately.
+func BenchmarkOpenAIStream(b *testing.B) {
+	x := streamOf(benchChunks)
+	body := responseBody(x)
+	b.Run("ours", func(b *testing.B) {
+		var c Call
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			ParseOpenAI(x, &c)
+		}
+	})
+	b.Run("naive", func(b *testing.B) {
+		var c Call
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			naiveParse(body, &c)
+		}
+	})
+}
+
+// BenchmarkOpenAIStreamVsNaive runs both designs in one run, b.N times
+// each, and reports their ns per stream, the ratio naive/ours
+// (x-faster), and our allocations per chunk.
+func BenchmarkOpenAIStreamVsNaive(b *testing.B) {
+	x := streamOf(benchChunks)
+	body := responseBody(x)
+	var c Call
+	ParseOpenAI(x, &c) // warm the pool
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	t0 := time.Now()
+	for range b.N {
+		ParseOpenAI(x, &c)
+	}
+	ours := time.Since(t0)
+	runtime.ReadMemStats(&m1)
+	t1 := time.Now()
+	for range b.N {
+		naiveParse(body, &c)
+	}
+	naive := time.Since(t1)
+	n := float64(b.N)
+	b.ReportMetric(float64(ours.Nanoseconds())/n, "ours-ns/op")
+	b.ReportMetric(float64(naive.Nanoseconds())/n, "naive-ns/op")
+	b.ReportMetric(float64(naive)/float64(ours), "x-faster")
+	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n/benchChunks, "allocs/chunk")
+}

@@ -1,0 +1,258 @@
+package genai
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/xpuscope/xpuscope/internal/meterx"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+// ScopeName is the instrumentation scope of the emitter's meter and tracer.
+const ScopeName = "github.com/xpuscope/xpuscope/genai"
+
+// DefaultMaxModels caps the distinct model names on metrics; later ones
+// are reported as semconv.Other. Spans carry the real name.
+const DefaultMaxModels = 200
+
+type config struct {
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
+	rates          Rates
+	maxModels      int
+}
+
+// Option configures an Emitter.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithMeterProvider sets the MeterProvider; the default is
+// otel.GetMeterProvider().
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(c *config) { c.meterProvider = mp })
+}
+
+// WithTracerProvider sets the TracerProvider; the default is
+// otel.GetTracerProvider().
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) { c.tracerProvider = tp })
+}
+
+// WithRates sets the prices cost is computed from. Without them no cost is
+// reported.
+func WithRates(r Rates) Option {
+	return optionFunc(func(c *config) { c.rates = r })
+}
+
+// WithMaxModels caps the distinct model names on metrics (default
+// DefaultMaxModels).
+func WithMaxModels(n int) Option {
+	return optionFunc(func(c *config) { c.maxModels = n })
+}
+
+// Emitter turns parsed calls into a span and GenAI client metrics. It is
+// safe for concurrent use.
+type Emitter struct {
+	cfg    config
+	tracer trace.Tracer
+
+	tokens, duration, firstChunk, perChunk metric.Float64Histogram
+	cost                                   metric.Float64Counter
+
+	mu     sync.Mutex
+	models map[string]bool // model names admitted to metric attributes
+}
+
+// NewEmitter creates the instruments. A bad option is an error.
+func NewEmitter(opts ...Option) (*Emitter, error) {
+	c := config{maxModels: DefaultMaxModels}
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	if c.maxModels < 1 {
+		return nil, fmt.Errorf("genai: model cap must be at least 1, got %d", c.maxModels)
+	}
+	if c.meterProvider == nil {
+		c.meterProvider = otel.GetMeterProvider()
+	}
+	if c.tracerProvider == nil {
+		c.tracerProvider = otel.GetTracerProvider()
+	}
+	e := &Emitter{cfg: c, tracer: c.tracerProvider.Tracer(ScopeName), models: map[string]bool{}}
+	m := c.meterProvider.Meter(ScopeName)
+	var err error
+	for _, h := range []struct {
+		dst *metric.Float64Histogram
+		d   semconv.Metric
+	}{
+		{&e.tokens, semconv.GenAIClientTokenUsage},
+		{&e.duration, semconv.GenAIClientOperationDuration},
+		{&e.firstChunk, semconv.GenAIClientOperationTimeToFirstChunk},
+		{&e.perChunk, semconv.GenAIClientOperationTimePerOutputChunk},
+	} {
+		if *h.dst, err = meterx.Float64Histogram(m, h.d); err != nil {
+			return nil, fmt.Errorf("genai: %w", err)
+		}
+	}
+	if e.cost, err = meterx.Float64Counter(m, semconv.XpuscopeGenAICost); err != nil {
+		return nil, fmt.Errorf("genai: %w", err)
+	}
+	return e, nil
+}
+
+// model returns name, or semconv.Other once the cap is reached by others.
+func (e *Emitter) model(name string) string {
+	if name == "" {
+		return name
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.models[name] {
+		return name
+	}
+	if len(e.models) >= e.cfg.maxModels {
+		return semconv.Other
+	}
+	e.models[name] = true
+	return name
+}
+
+// errorType is the call's error.type: the provider's error, else the HTTP
+// status of a failed response; "" on success.
+func errorType(x *Exchange, c *Call) string {
+	if c.ErrorType != "" {
+		return c.ErrorType
+	}
+	if x.Status >= 400 {
+		return strconv.Itoa(x.Status)
+	}
+	return ""
+}
+
+// Emit records one call: a CLIENT span from the exchange's start to its
+// end, and the GenAI client metrics, recorded in the span's context so
+// that exemplars point at it. It reads nothing of the exchange but its
+// host, status and times.
+func (e *Emitter) Emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint) {
+	errType := errorType(x, c)
+	attrs := []attribute.KeyValue{
+		semconv.GenAIOperationName.String(c.Operation),
+		semconv.GenAIProviderName.String(c.Provider),
+	}
+	if ep.ServerAddress != "" {
+		attrs = append(attrs, semconv.ServerAddress.String(ep.ServerAddress))
+	}
+	if ep.ServerPort != 0 {
+		attrs = append(attrs, semconv.ServerPort.Int(ep.ServerPort))
+	}
+	span := append(attrs[:len(attrs):len(attrs)], e.spanAttrs(x, c, ep)...)
+	if errType != "" {
+		span = append(span, semconv.ErrorType.String(errType))
+	}
+	usd, priced := e.cfg.rates.Cost(c.Provider, firstNonEmpty(c.ResponseModel, c.RequestModel), c.Usage)
+	if priced {
+		span = append(span, semconv.XpuscopeGenAICostUSD.Float64(usd))
+	}
+	ctx, sp := e.tracer.Start(ctx, semconv.GenAISpanName(c.Operation, c.RequestModel),
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(x.Start), trace.WithAttributes(span...))
+	if errType != "" {
+		sp.SetStatus(codes.Error, errType)
+	}
+	sp.End(trace.WithTimestamp(x.End))
+
+	if m := e.model(c.RequestModel); m != "" {
+		attrs = append(attrs, semconv.GenAIRequestModel.String(m))
+	}
+	if m := e.model(c.ResponseModel); m != "" {
+		attrs = append(attrs, semconv.GenAIResponseModel.String(m))
+	}
+	base := metric.WithAttributes(attrs...)
+	dur := base
+	if errType != "" {
+		dur = metric.WithAttributes(append(attrs[:len(attrs):len(attrs)], semconv.ErrorType.String(errType))...)
+	}
+	e.duration.Record(ctx, x.End.Sub(x.Start).Seconds(), dur)
+	if c.Usage.InputTokens >= 0 {
+		e.tokens.Record(ctx, float64(c.Usage.InputTokens), base,
+			metric.WithAttributes(semconv.GenAITokenType.String(semconv.GenAITokenTypeInput)))
+	}
+	if c.Usage.OutputTokens >= 0 {
+		e.tokens.Record(ctx, float64(c.Usage.OutputTokens), base,
+			metric.WithAttributes(semconv.GenAITokenType.String(semconv.GenAITokenTypeOutput)))
+	}
+	if c.Stream && c.TimeToFirstChunk >= 0 {
+		e.firstChunk.Record(ctx, c.TimeToFirstChunk.Seconds(), base)
+	}
+	if c.Stream && c.TimePerChunk >= 0 {
+		e.perChunk.Record(ctx, c.TimePerChunk.Seconds(), base)
+	}
+	if priced {
+		e.cost.Add(ctx, usd, base)
+	}
+}
+
+func (e *Emitter) spanAttrs(x *Exchange, c *Call, ep Endpoint) []attribute.KeyValue {
+	var kv []attribute.KeyValue
+	str := func(k attribute.Key, v string) {
+		if v != "" {
+			kv = append(kv, k.String(v))
+		}
+	}
+	str(semconv.GenAIRequestModel, c.RequestModel)
+	str(semconv.GenAIResponseModel, c.ResponseModel)
+	str(semconv.GenAIResponseID, c.ResponseID)
+	str(semconv.OpenAIAPIType, ep.OpenAIAPIType())
+	if !math.IsNaN(c.Temperature) {
+		kv = append(kv, semconv.GenAIRequestTemperature.Float64(c.Temperature))
+	}
+	if !math.IsNaN(c.TopP) {
+		kv = append(kv, semconv.GenAIRequestTopP.Float64(c.TopP))
+	}
+	if c.MaxTokens >= 0 {
+		kv = append(kv, semconv.GenAIRequestMaxTokens.Int64(c.MaxTokens))
+	}
+	if c.ChoiceCount >= 0 {
+		kv = append(kv, semconv.GenAIRequestChoiceCount.Int64(c.ChoiceCount))
+	}
+	kv = append(kv, semconv.GenAIRequestStream.Bool(c.Stream))
+	if len(c.FinishReasons) > 0 {
+		kv = append(kv, semconv.GenAIResponseFinishReasons.StringSlice(c.FinishReasons))
+	}
+	if c.Stream && c.TimeToFirstChunk >= 0 {
+		kv = append(kv, semconv.GenAIResponseTimeToFirstChunk.Float64(c.TimeToFirstChunk.Seconds()))
+	}
+	for _, u := range []struct {
+		k attribute.Key
+		v int64
+	}{
+		{semconv.GenAIUsageInputTokens, c.Usage.InputTokens},
+		{semconv.GenAIUsageOutputTokens, c.Usage.OutputTokens},
+		{semconv.GenAIUsageCacheReadInputTokens, c.Usage.CacheReadTokens},
+		{semconv.GenAIUsageCacheCreationInputTokens, c.Usage.CacheCreationTokens},
+		{semconv.GenAIUsageReasoningOutputTokens, c.Usage.ReasoningTokens},
+	} {
+		if u.v >= 0 {
+			kv = append(kv, u.k.Int64(u.v))
+		}
+	}
+	return kv
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,158 @@
+package genai
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+type emitHarness struct {
+	e      *Emitter
+	reader *sdkmetric.ManualReader
+	spans  *tracetest.InMemoryExporter
+}
+
+func newEmitHarness(t *testing.T, opts ...Option) *emitHarness {
+	t.Helper()
+	h := &emitHarness{reader: sdkmetric.NewManualReader(), spans: tracetest.NewInMemoryExporter()}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(h.spans))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))
+	e, err := NewEmitter(append([]Option{WithMeterProvider(mp), WithTracerProvider(tp)}, opts...)...)
+	require.NoError(t, err)
+	h.e = e
+	return h
+}
+
+func spanAttrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes() {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func streamedChat() (*Exchange, *Call, Endpoint) {
+	x := &Exchange{Method: "POST", Host: "api.openai.com", Path: "/v1/chat/completions",
+		Start: t0, End: t0.Add(2 * time.Second), Status: 200}
+	c := &Call{
+		Provider: semconv.GenAIProviderOpenAI, Operation: semconv.GenAIOperationChat,
+		RequestModel: "gpt-4o", Temperature: 0.2, TopP: math.NaN(), MaxTokens: 256, ChoiceCount: -1, Stream: true,
+		ResponseID: "chatcmpl-1", ResponseModel: "gpt-4o-2024-08-06", FinishReasons: []string{"stop"},
+		Usage:            Usage{InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 400, CacheCreationTokens: -1, ReasoningTokens: -1},
+		TimeToFirstChunk: 300 * time.Millisecond, TimePerChunk: 20 * time.Millisecond, OutputChunks: 50,
+		Duration: 2 * time.Second,
+	}
+	return x, c, Endpoint{Provider: c.Provider, Operation: c.Operation, API: APIOpenAIChatCompletions, ServerAddress: "api.openai.com", ServerPort: 443}
+}
+
+func TestEmitSpanAndMetrics(t *testing.T) {
+	rates, err := NewRates(map[RateKey]Price{{Provider: semconv.GenAIProviderOpenAI, Model: "gpt-4o"}: {Input: 2.5, Output: 10}})
+	require.NoError(t, err)
+	h := newEmitHarness(t, WithRates(rates))
+	x, c, ep := streamedChat()
+	h.e.Emit(context.Background(), x, c, ep)
+
+	spans := h.spans.GetSpans()
+	require.Len(t, spans, 1)
+	sp := spans[0]
+	assert.Equal(t, "chat gpt-4o", sp.Name)
+	assert.Equal(t, trace.SpanKindClient, sp.SpanKind)
+	assert.Equal(t, t0, sp.StartTime)
+	assert.Equal(t, t0.Add(2*time.Second), sp.EndTime)
+	assert.Equal(t, codes.Unset, sp.Status.Code)
+	a := spanAttrs(sp.Snapshot())
+	assert.Equal(t, "openai", a[semconv.GenAIProviderName].AsString())
+	assert.Equal(t, "gpt-4o-2024-08-06", a[semconv.GenAIResponseModel].AsString())
+	assert.Equal(t, int64(1000), a[semconv.GenAIUsageInputTokens].AsInt64())
+	assert.Equal(t, int64(400), a[semconv.GenAIUsageCacheReadInputTokens].AsInt64())
+	assert.NotContains(t, a, semconv.GenAIUsageReasoningOutputTokens, "unreported usage is not an attribute")
+	assert.NotContains(t, a, semconv.GenAIRequestTopP, "an absent parameter is not an attribute")
+	assert.Equal(t, []string{"stop"}, a[semconv.GenAIResponseFinishReasons].AsStringSlice())
+	assert.Equal(t, "chat_completions", a[semconv.OpenAIAPIType].AsString())
+	assert.InDelta(t, 0.3, a[semconv.GenAIResponseTimeToFirstChunk].AsFloat64(), 1e-9)
+	// 1000 input at 2.5/M and 200 output at 10/M (the dated response model
+	// matches the gpt-4o rate).
+	assert.InDelta(t, 1000*2.5/1e6+200*10/1e6, a[semconv.XpuscopeGenAICostUSD].AsFloat64(), 1e-12)
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, h.reader.Collect(context.Background(), &rm))
+	pts, err := testutil.Flatten(rm)
+	require.NoError(t, err)
+	in := pts.One(t, semconv.GenAIClientTokenUsage.Name, semconv.GenAITokenType.String(semconv.GenAITokenTypeInput))
+	assert.Equal(t, 1000.0, in.Value)
+	assert.Equal(t, "gpt-4o", in.Get(semconv.GenAIRequestModel))
+	assert.Equal(t, "443", in.Get(semconv.ServerPort))
+	assert.Equal(t, 200.0, pts.One(t, semconv.GenAIClientTokenUsage.Name, semconv.GenAITokenType.String(semconv.GenAITokenTypeOutput)).Value)
+	assert.Equal(t, 2.0, pts.One(t, semconv.GenAIClientOperationDuration.Name).Value)
+	assert.InDelta(t, 0.3, pts.One(t, semconv.GenAIClientOperationTimeToFirstChunk.Name).Value, 1e-9)
+	assert.InDelta(t, 0.02, pts.One(t, semconv.GenAIClientOperationTimePerOutputChunk.Name).Value, 1e-9)
+	assert.InDelta(t, 0.0045, pts.One(t, semconv.XpuscopeGenAICost.Name).Value, 1e-12)
+
+	// Exemplars point at the span.
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if m.Name != semconv.GenAIClientOperationDuration.Name {
+			continue
+		}
+		ex := m.Data.(metricdata.Histogram[float64]).DataPoints[0].Exemplars
+		require.NotEmpty(t, ex)
+		assert.Equal(t, sp.SpanContext.TraceID(), trace.TraceID(ex[0].TraceID))
+	}
+}
+
+func TestEmitFailureAndNoRates(t *testing.T) {
+	h := newEmitHarness(t)
+	x, c, ep := streamedChat()
+	x.Status = 429
+	c.Stream, c.Usage = false, NoUsage
+	h.e.Emit(context.Background(), x, c, ep)
+	sp := h.spans.GetSpans()[0]
+	assert.Equal(t, codes.Error, sp.Status.Code)
+	a := spanAttrs(sp.Snapshot())
+	assert.Equal(t, "429", a[semconv.ErrorType].AsString())
+	assert.NotContains(t, a, semconv.XpuscopeGenAICostUSD, "no rate, no cost")
+
+	c.ErrorType = "rate_limit_exceeded"
+	h.e.Emit(context.Background(), x, c, ep)
+	assert.Equal(t, "rate_limit_exceeded", spanAttrs(h.spans.GetSpans()[1].Snapshot())[semconv.ErrorType].AsString())
+
+	pts := testutil.Collect(t, h.reader)
+	assert.Empty(t, pts.Find(semconv.XpuscopeGenAICost.Name))
+	assert.Empty(t, pts.Find(semconv.GenAIClientTokenUsage.Name), "unreported usage records nothing")
+	assert.Empty(t, pts.Find(semconv.GenAIClientOperationTimeToFirstChunk.Name), "not streamed")
+	assert.Equal(t, uint64(1), pts.One(t, semconv.GenAIClientOperationDuration.Name, semconv.ErrorType.String("429")).Count)
+}
+
+func TestEmitModelCap(t *testing.T) {
+	h := newEmitHarness(t, WithMaxModels(2))
+	x, c, ep := streamedChat()
+	for _, m := range []string{"a", "b", "c", "d"} {
+		c.RequestModel, c.ResponseModel = m, ""
+		h.e.Emit(context.Background(), x, c, ep)
+	}
+	pts := testutil.Collect(t, h.reader)
+	models := map[string]uint64{}
+	for _, p := range pts.Find(semconv.GenAIClientOperationDuration.Name) {
+		models[p.Get(semconv.GenAIRequestModel)] += p.Count
+	}
+	assert.Equal(t, map[string]uint64{"a": 1, "b": 1, semconv.Other: 2}, models)
+	assert.Equal(t, "chat d", h.spans.GetSpans()[3].Name, "spans keep the real name")
+
+	_, err := NewEmitter(WithMaxModels(0))
+	assert.Error(t, err)
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package genai
+
+// hostileFlood is how many bytes the hostile-input tests send.
+const hostileFlood = 32 << 20

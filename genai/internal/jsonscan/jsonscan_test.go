@@ -1,0 +1,404 @@
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+type hit struct {
+	id   int
+	kind Kind
+	val  string // decoded strings, literal numbers
+}
+
+func (h hit) String() string { return fmt.Sprintf("%d:%v:%q", h.id, h.kind, h.val) }
+
+type collector struct {
+	hits []hit
+	bad  bool // a string that did not decode
+}
+
+func (c *collector) Value(id int, kind Kind, raw []byte) {
+	v := string(raw)
+	if kind == String {
+		b, ok := AppendString(nil, raw)
+		if !ok {
+			c.bad = true
+		}
+		v = string(b)
+	}
+	c.hits = append(c.hits, hit{id, kind, v})
+}
+
+func scan(m *Matcher, data string) ([]hit, Status) {
+	var c collector
+	st := m.Scan([]byte(data), &c)
+	return c.hits, st
+}
+
+var testPaths = []string{
+	"model",                       // 0
+	"usage.prompt_tokens",         // 1
+	"choices[*].finish_reason",    // 2
+	"choices[*].delta.content",    // 3
+	"error",                       // 4
+	"error.type",                  // 5
+	"[*]",                         // 6
+	"[*].a",                       // 7
+	"m[*][*]",                     // 8
+	"choices[*].delta.tool_calls", // 9
+}
+
+func TestScan(t *testing.T) {
+	m := Compile(testPaths...)
+	tests := []struct {
+		in   string
+		want string
+		st   Status
+	}{
+		{`{"model":"gpt-4o","x":{"model":"no"}}`, `[0:string:"gpt-4o"]`, Complete},
+		{` {"usage" : {"prompt_tokens" : 12 , "completion_tokens":3}} `, `[1:number:"12"]`, Complete},
+		{`{"choices":[{"delta":{"content":"Hi"},"finish_reason":null},{"finish_reason":"stop"}]}`,
+			`[3:string:"Hi" 2:null:"null" 2:string:"stop"]`, Complete},
+		{`{"error":null}`, `[4:null:"null"]`, Complete},
+		{`{"error":{"type":"server_error","code":null}}`, `[5:string:"server_error"]`, Complete},
+		{`{"error":"boom"}`, `[4:string:"boom"]`, Complete},
+		{`[1,{"a":true},[2],{"a":false}]`, `[6:number:"1" 7:true:"true" 7:false:"false"]`, Complete},
+		{`{"m":[[1,2],[3],4]}`, `[8:number:"1" 8:number:"2" 8:number:"3"]`, Complete},
+		{`{"model":"a\"b\\"}`, `[0:string:"a\"b\\"]`, Complete},
+		{`{"model":"\u00e9\ud83d\ude00"}`, `[0:string:"é😀"]`, Complete},
+		// Escaped keys do not match.
+		{`{"mod\u0065l":"x"}`, `[]`, Complete},
+		// Containers at a scalar path are not reported.
+		{`{"model":{"model":"x"},"choices":{"finish_reason":"x"}}`, `[]`, Complete},
+		{`{"choices":[{"delta":{"tool_calls":[{"x":1}]}}]}`, `[]`, Complete},
+		// Skipped subtrees are not validated.
+		{`{"x":[{]},"model":"m"}`, `[0:string:"m"]`, Complete},
+		// Truncation.
+		{``, `[]`, Truncated},
+		{`{"model":"gp`, `[]`, Truncated},
+		{`{"model":"gpt","usage":{"prompt_tokens":12`, `[0:string:"gpt"]`, Truncated},
+		{`{"model":"gpt","usage":{"prompt_tokens":12}`, `[0:string:"gpt" 1:number:"12"]`, Truncated},
+		{`{"error":nul`, `[]`, Truncated},
+		{`{"error":null`, `[]`, Truncated},
+		{`{"error":null `, `[4:null:"null"]`, Truncated},
+		{`{"x":"\"`, `[]`, Truncated},
+		{`{"x":1.`, `[]`, Truncated},
+		{`{"x":1e-`, `[]`, Truncated},
+		// Errors stop the scan; what came before stays reported.
+		{`{"model":"a",}`, `[0:string:"a"]`, Invalid},
+		{`{"model":"a"}x`, `[0:string:"a"]`, Invalid},
+		{`{"model":"a" "b"}`, `[0:string:"a"]`, Invalid},
+		{`{"error":nulx}`, `[]`, Invalid},
+		{`{"error":01}`, `[]`, Invalid},
+		{`{"error":1.e2}`, `[]`, Invalid},
+		{`{"error":+1}`, `[]`, Invalid},
+		{`{model:1}`, `[]`, Invalid},
+	}
+	for _, tt := range tests {
+		got, st := scan(m, tt.in)
+		if s := fmt.Sprint(got); s != tt.want && !(s == "[]" && tt.want == "[]") || st != tt.st {
+			t.Errorf("Scan(%s) = %v, %v; want %s, %v", tt.in, got, st, tt.want, tt.st)
+		}
+	}
+}
+
+func TestCompilePanics(t *testing.T) {
+	for _, p := range []string{"", "a..b", "a[", "a[1]", "a[*]x", `a"b`, "a.b", strings.Repeat("a.", MaxPathDepth) + "a"} {
+		func() {
+			defer func() { recover() }()
+			if p == "a.b" {
+				Compile("a.b", "a.b")
+			} else {
+				Compile(p)
+			}
+			t.Errorf("Compile(%q) did not panic", p)
+		}()
+	}
+}
+
+func TestInt(t *testing.T) {
+	tests := []struct {
+		in string
+		n  int64
+		ok bool
+	}{
+		{"0", 0, true}, {"-0", 0, true}, {"12", 12, true}, {"-12", -12, true},
+		{"9223372036854775807", 9223372036854775807, true},
+		{"9223372036854775808", 0, false},
+		{"-9223372036854775808", -9223372036854775808, true},
+		{"-9223372036854775809", 0, false},
+		{"18446744073709551615", 0, false},
+		{"184467440737095516150", 0, false},
+		{strings.Repeat("9", 10000), 0, false},
+		{"12.0", 12, true}, {"1e3", 1000, true}, {"1.5", 0, false}, {"1e300", 0, false},
+		{"", 0, false}, {"-", 0, false}, {"x", 0, false},
+	}
+	for _, tt := range tests {
+		n, ok := Int([]byte(tt.in))
+		if n != tt.n || ok != tt.ok {
+			t.Errorf("Int(%.30s) = %d, %v; want %d, %v", tt.in, n, ok, tt.n, tt.ok)
+		}
+	}
+}
+
+func TestFloat(t *testing.T) {
+	for in, want := range map[string]float64{"0.7": 0.7, "1": 1, "-2.5e-1": -0.25} {
+		if f, ok := Float([]byte(in)); !ok || f != want {
+			t.Errorf("Float(%s) = %v, %v", in, f, ok)
+		}
+	}
+	for _, in := range []string{"", "1e999", strings.Repeat("1", 65), "x"} {
+		if _, ok := Float([]byte(in)); ok {
+			t.Errorf("Float(%.20s) ok", in)
+		}
+	}
+}
+
+func TestAppendString(t *testing.T) {
+	tests := []struct {
+		raw, want string
+		ok        bool
+	}{
+		{`plain`, "plain", true},
+		{`a\nb\t\"\\\/\b\f\r`, "a\nb\t\"\\/\b\f\r", true},
+		{`\u0041\u00e9\u20ac`, "Aé€", true},
+		{`\ud83d\ude00`, "😀", true},
+		{`\ud83d`, "\uFFFD", true},
+		{`\ud83dx`, "\uFFFDx", true},
+		{`\ud83d\u0041`, "\uFFFDA", true},
+		{`\ude00`, "\uFFFD", true},
+		{"\xff", "\uFFFD", true},
+		{`\x`, "", false},
+		{`\u12`, "", false},
+		{`a\`, "a", false},
+	}
+	for _, tt := range tests {
+		got, ok := AppendString(nil, []byte(tt.raw))
+		if string(got) != tt.want || ok != tt.ok {
+			t.Errorf("AppendString(%s) = %q, %v; want %q, %v", tt.raw, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestHostile: deep nesting, endless strings and huge numbers cost time
+// linear in the input and no memory.
+func TestHostile(t *testing.T) {
+	m := Compile(testPaths...)
+	const n = 4 << 20
+	inputs := map[string][]byte{
+		"deep-skipped":   []byte(`{"x":` + strings.Repeat("[", n)),
+		"deep-on-path":   []byte(`{"m":` + strings.Repeat("[", n)),
+		"deep-top":       bytes.Repeat([]byte("["), n),
+		"deep-objects":   []byte(strings.Repeat(`{"model":`, n/8)),
+		"endless-string": []byte(`{"model":"` + strings.Repeat("a", n)),
+		"endless-escape": []byte(`{"model":"` + strings.Repeat(`\"`, n/2)),
+		"huge-number":    []byte(`{"usage":{"prompt_tokens":` + strings.Repeat("9", n) + `}}`),
+		"huge-exponent":  []byte(`{"usage":{"prompt_tokens":1e` + strings.Repeat("9", n) + `}}`),
+		"closed-deep":    []byte(`{"x":` + strings.Repeat("[", n/2) + strings.Repeat("]", n/2) + `,"model":"m"}`),
+	}
+	for name, in := range inputs {
+		var v hostileVisitor
+		allocs := testing.AllocsPerRun(1, func() {
+			v = hostileVisitor{}
+			m.Scan(in, &v)
+		})
+		if allocs > 0 {
+			t.Errorf("%s: %v allocs", name, allocs)
+		}
+		if v.parsed {
+			t.Errorf("%s: huge number parsed", name)
+		}
+		if name == "closed-deep" && (v.n != 1 || v.last != "m") {
+			t.Errorf("closed-deep: %d values, last %q", v.n, v.last)
+		}
+	}
+}
+
+func TestScanAllocs(t *testing.T) {
+	m := Compile(testPaths...)
+	in := []byte(`{"id":"chatcmpl-1","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],"usage":{"prompt_tokens":1}}`)
+	var v nopVisitor
+	if a := testing.AllocsPerRun(100, func() { m.Scan(in, &v) }); a != 0 {
+		t.Errorf("Scan: %v allocs", a)
+	}
+	if a := testing.AllocsPerRun(100, func() { Float([]byte("0.7")) }); a != 0 {
+		t.Errorf("Float: %v allocs", a)
+	}
+}
+
+type hostileVisitor struct {
+	n      int
+	last   string
+	parsed bool
+}
+
+func (v *hostileVisitor) Value(id int, kind Kind, raw []byte) {
+	v.n++
+	if len(raw) < 8 {
+		v.last = string(raw) // small: no allocation
+	}
+	if id == 1 {
+		_, v.parsed = Int(raw)
+		if _, ok := Float(raw); ok {
+			v.parsed = true
+		}
+	}
+}
+
+type nopVisitor struct{ n int }
+
+func (v *nopVisitor) Value(id int, kind Kind, raw []byte) { v.n += len(raw) }
+
+// oracle finds the same values with encoding/json's tokenizer. Keys are
+// matched raw, as the scanner does (InputOffset gives the raw token).
+func oracle(t testing.TB, paths []string, data []byte) []hit {
+	var pats [][]string
+	for _, p := range paths {
+		e, err := split(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pats = append(pats, e)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	type frame struct {
+		array  bool
+		key    string // current key (raw), objects
+		wantKv bool   // an object expecting a key
+	}
+	var stack []frame
+	var hits []hit
+	prev := int64(0)
+	match := func() (int, bool) {
+	next:
+		for id, p := range pats {
+			if len(p) != len(stack) {
+				continue
+			}
+			for i, f := range stack {
+				if f.array != (p[i] == "[*]") || !f.array && p[i] != f.key {
+					continue next
+				}
+			}
+			return id, true
+		}
+		return 0, false
+	}
+	afterValue := func() {
+		if n := len(stack); n > 0 && !stack[n-1].array {
+			stack[n-1].wantKv = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return hits
+		}
+		if err != nil {
+			t.Fatalf("oracle: %v on valid JSON", err)
+		}
+		off := dec.InputOffset()
+		raw := bytes.Trim(data[prev:off], " \t\r\n,:")
+		prev = off
+		if n := len(stack); n > 0 && !stack[n-1].array && stack[n-1].wantKv {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:n-1]
+				afterValue()
+				continue
+			}
+			stack[n-1].key = string(raw[1 : len(raw)-1])
+			stack[n-1].wantKv = false
+			continue
+		}
+		var h hit
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, frame{wantKv: true})
+			case '[':
+				stack = append(stack, frame{array: true})
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+				afterValue()
+			}
+			continue
+		case string:
+			h = hit{kind: String, val: v}
+		case json.Number:
+			h = hit{kind: Number, val: string(v)}
+		case bool:
+			h = hit{kind: False, val: "false"}
+			if v {
+				h = hit{kind: True, val: "true"}
+			}
+		case nil:
+			h = hit{kind: Null, val: "null"}
+		}
+		if id, ok := match(); ok {
+			h.id = id
+			hits = append(hits, h)
+		}
+		afterValue()
+	}
+}
+
+var seeds = []string{
+	`{"model":"gpt-4o","x":{"model":"no"}}`,
+	`{"id":"chatcmpl-1","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"Hi \"you\"\n"},"finish_reason":null}],"usage":{"prompt_tokens":1}}`,
+	`{"choices":[{"finish_reason":"stop","delta":{"content":"\u00e9\ud83d\ude00"}},{"finish_reason":"length"}],"usage":{"prompt_tokens":12e0}}`,
+	`[1,{"a":true},[2],{"a":false},"x",null,-0.5e+3]`,
+	`{"m":[[1,2],[3,[4]],4,{"a":1}]}`,
+	`{"error":{"type":"server_error","code":null},"error":null,"error":"x"}`,
+	`  "top"  `,
+	`{"mod\u0065l":"x","model":"\\"}`,
+}
+
+// FuzzScan checks the scanner against encoding/json on valid input, that
+// every prefix reports a prefix of the values (and says Truncated), and
+// that nothing panics on any input.
+func FuzzScan(f *testing.F) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	m := Compile(testPaths...)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c collector
+		st := m.Scan(data, &c)
+		if !json.Valid(data) {
+			return
+		}
+		want := oracle(t, testPaths, data)
+		if fmt.Sprint(c.hits) != fmt.Sprint(want) && len(c.hits)+len(want) > 0 {
+			t.Fatalf("Scan(%q):\n got %v\nwant %v", data, c.hits, want)
+		}
+		trimmed := bytes.TrimRight(data, " \t\r\n")
+		switch trimmed[0] {
+		case '{', '[', '"':
+			if st != Complete {
+				t.Fatalf("Scan(%q) = %v on valid JSON", data, st)
+			}
+		}
+		if c.bad {
+			t.Fatalf("Scan(%q): undecodable string in valid JSON", data)
+		}
+		// Prefixes: a prefix of the values, and Truncated. Checking every
+		// cut is quadratic: cap the work.
+		step := 1 + len(trimmed)/256
+		for k := 0; k < len(trimmed); k += step {
+			var p collector
+			if st := m.Scan(trimmed[:k], &p); st != Truncated {
+				t.Fatalf("Scan(%q) = %v, want truncated", trimmed[:k], st)
+			}
+			if len(p.hits) > len(c.hits) || fmt.Sprint(p.hits) != fmt.Sprint(c.hits[:len(p.hits)]) {
+				t.Fatalf("Scan(%q) = %v, not a prefix of %v", trimmed[:k], p.hits, c.hits)
+			}
+		}
+	})
+}
