@@ -162,8 +162,8 @@ func (t *Tracer) Executable(pid int) (string, bool) {
 
 const (
 	defaultRescan = 30 * time.Second
-	// maxSeen bounds the classified-file cache; past it the cache is
-	// reset and files are classified again.
+	// maxSeen bounds the classified-file cache; past it the files not
+	// attached to are forgotten and classified again when seen.
 	maxSeen = 1 << 16
 	// maxRejections bounds the rejection report.
 	maxRejections = 64
