@@ -10,9 +10,11 @@
 //     and body (OpenAI, Azure OpenAI, Anthropic, Gemini, Vertex AI,
 //     Bedrock, Ollama, OpenAI-compatible servers);
 //   - Parse: request and response fields, usage, errors, tool calls and
-//     chunk timing, streamed or not. The OpenAI family (chat completions,
-//     completions, Responses, embeddings; Azure and compatible servers)
-//     is parsed today; other APIs return ErrUnsupportedAPI;
+//     chunk timing, streamed or not: the OpenAI family (chat completions,
+//     completions, Responses, embeddings; Azure and compatible servers),
+//     Anthropic Messages, Gemini and Vertex AI generateContent (JSON, SSE
+//     and JSON-array streams), Ollama (JSON and NDJSON) and Bedrock
+//     Converse and InvokeModel (with AWS's binary event-stream framing);
 //   - SSEParser: an incremental text/event-stream parser that accepts
 //     chunk boundaries at any byte;
 //   - partial JSON: fields are read from bodies cut off by a capture

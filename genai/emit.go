@@ -20,8 +20,9 @@ import (
 // ScopeName is the instrumentation scope of the emitter's meter and tracer.
 const ScopeName = "github.com/xpuscope/xpuscope/genai"
 
-// DefaultMaxModels caps the distinct model names on metrics; later ones
-// are reported as semconv.Other. Spans carry the real name.
+// DefaultMaxModels caps the distinct model names, and the distinct server
+// addresses, on metrics; later ones are reported as semconv.Other. Spans
+// carry the real values.
 const DefaultMaxModels = 200
 
 type config struct {
@@ -56,8 +57,8 @@ func WithRates(r Rates) Option {
 	return optionFunc(func(c *config) { c.rates = r })
 }
 
-// WithMaxModels caps the distinct model names on metrics (default
-// DefaultMaxModels).
+// WithMaxModels caps the distinct model names, and the distinct server
+// addresses, on metrics (default DefaultMaxModels).
 func WithMaxModels(n int) Option {
 	return optionFunc(func(c *config) { c.maxModels = n })
 }
@@ -71,8 +72,33 @@ type Emitter struct {
 	tokens, duration, firstChunk, perChunk metric.Float64Histogram
 	cost                                   metric.Float64Counter
 
-	mu     sync.Mutex
-	models map[string]bool // model names admitted to metric attributes
+	models, servers capped // label values admitted to metric attributes
+}
+
+// capped admits up to max distinct values; later ones read semconv.Other.
+type capped struct {
+	mu   sync.Mutex
+	max  int
+	seen map[string]bool
+}
+
+func (c *capped) value(v string) string {
+	if v == "" {
+		return v
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen[v] {
+		return v
+	}
+	if len(c.seen) >= c.max {
+		return semconv.Other
+	}
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	c.seen[v] = true
+	return v
 }
 
 // NewEmitter creates the instruments. A bad option is an error.
@@ -90,7 +116,8 @@ func NewEmitter(opts ...Option) (*Emitter, error) {
 	if c.tracerProvider == nil {
 		c.tracerProvider = otel.GetTracerProvider()
 	}
-	e := &Emitter{cfg: c, tracer: c.tracerProvider.Tracer(ScopeName), models: map[string]bool{}}
+	e := &Emitter{cfg: c, tracer: c.tracerProvider.Tracer(ScopeName),
+		models: capped{max: c.maxModels}, servers: capped{max: c.maxModels}}
 	m := c.meterProvider.Meter(ScopeName)
 	var err error
 	for _, h := range []struct {
@@ -110,23 +137,6 @@ func NewEmitter(opts ...Option) (*Emitter, error) {
 		return nil, fmt.Errorf("genai: %w", err)
 	}
 	return e, nil
-}
-
-// model returns name, or semconv.Other once the cap is reached by others.
-func (e *Emitter) model(name string) string {
-	if name == "" {
-		return name
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.models[name] {
-		return name
-	}
-	if len(e.models) >= e.cfg.maxModels {
-		return semconv.Other
-	}
-	e.models[name] = true
-	return name
 }
 
 // errorType is the call's error.type: the provider's error, else the HTTP
@@ -151,13 +161,14 @@ func (e *Emitter) Emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint) {
 		semconv.GenAIOperationName.String(c.Operation),
 		semconv.GenAIProviderName.String(c.Provider),
 	}
-	if ep.ServerAddress != "" {
-		attrs = append(attrs, semconv.ServerAddress.String(ep.ServerAddress))
-	}
 	if ep.ServerPort != 0 {
 		attrs = append(attrs, semconv.ServerPort.Int(ep.ServerPort))
 	}
 	span := append(attrs[:len(attrs):len(attrs)], e.spanAttrs(x, c, ep)...)
+	if ep.ServerAddress != "" {
+		span = append(span, semconv.ServerAddress.String(ep.ServerAddress))
+		attrs = append(attrs, semconv.ServerAddress.String(e.servers.value(ep.ServerAddress)))
+	}
 	if errType != "" {
 		span = append(span, semconv.ErrorType.String(errType))
 	}
@@ -172,10 +183,10 @@ func (e *Emitter) Emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint) {
 	}
 	sp.End(trace.WithTimestamp(x.End))
 
-	if m := e.model(c.RequestModel); m != "" {
+	if m := e.models.value(c.RequestModel); m != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel.String(m))
 	}
-	if m := e.model(c.ResponseModel); m != "" {
+	if m := e.models.value(c.ResponseModel); m != "" {
 		attrs = append(attrs, semconv.GenAIResponseModel.String(m))
 	}
 	base := metric.WithAttributes(attrs...)

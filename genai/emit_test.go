@@ -153,6 +153,17 @@ func TestEmitModelCap(t *testing.T) {
 	assert.Equal(t, map[string]uint64{"a": 1, "b": 1, semconv.Other: 2}, models)
 	assert.Equal(t, "chat d", h.spans.GetSpans()[3].Name, "spans keep the real name")
 
+	// Server addresses are capped the same way.
+	for _, host := range []string{"h1", "h2", "h3"} {
+		ep.ServerAddress = host
+		h.e.Emit(context.Background(), x, c, ep)
+	}
+	servers := map[string]bool{}
+	for _, p := range testutil.Collect(t, h.reader).Find(semconv.GenAIClientOperationDuration.Name) {
+		servers[p.Get(semconv.ServerAddress)] = true
+	}
+	assert.Equal(t, map[string]bool{"api.openai.com": true, "h1": true, semconv.Other: true}, servers)
+
 	_, err := NewEmitter(WithMaxModels(0))
 	assert.Error(t, err)
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // ErrUnsupportedAPI is returned by Parse for an API that has no parser
-// yet (Anthropic, Gemini, Bedrock and Ollama bodies are still to come).
+// yet (Gemini embedContent).
 var ErrUnsupportedAPI = errors.New("genai: no parser for this API yet")
 
 // Parse reads a detected exchange into a Call: the endpoint's provider
@@ -16,6 +16,14 @@ func Parse(x *Exchange, ep Endpoint) (Call, error) {
 	switch ep.API {
 	case APIOpenAIChatCompletions, APIOpenAICompletions, APIOpenAIResponses, APIOpenAIEmbeddings:
 		ParseOpenAI(x, &c)
+	case APIAnthropicMessages:
+		ParseAnthropic(x, &c)
+	case APIGeminiGenerateContent:
+		ParseGemini(x, &c)
+	case APIOllamaChat, APIOllamaGenerate, APIOllamaEmbed:
+		ParseOllama(x, &c)
+	case APIBedrockConverse, APIBedrockInvoke:
+		ParseBedrock(x, &c)
 	default:
 		return c, fmt.Errorf("%w: %s", ErrUnsupportedAPI, ep.API)
 	}

@@ -21,12 +21,12 @@ import (
 // offered yet, so there is no opt-in to test.)
 func TestSecretsNeverExported(t *testing.T) {
 	const secret = "S3CRET-7f1c"
-	headers := []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Cookie", "Proxy-Authorization"}
+	headers := []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Cookie", "Proxy-Authorization", "X-Amz-Security-Token"}
 	marked := 0
 	mark := func(b []byte) []byte {
 		// Every string value that holds text gets the marker in front.
 		marked += bytes.Count(b, []byte(`"content":"`)) + bytes.Count(b, []byte(`"text":"`))
-		for _, k := range []string{`"content":"`, `"text":"`, `"input":"`, `"arguments":"`, `"prompt":"`, `"delta":"`} {
+		for _, k := range []string{`"content":"`, `"text":"`, `"input":"`, `"arguments":"`, `"prompt":"`, `"delta":"`, `"response":"`, `"thinking":"`, `"generation":"`} {
 			b = bytes.ReplaceAll(b, []byte(k), []byte(k+secret+" "))
 		}
 		return b
@@ -39,7 +39,11 @@ func TestSecretsNeverExported(t *testing.T) {
 	require.NoError(t, err)
 
 	emitted := 0
-	for _, tr := range loadTranscripts(t, "openai") {
+	var trs []*transcript
+	for _, dir := range []string{"openai", "anthropic", "gemini", "ollama", "bedrock"} {
+		trs = append(trs, loadTranscripts(t, dir)...)
+	}
+	for _, tr := range trs {
 		x := tr.x
 		x.RequestHeader = Header{}
 		for k, v := range tr.x.RequestHeader {
@@ -52,11 +56,11 @@ func TestSecretsNeverExported(t *testing.T) {
 		for k, v := range tr.x.ResponseHeader {
 			x.ResponseHeader[k] = v
 		}
-		x.RequestBody = mark(bytes.Clone(x.RequestBody))
-		x.Chunks = nil
-		for _, c := range tr.x.Chunks {
-			x.Chunks = append(x.Chunks, Chunk{At: c.At, Data: mark(bytes.Clone(c.Data))})
-		}
+		// Marked before the chunks are decoded: inside binary event
+		// streams too.
+		mx, err := tr.withMarkedBodies(mark)
+		require.NoError(t, err, tr.name)
+		x.RequestBody, x.Chunks = mx.RequestBody, mx.Chunks
 		ep, ok := Detect(&x, nil)
 		require.True(t, ok, "%s: not detected", tr.name)
 		c, err := Parse(&x, ep)

@@ -33,6 +33,24 @@ package genai
 // noeol drops the final newline (a chunk that ends mid-line), crlf and
 // cr then turn every LF into CR LF or CR (txtar files keep only LF).
 //
+//	-- chunk 250ms hex --
+//	00 00 00 10 …
+//
+// hex: the chunk is the bytes the file spells in hexadecimal (white
+// space between digits is ignored), for binary bodies.
+//
+//	-- chunk 250ms eventstream [drop=N] --
+//	:event-type=contentBlockDelta :content-type=application/json :message-type=event
+//	{"contentBlockIndex":0,"delta":{"text":"Hi"}}
+//
+// eventstream: the chunk is AWS event-stream messages (Bedrock's
+// application/vnd.amazon.eventstream), encoded with their CRCs when the
+// transcript is loaded. Each message is two lines: its string headers as
+// name=value words, then its payload. A payload line "bytes {…}" stands
+// for {"bytes":"<the JSON, base64-encoded>"}, the chunk event of
+// InvokeModelWithResponseStream. drop=N drops the encoding's last N
+// bytes (a stream cut inside a message).
+//
 //	-- want --
 //	operation: chat
 //	…
@@ -182,6 +200,25 @@ func parseTranscript(data []byte) (*transcript, error) {
 			}
 			d := f.data
 			for _, w := range words[2:] {
+				switch {
+				case w == "hex":
+					if d, err = decodeHexChunk(d); err != nil {
+						return nil, fmt.Errorf("chunk: %v", err)
+					}
+					continue
+				case w == "eventstream":
+					if d, err = encodeEventStreamChunk(d); err != nil {
+						return nil, fmt.Errorf("chunk: %v", err)
+					}
+					continue
+				case strings.HasPrefix(w, "drop="):
+					n, err := strconv.Atoi(w[5:])
+					if err != nil || n < 0 || n > len(d) {
+						return nil, fmt.Errorf("chunk: bad %q", w)
+					}
+					d = d[:len(d)-n]
+					continue
+				}
 				switch w {
 				case "noeol":
 					d = bytes.TrimSuffix(d, []byte("\n"))
@@ -302,4 +339,27 @@ func responseBody(x *Exchange) []byte {
 		b = append(b, c.Data...)
 	}
 	return b
+}
+
+// withMarkedBodies returns the transcript's exchange with mark applied
+// to the request body and to every chunk file before it is decoded, so
+// that text inside encoded chunks (eventstream payloads) is marked too.
+func (tr *transcript) withMarkedBodies(mark func([]byte) []byte) (Exchange, error) {
+	var b bytes.Buffer
+	b.WriteString(tr.comment)
+	for _, f := range tr.raw {
+		fmt.Fprintf(&b, "-- %s --\n", f.name)
+		data := f.data
+		if name := strings.Fields(f.name); name[0] == "chunk" && !hasWord(name, "hex") {
+			data = mark(bytes.Clone(data))
+		} else if head, body, ok := bytes.Cut(data, []byte("\n\n")); ok && name[0] == "request" {
+			data = append(append(bytes.Clone(head), "\n\n"...), mark(bytes.Clone(body))...)
+		}
+		b.Write(data)
+	}
+	mt, err := parseTranscript(b.Bytes())
+	if err != nil {
+		return Exchange{}, err
+	}
+	return mt.x, nil
 }

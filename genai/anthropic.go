@@ -1,0 +1,419 @@
+package genai
+
+import (
+	"bytes"
+	"sync"
+	"time"
+
+	"github.com/xpuscope/xpuscope/genai/internal/jsonscan"
+)
+
+// ParseAnthropic reads an exchange in the Anthropic Messages API format
+// into c: POST /v1/messages, streamed (text/event-stream) or not, as
+// served by api.anthropic.com, by Vertex AI's rawPredict and
+// streamRawPredict for Anthropic models (whose path names the model), and
+// by proxies that speak the same format.
+//
+// It sets every request, response and timing field of c and leaves
+// Provider and Operation alone. Bodies may be truncated anywhere: fields
+// that stood before the cut are read, and Incomplete says that some may
+// be missing. Only names, numbers and identifiers are kept (strings at
+// most 256 bytes, lists at most 128 entries), never prompt, completion,
+// thinking or tool-argument text; of the headers only Content-Type and
+// Content-Encoding are read.
+//
+// Request: model (or the model of a Vertex AI path), temperature, top_p,
+// max_tokens, stream and tools[].name. The API has no choice count.
+//
+// Response: the message's id, model and stop_reason (FinishReasons holds
+// Anthropic's own values: end_turn, max_tokens, stop_sequence, tool_use,
+// pause_turn, refusal, …), the names of its tool_use (and server and MCP
+// tool use) content blocks, and the error type of an error body or an
+// error event ({"type":"error","error":{"type":"overloaded_error",…}}),
+// also on a 2xx; on Vertex AI an error in Google's format
+// ({"error":{"code":429,"status":"RESOURCE_EXHAUSTED",…}}) gives its
+// status, else its code.
+//
+// Streams: message_start carries the id, the model and the input side of
+// the usage; content_block_start names tool calls; content_block_delta
+// carries the output; message_delta carries the stop reason and the
+// output tokens (cumulative, and in newer API versions the input side
+// again); message_stop and error end the stream. A stream that ends
+// before either is Incomplete.
+//
+// Usage is mapped the OpenTelemetry way, which counts cached input as
+// input: InputTokens = input_tokens + cache_read_input_tokens +
+// cache_creation_input_tokens (Anthropic's input_tokens counts only the
+// tokens after the last cache breakpoint), CacheReadTokens =
+// cache_read_input_tokens, CacheCreationTokens =
+// cache_creation_input_tokens, OutputTokens = output_tokens (which
+// includes extended-thinking tokens; the API does not report those
+// apart, so ReasoningTokens stays -1). Within one body or event the sum
+// is taken once the three counts have been read, or the JSON is whole,
+// so that a body cut inside its usage never shows a partial sum. Later
+// events replace earlier counts, field by field.
+//
+// Timing: TimeToFirstChunk is from Start to the arrival of the first
+// event that carries output (a text, thinking or tool-input delta, or the
+// start of a tool_use block), TimePerChunk the mean gap between such
+// events after the first, OutputChunks their number; a response that is
+// not streamed has none (-1, -1, 0).
+func ParseAnthropic(x *Exchange, c *Call) {
+	a := anthropicPool.Get().(*anthropicParser)
+	a.parse(x, c)
+	a.release()
+	anthropicPool.Put(a)
+}
+
+var anthropicPool = sync.Pool{New: func() any { return new(anthropicParser) }}
+
+// Request fields.
+const (
+	aReqModel = iota
+	aReqTemperature
+	aReqTopP
+	aReqMaxTokens
+	aReqStream
+	aReqToolName
+)
+
+var anthropicRequestPaths = jsonscan.Compile(anthropicRequestFields[:]...)
+
+var anthropicRequestFields = [...]string{
+	aReqModel:       "model",
+	aReqTemperature: "temperature",
+	aReqTopP:        "top_p",
+	aReqMaxTokens:   "max_tokens",
+	aReqStream:      "stream",
+	aReqToolName:    "tools[*].name",
+}
+
+// Response fields: a whole message, the events of a stream, and error
+// bodies go through one matcher.
+const (
+	aType = iota
+	aID
+	aModel
+	aStopReason
+	aContentName
+	aUsageInput
+	aUsageOutput
+	aUsageCacheRead
+	aUsageCacheCreation
+	aMsgID
+	aMsgModel
+	aMsgStopReason
+	aMsgUsageInput
+	aMsgUsageOutput
+	aMsgUsageCacheRead
+	aMsgUsageCacheCreation
+	aBlockName
+	aBlockText
+	aBlockThinking
+	aDeltaText
+	aDeltaPartialJSON
+	aDeltaThinking
+	aDeltaStopReason
+	aErrType
+	aErrStatus
+	aErrCode
+)
+
+var anthropicResponsePaths = jsonscan.Compile(anthropicResponseFields[:]...)
+
+var anthropicResponseFields = [...]string{
+	aType:                  "type",
+	aID:                    "id",
+	aModel:                 "model",
+	aStopReason:            "stop_reason",
+	aContentName:           "content[*].name",
+	aUsageInput:            "usage.input_tokens",
+	aUsageOutput:           "usage.output_tokens",
+	aUsageCacheRead:        "usage.cache_read_input_tokens",
+	aUsageCacheCreation:    "usage.cache_creation_input_tokens",
+	aMsgID:                 "message.id",
+	aMsgModel:              "message.model",
+	aMsgStopReason:         "message.stop_reason",
+	aMsgUsageInput:         "message.usage.input_tokens",
+	aMsgUsageOutput:        "message.usage.output_tokens",
+	aMsgUsageCacheRead:     "message.usage.cache_read_input_tokens",
+	aMsgUsageCacheCreation: "message.usage.cache_creation_input_tokens",
+	aBlockName:             "content_block.name",
+	aBlockText:             "content_block.text",
+	aBlockThinking:         "content_block.thinking",
+	aDeltaText:             "delta.text",
+	aDeltaPartialJSON:      "delta.partial_json",
+	aDeltaThinking:         "delta.thinking",
+	aDeltaStopReason:       "delta.stop_reason",
+	aErrType:               "error.type",
+	aErrStatus:             "error.status",
+	aErrCode:               "error.code",
+}
+
+// anthropicParser is the state of one ParseAnthropic call, pooled so
+// that its buffers are reused.
+type anthropicParser struct {
+	c   *Call
+	sse SSEParser
+	f   anthropicFields
+	buf []byte // a non-streamed body in several chunks
+
+	// The raw counts, merged over events; -1 until reported.
+	input, output, cacheRead, cacheCreation int64
+
+	streaming  bool
+	terminal   bool // message_stop, or an error
+	incomplete bool
+	timer      contentTimer
+}
+
+// anthropicFields holds one event's (or body's) fields until it has been
+// read.
+type anthropicFields struct {
+	typ, id, model                        []byte
+	errName, errCode                      []byte // errName: the error's type, or its status
+	errNameSeen                           bool
+	input, output, cacheRead, cacheCreate int64
+	cacheReadSeen, cacheCrtSeen           bool
+	content                               bool
+}
+
+func (a *anthropicParser) release() {
+	a.c = nil
+	a.f = anthropicFields{}
+	if cap(a.buf) > 1<<20 {
+		a.buf = nil
+	}
+	a.buf = a.buf[:0]
+	a.sse.Reset()
+}
+
+func (a *anthropicParser) parse(x *Exchange, c *Call) {
+	*a = anthropicParser{sse: a.sse, buf: a.buf[:0], c: c,
+		input: -1, output: -1, cacheRead: -1, cacheCreation: -1}
+	a.sse.Reset()
+	resetCall(c)
+	a.incomplete = x.RequestTruncated || x.ResponseTruncated
+
+	// Request.
+	if len(x.RequestBody) > 0 && !encoded(x.RequestHeader) {
+		if anthropicRequestPaths.Scan(x.RequestBody, anthropicRequest{c}) == jsonscan.Truncated {
+			a.incomplete = true
+		}
+	} else if x.RequestTruncated || encoded(x.RequestHeader) {
+		a.incomplete = true
+	}
+	if c.RequestModel == "" {
+		// Vertex AI: …/publishers/anthropic/models/{model}:rawPredict.
+		c.RequestModel, _ = pathModelMethod(x.Path)
+	}
+
+	// Response.
+	if encoded(x.ResponseHeader) {
+		a.incomplete = true
+	} else if a.streaming = isEventStream(x); a.streaming {
+		c.Stream = true
+		a.parseStream(x)
+	} else {
+		a.parseBody(x)
+	}
+
+	// Usage, the OpenTelemetry way: input includes the cache.
+	u := &c.Usage
+	if a.input >= 0 {
+		u.InputTokens = addCounts(addCounts(a.input, max(a.cacheRead, 0)), max(a.cacheCreation, 0))
+	}
+	u.OutputTokens = a.output
+	u.CacheReadTokens = a.cacheRead
+	u.CacheCreationTokens = a.cacheCreation
+
+	a.timer.finish(x, c)
+	c.Incomplete = a.incomplete
+}
+
+func (a *anthropicParser) parseBody(x *Exchange) {
+	body := a.buf[:0]
+	switch len(x.Chunks) {
+	case 0:
+	case 1:
+		body = x.Chunks[0].Data
+	default:
+		for _, ch := range x.Chunks {
+			body = append(body, ch.Data...)
+		}
+		a.buf = body
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return
+	}
+	a.event(body, nil, time.Time{})
+}
+
+func (a *anthropicParser) parseStream(x *Exchange) {
+	for _, ch := range x.Chunks {
+		a.sse.Feed(ch.Data)
+		for a.sse.Next() {
+			ev := a.sse.Event()
+			a.event(ev.Data, ev.Type, ch.At)
+		}
+	}
+	if ev, ok := a.sse.Flush(); ok && len(x.Chunks) > 0 {
+		// What arrived of an event the stream was cut in.
+		a.event(ev.Data, ev.Type, x.Chunks[len(x.Chunks)-1].At)
+	}
+	if _, skipped := a.sse.Skipped(); skipped > 0 || !a.terminal {
+		a.incomplete = true
+	}
+}
+
+// event reads one streamed event's data, or a whole body.
+func (a *anthropicParser) event(data, sseType []byte, at time.Time) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return
+	}
+	// Untrimmed: the white space after a number at the cut tells that
+	// the number is whole.
+	a.f = anthropicFields{input: -1, output: -1, cacheRead: -1, cacheCreate: -1}
+	complete := true
+	if anthropicResponsePaths.Scan(data, a) == jsonscan.Truncated {
+		a.incomplete = true
+		complete = false
+	}
+	f, c := &a.f, a.c
+	setOnce(&c.ResponseID, f.id)
+	setOnce(&c.ResponseModel, f.model)
+
+	// The input side is summed at the end: take an event's input_tokens
+	// only with the cache counts that stand beside it.
+	if f.input >= 0 && (complete || (f.cacheReadSeen && f.cacheCrtSeen)) {
+		a.input = f.input
+	}
+	if f.cacheRead >= 0 {
+		a.cacheRead = f.cacheRead
+	}
+	if f.cacheCreate >= 0 {
+		a.cacheCreation = f.cacheCreate
+	}
+	if f.output >= 0 {
+		a.output = f.output
+	}
+
+	typ := f.typ
+	if len(typ) == 0 {
+		typ = sseType
+	}
+	if et := anthropicError(f, typ, complete); et != "" {
+		// A stream ends at an error: nothing is missing after it.
+		a.terminal = true
+		if c.ErrorType == "" {
+			c.ErrorType = et
+		}
+	}
+	if string(typ) == "message_stop" {
+		a.terminal = true
+	}
+	if a.streaming && f.content {
+		a.timer.mark(at)
+	}
+}
+
+// anthropicError picks the error type of an event or body, or "": the
+// error object's type (Anthropic) or status (Google's format, from
+// Vertex AI; the two formats do not mix, and the first one present
+// counts), else its code, else "error" for an error event without one.
+// When the data was cut (!complete), a fallback is taken only once the
+// preferred field has been seen (Google's error objects give the code
+// before the status), so that what a prefix yields, the whole yields
+// too.
+func anthropicError(f *anthropicFields, typ []byte, complete bool) string {
+	var et []byte
+	switch {
+	case usable(f.errName):
+		et = f.errName
+	case len(f.errCode) > 0:
+		if f.errNameSeen || complete {
+			et = f.errCode
+		}
+	case string(typ) == "error":
+		if complete {
+			et = []byte("error")
+		}
+	}
+	if len(et) == 0 {
+		return ""
+	}
+	return stringOf(et)
+}
+
+// Value receives the response matcher's fields.
+func (a *anthropicParser) Value(id int, kind jsonscan.Kind, raw []byte) {
+	f := &a.f
+	nonEmpty := kind == jsonscan.String && len(raw) > 0
+	switch id {
+	case aType:
+		f.typ = strView(kind, raw)
+	case aID, aMsgID:
+		f.id = strView(kind, raw)
+	case aModel, aMsgModel:
+		f.model = strView(kind, raw)
+	case aStopReason, aMsgStopReason, aDeltaStopReason:
+		if nonEmpty {
+			appendName(&a.c.FinishReasons, raw)
+		}
+	case aContentName:
+		if nonEmpty {
+			appendName(&a.c.ToolCalls, raw)
+		}
+	case aBlockName:
+		if nonEmpty {
+			f.content = true
+			appendName(&a.c.ToolCalls, raw)
+		}
+	case aBlockText, aBlockThinking, aDeltaText, aDeltaPartialJSON, aDeltaThinking:
+		if nonEmpty {
+			f.content = true
+		}
+	case aUsageInput, aMsgUsageInput:
+		setInt(&f.input, kind, raw)
+	case aUsageOutput, aMsgUsageOutput:
+		setInt(&f.output, kind, raw)
+	case aUsageCacheRead, aMsgUsageCacheRead:
+		setInt(&f.cacheRead, kind, raw)
+		f.cacheReadSeen = true
+	case aUsageCacheCreation, aMsgUsageCacheCreation:
+		setInt(&f.cacheCreate, kind, raw)
+		f.cacheCrtSeen = true
+	case aErrType, aErrStatus:
+		if len(f.errName) == 0 {
+			f.errName = strView(kind, raw)
+		}
+		f.errNameSeen = true
+	case aErrCode:
+		f.errCode = scalarView(kind, raw)
+	}
+}
+
+// anthropicRequest receives the request matcher's fields.
+type anthropicRequest struct{ c *Call }
+
+func (r anthropicRequest) Value(id int, kind jsonscan.Kind, raw []byte) {
+	c := r.c
+	switch id {
+	case aReqModel:
+		if kind == jsonscan.String && c.RequestModel == "" {
+			c.RequestModel = stringOf(raw)
+		}
+	case aReqTemperature:
+		setFloat(&c.Temperature, kind, raw)
+	case aReqTopP:
+		setFloat(&c.TopP, kind, raw)
+	case aReqMaxTokens:
+		setInt(&c.MaxTokens, kind, raw)
+	case aReqStream:
+		c.Stream = kind == jsonscan.True
+	case aReqToolName:
+		if kind == jsonscan.String && len(raw) > 0 {
+			appendName(&c.ToolDefinitions, raw)
+		}
+	}
+}

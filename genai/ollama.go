@@ -1,0 +1,372 @@
+package genai
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xpuscope/xpuscope/genai/internal/jsonscan"
+)
+
+// ParseOllama reads an exchange in Ollama's native API into c:
+// /api/chat, /api/generate and /api/embed (and the older /api/embeddings),
+// streamed (newline-delimited JSON, application/x-ndjson) or not.
+//
+// It sets every request, response and timing field of c and leaves
+// Provider alone; Operation too, unless it is empty, in which case it is
+// inferred from the path.
+//
+//   - Request: model, stream, options.temperature, options.top_p,
+//     options.num_predict (MaxTokens; Ollama's -1 and -2, "no limit", read
+//     as absent) and tools[].function.name. Ollama streams /api/chat and
+//     /api/generate unless the request says "stream": false, so Stream is
+//     set when a whole request omits it, and whenever the response is
+//     NDJSON.
+//   - Response: model, done_reason (FinishReasons), prompt_eval_count
+//     (InputTokens), eval_count (OutputTokens),
+//     message.tool_calls[].function.name (ToolCalls). Ollama has no
+//     response id and reports no cache or reasoning tokens. An error
+//     object ({"error": "message"}), as the whole body or as a line of a
+//     stream, sets ErrorType to "error" (Ollama errors carry no type; the
+//     message is not kept), or to error.type when a proxy sends an OpenAI
+//     style error object.
+//
+// A stream is complete when a line says "done": true or carries an error;
+// otherwise, or when a body or line was cut, Incomplete is set. Lines are
+// read up to 4 MiB each. Only names, numbers and identifiers are kept,
+// never prompt, completion or thinking text.
+//
+// Timing: TimeToFirstChunk is from Start to the arrival of the first
+// line that carries output (response, thinking, message content or
+// thinking, or a tool call), TimePerChunk the mean gap between such lines
+// after the first, OutputChunks their number; a response that is not
+// streamed has none (-1, -1, 0).
+func ParseOllama(x *Exchange, c *Call) {
+	p := ollamaPool.Get().(*ollamaParser)
+	p.parse(x, c)
+	p.release()
+	ollamaPool.Put(p)
+}
+
+var ollamaPool = sync.Pool{New: func() any { return new(ollamaParser) }}
+
+// Request fields.
+const (
+	oqModel = iota
+	oqStream
+	oqTemperature
+	oqTopP
+	oqNumPredict
+	oqToolName
+)
+
+var ollamaRequestPaths = jsonscan.Compile(ollamaRequestFields[:]...)
+
+var ollamaRequestFields = [...]string{
+	oqModel:       "model",
+	oqStream:      "stream",
+	oqTemperature: "options.temperature",
+	oqTopP:        "options.top_p",
+	oqNumPredict:  "options.num_predict",
+	oqToolName:    "tools[*].function.name",
+}
+
+// Response fields: one matcher for bodies and stream lines of every
+// endpoint.
+const (
+	orModel = iota
+	orDone
+	orDoneReason
+	orPromptEvalCount
+	orEvalCount
+	orResponse        // generate
+	orThinking        // generate
+	orMessageContent  // chat
+	orMessageThinking // chat
+	orToolName        // chat
+	orToolArgs        // chat, when a proxy sends the arguments as a string
+	orError           // a message, or an object
+	orErrorType       // OpenAI-style error object (proxies)
+	orErrorCode       // OpenAI-style error object (proxies)
+)
+
+var ollamaResponsePaths = jsonscan.Compile(ollamaResponseFields[:]...)
+
+var ollamaResponseFields = [...]string{
+	orModel:           "model",
+	orDone:            "done",
+	orDoneReason:      "done_reason",
+	orPromptEvalCount: "prompt_eval_count",
+	orEvalCount:       "eval_count",
+	orResponse:        "response",
+	orThinking:        "thinking",
+	orMessageContent:  "message.content",
+	orMessageThinking: "message.thinking",
+	orToolName:        "message.tool_calls[*].function.name",
+	orToolArgs:        "message.tool_calls[*].function.arguments",
+	orError:           "error",
+	orErrorType:       "error.type",
+	orErrorCode:       "error.code",
+}
+
+// ollamaParser is the state of one ParseOllama call, pooled so that its
+// buffers are reused.
+type ollamaParser struct {
+	c     *Call
+	lines ndjsonLines
+	buf   []byte // a non-streamed body in several chunks
+	f     ollamaFields
+
+	streaming  bool
+	terminal   bool // a done line, or an error
+	incomplete bool
+	timer      contentTimer
+}
+
+// ollamaFields holds what one line (or body) says, until it has been
+// read whole.
+type ollamaFields struct {
+	model, doneReason   []byte
+	done                bool
+	errMessage          bool // "error" is a string
+	errType, errCode    []byte
+	errTypeSeen         bool
+	content             bool
+	inTokens, outTokens int64
+}
+
+func (p *ollamaParser) release() {
+	p.c = nil
+	p.f = ollamaFields{}
+	if cap(p.buf) > 1<<20 {
+		p.buf = nil
+	}
+	p.buf = p.buf[:0]
+	p.lines.reset()
+}
+
+// ollamaEndpoint returns the API of an Ollama path, ignoring the query.
+func ollamaEndpoint(path string) (routed, bool) {
+	path, _, _ = strings.Cut(path, "?")
+	if len(path) > 1 {
+		path = strings.TrimSuffix(path, "/")
+	}
+	return ollamaRoute(path)
+}
+
+func (p *ollamaParser) parse(x *Exchange, c *Call) {
+	*p = ollamaParser{lines: p.lines, buf: p.buf[:0], c: c}
+	p.lines.reset()
+	resetCall(c)
+	r, known := ollamaEndpoint(x.Path)
+	if c.Operation == "" && known {
+		c.Operation = r.op
+	}
+	p.incomplete = x.RequestTruncated || x.ResponseTruncated
+
+	// Request.
+	streamSet := false
+	if len(x.RequestBody) > 0 && !encoded(x.RequestHeader) {
+		req := ollamaRequest{c: c}
+		switch ollamaRequestPaths.Scan(x.RequestBody, &req) {
+		case jsonscan.Truncated:
+			p.incomplete = true
+		case jsonscan.Complete:
+			// Ollama streams unless told not to.
+			streamSet = !req.streamSeen && (r.api == APIOllamaChat || r.api == APIOllamaGenerate)
+		}
+	} else if x.RequestTruncated || encoded(x.RequestHeader) {
+		p.incomplete = true
+	}
+	if streamSet {
+		c.Stream = true
+	}
+
+	// Response.
+	if encoded(x.ResponseHeader) {
+		p.incomplete = true
+	} else if p.streaming = isNDJSON(x, c.Stream); p.streaming {
+		c.Stream = true
+		p.parseStream(x)
+	} else {
+		p.parseBody(x)
+	}
+
+	p.timer.finish(x, c)
+	c.Incomplete = p.incomplete
+}
+
+// isNDJSON says whether the response is read line by line: an NDJSON
+// Content-Type says so, a JSON one says not; without either, a streamed
+// request decides.
+func isNDJSON(x *Exchange, streamRequested bool) bool {
+	ct := strings.ToLower(x.ResponseHeader.Get("Content-Type"))
+	switch {
+	case strings.Contains(ct, "ndjson"), strings.Contains(ct, "jsonl"), strings.Contains(ct, "json-seq"):
+		return true
+	case strings.Contains(ct, "json"):
+		return false
+	}
+	return streamRequested
+}
+
+func (p *ollamaParser) parseBody(x *Exchange) {
+	body := p.buf[:0]
+	switch len(x.Chunks) {
+	case 0:
+	case 1:
+		body = x.Chunks[0].Data
+	default:
+		for _, ch := range x.Chunks {
+			body = append(body, ch.Data...)
+		}
+		p.buf = body
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return
+	}
+	p.line(body, false, time.Time{})
+}
+
+func (p *ollamaParser) parseStream(x *Exchange) {
+	for _, ch := range x.Chunks {
+		p.lines.feed(ch.Data)
+		for {
+			l, cut, ok := p.lines.next()
+			if !ok {
+				break
+			}
+			p.line(l, cut, ch.At)
+		}
+	}
+	if l, cut, ok := p.lines.flush(); ok && len(x.Chunks) > 0 {
+		// What arrived of a line the stream was cut in.
+		p.line(l, cut, x.Chunks[len(x.Chunks)-1].At)
+	}
+	if !p.terminal {
+		p.incomplete = true
+	}
+}
+
+// line reads one line of a stream, or a whole body. cut: the line was
+// longer than the limit and this is its start.
+func (p *ollamaParser) line(data []byte, cut bool, at time.Time) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return
+	}
+	p.f = ollamaFields{inTokens: -1, outTokens: -1}
+	complete := true
+	if cut {
+		p.incomplete = true
+		complete = false
+	}
+	if ollamaResponsePaths.Scan(data, p) == jsonscan.Truncated {
+		p.incomplete = true
+		complete = false
+	}
+	f, c := &p.f, p.c
+	setOnce(&c.ResponseModel, f.model)
+	if f.inTokens >= 0 {
+		c.Usage.InputTokens = f.inTokens
+	}
+	if f.outTokens >= 0 {
+		c.Usage.OutputTokens = f.outTokens
+	}
+	appendName(&c.FinishReasons, f.doneReason)
+	if f.done {
+		p.terminal = true
+	}
+	if et := ollamaError(f, complete); et != "" {
+		p.terminal = true // a stream ends at an error
+		if c.ErrorType == "" {
+			c.ErrorType = et
+		}
+	}
+	if p.streaming && f.content {
+		p.timer.mark(at)
+	}
+}
+
+// ollamaError picks the error type of a line or body, or "". A message
+// alone says "error"; an object's type is preferred to its code, which
+// is taken from a cut line only once the type is known to be absent.
+func ollamaError(f *ollamaFields, complete bool) string {
+	switch {
+	case f.errMessage:
+		return "error"
+	case usable(f.errType):
+		return stringOf(f.errType)
+	case len(f.errCode) > 0 && (f.errTypeSeen || complete):
+		return stringOf(f.errCode)
+	}
+	return ""
+}
+
+// Value receives the response matcher's fields.
+func (p *ollamaParser) Value(id int, kind jsonscan.Kind, raw []byte) {
+	f := &p.f
+	nonEmpty := kind == jsonscan.String && len(raw) > 0
+	switch id {
+	case orModel:
+		f.model = strView(kind, raw)
+	case orDone:
+		f.done = kind == jsonscan.True
+	case orDoneReason:
+		f.doneReason = strView(kind, raw)
+	case orPromptEvalCount:
+		setInt(&f.inTokens, kind, raw)
+	case orEvalCount:
+		setInt(&f.outTokens, kind, raw)
+	case orResponse, orThinking, orMessageContent, orMessageThinking, orToolArgs:
+		if nonEmpty {
+			f.content = true
+		}
+	case orToolName:
+		if nonEmpty {
+			f.content = true
+			appendName(&p.c.ToolCalls, raw)
+		}
+	case orError:
+		if kind == jsonscan.String {
+			f.errMessage = true
+		}
+	case orErrorType:
+		f.errType, f.errTypeSeen = strView(kind, raw), true
+	case orErrorCode:
+		f.errCode = scalarView(kind, raw)
+	}
+}
+
+// ollamaRequest receives the request matcher's fields.
+type ollamaRequest struct {
+	c          *Call
+	streamSeen bool
+}
+
+func (r *ollamaRequest) Value(id int, kind jsonscan.Kind, raw []byte) {
+	c := r.c
+	switch id {
+	case oqModel:
+		if kind == jsonscan.String && c.RequestModel == "" {
+			c.RequestModel = stringOf(raw)
+		}
+	case oqStream:
+		// null asks for the default, as absent does.
+		if kind == jsonscan.True || kind == jsonscan.False {
+			r.streamSeen = true
+			c.Stream = kind == jsonscan.True
+		}
+	case oqTemperature:
+		setFloat(&c.Temperature, kind, raw)
+	case oqTopP:
+		setFloat(&c.TopP, kind, raw)
+	case oqNumPredict:
+		setInt(&c.MaxTokens, kind, raw)
+	case oqToolName:
+		if kind == jsonscan.String && len(raw) > 0 {
+			appendName(&c.ToolDefinitions, raw)
+		}
+	}
+}
