@@ -232,36 +232,16 @@ func (a *anthropicParser) parse(x *Exchange, c *Call) {
 }
 
 func (a *anthropicParser) parseBody(x *Exchange) {
-	body := a.buf[:0]
-	switch len(x.Chunks) {
-	case 0:
-	case 1:
-		body = x.Chunks[0].Data
-	default:
-		for _, ch := range x.Chunks {
-			body = append(body, ch.Data...)
-		}
-		a.buf = body
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	var body []byte
+	if body, a.buf = wholeBody(a.buf, x.Chunks); body == nil {
 		return
 	}
 	a.event(body, nil, time.Time{})
 }
 
 func (a *anthropicParser) parseStream(x *Exchange) {
-	for _, ch := range x.Chunks {
-		a.sse.Feed(ch.Data)
-		for a.sse.Next() {
-			ev := a.sse.Event()
-			a.event(ev.Data, ev.Type, ch.At)
-		}
-	}
-	if ev, ok := a.sse.Flush(); ok && len(x.Chunks) > 0 {
-		// What arrived of an event the stream was cut in.
-		a.event(ev.Data, ev.Type, x.Chunks[len(x.Chunks)-1].At)
-	}
-	if _, skipped := a.sse.Skipped(); skipped > 0 || !a.terminal {
+	skipped := sseEvents(&a.sse, x.Chunks, func(ev SSEEvent, at time.Time) { a.event(ev.Data, ev.Type, at) })
+	if skipped || !a.terminal {
 		a.incomplete = true
 	}
 }

@@ -279,35 +279,16 @@ func geminiMode(x *Exchange, stream bool) int {
 }
 
 func (g *geminiParser) parseBody(x *Exchange) {
-	body := g.buf[:0]
-	switch len(x.Chunks) {
-	case 0:
-	case 1:
-		body = x.Chunks[0].Data
-	default:
-		for _, ch := range x.Chunks {
-			body = append(body, ch.Data...)
-		}
-		g.buf = body
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	var body []byte
+	if body, g.buf = wholeBody(g.buf, x.Chunks); body == nil {
 		return
 	}
 	g.event(body, time.Time{})
 }
 
 func (g *geminiParser) parseStream(x *Exchange) {
-	for _, ch := range x.Chunks {
-		g.sse.Feed(ch.Data)
-		for g.sse.Next() {
-			g.event(g.sse.Event().Data, ch.At)
-		}
-	}
-	if ev, ok := g.sse.Flush(); ok && len(x.Chunks) > 0 {
-		// What arrived of an event the stream was cut in.
-		g.event(ev.Data, x.Chunks[len(x.Chunks)-1].At)
-	}
-	if _, skipped := g.sse.Skipped(); skipped > 0 || !g.terminal {
+	skipped := sseEvents(&g.sse, x.Chunks, func(ev SSEEvent, at time.Time) { g.event(ev.Data, at) })
+	if skipped || !g.terminal {
 		g.incomplete = true
 	}
 }

@@ -212,18 +212,8 @@ func isNDJSON(x *Exchange, streamRequested bool) bool {
 }
 
 func (p *ollamaParser) parseBody(x *Exchange) {
-	body := p.buf[:0]
-	switch len(x.Chunks) {
-	case 0:
-	case 1:
-		body = x.Chunks[0].Data
-	default:
-		for _, ch := range x.Chunks {
-			body = append(body, ch.Data...)
-		}
-		p.buf = body
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	var body []byte
+	if body, p.buf = wholeBody(p.buf, x.Chunks); body == nil {
 		return
 	}
 	p.line(body, false, time.Time{})

@@ -341,36 +341,16 @@ func isEventStream(x *Exchange) bool {
 func isJSONSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\r' || r == '\n' }
 
 func (o *openaiParser) parseBody(x *Exchange) {
-	body := o.buf[:0]
-	switch len(x.Chunks) {
-	case 0:
-	case 1:
-		body = x.Chunks[0].Data
-	default:
-		for _, ch := range x.Chunks {
-			body = append(body, ch.Data...)
-		}
-		o.buf = body
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	var body []byte
+	if body, o.buf = wholeBody(o.buf, x.Chunks); body == nil {
 		return
 	}
 	o.event(body, nil, time.Time{})
 }
 
 func (o *openaiParser) parseStream(x *Exchange) {
-	for _, ch := range x.Chunks {
-		o.sse.Feed(ch.Data)
-		for o.sse.Next() {
-			ev := o.sse.Event()
-			o.event(ev.Data, ev.Type, ch.At)
-		}
-	}
-	if ev, ok := o.sse.Flush(); ok && len(x.Chunks) > 0 {
-		// What arrived of an event the stream was cut in.
-		o.event(ev.Data, ev.Type, x.Chunks[len(x.Chunks)-1].At)
-	}
-	if _, skipped := o.sse.Skipped(); skipped > 0 || !o.terminal {
+	skipped := sseEvents(&o.sse, x.Chunks, func(ev SSEEvent, at time.Time) { o.event(ev.Data, ev.Type, at) })
+	if skipped || !o.terminal {
 		o.incomplete = true
 	}
 }

@@ -1,6 +1,7 @@
 package genai
 
 import (
+	"bytes"
 	"math"
 	"strings"
 	"time"
@@ -74,4 +75,44 @@ func addCounts(a, b int64) int64 {
 		return math.MaxInt64
 	}
 	return a + b
+}
+
+// wholeBody returns the response body of chunks: the only chunk's bytes,
+// or the chunks joined in buf, which it returns for reuse. The body is
+// nil when it is empty or blank.
+func wholeBody(buf []byte, chunks []Chunk) (body, reuse []byte) {
+	switch len(chunks) {
+	case 0:
+		return nil, buf
+	case 1:
+		body = chunks[0].Data
+	default:
+		body = buf[:0]
+		for _, ch := range chunks {
+			body = append(body, ch.Data...)
+		}
+		buf = body
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, buf
+	}
+	return body, buf
+}
+
+// sseEvents feeds chunks to p and calls fn with each event and the
+// arrival of the chunk that completed it, then with what arrived of an
+// event the stream was cut in. It reports whether an event was skipped
+// for its size.
+func sseEvents(p *SSEParser, chunks []Chunk, fn func(ev SSEEvent, at time.Time)) (skipped bool) {
+	for _, ch := range chunks {
+		p.Feed(ch.Data)
+		for p.Next() {
+			fn(p.Event(), ch.At)
+		}
+	}
+	if ev, ok := p.Flush(); ok && len(chunks) > 0 {
+		fn(ev, chunks[len(chunks)-1].At)
+	}
+	_, events := p.Skipped()
+	return events > 0
 }
