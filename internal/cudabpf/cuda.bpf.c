@@ -837,18 +837,25 @@ int register_function(struct pt_regs *ctx)
 	return 0;
 }
 
-// cuModuleGetFunction(CUfunction *hfunc, CUmodule mod, const char *name)
-SEC("uprobe")
-int module_get_function_enter(struct pt_regs *ctx)
+// remember keeps a call's two pointer arguments for its return probe. A
+// name lookup runs inside no other probed call, so it marks nothing.
+static __always_inline void remember(struct pt_regs *ctx, __u64 arg0, __u64 arg1)
 {
 	__u32 tid = current_tid();
 	struct pending p = {
 		.ts = bpf_ktime_get_ns(),
-		.arg0 = PT_REGS_PARM1(ctx),
-		.arg1 = PT_REGS_PARM3(ctx),
+		.arg0 = arg0,
+		.arg1 = arg1,
 		.api = api_of(ctx),
 	};
-	bpf_map_update_elem(&pending_driver, &tid, &p, BPF_ANY);
+	bpf_map_update_elem(pending_map(p.api), &tid, &p, BPF_ANY);
+}
+
+// cuModuleGetFunction(CUfunction *hfunc, CUmodule mod, const char *name)
+SEC("uprobe")
+int module_get_function_enter(struct pt_regs *ctx)
+{
+	remember(ctx, PT_REGS_PARM1(ctx), PT_REGS_PARM3(ctx));
 	return 0;
 }
 
@@ -872,14 +879,7 @@ int module_get_function_return(struct pt_regs *ctx)
 SEC("uprobe")
 int get_kernel_enter(struct pt_regs *ctx)
 {
-	__u32 tid = current_tid();
-	struct pending p = {
-		.ts = bpf_ktime_get_ns(),
-		.arg0 = PT_REGS_PARM1(ctx),
-		.arg1 = PT_REGS_PARM2(ctx),
-		.api = api_of(ctx),
-	};
-	bpf_map_update_elem(&pending_runtime, &tid, &p, BPF_ANY);
+	remember(ctx, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
 	return 0;
 }
 
@@ -887,14 +887,8 @@ SEC("uretprobe")
 int get_kernel_return(struct pt_regs *ctx)
 {
 	struct pending in;
-	__u32 tid = current_tid();
-	struct pending *p = bpf_map_lookup_elem(&pending_runtime, &tid);
-	if (!p) {
-		count(COUNTER_LOST_RETURNS);
+	if (!take(api_of(ctx), &in))
 		return 0;
-	}
-	in = *p;
-	bpf_map_delete_elem(&pending_runtime, &tid);
 	struct event *e = reserve(in.api, KIND_KERNEL_HANDLE);
 	if (!e)
 		return 0;
