@@ -18,22 +18,7 @@ func parseOpenAI(x *Exchange) *Call {
 	return &c
 }
 
-func TestOpenAITranscripts(t *testing.T) {
-	for _, tr := range loadTranscripts(t, "openai") {
-		t.Run(tr.name, func(t *testing.T) {
-			got := callDump(parseOpenAI(&tr.x))
-			if *updateTranscripts {
-				if got != tr.want {
-					tr.writeWant(t, got)
-				}
-				return
-			}
-			if got != tr.want {
-				t.Errorf("got:\n%s\nwant:\n%s", got, tr.want)
-			}
-		})
-	}
-}
+func TestOpenAITranscripts(t *testing.T) { propTranscripts(t, "openai", parseOpenAI) }
 
 // rechunk cuts the response body at the given offsets in addition to
 // the chunk boundaries; each piece keeps its chunk's arrival time.
@@ -58,38 +43,7 @@ func rechunk(x *Exchange, cuts ...int) []Chunk {
 // TestOpenAISplitAnywhere: feeding a transcript's response cut at any
 // byte, or one byte per chunk, gives exactly the same Call; fed as one
 // chunk, the same Call but for the timing.
-func TestOpenAISplitAnywhere(t *testing.T) {
-	for _, tr := range loadTranscripts(t, "openai") {
-		want := callDump(parseOpenAI(&tr.x))
-		n := len(responseBody(&tr.x))
-		for k := 0; k <= n; k++ {
-			x := tr.x
-			x.Chunks = rechunk(&tr.x, k)
-			if got := callDump(parseOpenAI(&x)); got != want {
-				t.Fatalf("%s cut at %d:\n%s\nwant\n%s", tr.name, k, got, want)
-			}
-		}
-		cuts := make([]int, n)
-		for i := range cuts {
-			cuts[i] = i
-		}
-		x := tr.x
-		x.Chunks = rechunk(&tr.x, cuts...)
-		if got := callDump(parseOpenAI(&x)); got != want {
-			t.Fatalf("%s byte by byte:\n%s\nwant\n%s", tr.name, got, want)
-		}
-		if n == 0 {
-			continue
-		}
-		x.Chunks = []Chunk{{At: tr.x.Chunks[len(tr.x.Chunks)-1].At, Data: responseBody(&tr.x)}}
-		whole := parseOpenAI(&x)
-		ref := parseOpenAI(&tr.x)
-		whole.TimeToFirstChunk, whole.TimePerChunk = ref.TimeToFirstChunk, ref.TimePerChunk
-		if got := callDump(whole); got != want {
-			t.Fatalf("%s in one chunk:\n%s\nwant\n%s", tr.name, got, want)
-		}
-	}
-}
+func TestOpenAISplitAnywhere(t *testing.T) { propSplitAnywhere(t, "openai", parseOpenAI) }
 
 // callFields lists a Call's fields that are set, with their values;
 // lists as one entry per element.
@@ -127,65 +81,7 @@ func callFields(c *Call) map[string]string {
 // read, the same, at cut k+1, a cut call is Incomplete, and the whole
 // body gives the whole call. Timing is left out (it changes as chunks
 // arrive), and so is a stream's usage (see below).
-func TestOpenAITruncation(t *testing.T) {
-	for _, tr := range loadTranscripts(t, "openai") {
-		full := parseOpenAI(&tr.x)
-		fullFields := callFields(full)
-		// In a stream, usage may come with every chunk (vLLM's
-		// continuous usage): the last one wins, so it is not monotone.
-		streamed := full.Stream && strings.Contains(tr.x.ResponseHeader.Get("Content-Type"), "event-stream")
-		check := func(what string, n int, cut func(k int) *Exchange) {
-			prev := map[string]string{}
-			for k := 0; k <= n; k++ {
-				x := cut(k)
-				c := parseOpenAI(x)
-				if k < n && !c.Incomplete {
-					t.Errorf("%s: %s cut at %d: not incomplete", tr.name, what, k)
-				}
-				got := callFields(c)
-				if streamed && what == "response" && k < n {
-					for f := range got {
-						if strings.HasPrefix(f, "usage.") {
-							delete(got, f)
-						}
-					}
-				}
-				for f, v := range prev {
-					if got[f] != v {
-						t.Fatalf("%s: %s cut at %d: %s = %q, was %q at %d", tr.name, what, k, f, got[f], v, k-1)
-					}
-				}
-				for f, v := range got {
-					if fullFields[f] != v {
-						t.Fatalf("%s: %s cut at %d: %s = %q, the whole says %q", tr.name, what, k, f, v, fullFields[f])
-					}
-				}
-				prev = got
-			}
-			if !maps2Equal(prev, fullFields) {
-				t.Errorf("%s: %s whole: %v, want %v", tr.name, what, prev, fullFields)
-			}
-		}
-		check("request", len(tr.x.RequestBody), func(k int) *Exchange {
-			x := tr.x
-			x.RequestBody = tr.x.RequestBody[:k]
-			x.RequestTruncated = k < len(tr.x.RequestBody)
-			return &x
-		})
-		body := responseBody(&tr.x)
-		check("response", len(body), func(k int) *Exchange {
-			x := tr.x
-			x.Chunks = nil
-			for _, ch := range rechunk(&tr.x, k) {
-				if len(responseBody(&x)) < k {
-					x.Chunks = append(x.Chunks, ch)
-				}
-			}
-			x.ResponseTruncated = k < len(body) || tr.x.ResponseTruncated
-			return &x
-		})
-	}
-}
+func TestOpenAITruncation(t *testing.T) { propTruncation(t, "openai", parseOpenAI) }
 
 func maps2Equal(a, b map[string]string) bool {
 	if len(a) != len(b) {
@@ -231,34 +127,7 @@ func textValues(data []byte, out map[string]bool) {
 
 // TestOpenAINoText: no prompt, completion, argument or error message
 // text, and no credential, ends up in a Call.
-func TestOpenAINoText(t *testing.T) {
-	for _, tr := range loadTranscripts(t, "openai") {
-		texts := map[string]bool{}
-		textValues(tr.x.RequestBody, texts)
-		body := responseBody(&tr.x)
-		textValues(body, texts)
-		for line := range bytes.Lines(body) {
-			if d, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:")); ok {
-				textValues(d, texts)
-			}
-		}
-		for _, h := range []string{"Authorization", "Api-Key"} {
-			for _, v := range tr.x.RequestHeader[h] {
-				texts[v] = true
-				texts[strings.TrimPrefix(v, "Bearer ")] = true
-			}
-		}
-		if len(texts) == 0 {
-			continue
-		}
-		dump := callDump(parseOpenAI(&tr.x))
-		for s := range texts {
-			if strings.Contains(dump, s) {
-				t.Errorf("%s: the Call holds %q", tr.name, s)
-			}
-		}
-	}
-}
+func TestOpenAINoText(t *testing.T) { propNoText(t, "openai", parseOpenAI) }
 
 func TestOpenAIOperation(t *testing.T) {
 	for path, want := range map[string]string{
@@ -448,77 +317,11 @@ func TestOpenAIHostile(t *testing.T) {
 
 // FuzzOpenAI parses arbitrary requests and responses, streamed or not,
 // whole and cut into pieces: same Call, bounded, no panic.
-func FuzzOpenAI(f *testing.F) {
-	for _, tr := range loadTranscripts(f, "openai") {
-		f.Add(tr.x.RequestBody, responseBody(&tr.x), []byte{7, 100, 3}, strings.Contains(tr.x.ResponseHeader.Get("Content-Type"), "event-stream"))
-	}
-	f.Fuzz(func(t *testing.T, req, resp, cuts []byte, sse bool) {
-		x := Exchange{Path: "/v1/chat/completions", RequestBody: req, Start: transcriptStart, Status: 200,
-			ResponseHeader: Header{"Content-Type": {"application/json"}}}
-		if sse {
-			x.ResponseHeader["Content-Type"] = []string{"text/event-stream"}
-		}
-		at := transcriptStart
-		for _, p := range ssePieces(resp, cuts) {
-			at = at.Add(time.Millisecond)
-			x.Chunks = append(x.Chunks, Chunk{At: at, Data: p})
-		}
-		c := parseOpenAI(&x)
-		// The same pieces with one arrival time, and the body whole.
-		y := x
-		y.Chunks = nil
-		for _, ch := range x.Chunks {
-			y.Chunks = append(y.Chunks, Chunk{At: at, Data: ch.Data})
-		}
-		cy := parseOpenAI(&y)
-		y.Chunks = []Chunk{{At: at, Data: resp}}
-		if got, want := callDump(parseOpenAI(&y)), callDump(cy); got != want {
-			t.Fatalf("whole:\n%s\npieces:\n%s", got, want)
-		}
-		for _, s := range append(append(append([]string{c.RequestModel, c.ResponseModel, c.ResponseID, c.ErrorType}, c.FinishReasons...), c.ToolCalls...), c.ToolDefinitions...) {
-			if len(s) > maxCallString {
-				t.Fatalf("a %d-byte string", len(s))
-			}
-		}
-		if len(c.FinishReasons) > maxCallList || len(c.ToolCalls) > maxCallList || len(c.ToolDefinitions) > maxCallList {
-			t.Fatal("a list over the bound")
-		}
-		if c.OutputChunks > 0 && (c.TimeToFirstChunk < 0 || c.TimeToFirstChunk > time.Duration(len(cuts)+1)*time.Millisecond) {
-			t.Fatalf("time to first chunk %v", c.TimeToFirstChunk)
-		}
-		if c.OutputChunks < 2 && c.TimePerChunk != -1 {
-			t.Fatalf("time per chunk %v with %d chunks", c.TimePerChunk, c.OutputChunks)
-		}
-	})
-}
+func FuzzOpenAI(f *testing.F) { fuzzParser(f, "openai", "/v1/chat/completions", parseOpenAI) }
 
 // TestOpenAIConcurrent: ParseOpenAI is safe for concurrent use (the
 // parsers' state is pooled).
-func TestOpenAIConcurrent(t *testing.T) {
-	trs := loadTranscripts(t, "openai")
-	want := make([]string, len(trs))
-	for i, tr := range trs {
-		want[i] = callDump(parseOpenAI(&tr.x))
-	}
-	errs := make(chan string, 8)
-	for g := range 8 {
-		go func() {
-			for r := range 20 {
-				i := (g + r) % len(trs)
-				if got := callDump(parseOpenAI(&trs[i].x)); got != want[i] {
-					errs <- trs[i].name + ":\n" + got
-					return
-				}
-			}
-			errs <- ""
-		}()
-	}
-	for range 8 {
-		if e := <-errs; e != "" {
-			t.Error(e)
-		}
-	}
-}
+func TestOpenAIConcurrent(t *testing.T) { propConcurrent(t, "openai", parseOpenAI) }
 
 // TestOpenAITruncationEarly: a field is read as soon as its value is
 // complete, whatever follows the cut.

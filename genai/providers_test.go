@@ -326,42 +326,48 @@ func fuzzParser(f *testing.F, dir, path string, parse func(*Exchange) *Call) {
 		if sse {
 			x.ResponseHeader["Content-Type"] = []string{"text/event-stream"}
 		}
-		at := transcriptStart
-		for _, p := range ssePieces(resp, cuts) {
-			at = at.Add(time.Millisecond)
-			x.Chunks = append(x.Chunks, Chunk{At: at, Data: p})
-		}
-		c := parse(&x)
-		// The same pieces with one arrival time, and the body whole.
-		y := x
-		y.Chunks = nil
-		for _, ch := range x.Chunks {
-			y.Chunks = append(y.Chunks, Chunk{At: at, Data: ch.Data})
-		}
-		cy := parse(&y)
-		y.Chunks = []Chunk{{At: at, Data: resp}}
-		if got, want := callDump(parse(&y)), callDump(cy); got != want {
-			t.Fatalf("whole:\n%s\npieces:\n%s", got, want)
-		}
-		for _, s := range append(append(append([]string{c.RequestModel, c.ResponseModel, c.ResponseID, c.ErrorType}, c.FinishReasons...), c.ToolCalls...), c.ToolDefinitions...) {
-			if len(s) > maxCallString {
-				t.Fatalf("a %d-byte string", len(s))
-			}
-		}
-		if len(c.FinishReasons) > maxCallList || len(c.ToolCalls) > maxCallList || len(c.ToolDefinitions) > maxCallList {
-			t.Fatal("a list over the bound")
-		}
-		if c.OutputChunks > 0 && (c.TimeToFirstChunk < 0 || c.TimeToFirstChunk > time.Duration(len(cuts)+1)*time.Millisecond) {
-			t.Fatalf("time to first chunk %v", c.TimeToFirstChunk)
-		}
-		if c.OutputChunks < 2 && c.TimePerChunk != -1 {
-			t.Fatalf("time per chunk %v with %d chunks", c.TimePerChunk, c.OutputChunks)
-		}
-		u := c.Usage
-		for _, n := range []int64{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens, u.ReasoningTokens} {
-			if n < -1 {
-				t.Fatalf("usage %+v", u)
-			}
-		}
+		fuzzProvider(t, &x, resp, cuts, parse)
 	})
+}
+
+// fuzzProvider checks one fuzzed exchange: the response in the given
+// pieces, one arrival time, gives the same Call as whole; the Call stays
+// within its bounds.
+func fuzzProvider(t *testing.T, x *Exchange, resp, cuts []byte, parse func(*Exchange) *Call) {
+	at := transcriptStart
+	for _, p := range ssePieces(resp, cuts) {
+		at = at.Add(time.Millisecond)
+		x.Chunks = append(x.Chunks, Chunk{At: at, Data: p})
+	}
+	c := parse(x)
+	y := *x
+	y.Chunks = nil
+	for _, ch := range x.Chunks {
+		y.Chunks = append(y.Chunks, Chunk{At: at, Data: ch.Data})
+	}
+	cy := parse(&y)
+	y.Chunks = []Chunk{{At: at, Data: resp}}
+	if got, want := callDump(parse(&y)), callDump(cy); got != want {
+		t.Fatalf("whole:\n%s\npieces:\n%s", got, want)
+	}
+	for _, s := range append(append(append([]string{c.RequestModel, c.ResponseModel, c.ResponseID, c.ErrorType}, c.FinishReasons...), c.ToolCalls...), c.ToolDefinitions...) {
+		if len(s) > maxCallString {
+			t.Fatalf("a %d-byte string", len(s))
+		}
+	}
+	if len(c.FinishReasons) > maxCallList || len(c.ToolCalls) > maxCallList || len(c.ToolDefinitions) > maxCallList {
+		t.Fatal("a list over the bound")
+	}
+	if c.OutputChunks > 0 && (c.TimeToFirstChunk < 0 || c.TimeToFirstChunk > time.Duration(len(cuts)+1)*time.Millisecond) {
+		t.Fatalf("time to first chunk %v", c.TimeToFirstChunk)
+	}
+	if c.OutputChunks < 2 && c.TimePerChunk != -1 {
+		t.Fatalf("time per chunk %v with %d chunks", c.TimePerChunk, c.OutputChunks)
+	}
+	u := c.Usage
+	for _, n := range []int64{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens, u.ReasoningTokens} {
+		if n < -1 {
+			t.Fatalf("usage %+v", u)
+		}
+	}
 }
