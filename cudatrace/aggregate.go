@@ -35,10 +35,17 @@ type alloc struct {
 type proc struct {
 	pid uint32
 	exe string
-	// kernels maps a launch's function (host stub or driver handle) to
-	// an index in names. Bounded by the kernel-name cap (past it the
-	// function maps to kernelOther) and by maxFuncs.
-	kernels map[funcKey]int32
+	// kernels maps a launch's function to what is known of it: [0] host
+	// stubs, [1] driver handles. Bounded by maxFuncs; past the
+	// kernel-name cap functions name kernelOther.
+	kernels [2]map[uint64]*kernelRef
+	// uncached stands for a function past maxFuncs.
+	uncached kernelRef
+	// calls indexes the process's series of a.calls by API.
+	calls [cudabpf.NumAPIs]*calls
+	// The launch histograms' attributes of the device last launched on.
+	hist    *histAttrs
+	histDev int32
 	names   []string
 	// Names learned from the process's own calls.
 	registered    map[uint64]string // host stub → kernel (__cudaRegisterFunction)
@@ -53,9 +60,20 @@ type proc struct {
 	spans tokenBucket
 }
 
-type funcKey struct {
-	fn     uint64
-	driver bool
+// kernelRef is what a proc knows of one launched function: its name's
+// index in names, and the launch series it last counted into (a function
+// is mostly launched on one device through one API).
+type kernelRef struct {
+	name   int32
+	series *count
+	key    launchKey
+}
+
+func driverIndex(driver bool) int {
+	if driver {
+		return 1
+	}
+	return 0
 }
 
 // Bounds of per-process state.
@@ -88,6 +106,20 @@ type memcpyKey struct {
 	device int32
 	kind   uint8
 	api    cudabpf.API
+}
+
+// callKey is a series of API calls.
+type callKey struct {
+	pid uint32
+	api cudabpf.API
+}
+
+// calls counts one API's calls by one process: the records read, plus the
+// calls that made none (dropped, or failed lookups), which the BPF side
+// counts.
+type calls struct {
+	recorded, unrecorded int64
+	attrs                meterx.Attrs
 }
 
 type errKey struct {
@@ -131,6 +163,7 @@ type aggregator struct {
 	allocated map[devKey]*count
 	freed     map[devKey]*count
 	errors    map[errKey]*count
+	calls     map[callKey]*calls
 	hist      map[devKey]*histAttrs
 	syncHist  map[apiKey]*histAttrs
 
@@ -149,6 +182,7 @@ func newAggregator(cfg *config, n names, inst *instruments, sp *spanner, wall fu
 		allocated: map[devKey]*count{},
 		freed:     map[devKey]*count{},
 		errors:    map[errKey]*count{},
+		calls:     map[callKey]*calls{},
 		hist:      map[devKey]*histAttrs{},
 		syncHist:  map[apiKey]*histAttrs{},
 	}
@@ -168,7 +202,7 @@ func (a *aggregator) proc(pid uint32) *proc {
 	exe := a.names.ExecutableName(pid)
 	p := &proc{
 		pid: pid, exe: exe,
-		kernels:       map[funcKey]int32{},
+		kernels:       [2]map[uint64]*kernelRef{{}, {}},
 		names:         []string{semconv.Unknown, semconv.Other},
 		registered:    map[uint64]string{},
 		driverNames:   map[uint64]string{},
@@ -186,11 +220,11 @@ func (p *proc) with(kvs ...attribute.KeyValue) meterx.Attrs {
 	return meterx.NewAttrs(append(p.attrs.Set.ToSlice(), kvs...)...)
 }
 
-// kernel returns the name index of the function a launch calls.
-func (a *aggregator) kernel(p *proc, fn uint64, driver bool) int32 {
-	k := funcKey{fn, driver}
-	if i, ok := p.kernels[k]; ok {
-		return i
+// kernel returns what is known of the function a launch calls.
+func (a *aggregator) kernel(p *proc, fn uint64, driver bool) *kernelRef {
+	m := p.kernels[driverIndex(driver)]
+	if r := m[fn]; r != nil {
+		return r
 	}
 	name := a.resolve(p, fn, driver)
 	var i int32
@@ -211,12 +245,15 @@ func (a *aggregator) kernel(p *proc, fn uint64, driver bool) int32 {
 			p.names = append(p.names, name)
 		}
 	}
-	if len(p.kernels) < maxFuncs {
-		// Unknown is cached too (the address's file has no symbol for
-		// it); a name record for the function removes the entry.
-		p.kernels[k] = i
+	if len(m) >= maxFuncs {
+		p.uncached = kernelRef{name: i}
+		return &p.uncached
 	}
-	return i
+	// Unknown is cached too (the address's file has no symbol for it); a
+	// name record for the function removes the entry.
+	r := &kernelRef{name: i}
+	m[fn] = r
+	return r
 }
 
 // resolve finds a function's kernel name, demangled, or "".
@@ -254,6 +291,9 @@ func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
 	p := a.proc(e.PID)
 	if p == nil {
 		return
+	}
+	if e.IsCall() {
+		a.call(p, e.API).recorded++
 	}
 	a.model(e)
 	switch e.Kind {
@@ -315,43 +355,74 @@ func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
 		} else {
 			p.registered[e.A[0]] = string(e.Name)
 		}
-		delete(p.kernels, funcKey{e.A[0], driver})
+		delete(p.kernels[driverIndex(driver)], e.A[0])
 	case cudabpf.KindKernelHandle:
 		if e.Ret == 0 && len(p.kernelHandles) < maxLearned {
 			p.kernelHandles[e.A[0]] = e.A[1]
-			delete(p.kernels, funcKey{e.A[0], true})
+			delete(p.kernels[1], e.A[0])
 		}
 	}
 }
 
 func (a *aggregator) launch(ctx context.Context, p *proc, e *cudabpf.Event) {
-	ki := a.kernel(p, e.Func(), e.API.Driver())
-	switch ki {
+	ref := a.kernel(p, e.Func(), e.API.Driver())
+	switch ref.name {
 	case kernelUnknown:
 		a.unresolved++
 	case kernelOther:
 		a.overflow++
 	}
-	k := launchKey{e.PID, ki, e.Device, e.API}
-	c := a.launches[k]
-	if c == nil {
-		c = &count{attrs: p.with(semconv.CUDAKernelName.String(p.names[ki]),
-			semconv.CUDADevice.Int(int(e.Device)), semconv.CUDAAPIName.String(e.API.String()))}
-		a.launches[k] = c
+	k := launchKey{e.PID, ref.name, e.Device, e.API}
+	c := ref.series
+	if c == nil || ref.key != k {
+		if c = a.launches[k]; c == nil {
+			c = &count{attrs: p.with(semconv.CUDAKernelName.String(p.names[ref.name]),
+				semconv.CUDADevice.Int(int(e.Device)), semconv.CUDAAPIName.String(e.API.String()))}
+			a.launches[k] = c
+		}
+		ref.series, ref.key = c, k
 	}
 	c.n++
-	dk := devKey{e.PID, e.Device}
-	h := a.hist[dk]
-	if h == nil {
-		at := p.with(semconv.CUDADevice.Int(int(e.Device)))
-		h = &at
-		a.hist[dk] = h
-	}
+	h := a.launchHist(p, e.Device)
 	g, b := e.Grid(), e.Block()
 	a.inst.gridSize.Record(ctx, int64(g[0])*int64(g[1])*int64(g[2]), h.Record...)
 	a.inst.blockSize.Record(ctx, int64(b[0])*int64(b[1])*int64(b[2]), h.Record...)
 	a.inst.sharedMemory.Record(ctx, int64(e.SharedMem()), h.Record...)
-	a.spans.launch(ctx, a, p, e, p.names[ki])
+	a.spans.launch(ctx, a, p, e, p.names[ref.name])
+}
+
+// launchHist returns the attributes of p's launch histograms on device.
+func (a *aggregator) launchHist(p *proc, device int32) *histAttrs {
+	if p.hist != nil && p.histDev == device {
+		return p.hist
+	}
+	dk := devKey{p.pid, device}
+	h := a.hist[dk]
+	if h == nil {
+		at := p.with(semconv.CUDADevice.Int(int(device)))
+		h = &at
+		a.hist[dk] = h
+	}
+	p.hist, p.histDev = h, device
+	return h
+}
+
+// call returns the series of p's calls of api.
+func (a *aggregator) call(p *proc, api cudabpf.API) *calls {
+	inRange := int(api) < len(p.calls)
+	if inRange && p.calls[api] != nil {
+		return p.calls[api]
+	}
+	k := callKey{p.pid, api}
+	c := a.calls[k]
+	if c == nil {
+		c = &calls{attrs: p.with(semconv.CUDAAPIName.String(api.String()))}
+		a.calls[k] = c
+	}
+	if inRange {
+		p.calls[api] = c
+	}
+	return c
 }
 
 func (a *aggregator) devCounter(m map[devKey]*count, p *proc, device int32) *count {
@@ -443,6 +514,7 @@ func (a *aggregator) forget(alive func(pid uint32) bool, now time.Time, nowK uin
 		forgetPID(a.allocated, pid)
 		forgetPID(a.freed, pid)
 		forgetPID(a.errors, pid)
+		forgetPID(a.calls, pid)
 		forgetPID(a.hist, pid)
 		forgetPID(a.syncHist, pid)
 	}
@@ -459,6 +531,7 @@ func (k devKey) owner() uint32    { return k.pid }
 func (k apiKey) owner() uint32    { return k.pid }
 func (k memcpyKey) owner() uint32 { return k.pid }
 func (k errKey) owner() uint32    { return k.pid }
+func (k callKey) owner() uint32   { return k.pid }
 
 // forgetPID deletes pid's series from m.
 func forgetPID[K owned, V any](m map[K]V, pid uint32) {

@@ -57,7 +57,7 @@ func newHarness(t *testing.T, opts ...Option) *harness {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(h.spans))
 	meter := mp.Meter(ScopeName)
-	h.s = &Source{cfg: cfg, mono: func() uint64 { return h.now }, calls: map[cudabpf.CallKey]*count{},
+	h.s = &Source{cfg: cfg, mono: func() uint64 { return h.now },
 		attachedByTarget: map[string]int64{}}
 	require.NoError(t, h.s.inst.create(meter))
 	_, err = meter.RegisterCallback(h.s.observe, h.s.inst.observables()...)
@@ -284,4 +284,30 @@ func TestTokenBucket(t *testing.T) {
 	assert.True(t, b.take(1.5e9), "half a second at 2/s refills one")
 	assert.False(t, b.take(1.5e9))
 	assert.False(t, b.take(1e9), "time going backwards refills nothing")
+}
+
+// TestAPICallCounts: a call counts once per record, but for the return of
+// a synchronous copy (the copy's entry record counted it), plus what the
+// BPF side counted as unrecorded; each process and API is its own series.
+func TestAPICallCounts(t *testing.T) {
+	h := newHarness(t)
+	copyAPI := apiOf("cudaMemcpy")
+	h.feed(
+		launch(100, 0x1000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 1),
+		launch(100, 0x1000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 2),
+		launch(200, 0x1000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 3),
+		cudabpf.Event{TS: 4, PID: 100, TID: 100, Kind: cudabpf.KindMemcpy, API: copyAPI, A: [6]uint64{1, 2, 64, 1}},
+		cudabpf.Event{TS: 5, PID: 100, TID: 100, Kind: cudabpf.KindCopyDone, API: copyAPI, A: [6]uint64{0, 10, 0, 1}},
+		launch(100, 0x1000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 6),
+	)
+	// As housekeep sets it from the unrecorded_calls map: 5 launches of
+	// pid 100 were dropped.
+	h.s.agg.call(h.s.agg.proc(100), apiOf("cudaLaunchKernel")).unrecorded = 5
+	pts := h.collect(t)
+	calls := func(pid int, api string) float64 {
+		return pts.One(t, semconv.CUDAAPICalls.Name, semconv.ProcessPID.Int(pid), semconv.CUDAAPIName.String(api)).Value
+	}
+	assert.Equal(t, 3.0+5, calls(100, "cudaLaunchKernel"))
+	assert.Equal(t, 1.0, calls(200, "cudaLaunchKernel"))
+	assert.Equal(t, 1.0, calls(100, "cudaMemcpy"), "the copy's return is not a second call")
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
@@ -168,19 +169,16 @@ func newBenchStream() *benchStream {
 }
 
 // newBenchSource is the aggregate_test.go harness for benchmarks: a
-// Source with an SDK MeterProvider on a ManualReader, a no-op
-// TracerProvider, and fakeNames; no kernel objects.
-func newBenchSource(tb testing.TB, opts ...Option) (*Source, *sdkmetric.ManualReader) {
+// Source with the given MeterProvider, a no-op TracerProvider, and
+// fakeNames; no kernel objects.
+func newBenchSource(tb testing.TB, mp metric.MeterProvider) *Source {
 	tb.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	cfg, err := newConfig(append([]Option{WithMeterProvider(mp), WithTracerProvider(tracenoop.NewTracerProvider())}, opts...))
+	cfg, err := newConfig([]Option{WithMeterProvider(mp), WithTracerProvider(tracenoop.NewTracerProvider())})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	now := uint64(time.Hour)
-	s := &Source{cfg: cfg, mono: func() uint64 { return now }, calls: map[cudabpf.CallKey]*count{},
-		attachedByTarget: map[string]int64{}}
+	s := &Source{cfg: cfg, mono: func() uint64 { return now }, attachedByTarget: map[string]int64{}}
 	meter := mp.Meter(ScopeName)
 	if err := s.inst.create(meter); err != nil {
 		tb.Fatal(err)
@@ -191,7 +189,7 @@ func newBenchSource(tb testing.TB, opts ...Option) (*Source, *sdkmetric.ManualRe
 	names := &fakeNames{exe: map[uint32]string{100: "train", 200: "serve"}, symbols: map[uint64]string{}}
 	s.agg = newAggregator(&s.cfg, names, &s.inst, &spanner{tracer: cfg.tracerProvider.Tracer(ScopeName)},
 		func(k uint64) time.Time { return time.Unix(0, int64(k)) })
-	return s, reader
+	return s
 }
 
 // benchTick is the simulated time between two records: 5M events/s.
@@ -211,10 +209,19 @@ func benchHandle(ctx context.Context, s *Source, raw []byte, ev *cudabpf.Event) 
 // BenchmarkDecodeAggregate: synthetic records through cudabpf.Decode and
 // the aggregator, as the Source's reader loop runs them (lock, decode,
 // handle, unlock), one record per op, in steady state (kernel names
-// learned, every series created). Sub-benchmarks split the cost: "full"
-// is the Source as built; "nohist" replaces the four SDK histograms
-// (grid, block, shared memory, sync duration) with no-op ones; "decode"
-// is cudabpf.Decode alone.
+// learned, every series created). Sub-benchmarks split the cost:
+//
+//   - "ours": everything the Source does per record (decode, series,
+//     occupancy model, span sampling) with the OpenTelemetry API's no-op
+//     MeterProvider, so that the instruments' calls cost what the API
+//     costs and nothing of an SDK;
+//   - "sdk": the same with the OpenTelemetry SDK's MeterProvider on a
+//     ManualReader: the four histogram records per launch (grid, block,
+//     shared memory, modelled kernel duration) and the sync-duration
+//     record go through the SDK's synchronous aggregation, whose cost is
+//     the SDK's (the API has no way to record a pre-aggregated
+//     histogram);
+//   - "decode": cudabpf.Decode alone.
 func BenchmarkDecodeAggregate(b *testing.B) {
 	stream := newBenchStream()
 	b.Logf("cycle of %d records: %v", len(stream.cycle), stream.counts)
@@ -257,21 +264,17 @@ func BenchmarkDecodeAggregate(b *testing.B) {
 			b.Fatalf("%d launches of unresolved kernels: the names did not take", s.agg.unresolved)
 		}
 	}
-	b.Run("full", func(b *testing.B) {
-		s, reader := newBenchSource(b)
+	b.Run("ours", func(b *testing.B) {
+		run(b, newBenchSource(b, metricnoop.NewMeterProvider()), false)
+	})
+	b.Run("sdk", func(b *testing.B) {
+		reader := sdkmetric.NewManualReader()
+		s := newBenchSource(b, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
 		run(b, s, false)
 		benchCheckCollect(b, s, reader)
 	})
-	b.Run("nohist", func(b *testing.B) {
-		s, _ := newBenchSource(b)
-		var ih metricnoop.Int64Histogram
-		var fh metricnoop.Float64Histogram
-		s.inst.gridSize, s.inst.blockSize, s.inst.sharedMemory, s.inst.syncDuration = ih, ih, ih, fh
-		run(b, s, false)
-	})
 	b.Run("decode", func(b *testing.B) {
-		s, _ := newBenchSource(b)
-		run(b, s, true)
+		run(b, newBenchSource(b, metricnoop.NewMeterProvider()), true)
 	})
 }
 
@@ -309,7 +312,15 @@ func benchEnvInt(name string, def int) int {
 //
 //   - untraced;
 //   - floor: the empty bench_empty program on a uprobe on cudaLaunchKernel;
-//   - ours: the real Source (New, every probe on libcudart and libcuda);
+//   - record: bench_record, the least a launch record costs (the stack
+//     arguments, a timestamp, the ids, a record without wakeup), drained
+//     by a polling reader: what any design that sends each launch to user
+//     space pays;
+//   - ours: the real Source (New, every probe on libcudart and libcuda),
+//     with the OpenTelemetry SDK's MeterProvider;
+//   - ours-noop: the same with the API's no-op MeterProvider, which
+//     leaves out what the SDK's aggregation in the reader takes from the
+//     workload on a small machine;
 //   - naive: bench_naive on cudaLaunchKernel (one record per call,
 //     submitted with flags 0: the kernel's adaptive notification, which
 //     wakes the reader whenever it has caught up, i.e. about every record
@@ -317,12 +328,13 @@ func benchEnvInt(name string, def int) int {
 //     every record.
 //
 // The variants are interleaved (the order rotates each round) and the
-// median of the rounds is reported per variant, with the ratios ours/floor
-// and naive/ours of the whole call and of the cost added above untraced.
-// A last pass with BPF run-time statistics on (not in the medians) gives
-// the time spent in the BPF programs themselves: bench_empty,
-// runtime_launch_kernel (attached alone, with its cookie, drained by a
-// polling reader as the Source does) and bench_naive.
+// median of the rounds is reported per variant, with the ratios ours/floor,
+// record/floor, ours/record and naive/ours of the whole call and of the
+// cost added above untraced. A last pass with BPF run-time statistics on
+// (not in the medians) gives the time spent in the BPF programs
+// themselves: bench_empty, runtime_launch_kernel (attached alone, with its
+// cookie, drained by a polling reader as the Source does), bench_naive
+// and bench_record.
 //
 // XPUSCOPE_BENCH_CALLS (default 300000) and XPUSCOPE_BENCH_ROUNDS
 // (default 5) size it; Source.Close takes much of each round (see the
@@ -424,7 +436,10 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	}()
 
 	var oursRecords, oursDrops, naiveRecords, newTime, closeTime atomic.Int64
-	ours := func() float64 {
+	// ours runs the Source with mp: the SDK's, as an agent has, or the
+	// API's no-op one, which leaves out the SDK's share of the reader's
+	// work (on a 2-core machine the reader competes with the workload).
+	ours := func(mp metric.MeterProvider) float64 {
 		var (
 			src      *Source
 			launches atomic.Int64
@@ -440,7 +455,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 			defer helper.Kill()
 			t0 := time.Now()
 			var err error
-			src, err = New(WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))),
+			src, err = New(WithMeterProvider(mp),
 				WithTracerProvider(tracenoop.NewTracerProvider()),
 				withEventHook(func(e *cudabpf.Event) {
 					if e.Kind == cudabpf.KindLaunch {
@@ -482,13 +497,23 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		naiveRecords.Add(stop())
 		return ns
 	}
+	record := func() float64 {
+		stop := drain(false)
+		ns := loop(func() func() { return uprobe(objs.BenchRecord, 0) })
+		stop()
+		return ns
+	}
 	variants := []struct {
 		name string
 		run  func() float64
 	}{
 		{"untraced", func() float64 { return loop(nil) }},
 		{"floor", func() float64 { return loop(func() func() { return uprobe(objs.BenchEmpty, 0) }) }},
-		{"ours", ours},
+		{"record", record},
+		{"ours", func() float64 {
+			return ours(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))
+		}},
+		{"ours-noop", func() float64 { return ours(metricnoop.NewMeterProvider()) }},
 		{"naive", naive},
 	}
 
@@ -555,24 +580,31 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 			results[v.name] = spoilt[v.name]
 		}
 	}
-	b.Logf("ours: New %v, Close %v on average", time.Duration(newTime.Load()/int64(rounds)), time.Duration(closeTime.Load()/int64(rounds)))
+	b.Logf("ours: New %v, Close %v on average", time.Duration(newTime.Load()/int64(2*rounds)),
+		time.Duration(closeTime.Load()/int64(2*rounds)))
 	med := func(name string) float64 {
 		v := slices.Clone(results[name])
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
-	untraced, floor, oursNs, naiveNs := med("untraced"), med("floor"), med("ours"), med("naive")
+	untraced, floor, recordNs, oursNs, noopNs, naiveNs := med("untraced"), med("floor"), med("record"), med("ours"),
+		med("ours-noop"), med("naive")
 	b.ReportMetric(0, "ns/op") // the wall time of the whole run says nothing
 	b.ReportMetric(untraced, "untraced-ns/call")
 	b.ReportMetric(floor, "floor-ns/call")
+	b.ReportMetric(recordNs, "record-ns/call")
 	b.ReportMetric(oursNs, "ours-ns/call")
+	b.ReportMetric(noopNs, "ours-noop-ns/call")
+	b.ReportMetric(noopNs/floor, "ours-noop/floor")
 	b.ReportMetric(naiveNs, "naive-ns/call")
 	b.ReportMetric(oursNs/floor, "ours/floor")
+	b.ReportMetric(recordNs/floor, "record/floor")
+	b.ReportMetric(oursNs/recordNs, "ours/record")
 	b.ReportMetric(naiveNs/oursNs, "naive/ours")
 	b.ReportMetric((oursNs-untraced)/(floor-untraced), "ours/floor-added")
 	b.ReportMetric((naiveNs-untraced)/(oursNs-untraced), "naive/ours-added")
 	b.ReportMetric(float64(oursDrops.Load()), "ours-drops")
-	b.ReportMetric(float64(oursRecords.Load())/float64(rounds*calls), "ours-records/call")
+	b.ReportMetric(float64(oursRecords.Load())/float64(2*rounds*calls), "ours-records/call") // ours and ours-noop
 	b.ReportMetric(float64(naiveRecords.Load())/float64(rounds*calls), "naive-records/call")
 	b.ReportMetric(float64(contaminated), "spoilt-runs")
 
@@ -608,17 +640,9 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		return ns
 	})
 	naiveBPF, naiveStat := perRun(objs.BenchNaive, naive)
-	// The cheapest record "ours" makes, for the split: event_record is
-	// count_call + reserve + submit, without runtime_launch_kernel's
-	// enter_runtime (an LRU map update) and stack reads.
-	minBPF, _ := perRun(objs.EventRecord, func() float64 {
-		stop := drain(false)
-		ns := loop(func() func() { return uprobe(objs.EventRecord, launchCookie) })
-		stop()
-		return ns
-	})
-	b.Logf("BPF ns/run: event_record on cudaLaunchKernel %.0f (runtime_launch_kernel %.0f)", minBPF, oursBPF)
+	recordBPF, _ := perRun(objs.BenchRecord, record)
 	b.Logf("with BPF statistics on, ns/call: floor %.0f, runtime_launch_kernel alone %.0f, naive %.0f", floorStat, oursStat, naiveStat)
+	b.ReportMetric(recordBPF, "record-bpf-ns/run")
 	b.ReportMetric(floorBPF, "floor-bpf-ns/run")
 	b.ReportMetric(oursBPF, "ours-bpf-ns/run")
 	b.ReportMetric(naiveBPF, "naive-bpf-ns/run")

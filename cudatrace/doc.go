@@ -22,15 +22,17 @@
 //
 // Metrics (docs/metrics.md): launches by kernel name, grid, block and
 // shared-memory histograms, copy bytes by direction, allocated, freed and
-// outstanding device memory, synchronisation waits, API calls (counted in
-// the kernel, so exact under drops) and errors. Spans (cuda.kernel.launch,
+// outstanding device memory, synchronisation waits, API calls (the records
+// received plus the calls the kernel side counted as dropped, so exact
+// under drops) and errors. Spans (cuda.kernel.launch,
 // cuda.memcpy, cuda.malloc, cuda.sync, …) are sampled under a per-process
 // rate cap (WithSpanRate). LeakSuspects lists a process's oldest
 // outstanding allocations.
 //
 // # Requirements
 //
-// Linux with uprobes and BPF ring buffers (5.8+), run as root or with
+// Linux 5.15+ (uprobes, BPF ring buffers, task-local storage in tracing
+// programs, attach cookies; uprobe_multi links on 6.6+), run as root or with
 // CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (for /proc/<pid>/map_files);
 // without them New returns an error wrapping xpuscope.ErrUnavailable.
 // x86-64 only: arguments are read by the System V calling convention.

@@ -114,8 +114,8 @@ func (s *Source) observe(_ context.Context, o metric.Observer) error {
 			o.ObserveFloat64(in.oldestAge, float64(now-at)/1e9, p.attrs.Observe...)
 		}
 	}
-	for _, c := range s.calls {
-		o.ObserveInt64(in.calls, c.n, c.attrs.Observe...)
+	for _, c := range a.calls {
+		o.ObserveInt64(in.calls, c.recorded+c.unrecorded, c.attrs.Observe...)
 	}
 	o.ObserveInt64(in.dropped, int64(s.bpfCounters[0]))
 	o.ObserveInt64(in.unresolved, a.unresolved)

@@ -47,10 +47,13 @@ type occSeries struct {
 type occupancyState struct {
 	model    *occupancy.Model
 	duration map[occKey]*meterx.Attrs
-	series   map[devicePID]*occSeries
-	usage    []occupancy.Usage
-	dropped  [occupancy.NumDropReasons]meterx.Attrs
-	ctx      context.Context
+	// The series of the last kernel recorded: kernels complete in runs.
+	lastDuration *meterx.Attrs
+	lastKey      occKey
+	series       map[devicePID]*occSeries
+	usage        []occupancy.Usage
+	dropped      [occupancy.NumDropReasons]meterx.Attrs
+	ctx          context.Context
 }
 
 func (a *aggregator) initOccupancy(capacity occupancy.Capacity, src occupancy.CapacitySource) {
@@ -77,6 +80,10 @@ func (p *proc) modelled(device int32, kvs ...attribute.KeyValue) meterx.Attrs {
 // kernelDone records a completed kernel's estimated duration.
 func (a *aggregator) kernelDone(k *occupancy.Kernel) {
 	key := occKey{k.PID, k.Device, k.Completion}
+	if a.occ.lastDuration != nil && a.occ.lastKey == key {
+		a.inst.kernelDuration.Record(a.occ.ctx, float64(k.Duration())/1e9, a.occ.lastDuration.Record...)
+		return
+	}
 	at := a.occ.duration[key]
 	if at == nil {
 		p := a.procs[k.PID]
@@ -87,6 +94,7 @@ func (a *aggregator) kernelDone(k *occupancy.Kernel) {
 		at = &attrs
 		a.occ.duration[key] = at
 	}
+	a.occ.lastDuration, a.occ.lastKey = at, key
 	a.inst.kernelDuration.Record(a.occ.ctx, float64(k.Duration())/1e9, at.Record...)
 }
 
@@ -163,5 +171,6 @@ func (k devicePID) owner() uint32 { return k.pid }
 // forgetOccupancy drops the modelled series of pid.
 func (a *aggregator) forgetOccupancy(pid uint32) {
 	forgetPID(a.occ.duration, pid)
+	a.occ.lastDuration = nil
 	forgetPID(a.occ.series, pid)
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/features"
-	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/sys/unix"
@@ -43,7 +42,6 @@ const (
 type Source struct {
 	cfg    config
 	objs   *cudabpf.Objects
-	exit   link.Link // clears a thread's BPF state when it exits
 	tracer *uprobe.Tracer
 	rb     *ringbuf.Reader
 	names  *symbolizer
@@ -53,7 +51,6 @@ type Source struct {
 
 	mu               sync.Mutex // guards everything below
 	agg              *aggregator
-	calls            map[cudabpf.CallKey]*count
 	bpfCounters      [cudabpf.NumCounters]uint64
 	attachedByTarget map[string]int64
 	targetAttrs      map[string]meterx.Attrs
@@ -84,7 +81,6 @@ func New(opts ...Option) (*Source, error) {
 		cfg:              cfg,
 		mono:             monotonic,
 		names:            newSymbolizer(cfg.procRoot),
-		calls:            map[cudabpf.CallKey]*count{},
 		attachedByTarget: map[string]int64{},
 		targetAttrs:      map[string]meterx.Attrs{},
 	}
@@ -120,16 +116,8 @@ func (s *Source) start(multi bool) error {
 	sp := &spanner{tracer: s.cfg.tracerProvider.Tracer(ScopeName)}
 	s.agg = newAggregator(&s.cfg, s.names, &s.inst, sp, monotonicToWall(s.mono))
 	var err error
-	s.exit, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exit", Program: s.objs.ThreadExit})
-	if err != nil {
-		if uprobe.Denied(err) {
-			return xpuscope.Unavailablef("cudatrace: attach raw tracepoint sched_process_exit: %w (needs CAP_BPF and CAP_PERFMON, or root)", err)
-		}
-		return fmt.Errorf("cudatrace: attach raw tracepoint sched_process_exit: %w", err)
-	}
 	s.rb, err = ringbuf.NewReader(s.objs.Events())
 	if err != nil {
-		s.exit.Close()
 		return fmt.Errorf("cudatrace: ring buffer reader: %w", err)
 	}
 	s.tracer, err = uprobe.New(uprobe.Config{
@@ -139,7 +127,6 @@ func (s *Source) start(multi bool) error {
 	})
 	if err != nil {
 		s.rb.Close()
-		s.exit.Close()
 		return fmt.Errorf("cudatrace: %w", err)
 	}
 	s.names.exe = s.tracer.Executable
@@ -147,7 +134,6 @@ func (s *Source) start(multi bool) error {
 	if err != nil {
 		s.tracer.Close()
 		s.rb.Close()
-		s.exit.Close()
 		return fmt.Errorf("cudatrace: register callback: %w", err)
 	}
 	s.housekeep()
@@ -230,22 +216,22 @@ func (s *Source) read() {
 // the clock for housekeeping.
 const housekeepCheck = 256
 
-// housekeep reads the kernel-side counters and call counts, counts the
-// attached files and forgets exited processes.
+// housekeep reads the kernel-side counters and the unrecorded call
+// counts, counts the attached files and forgets exited processes.
 func (s *Source) housekeep() {
 	counters, cerr := s.objs.Counters()
-	type call struct {
+	type unrecorded struct {
 		k cudabpf.CallKey
 		n uint64
 	}
-	var calls []call
+	var calls []unrecorded
 	var (
 		k cudabpf.CallKey
 		n uint64
 	)
-	it := s.objs.Calls().Iterate()
+	it := s.objs.UnrecordedCalls().Iterate()
 	for it.Next(&k, &n) {
-		calls = append(calls, call{k, n})
+		calls = append(calls, unrecorded{k, n})
 	}
 	attached := map[string]int64{}
 	for _, a := range s.tracer.Attachments() {
@@ -258,16 +244,9 @@ func (s *Source) housekeep() {
 		s.bpfCounters = counters
 	}
 	for _, c := range calls {
-		cc := s.calls[c.k]
-		if cc == nil {
-			p := s.agg.proc(c.k.Pid)
-			if p == nil {
-				continue
-			}
-			cc = &count{attrs: p.with(semconv.CUDAAPIName.String(cudabpf.API(c.k.Api).String()))}
-			s.calls[c.k] = cc
+		if p := s.agg.proc(c.k.Pid); p != nil {
+			s.agg.call(p, cudabpf.API(c.k.Api)).unrecorded = int64(c.n)
 		}
-		cc.n = int64(c.n)
 	}
 	for _, t := range []string{TargetRuntime, TargetDriver} {
 		s.attachedByTarget[t] = attached[t]
@@ -279,10 +258,9 @@ func (s *Source) housekeep() {
 	nowK := s.mono()
 	s.agg.report(nowK)
 	s.agg.forget(alive, time.Now(), nowK)
-	for k := range s.calls {
-		if s.agg.procs[k.Pid] == nil {
-			delete(s.calls, k)
-			_ = s.objs.Calls().Delete(k)
+	for _, c := range calls {
+		if s.agg.procs[c.k.Pid] == nil {
+			_ = s.objs.UnrecordedCalls().Delete(c.k)
 		}
 	}
 	s.names.forget(alive)
@@ -340,7 +318,7 @@ func (s *Source) LeakSuspects(pid int, n int) []Allocation {
 func (s *Source) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
-		errs := []error{s.reg.Unregister(), s.tracer.Close(), s.exit.Close(), s.rb.Close()}
+		errs := []error{s.reg.Unregister(), s.tracer.Close(), s.rb.Close()}
 		s.wg.Wait()
 		errs = append(errs, s.objs.Close())
 		err = errors.Join(errs...)

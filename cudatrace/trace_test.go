@@ -460,7 +460,8 @@ func copyFile(t testing.TB, src, dst string, mode os.FileMode) {
 // TestTraceFlood: with a one-page ring buffer and a reader that BPF never
 // wakes and that drains every two seconds, most of a 20000-launch burst
 // is dropped; every launch is either received or counted dropped, and
-// the kernel-side call count is exact regardless.
+// the call count (records received plus the calls BPF counted as
+// unrecorded) is exact regardless.
 //
 // The drop counter counts every process's records, so the Source must
 // see no other process: its procfs root holds only the program's pid, so

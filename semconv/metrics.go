@@ -231,7 +231,7 @@ var (
 	}
 	CUDAAPICalls = Metric{
 		Name: "cuda.api.calls", Kind: Counter, Unit: "{call}", Origin: Extension,
-		Description: "Calls of each probed function, counted in the kernel: exact even when records are dropped.",
+		Description: "Calls of each probed function: the records received plus the calls the kernel side counted as making none (dropped for want of room, failed name lookups), so exact even when records are dropped.",
 		Attributes:  with(procAttrs, CUDAAPIName),
 	}
 	CUDAAPIErrors = Metric{

@@ -138,37 +138,49 @@ type cudaNameEvent struct {
 	Name [240]int8
 }
 
-type cudaPending struct {
+type cudaThread struct {
 	_    structs.HostLayout
-	Ts   uint64
-	Arg0 uint64
-	Arg1 uint64
-	Arg2 uint64
-	Api  uint32
-	_    [4]byte
-}
-
-type cudaRuntimeCall struct {
-	_    structs.HostLayout
-	Ts   uint64
-	Sig  uint64
-	Kind uint32
-	Open uint32
+	Call struct {
+		_    structs.HostLayout
+		Ts   uint64
+		Sig  uint64
+		Kind uint32
+		Open uint32
+	}
+	Runtime struct {
+		_    structs.HostLayout
+		Ts   uint64
+		Arg0 uint64
+		Arg1 uint64
+		Arg2 uint64
+		Api  uint32
+		Pad  uint32
+	}
+	Driver struct {
+		_    structs.HostLayout
+		Ts   uint64
+		Arg0 uint64
+		Arg1 uint64
+		Arg2 uint64
+		Api  uint32
+		Pad  uint32
+	}
+	Device int32
+	Pad    uint32
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	cudaMapCalls                    = "calls"
 	cudaMapCounters                 = "counters"
 	cudaMapEvents                   = "events"
-	cudaMapPendingDriver            = "pending_driver"
-	cudaMapPendingRuntime           = "pending_runtime"
-	cudaMapRuntimeCall              = "runtime_call"
-	cudaMapThreadDevice             = "thread_device"
+	cudaMapSinceFillCheck           = "since_fill_check"
+	cudaMapThreads                  = "threads"
+	cudaMapUnrecordedCalls          = "unrecorded_calls"
 	cudaProgBenchEmpty              = "bench_empty"
 	cudaProgBenchNaive              = "bench_naive"
+	cudaProgBenchRecord             = "bench_record"
 	cudaProgCopyReturn              = "copy_return"
 	cudaProgDriverLaunchKernel      = "driver_launch_kernel"
 	cudaProgDriverLaunchKernelEx    = "driver_launch_kernel_ex"
@@ -193,7 +205,6 @@ const (
 	cudaProgStreamWaitEvent         = "stream_wait_event"
 	cudaProgSyncEnter               = "sync_enter"
 	cudaProgSyncReturn              = "sync_return"
-	cudaProgThreadExit              = "thread_exit"
 	cudaVarLaunchWindowNs           = "launch_window_ns"
 	cudaVarNestWindowNs             = "nest_window_ns"
 	cudaVarUnusedApi                = "unused_api"
@@ -247,6 +258,7 @@ type cudaSpecs struct {
 type cudaProgramSpecs struct {
 	BenchEmpty              *ebpf.ProgramSpec `ebpf:"bench_empty"`
 	BenchNaive              *ebpf.ProgramSpec `ebpf:"bench_naive"`
+	BenchRecord             *ebpf.ProgramSpec `ebpf:"bench_record"`
 	CopyReturn              *ebpf.ProgramSpec `ebpf:"copy_return"`
 	DriverLaunchKernel      *ebpf.ProgramSpec `ebpf:"driver_launch_kernel"`
 	DriverLaunchKernelEx    *ebpf.ProgramSpec `ebpf:"driver_launch_kernel_ex"`
@@ -271,20 +283,17 @@ type cudaProgramSpecs struct {
 	StreamWaitEvent         *ebpf.ProgramSpec `ebpf:"stream_wait_event"`
 	SyncEnter               *ebpf.ProgramSpec `ebpf:"sync_enter"`
 	SyncReturn              *ebpf.ProgramSpec `ebpf:"sync_return"`
-	ThreadExit              *ebpf.ProgramSpec `ebpf:"thread_exit"`
 }
 
 // cudaMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type cudaMapSpecs struct {
-	Calls          *ebpf.MapSpec `ebpf:"calls"`
-	Counters       *ebpf.MapSpec `ebpf:"counters"`
-	Events         *ebpf.MapSpec `ebpf:"events"`
-	PendingDriver  *ebpf.MapSpec `ebpf:"pending_driver"`
-	PendingRuntime *ebpf.MapSpec `ebpf:"pending_runtime"`
-	RuntimeCall    *ebpf.MapSpec `ebpf:"runtime_call"`
-	ThreadDevice   *ebpf.MapSpec `ebpf:"thread_device"`
+	Counters        *ebpf.MapSpec `ebpf:"counters"`
+	Events          *ebpf.MapSpec `ebpf:"events"`
+	SinceFillCheck  *ebpf.MapSpec `ebpf:"since_fill_check"`
+	Threads         *ebpf.MapSpec `ebpf:"threads"`
+	UnrecordedCalls *ebpf.MapSpec `ebpf:"unrecorded_calls"`
 }
 
 // cudaVariableSpecs contains global variables before they are loaded into the kernel.
@@ -320,24 +329,20 @@ func (o *cudaObjects) Close() error {
 //
 // It can be passed to loadCudaObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cudaMaps struct {
-	Calls          *ebpf.Map `ebpf:"calls"`
-	Counters       *ebpf.Map `ebpf:"counters"`
-	Events         *ebpf.Map `ebpf:"events"`
-	PendingDriver  *ebpf.Map `ebpf:"pending_driver"`
-	PendingRuntime *ebpf.Map `ebpf:"pending_runtime"`
-	RuntimeCall    *ebpf.Map `ebpf:"runtime_call"`
-	ThreadDevice   *ebpf.Map `ebpf:"thread_device"`
+	Counters        *ebpf.Map `ebpf:"counters"`
+	Events          *ebpf.Map `ebpf:"events"`
+	SinceFillCheck  *ebpf.Map `ebpf:"since_fill_check"`
+	Threads         *ebpf.Map `ebpf:"threads"`
+	UnrecordedCalls *ebpf.Map `ebpf:"unrecorded_calls"`
 }
 
 func (m *cudaMaps) Close() error {
 	return _CudaClose(
-		m.Calls,
 		m.Counters,
 		m.Events,
-		m.PendingDriver,
-		m.PendingRuntime,
-		m.RuntimeCall,
-		m.ThreadDevice,
+		m.SinceFillCheck,
+		m.Threads,
+		m.UnrecordedCalls,
 	)
 }
 
@@ -360,6 +365,7 @@ type cudaVariables struct {
 type cudaPrograms struct {
 	BenchEmpty              *ebpf.Program `ebpf:"bench_empty"`
 	BenchNaive              *ebpf.Program `ebpf:"bench_naive"`
+	BenchRecord             *ebpf.Program `ebpf:"bench_record"`
 	CopyReturn              *ebpf.Program `ebpf:"copy_return"`
 	DriverLaunchKernel      *ebpf.Program `ebpf:"driver_launch_kernel"`
 	DriverLaunchKernelEx    *ebpf.Program `ebpf:"driver_launch_kernel_ex"`
@@ -384,13 +390,13 @@ type cudaPrograms struct {
 	StreamWaitEvent         *ebpf.Program `ebpf:"stream_wait_event"`
 	SyncEnter               *ebpf.Program `ebpf:"sync_enter"`
 	SyncReturn              *ebpf.Program `ebpf:"sync_return"`
-	ThreadExit              *ebpf.Program `ebpf:"thread_exit"`
 }
 
 func (p *cudaPrograms) Close() error {
 	return _CudaClose(
 		p.BenchEmpty,
 		p.BenchNaive,
+		p.BenchRecord,
 		p.CopyReturn,
 		p.DriverLaunchKernel,
 		p.DriverLaunchKernelEx,
@@ -415,7 +421,6 @@ func (p *cudaPrograms) Close() error {
 		p.StreamWaitEvent,
 		p.SyncEnter,
 		p.SyncReturn,
-		p.ThreadExit,
 	)
 }
 

@@ -50,6 +50,9 @@ const (
 	MemcpyDefault        = 4
 )
 
+// NumAPIs bounds the API ids the probes use.
+const NumAPIs = int(cudaApiAPI_MAX)
+
 // Counters of the BPF side (enum counter), read from the counters map.
 const (
 	CounterDrops       = uint32(cudaCounterCOUNTER_DROPS)
@@ -116,6 +119,10 @@ func Decode(b []byte, e *Event) error {
 	}
 	return nil
 }
+
+// IsCall reports whether the record stands for one call of its API: every
+// record does but KindCopyDone, the return of a copy already recorded.
+func (e *Event) IsCall() bool { return e.Kind != KindCopyDone }
 
 // Launch arguments of a KindLaunch record.
 func (e *Event) Func() uint64 { return e.A[0] }
@@ -198,8 +205,11 @@ func (o *Objects) Counters() ([NumCounters]uint64, error) {
 // Events is the ring buffer map.
 func (o *Objects) Events() *ebpf.Map { return o.cudaMaps.Events }
 
-// Calls is the map of call counts by (pid, api).
-func (o *Objects) Calls() *ebpf.Map { return o.cudaMaps.Calls }
+// UnrecordedCalls is the map of the calls, by (pid, api), that reached
+// the ring buffer as no record: dropped for want of room, or failed calls
+// that make none. A call's count is the records read for it (see
+// Event.IsCall) plus this map's.
+func (o *Objects) UnrecordedCalls() *ebpf.Map { return o.cudaMaps.UnrecordedCalls }
 
-// CallKey is a key of the Calls map.
+// CallKey is a key of the UnrecordedCalls map.
 type CallKey = cudaCallKey
