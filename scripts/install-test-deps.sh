@@ -10,6 +10,7 @@ packages=(
 	libcudart11.0 libcuda1    # the real CUDA 11.8 runtime and driver 535 API, probed by cudatrace
 	clang-19 llvm-19 libbpf-dev  # make check-generate: rebuild the BPF objects and compare
 	util-linux                # unshare, for the mount-namespace test
+	curl libssl3 python3      # real HTTPS clients on the system OpenSSL, for the genai capture
 )
 
 missing=()

@@ -1,0 +1,581 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+// Captures the plaintext bytes of HTTP connections for the genai capture:
+//
+//   - TLS: uprobes on OpenSSL's SSL_write, SSL_write_ex, SSL_read and
+//     SSL_read_ex. The bytes are read on return, when the count is known;
+//     the entry probe keeps the arguments in task-local storage. SSL_free
+//     ends the connection.
+//   - Plaintext sockets: BTF raw tracepoints on sys_enter and sys_exit (no
+//     kprobes, no tracefs) for write, writev, sendto, sendmsg, read, readv,
+//     recvfrom and recvmsg; close ends the connection. A descriptor is
+//     classified once, at its first such call: a TCP socket with a watched
+//     port at either end (user space fills `ports`), else ignored. Its first
+//     bytes then say whether it speaks HTTP/1.x; if not it is ignored too.
+//
+// Connections are keyed by (pid, source, SSL pointer or fd). Each call's
+// bytes go to the ring buffer in records of at most PIECE bytes, at most
+// MAX_PIECES per call; `total` says how many the call moved, so user space
+// knows what it did not get. Records are submitted without a wakeup unless
+// the buffer is past the watermark; the reader polls. A record with no
+// room is counted in counters[COUNTER_DROPS].
+
+#include <linux/bpf.h>
+#include <linux/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define PIECE 8192
+#define MAX_PIECES 8 // 64 KiB of one call
+#define MAX_IOV 8
+
+enum record_kind {
+	RECORD_DATA = 1,
+	RECORD_CLOSE = 2,
+};
+
+enum source {
+	SOURCE_TLS = 1,    // OpenSSL, conn is the SSL pointer
+	SOURCE_SOCKET = 2, // socket syscalls, conn is the fd
+};
+
+enum direction {
+	DIR_WRITE = 0, // the process sent the bytes
+	DIR_READ = 1,  // the process received them
+};
+
+enum counter {
+	COUNTER_DROPS = 0,     // records the ring buffer had no room for
+	COUNTER_SHORT = 1,     // calls moving more than MAX_PIECES * PIECE bytes: the rest not captured
+	COUNTER_READ_FAULT = 2, // user memory that could not be read
+	COUNTER_MAX,
+};
+
+// The API a TLS probe is attached to: the attach cookie.
+enum tls_api {
+	TLS_SSL_WRITE = 1,
+	TLS_SSL_WRITE_EX = 2,
+	TLS_SSL_READ = 3,
+	TLS_SSL_READ_EX = 4,
+};
+
+struct record_header {
+	__u64 ts;     // CLOCK_MONOTONIC ns of the call's return
+	__u64 conn;   // SSL pointer or fd
+	__u32 pid;
+	__u32 tid;
+	__u8 kind;    // enum record_kind
+	__u8 source;  // enum source
+	__u8 dir;     // enum direction
+	__u8 _pad;
+	__u32 len;    // bytes of data that follow
+	__u32 total;  // bytes the call moved
+	__u32 offset; // of this record's data within them
+};
+
+struct record {
+	struct record_header h;
+	__u8 data[PIECE];
+};
+
+// Connection states in `conns`.
+enum conn_state {
+	CONN_WATCH = 1,  // a watched socket, not yet seen to speak HTTP
+	CONN_HTTP = 2,   // speaks HTTP/1.x: captured
+	CONN_IGNORE = 3, // not a watched socket, or not HTTP: skipped
+};
+
+struct conn_key {
+	__u32 pid;
+	__u32 source;
+	__u64 conn;
+};
+
+// What a thread's call in progress needs at its return.
+struct pending {
+	__u64 conn; // SSL pointer or fd
+	__u64 buf;  // buffer, or the iovec array
+	__u64 size; // SSL_*_ex: where the count is written; iovec calls: iovcnt
+	__u32 api;  // tls_api, or the syscall number; 0: none
+	__u32 _pad;
+};
+
+struct thread {
+	struct pending tls;
+	struct pending sys;
+};
+
+// Tunables, set before load.
+volatile const __u64 wakeup_bytes = 1 << 20;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} records SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, COUNTER_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+// A record is built here, then copied to the ring buffer at its size.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct record);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct conn_key);
+	__type(value, __u32);
+} conns SEC(".maps");
+
+// TCP ports whose connections are captured in plaintext (host order).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u16);
+	__type(value, __u8);
+} ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread);
+} threads SEC(".maps");
+
+// Kernel structures, relocated by CO-RE against the running kernel.
+struct pt_regs___k {
+	unsigned long di, si, dx, r10, r8, orig_ax;
+} __attribute__((preserve_access_index));
+
+struct inode___k {
+	unsigned short i_mode;
+} __attribute__((preserve_access_index));
+
+struct sock_common___k {
+	unsigned short skc_family;
+	__u16 skc_dport; // network order
+	__u16 skc_num;   // host order
+} __attribute__((preserve_access_index));
+
+struct sock___k {
+	struct sock_common___k __sk_common;
+} __attribute__((preserve_access_index));
+
+struct socket___k {
+	short type;
+	struct sock___k *sk;
+} __attribute__((preserve_access_index));
+
+struct file___k {
+	struct inode___k *f_inode;
+	void *private_data;
+} __attribute__((preserve_access_index));
+
+struct fdtable___k {
+	unsigned int max_fds;
+	struct file___k **fd;
+} __attribute__((preserve_access_index));
+
+struct files_struct___k {
+	struct fdtable___k *fdt;
+} __attribute__((preserve_access_index));
+
+struct task_struct___k {
+	struct files_struct___k *files;
+} __attribute__((preserve_access_index));
+
+struct iovec___u {
+	__u64 base;
+	__u64 len;
+};
+
+struct msghdr___u {
+	__u64 name;
+	__u32 namelen;
+	__u32 _pad;
+	__u64 iov;
+	__u64 iovlen;
+};
+
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define AF_INET 2
+#define AF_INET6 10
+#define SOCK_STREAM 1
+
+// x86-64 syscall numbers.
+#define NR_read 0
+#define NR_write 1
+#define NR_close 3
+#define NR_readv 19
+#define NR_writev 20
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+
+static __always_inline void count(__u32 c)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &c);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline struct thread *current_thread(void)
+{
+	return bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+static __always_inline __u64 submit_flags(void)
+{
+	return bpf_ringbuf_query(&records, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline int is_http_start(const __u8 *b)
+{
+	// Request methods, or a response's "HTTP/".
+	switch (b[0]) {
+	case 'G': return b[1] == 'E' && b[2] == 'T' && b[3] == ' ';
+	case 'P': return (b[1] == 'O' && b[2] == 'S' && b[3] == 'T') || (b[1] == 'U' && b[2] == 'T' && b[3] == ' ') ||
+			 (b[1] == 'A' && b[2] == 'T' && b[3] == 'C');
+	case 'H': return (b[1] == 'E' && b[2] == 'A' && b[3] == 'D') || (b[1] == 'T' && b[2] == 'T' && b[3] == 'P');
+	case 'D': return b[1] == 'E' && b[2] == 'L' && b[3] == 'E';
+	case 'O': return b[1] == 'P' && b[2] == 'T' && b[3] == 'I';
+	}
+	return 0;
+}
+
+// emit_bytes sends n bytes at user address buf, which the call moved at
+// offset base of its total, in pieces; it returns the bytes sent. A global
+// function, verified once on its own: its callers loop over it. Five
+// arguments at most: what goes together is packed.
+//   conn: SSL pointer or fd
+//   meta: total | source << 32 | dir << 40
+//   span: n | base << 32
+__attribute__((noinline)) int emit_bytes(__u64 conn, __u64 meta, __u64 buf, __u64 span, __u64 ts)
+{
+	__u32 zero = 0;
+	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
+		return 0;
+	__u32 n = (__u32)span, base = span >> 32;
+	__u64 id = bpf_get_current_pid_tgid();
+	r->h.ts = ts;
+	r->h.conn = conn;
+	r->h.pid = id >> 32;
+	r->h.tid = (__u32)id;
+	r->h.kind = RECORD_DATA;
+	r->h.source = (meta >> 32) & 0xff;
+	r->h.dir = (meta >> 40) & 0xff;
+	r->h._pad = 0;
+	r->h.total = (__u32)meta;
+	__u32 sent = 0;
+	for (int i = 0; i < MAX_PIECES; i++) {
+		if (sent >= n || base + sent >= MAX_PIECES * PIECE)
+			break;
+		__u32 len = n - sent;
+		if (len > PIECE)
+			len = PIECE;
+		asm volatile("" : "+r"(len)); // keep the bound below for the verifier
+		if (len > PIECE)
+			break;
+		if (bpf_probe_read_user(r->data, len, (void *)(buf + sent))) {
+			count(COUNTER_READ_FAULT);
+			break;
+		}
+		r->h.len = len;
+		r->h.offset = base + sent;
+		if (bpf_ringbuf_output(&records, r, sizeof(r->h) + len, submit_flags()))
+			count(COUNTER_DROPS);
+		sent += len;
+	}
+	return sent;
+}
+
+static __always_inline __u64 meta(struct conn_key *k, __u8 dir, __u32 total)
+{
+	return total | ((__u64)k->source << 32) | ((__u64)dir << 40);
+}
+
+static __always_inline __u32 emit(struct conn_key *k, __u8 dir, __u64 buf, __u32 n, __u32 base, __u32 total, __u64 ts)
+{
+	return emit_bytes(k->conn, meta(k, dir, total), buf, n | ((__u64)base << 32), ts);
+}
+
+static __always_inline void emit_close(struct conn_key *k)
+{
+	struct record_header *h = bpf_ringbuf_reserve(&records, sizeof(*h), 0);
+	if (!h) {
+		count(COUNTER_DROPS);
+		return;
+	}
+	__builtin_memset(h, 0, sizeof(*h));
+	__u64 id = bpf_get_current_pid_tgid();
+	h->ts = bpf_ktime_get_ns();
+	h->conn = k->conn;
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	h->kind = RECORD_CLOSE;
+	h->source = k->source;
+	bpf_ringbuf_submit(h, submit_flags());
+}
+
+// http_conn decides, from the first bytes a connection moves, whether it
+// speaks HTTP/1.x, and returns whether to capture it. state is its entry
+// in conns.
+static __always_inline int http_conn(__u32 *state, __u64 buf, __u32 n)
+{
+	if (*state == CONN_HTTP)
+		return 1;
+	if (*state != CONN_WATCH || n < 4)
+		return 0;
+	__u8 b[4] = {};
+	if (bpf_probe_read_user(b, sizeof(b), (void *)buf))
+		return 0;
+	*state = is_http_start(b) ? CONN_HTTP : CONN_IGNORE;
+	return *state == CONN_HTTP;
+}
+
+// ---- TLS: OpenSSL -------------------------------------------------------
+
+static __always_inline __u32 tls_api(struct pt_regs *ctx)
+{
+	return (__u32)bpf_get_attach_cookie(ctx);
+}
+
+// SSL_write(ssl, buf, num), SSL_read(ssl, buf, num), and the _ex variants
+// (ssl, buf, num, size_t *count).
+SEC("uprobe")
+int tls_enter(struct pt_regs *ctx)
+{
+	struct thread *t = current_thread();
+	if (!t)
+		return 0;
+	t->tls.conn = PT_REGS_PARM1(ctx);
+	t->tls.buf = PT_REGS_PARM2(ctx);
+	t->tls.size = PT_REGS_PARM4(ctx);
+	t->tls.api = tls_api(ctx);
+	return 0;
+}
+
+SEC("uretprobe")
+int tls_return(struct pt_regs *ctx)
+{
+	__u64 ts = bpf_ktime_get_ns();
+	struct thread *t = current_thread();
+	__u32 api = tls_api(ctx);
+	if (!t || t->tls.api != api)
+		return 0;
+	struct pending p = t->tls;
+	t->tls.api = 0;
+	long ret = PT_REGS_RC(ctx);
+	__u64 n = 0;
+	if (api == TLS_SSL_WRITE_EX || api == TLS_SSL_READ_EX) {
+		if (ret != 1 || bpf_probe_read_user(&n, sizeof(n), (void *)p.size))
+			return 0;
+	} else {
+		if (ret <= 0)
+			return 0;
+		n = ret;
+	}
+	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_TLS, .conn = p.conn};
+	__u32 *state = bpf_map_lookup_elem(&conns, &k);
+	if (!state) {
+		__u32 watch = CONN_WATCH;
+		bpf_map_update_elem(&conns, &k, &watch, BPF_NOEXIST);
+		state = bpf_map_lookup_elem(&conns, &k);
+		if (!state)
+			return 0;
+	}
+	if (!http_conn(state, p.buf, n))
+		return 0;
+	__u8 dir = (api == TLS_SSL_READ || api == TLS_SSL_READ_EX) ? DIR_READ : DIR_WRITE;
+	__u32 total = n > 0xffffffff ? 0xffffffff : n;
+	if (emit(&k, dir, p.buf, total, 0, total, ts) < total)
+		count(COUNTER_SHORT);
+	return 0;
+}
+
+// SSL_free(ssl): the connection is over.
+SEC("uprobe")
+int tls_free(struct pt_regs *ctx)
+{
+	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_TLS, .conn = PT_REGS_PARM1(ctx)};
+	__u32 *state = bpf_map_lookup_elem(&conns, &k);
+	if (!state)
+		return 0;
+	if (*state == CONN_HTTP)
+		emit_close(&k);
+	bpf_map_delete_elem(&conns, &k);
+	return 0;
+}
+
+// ---- Plaintext: socket syscalls -----------------------------------------
+
+// classify_fd returns CONN_WATCH for a TCP socket with a watched port at
+// either end, else CONN_IGNORE.
+static __always_inline __u32 classify_fd(__u32 fd)
+{
+	struct task_struct___k *task = (void *)bpf_get_current_task();
+	struct fdtable___k *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return CONN_IGNORE;
+	struct file___k **fds = BPF_CORE_READ(fdt, fd);
+	struct file___k *f = 0;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return CONN_IGNORE;
+	if ((BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+		return CONN_IGNORE;
+	struct socket___k *sock = BPF_CORE_READ(f, private_data);
+	if (!sock || BPF_CORE_READ(sock, type) != SOCK_STREAM)
+		return CONN_IGNORE;
+	struct sock___k *sk = BPF_CORE_READ(sock, sk);
+	if (!sk)
+		return CONN_IGNORE;
+	unsigned short family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family != AF_INET && family != AF_INET6)
+		return CONN_IGNORE;
+	__u16 local = BPF_CORE_READ(sk, __sk_common.skc_num);
+	__u16 remote = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (bpf_map_lookup_elem(&ports, &local) || bpf_map_lookup_elem(&ports, &remote))
+		return CONN_WATCH;
+	return CONN_IGNORE;
+}
+
+static __always_inline int data_syscall(long nr)
+{
+	switch (nr) {
+	case NR_read:
+	case NR_write:
+	case NR_readv:
+	case NR_writev:
+	case NR_sendto:
+	case NR_recvfrom:
+	case NR_sendmsg:
+	case NR_recvmsg:
+		return 1;
+	}
+	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
+{
+	if (nr == NR_close) {
+		struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = (__u32)regs->di};
+		__u32 *state = bpf_map_lookup_elem(&conns, &k);
+		if (state) {
+			if (*state == CONN_HTTP)
+				emit_close(&k);
+			bpf_map_delete_elem(&conns, &k);
+		}
+		return 0;
+	}
+	if (!data_syscall(nr))
+		return 0;
+	__u32 fd = regs->di;
+	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = fd};
+	__u32 *state = bpf_map_lookup_elem(&conns, &k);
+	if (!state) {
+		__u32 s = classify_fd(fd);
+		bpf_map_update_elem(&conns, &k, &s, BPF_NOEXIST);
+		if (s == CONN_IGNORE)
+			return 0;
+	} else if (*state == CONN_IGNORE) {
+		return 0;
+	}
+	struct thread *t = current_thread();
+	if (!t)
+		return 0;
+	t->sys.conn = fd;
+	t->sys.api = nr + 1; // 0 means none; read is 0
+	if (nr == NR_sendmsg || nr == NR_recvmsg) {
+		struct msghdr___u m = {};
+		if (bpf_probe_read_user(&m, sizeof(m), (void *)regs->si))
+			t->sys.api = 0;
+		t->sys.buf = m.iov;
+		t->sys.size = m.iovlen;
+	} else {
+		t->sys.buf = regs->si;
+		t->sys.size = regs->dx; // iovcnt for readv and writev
+	}
+	return 0;
+}
+
+// emit_iov sends the first n bytes the iovec array iov (cnt entries)
+// holds.
+static __always_inline void emit_iov(struct conn_key *k, __u8 dir, __u64 iov, __u64 cnt, __u32 n, __u64 ts)
+{
+	__u32 done = 0;
+	for (int i = 0; i < MAX_IOV; i++) {
+		if (i >= cnt || done >= n)
+			break;
+		struct iovec___u v = {};
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)(iov + i * sizeof(v))))
+			break;
+		__u32 len = v.len > n - done ? n - done : v.len;
+		__u32 sent = emit(k, dir, v.base, len, done, n, ts);
+		done += len;
+		if (sent < len)
+			break;
+	}
+	if (done < n)
+		count(COUNTER_SHORT);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
+{
+	long nr = regs->orig_ax;
+	if (!data_syscall(nr))
+		return 0;
+	__u64 ts = bpf_ktime_get_ns();
+	struct thread *t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
+	if (!t || t->sys.api != nr + 1)
+		return 0;
+	struct pending p = t->sys;
+	t->sys.api = 0;
+	if (ret <= 0)
+		return 0;
+	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = p.conn};
+	__u32 *state = bpf_map_lookup_elem(&conns, &k);
+	if (!state)
+		return 0;
+	__u8 dir = (nr == NR_read || nr == NR_readv || nr == NR_recvfrom || nr == NR_recvmsg) ? DIR_READ : DIR_WRITE;
+	__u32 n = ret > 0x7fffffff ? 0x7fffffff : ret;
+	if (nr == NR_readv || nr == NR_writev || nr == NR_sendmsg || nr == NR_recvmsg) {
+		struct iovec___u v = {};
+		if (*state != CONN_HTTP) {
+			if (bpf_probe_read_user(&v, sizeof(v), (void *)p.buf) || !http_conn(state, v.base, v.len < n ? v.len : n))
+				return 0;
+		}
+		emit_iov(&k, dir, p.buf, p.size, n, ts);
+		return 0;
+	}
+	if (!http_conn(state, p.buf, n))
+		return 0;
+	if (emit(&k, dir, p.buf, n, 0, n, ts) < n)
+		count(COUNTER_SHORT);
+	return 0;
+}
+
+// Keep the types in BTF for bpf2go -type.
+const enum record_kind *unused_record_kind __attribute__((unused));
+const enum source *unused_source __attribute__((unused));
+const enum direction *unused_direction __attribute__((unused));
+const enum counter *unused_counter __attribute__((unused));
+const enum tls_api *unused_tls_api __attribute__((unused));
+const enum conn_state *unused_conn_state __attribute__((unused));
+const struct record_header *unused_record_header __attribute__((unused));

@@ -1,0 +1,220 @@
+// Package httpbpf holds the eBPF programs that capture the plaintext bytes
+// of HTTP connections for the genai capture (capture.bpf.c, compiled by
+// bpf2go into the committed capture_x86_bpfel.o): uprobes on OpenSSL's
+// SSL_read and SSL_write, and BTF raw tracepoints on the socket syscalls.
+// It also decodes the records they submit, without allocating.
+package httpbpf
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf"
+)
+
+// Source says where a record's bytes were seen.
+type Source uint8
+
+// Sources (enum source in capture.bpf.c).
+const (
+	SourceTLS    = Source(captureSourceSOURCE_TLS)    // OpenSSL; Conn is the SSL pointer
+	SourceSocket = Source(captureSourceSOURCE_SOCKET) // socket syscalls; Conn is the fd
+)
+
+func (s Source) String() string {
+	switch s {
+	case SourceTLS:
+		return "tls"
+	case SourceSocket:
+		return "socket"
+	}
+	return fmt.Sprintf("source(%d)", uint8(s))
+}
+
+// Dir is the direction of a record's bytes, from the traced process's view.
+type Dir uint8
+
+// Directions (enum direction).
+const (
+	Write = Dir(captureDirectionDIR_WRITE) // the process sent them
+	Read  = Dir(captureDirectionDIR_READ)  // the process received them
+)
+
+// Kind says what a record is.
+type Kind uint8
+
+// Record kinds (enum record_kind).
+const (
+	KindData  = Kind(captureRecordKindRECORD_DATA)
+	KindClose = Kind(captureRecordKindRECORD_CLOSE)
+)
+
+// Counters of the BPF side (enum counter).
+const (
+	CounterDrops     = int(captureCounterCOUNTER_DROPS)      // records the ring buffer had no room for
+	CounterShort     = int(captureCounterCOUNTER_SHORT)      // calls whose bytes were not all captured
+	CounterReadFault = int(captureCounterCOUNTER_READ_FAULT) // user memory that could not be read
+	NumCounters      = int(captureCounterCOUNTER_MAX)
+)
+
+// Piece is the most data one record carries; MaxCapture the most of one
+// call's bytes that are captured.
+const (
+	Piece      = 8192
+	MaxCapture = 8 * Piece
+	HeaderSize = 40
+)
+
+// Record is one decoded record.
+type Record struct {
+	TS     uint64 // CLOCK_MONOTONIC ns of the call's return
+	Conn   uint64 // SSL pointer or fd
+	PID    uint32
+	TID    uint32
+	Kind   Kind
+	Source Source
+	Dir    Dir
+	// Total is how many bytes the call moved; Data holds those from
+	// Offset on. Data points into the decoded buffer: copy it to keep it.
+	Total  uint32
+	Offset uint32
+	Data   []byte
+}
+
+// ErrMalformed is returned by Decode for a record it cannot read.
+var ErrMalformed = errors.New("httpbpf: malformed record")
+
+// Decode reads a record from b into r.
+func Decode(b []byte, r *Record) error {
+	if len(b) < HeaderSize {
+		return fmt.Errorf("%w: %d bytes, want at least %d", ErrMalformed, len(b), HeaderSize)
+	}
+	le := binary.LittleEndian
+	r.TS = le.Uint64(b[0:])
+	r.Conn = le.Uint64(b[8:])
+	r.PID = le.Uint32(b[16:])
+	r.TID = le.Uint32(b[20:])
+	r.Kind = Kind(b[24])
+	r.Source = Source(b[25])
+	r.Dir = Dir(b[26])
+	n := le.Uint32(b[28:])
+	r.Total = le.Uint32(b[32:])
+	r.Offset = le.Uint32(b[36:])
+	switch {
+	case r.Kind != KindData && r.Kind != KindClose:
+		return fmt.Errorf("%w: kind %d", ErrMalformed, r.Kind)
+	case r.Source != SourceTLS && r.Source != SourceSocket:
+		return fmt.Errorf("%w: source %d", ErrMalformed, r.Source)
+	case r.Dir != Write && r.Dir != Read:
+		return fmt.Errorf("%w: direction %d", ErrMalformed, r.Dir)
+	case uint64(n) > uint64(len(b)-HeaderSize) || n > Piece:
+		return fmt.Errorf("%w: %d data bytes in a record of %d", ErrMalformed, n, len(b))
+	case uint64(r.Offset)+uint64(n) > uint64(r.Total):
+		return fmt.Errorf("%w: bytes %d+%d of a call that moved %d", ErrMalformed, r.Offset, n, r.Total)
+	}
+	r.Data = b[HeaderSize : HeaderSize+int(n)]
+	return nil
+}
+
+// TLSProbe is a uprobe on an OpenSSL function: Entry is attached at the
+// symbol, Return (when set) at its return, with Cookie.
+type TLSProbe struct {
+	Symbol string
+	Cookie uint64
+	Entry  func(*Objects) *ebpf.Program
+	Return func(*Objects) *ebpf.Program
+}
+
+// TLSAnchor is the symbol that makes a file an OpenSSL to probe.
+const TLSAnchor = "SSL_write"
+
+// TLSProbes are the OpenSSL functions probed.
+var TLSProbes = []TLSProbe{
+	{Symbol: "SSL_write", Cookie: uint64(captureTlsApiTLS_SSL_WRITE), Entry: tlsEnter, Return: tlsReturn},
+	{Symbol: "SSL_write_ex", Cookie: uint64(captureTlsApiTLS_SSL_WRITE_EX), Entry: tlsEnter, Return: tlsReturn},
+	{Symbol: "SSL_read", Cookie: uint64(captureTlsApiTLS_SSL_READ), Entry: tlsEnter, Return: tlsReturn},
+	{Symbol: "SSL_read_ex", Cookie: uint64(captureTlsApiTLS_SSL_READ_EX), Entry: tlsEnter, Return: tlsReturn},
+	{Symbol: "SSL_free", Entry: func(o *Objects) *ebpf.Program { return o.TlsFree }},
+}
+
+func tlsEnter(o *Objects) *ebpf.Program  { return o.TlsEnter }
+func tlsReturn(o *Objects) *ebpf.Program { return o.TlsReturn }
+
+// LoadOptions tune the BPF side.
+type LoadOptions struct {
+	// RingBytes is the ring buffer's size, a power of two multiple of the
+	// page size; 0 keeps the default (8 MiB).
+	RingBytes uint32
+	// WakeupBytes wakes the reader once this much is unread; 0 keeps the
+	// default (1 MiB).
+	WakeupBytes uint64
+	// UprobeMulti loads the uprobe programs for uprobe_multi links.
+	UprobeMulti bool
+}
+
+// Objects are the loaded programs and maps.
+type Objects struct {
+	captureObjects
+}
+
+// Load loads the programs and maps into the kernel.
+func Load(o LoadOptions) (*Objects, error) {
+	spec, err := loadCapture()
+	if err != nil {
+		return nil, fmt.Errorf("httpbpf: parse embedded object: %w", err)
+	}
+	if o.RingBytes != 0 {
+		spec.Maps["records"].MaxEntries = o.RingBytes
+	}
+	if o.WakeupBytes != 0 {
+		if err := spec.Variables["wakeup_bytes"].Set(o.WakeupBytes); err != nil {
+			return nil, fmt.Errorf("httpbpf: set wakeup_bytes: %w", err)
+		}
+	}
+	if o.UprobeMulti {
+		for name, p := range spec.Programs {
+			if p.Type == ebpf.Kprobe && strings.HasPrefix(name, "tls_") {
+				p.AttachType = ebpf.AttachTraceUprobeMulti
+			}
+		}
+	}
+	var objs Objects
+	if err := spec.LoadAndAssign(&objs.captureObjects, nil); err != nil {
+		return nil, fmt.Errorf("httpbpf: load: %w", err)
+	}
+	return &objs, nil
+}
+
+// WatchPorts sets the TCP ports whose plaintext connections are captured
+// (at either end), replacing none: ports are only added.
+func (o *Objects) WatchPorts(ports []uint16) error {
+	for _, p := range ports {
+		if err := o.Ports.Put(p, uint8(1)); err != nil {
+			return fmt.Errorf("httpbpf: watch port %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// Ignore stops the capture of a connection user space has no use for.
+func (o *Objects) Ignore(pid uint32, src Source, conn uint64) error {
+	k := captureConnKey{Pid: pid, Source: uint32(src), Conn: conn}
+	return o.Conns.Put(k, uint32(captureConnStateCONN_IGNORE))
+}
+
+// Counters sums the BPF counters over CPUs.
+func (o *Objects) Counters() ([NumCounters]uint64, error) {
+	var out [NumCounters]uint64
+	var perCPU []uint64
+	for i := range NumCounters {
+		if err := o.captureObjects.Counters.Lookup(uint32(i), &perCPU); err != nil {
+			return out, fmt.Errorf("httpbpf: read counter %d: %w", i, err)
+		}
+		for _, v := range perCPU {
+			out[i] += v
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,253 @@
+package httpbpf
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
+	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "BPF programs need root")
+	}
+}
+
+// TestLoad: the verifier of the running kernel accepts every program, for
+// perf-event uprobes and for uprobe_multi links (kernel tier).
+func TestLoad(t *testing.T) {
+	requireRoot(t)
+	for _, multi := range []bool{false, true} {
+		objs, err := Load(LoadOptions{UprobeMulti: multi})
+		if err != nil {
+			t.Fatalf("multi=%v: %v", multi, err)
+		}
+		if err := objs.WatchPorts([]uint16{8000, 11434}); err != nil {
+			t.Fatal(err)
+		}
+		if err := objs.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// capture attaches the programs: the syscall tracepoints, and the OpenSSL
+// probes on the system libssl (the one curl loads). It returns a function
+// that stops the capture and returns the records of pid by connection
+// and direction.
+type conn struct {
+	src  Source
+	conn uint64
+}
+
+type captured struct {
+	bytes           map[conn]map[Dir]*bytes.Buffer
+	closed          map[conn]bool
+	firstTS, lastTS map[conn]map[Dir]uint64
+}
+
+func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) captured) {
+	t.Helper()
+	objs, err := Load(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { objs.Close() })
+	if err := objs.WatchPorts(ports); err != nil {
+		t.Fatal(err)
+	}
+	var links []link.Link
+	t.Cleanup(func() {
+		for _, l := range links {
+			l.Close()
+		}
+	})
+	enter, err := link.AttachTracing(link.TracingOptions{Program: objs.SysEnter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit, err := link.AttachTracing(link.TracingOptions{Program: objs.SysExit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	links = append(links, enter, exit)
+	ex, err := link.OpenExecutable(SystemLibSSL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range TLSProbes {
+		l, err := ex.Uprobe(p.Symbol, p.Entry(objs), &link.UprobeOptions{Cookie: p.Cookie})
+		if err != nil {
+			t.Fatal(err)
+		}
+		links = append(links, l)
+		if p.Return != nil {
+			l, err := ex.Uretprobe(p.Symbol, p.Return(objs), &link.UprobeOptions{Cookie: p.Cookie})
+			if err != nil {
+				t.Fatal(err)
+			}
+			links = append(links, l)
+		}
+	}
+	rd, err := ringbuf.NewReader(objs.Records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu  sync.Mutex
+		all []Record
+		wg  sync.WaitGroup
+	)
+	wg.Go(func() {
+		var rec ringbuf.Record
+		for {
+			rd.SetDeadline(time.Now().Add(50 * time.Millisecond))
+			err := rd.ReadInto(&rec)
+			if errors.Is(err, ringbuf.ErrClosed) {
+				return
+			}
+			if err != nil {
+				continue
+			}
+			var r Record
+			if err := Decode(rec.RawSample, &r); err != nil {
+				t.Errorf("decode: %v", err)
+				continue
+			}
+			r.Data = bytes.Clone(r.Data)
+			mu.Lock()
+			all = append(all, r)
+			mu.Unlock()
+		}
+	})
+	return objs, func(pid int) captured {
+		time.Sleep(200 * time.Millisecond) // a few polls
+		rd.Close()
+		wg.Wait()
+		c := captured{bytes: map[conn]map[Dir]*bytes.Buffer{}, closed: map[conn]bool{},
+			firstTS: map[conn]map[Dir]uint64{}, lastTS: map[conn]map[Dir]uint64{}}
+		for _, r := range all {
+			if int(r.PID) != pid {
+				continue
+			}
+			k := conn{r.Source, r.Conn}
+			if r.Kind == KindClose {
+				c.closed[k] = true
+				continue
+			}
+			if c.bytes[k] == nil {
+				c.bytes[k] = map[Dir]*bytes.Buffer{Write: {}, Read: {}}
+				c.firstTS[k], c.lastTS[k] = map[Dir]uint64{}, map[Dir]uint64{}
+			}
+			c.bytes[k][r.Dir].Write(r.Data)
+			if c.firstTS[k][r.Dir] == 0 {
+				c.firstTS[k][r.Dir] = r.TS
+			}
+			c.lastTS[k][r.Dir] = r.TS
+		}
+		return c
+	}
+}
+
+// SystemLibSSL is the libssl.so.3 curl and Python load.
+func SystemLibSSL(t testing.TB) string {
+	for _, p := range []string{"/usr/lib/x86_64-linux-gnu/libssl.so.3", "/lib/x86_64-linux-gnu/libssl.so.3"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no libssl.so.3 (Debian's libssl3; make deps installs it with curl)")
+	return ""
+}
+
+const secret = "sk-test-4f1c2e9a-never-export"
+
+// curl posts a streaming chat completion to s and returns curl's pid.
+func curl(t *testing.T, s *llmserver.Server) int {
+	t.Helper()
+	args := []string{"-sS", "--http1.1", "-N", "-H", "Authorization: Bearer " + secret, "-H", "Content-Type: application/json",
+		"-d", `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`}
+	if s.CAFile != "" {
+		args = append(args, "--cacert", s.CAFile)
+	}
+	cmd := exec.Command("curl", append(args, s.URL+"/v1/chat/completions")...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("curl: %v: %s", err, out)
+	}
+	if !bytes.Contains(out, []byte("data: [DONE]")) {
+		t.Fatalf("curl got %q", out)
+	}
+	return cmd.Process.Pid
+}
+
+// TestCaptureCurl: curl's request and streamed response, over plaintext
+// HTTP to a watched port and over TLS (real libssl), are captured whole
+// on one connection each: the request as curl wrote it, the response as
+// it read it, each chunk later than the server's first delay.
+func TestCaptureCurl(t *testing.T) {
+	requireRoot(t)
+	for _, tls := range []bool{false, true} {
+		t.Run("tls="+strconv.FormatBool(tls), func(t *testing.T) {
+			const delay = 150 * time.Millisecond
+			s := llmserver.Start(t, llmserver.Options{TLS: tls, FirstDelay: delay, ChunkDelay: 20 * time.Millisecond})
+			var ports []uint16
+			if !tls {
+				ports = []uint16{uint16(s.Port)}
+			}
+			_, stop := capture(t, ports...)
+			pid := curl(t, s)
+			c := stop(pid)
+			want := Source(SourceSocket)
+			if tls {
+				want = SourceTLS
+			}
+			var conns []conn
+			for k := range c.bytes {
+				if k.src == want {
+					conns = append(conns, k)
+				}
+			}
+			if len(conns) != 1 {
+				t.Fatalf("%d %v connections captured for curl, want 1 (all: %v)", len(conns), want, keys(c.bytes))
+			}
+			k := conns[0]
+			req, resp := c.bytes[k][Write].String(), c.bytes[k][Read].String()
+			for _, w := range []string{"POST /v1/chat/completions HTTP/1.1\r\n", "Authorization: Bearer " + secret, `"model":"gpt-4o-mini"`} {
+				if !bytes.Contains([]byte(req), []byte(w)) {
+					t.Errorf("request lacks %q:\n%s", w, req)
+				}
+			}
+			for _, w := range []string{"HTTP/1.1 200 OK\r\n", "text/event-stream", "data: [DONE]"} {
+				if !bytes.Contains([]byte(resp), []byte(w)) {
+					t.Errorf("response lacks %q:\n%s", w, resp)
+				}
+			}
+			if gap := time.Duration(c.lastTS[k][Read] - c.lastTS[k][Write]); gap < delay {
+				t.Errorf("last response bytes %v after the request, want at least the server's %v", gap, delay)
+			}
+			if !c.closed[k] {
+				t.Errorf("no close record for %v", k)
+			}
+		})
+	}
+}
+
+func keys[K comparable, V any](m map[K]V) []K {
+	var out []K
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
