@@ -75,6 +75,8 @@ struct record_header {
 	__u32 len;    // bytes of data that follow
 	__u32 total;  // bytes the call moved
 	__u32 offset; // of this record's data within them
+	__u32 seq;    // the call's number on its connection, from 1; a close's is the last call's
+	__u32 _pad2;
 };
 
 struct record {
@@ -93,6 +95,11 @@ struct conn_key {
 	__u32 pid;
 	__u32 source;
 	__u64 conn;
+};
+
+struct conn {
+	__u32 state; // enum conn_state
+	__u32 seq;   // calls captured so far: user space sees a lost one as a jump
 };
 
 // What a thread's call in progress needs at its return.
@@ -136,7 +143,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct conn_key);
-	__type(value, __u32);
+	__type(value, struct conn);
 } conns SEC(".maps");
 
 // TCP ports whose connections are captured in plaintext (host order).
@@ -257,30 +264,41 @@ static __always_inline int is_http_start(const __u8 *b)
 	return 0;
 }
 
-// emit_bytes sends n bytes at user address buf, which the call moved at
-// offset base of its total, in pieces; it returns the bytes sent. A global
-// function, verified once on its own: its callers loop over it. Five
-// arguments at most: what goes together is packed.
-//   conn: SSL pointer or fd
-//   meta: total | source << 32 | dir << 40
-//   span: n | base << 32
-__attribute__((noinline)) int emit_bytes(__u64 conn, __u64 meta, __u64 buf, __u64 span, __u64 ts)
+// start_call fills the scratch record's header for a call of c that moved
+// total bytes, numbering the call; NULL if there is no scratch.
+static __always_inline struct record *start_call(struct conn_key *k, struct conn *c, __u8 dir, __u32 total, __u64 ts)
+{
+	__u32 zero = 0;
+	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
+		return 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	r->h.ts = ts;
+	r->h.conn = k->conn;
+	r->h.pid = id >> 32;
+	r->h.tid = (__u32)id;
+	r->h.kind = RECORD_DATA;
+	r->h.source = k->source;
+	r->h.dir = dir;
+	r->h._pad = 0;
+	r->h.total = total;
+	r->h.seq = __sync_add_and_fetch(&c->seq, 1); // atomic fetch: -mcpu=v3 (Linux 5.12+)
+	r->h._pad2 = 0;
+	return r;
+}
+
+// emit_bytes sends, with the header start_call filled in the scratch
+// record, n bytes at user address buf, which the call moved at offset
+// base of its total (span: n | base << 32), in pieces; it returns the
+// bytes sent. A global function, verified once on its own: its callers
+// loop over it.
+__attribute__((noinline)) int emit_bytes(__u64 buf, __u64 span)
 {
 	__u32 zero = 0;
 	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
 		return 0;
 	__u32 n = (__u32)span, base = span >> 32;
-	__u64 id = bpf_get_current_pid_tgid();
-	r->h.ts = ts;
-	r->h.conn = conn;
-	r->h.pid = id >> 32;
-	r->h.tid = (__u32)id;
-	r->h.kind = RECORD_DATA;
-	r->h.source = (meta >> 32) & 0xff;
-	r->h.dir = (meta >> 40) & 0xff;
-	r->h._pad = 0;
-	r->h.total = (__u32)meta;
 	__u32 sent = 0;
 	for (int i = 0; i < MAX_PIECES; i++) {
 		if (sent >= n || base + sent >= MAX_PIECES * PIECE)
@@ -292,7 +310,12 @@ __attribute__((noinline)) int emit_bytes(__u64 conn, __u64 meta, __u64 buf, __u6
 		if (len > PIECE)
 			break;
 		if (bpf_probe_read_user(r->data, len, (void *)(buf + sent))) {
+			// Say where the bytes stop: a record with no data.
 			count(COUNTER_READ_FAULT);
+			r->h.len = 0;
+			r->h.offset = base + sent;
+			if (bpf_ringbuf_output(&records, r, sizeof(r->h), submit_flags()))
+				count(COUNTER_DROPS);
 			break;
 		}
 		r->h.len = len;
@@ -304,17 +327,12 @@ __attribute__((noinline)) int emit_bytes(__u64 conn, __u64 meta, __u64 buf, __u6
 	return sent;
 }
 
-static __always_inline __u64 meta(struct conn_key *k, __u8 dir, __u32 total)
+static __always_inline __u32 emit(__u64 buf, __u32 n, __u32 base)
 {
-	return total | ((__u64)k->source << 32) | ((__u64)dir << 40);
+	return emit_bytes(buf, n | ((__u64)base << 32));
 }
 
-static __always_inline __u32 emit(struct conn_key *k, __u8 dir, __u64 buf, __u32 n, __u32 base, __u32 total, __u64 ts)
-{
-	return emit_bytes(k->conn, meta(k, dir, total), buf, n | ((__u64)base << 32), ts);
-}
-
-static __always_inline void emit_close(struct conn_key *k)
+static __always_inline void emit_close(struct conn_key *k, struct conn *c)
 {
 	struct record_header *h = bpf_ringbuf_reserve(&records, sizeof(*h), 0);
 	if (!h) {
@@ -329,23 +347,24 @@ static __always_inline void emit_close(struct conn_key *k)
 	h->tid = (__u32)id;
 	h->kind = RECORD_CLOSE;
 	h->source = k->source;
+	h->seq = c->seq;
 	bpf_ringbuf_submit(h, submit_flags());
 }
 
 // http_conn decides, from the first bytes a connection moves, whether it
 // speaks HTTP/1.x, and returns whether to capture it. state is its entry
 // in conns.
-static __always_inline int http_conn(__u32 *state, __u64 buf, __u32 n)
+static __always_inline int http_conn(struct conn *c, __u64 buf, __u32 n)
 {
-	if (*state == CONN_HTTP)
+	if (c->state == CONN_HTTP)
 		return 1;
-	if (*state != CONN_WATCH || n < 4)
+	if (c->state != CONN_WATCH || n < 4)
 		return 0;
 	__u8 b[4] = {};
 	if (bpf_probe_read_user(b, sizeof(b), (void *)buf))
 		return 0;
-	*state = is_http_start(b) ? CONN_HTTP : CONN_IGNORE;
-	return *state == CONN_HTTP;
+	c->state = is_http_start(b) ? CONN_HTTP : CONN_IGNORE;
+	return c->state == CONN_HTTP;
 }
 
 // ---- TLS: OpenSSL -------------------------------------------------------
@@ -380,7 +399,7 @@ int tls_return(struct pt_regs *ctx)
 		return 0;
 	struct pending p = t->tls;
 	t->tls.api = 0;
-	long ret = PT_REGS_RC(ctx);
+	int ret = (int)PT_REGS_RC(ctx); // the functions return int: the upper half of rax is not theirs
 	__u64 n = 0;
 	if (api == TLS_SSL_WRITE_EX || api == TLS_SSL_READ_EX) {
 		if (ret != 1 || bpf_probe_read_user(&n, sizeof(n), (void *)p.size))
@@ -391,19 +410,21 @@ int tls_return(struct pt_regs *ctx)
 		n = ret;
 	}
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_TLS, .conn = p.conn};
-	__u32 *state = bpf_map_lookup_elem(&conns, &k);
-	if (!state) {
-		__u32 watch = CONN_WATCH;
+	struct conn *c = bpf_map_lookup_elem(&conns, &k);
+	if (!c) {
+		struct conn watch = {.state = CONN_WATCH};
 		bpf_map_update_elem(&conns, &k, &watch, BPF_NOEXIST);
-		state = bpf_map_lookup_elem(&conns, &k);
-		if (!state)
+		c = bpf_map_lookup_elem(&conns, &k);
+		if (!c)
 			return 0;
 	}
-	if (!http_conn(state, p.buf, n))
+	if (!http_conn(c, p.buf, n))
 		return 0;
 	__u8 dir = (api == TLS_SSL_READ || api == TLS_SSL_READ_EX) ? DIR_READ : DIR_WRITE;
 	__u32 total = n > 0xffffffff ? 0xffffffff : n;
-	if (emit(&k, dir, p.buf, total, 0, total, ts) < total)
+	if (!start_call(&k, c, dir, total, ts))
+		return 0;
+	if (emit(p.buf, total, 0) < total)
 		count(COUNTER_SHORT);
 	return 0;
 }
@@ -413,11 +434,11 @@ SEC("uprobe")
 int tls_free(struct pt_regs *ctx)
 {
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_TLS, .conn = PT_REGS_PARM1(ctx)};
-	__u32 *state = bpf_map_lookup_elem(&conns, &k);
-	if (!state)
+	struct conn *c = bpf_map_lookup_elem(&conns, &k);
+	if (!c)
 		return 0;
-	if (*state == CONN_HTTP)
-		emit_close(&k);
+	if (c->state == CONN_HTTP)
+		emit_close(&k, c);
 	bpf_map_delete_elem(&conns, &k);
 	return 0;
 }
@@ -475,10 +496,10 @@ int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
 {
 	if (nr == NR_close) {
 		struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = (__u32)regs->di};
-		__u32 *state = bpf_map_lookup_elem(&conns, &k);
-		if (state) {
-			if (*state == CONN_HTTP)
-				emit_close(&k);
+		struct conn *c = bpf_map_lookup_elem(&conns, &k);
+		if (c) {
+			if (c->state == CONN_HTTP)
+				emit_close(&k, c);
 			bpf_map_delete_elem(&conns, &k);
 		}
 		return 0;
@@ -487,13 +508,13 @@ int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
 		return 0;
 	__u32 fd = regs->di;
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = fd};
-	__u32 *state = bpf_map_lookup_elem(&conns, &k);
-	if (!state) {
-		__u32 s = classify_fd(fd);
-		bpf_map_update_elem(&conns, &k, &s, BPF_NOEXIST);
-		if (s == CONN_IGNORE)
+	struct conn *c = bpf_map_lookup_elem(&conns, &k);
+	if (!c) {
+		struct conn n = {.state = classify_fd(fd)};
+		bpf_map_update_elem(&conns, &k, &n, BPF_NOEXIST);
+		if (n.state == CONN_IGNORE)
 			return 0;
-	} else if (*state == CONN_IGNORE) {
+	} else if (c->state == CONN_IGNORE) {
 		return 0;
 	}
 	struct thread *t = current_thread();
@@ -515,8 +536,8 @@ int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
 }
 
 // emit_iov sends the first n bytes the iovec array iov (cnt entries)
-// holds.
-static __always_inline void emit_iov(struct conn_key *k, __u8 dir, __u64 iov, __u64 cnt, __u32 n, __u64 ts)
+// holds, with the header start_call filled.
+static __always_inline void emit_iov(__u64 iov, __u64 cnt, __u32 n)
 {
 	__u32 done = 0;
 	for (int i = 0; i < MAX_IOV; i++) {
@@ -526,13 +547,18 @@ static __always_inline void emit_iov(struct conn_key *k, __u8 dir, __u64 iov, __
 		if (bpf_probe_read_user(&v, sizeof(v), (void *)(iov + i * sizeof(v))))
 			break;
 		__u32 len = v.len > n - done ? n - done : v.len;
-		__u32 sent = emit(k, dir, v.base, len, done, n, ts);
+		__u32 sent = emit(v.base, len, done);
 		done += len;
 		if (sent < len)
 			break;
 	}
 	if (done < n)
 		count(COUNTER_SHORT);
+}
+
+static __always_inline int iov_syscall(long nr)
+{
+	return nr == NR_readv || nr == NR_writev || nr == NR_sendmsg || nr == NR_recvmsg;
 }
 
 SEC("tp_btf/sys_exit")
@@ -550,23 +576,25 @@ int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
 	if (ret <= 0)
 		return 0;
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = p.conn};
-	__u32 *state = bpf_map_lookup_elem(&conns, &k);
-	if (!state)
+	struct conn *c = bpf_map_lookup_elem(&conns, &k);
+	if (!c)
 		return 0;
 	__u8 dir = (nr == NR_read || nr == NR_readv || nr == NR_recvfrom || nr == NR_recvmsg) ? DIR_READ : DIR_WRITE;
 	__u32 n = ret > 0x7fffffff ? 0x7fffffff : ret;
-	if (nr == NR_readv || nr == NR_writev || nr == NR_sendmsg || nr == NR_recvmsg) {
+	__u64 first = p.buf; // where the first bytes are
+	__u32 firstLen = n;
+	if (iov_syscall(nr)) {
 		struct iovec___u v = {};
-		if (*state != CONN_HTTP) {
-			if (bpf_probe_read_user(&v, sizeof(v), (void *)p.buf) || !http_conn(state, v.base, v.len < n ? v.len : n))
-				return 0;
-		}
-		emit_iov(&k, dir, p.buf, p.size, n, ts);
-		return 0;
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)p.buf))
+			return 0;
+		first = v.base;
+		firstLen = v.len < n ? v.len : n;
 	}
-	if (!http_conn(state, p.buf, n))
+	if (!http_conn(c, first, firstLen) || !start_call(&k, c, dir, n, ts))
 		return 0;
-	if (emit(&k, dir, p.buf, n, 0, n, ts) < n)
+	if (iov_syscall(nr))
+		emit_iov(p.buf, p.size, n);
+	else if (emit(p.buf, n, 0) < n)
 		count(COUNTER_SHORT);
 	return 0;
 }

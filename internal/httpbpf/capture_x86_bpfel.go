@@ -13,6 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type captureConn struct {
+	_     structs.HostLayout
+	State uint32
+	Seq   uint32
+}
+
 type captureConnKey struct {
 	_      structs.HostLayout
 	Pid    uint32
@@ -63,6 +69,8 @@ type captureRecordHeader struct {
 	Len    uint32
 	Total  uint32
 	Offset uint32
+	Seq    uint32
+	Pad2   uint32
 }
 
 type captureRecordKind uint32

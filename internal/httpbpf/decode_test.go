@@ -18,19 +18,20 @@ func encode(r Record) []byte {
 	le.PutUint32(b[28:], uint32(len(r.Data)))
 	le.PutUint32(b[32:], r.Total)
 	le.PutUint32(b[36:], r.Offset)
+	le.PutUint32(b[40:], r.Seq)
 	copy(b[HeaderSize:], r.Data)
 	return b
 }
 
 func TestDecode(t *testing.T) {
 	good := Record{TS: 42, Conn: 0x5555aaaa, PID: 7, TID: 8, Kind: KindData, Source: SourceTLS, Dir: Read,
-		Total: 100, Offset: 90, Data: []byte("0123456789")}
+		Total: 100, Offset: 90, Seq: 3, Data: []byte("0123456789")}
 	var r Record
 	if err := Decode(encode(good), &r); err != nil {
 		t.Fatal(err)
 	}
 	if r.TS != 42 || r.Conn != 0x5555aaaa || r.PID != 7 || r.TID != 8 || r.Kind != KindData || r.Source != SourceTLS ||
-		r.Dir != Read || r.Total != 100 || r.Offset != 90 || string(r.Data) != "0123456789" {
+		r.Dir != Read || r.Total != 100 || r.Offset != 90 || r.Seq != 3 || string(r.Data) != "0123456789" {
 		t.Fatalf("decoded %+v", r)
 	}
 	closeRec := Record{Kind: KindClose, Source: SourceSocket, Conn: 3}

@@ -64,7 +64,7 @@ const (
 const (
 	Piece      = 8192
 	MaxCapture = 8 * Piece
-	HeaderSize = 40
+	HeaderSize = 48
 )
 
 // Record is one decoded record.
@@ -80,7 +80,11 @@ type Record struct {
 	// Offset on. Data points into the decoded buffer: copy it to keep it.
 	Total  uint32
 	Offset uint32
-	Data   []byte
+	// Seq numbers the calls captured on the connection, from 1; a record
+	// that skips a number follows a call that was lost. A close record
+	// carries the last call's.
+	Seq  uint32
+	Data []byte
 }
 
 // ErrMalformed is returned by Decode for a record it cannot read.
@@ -102,6 +106,7 @@ func Decode(b []byte, r *Record) error {
 	n := le.Uint32(b[28:])
 	r.Total = le.Uint32(b[32:])
 	r.Offset = le.Uint32(b[36:])
+	r.Seq = le.Uint32(b[40:])
 	switch {
 	case r.Kind != KindData && r.Kind != KindClose:
 		return fmt.Errorf("%w: kind %d", ErrMalformed, r.Kind)
@@ -201,7 +206,7 @@ func (o *Objects) WatchPorts(ports []uint16) error {
 // Ignore stops the capture of a connection user space has no use for.
 func (o *Objects) Ignore(pid uint32, src Source, conn uint64) error {
 	k := captureConnKey{Pid: pid, Source: uint32(src), Conn: conn}
-	return o.Conns.Put(k, uint32(captureConnStateCONN_IGNORE))
+	return o.Conns.Put(k, captureConn{State: uint32(captureConnStateCONN_IGNORE)})
 }
 
 // Counters sums the BPF counters over CPUs.

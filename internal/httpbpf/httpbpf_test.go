@@ -54,6 +54,7 @@ type conn struct {
 type captured struct {
 	bytes           map[conn]map[Dir]*bytes.Buffer
 	closed          map[conn]bool
+	seqs            map[conn][]uint32 // of the data records, in order, then the close
 	firstTS, lastTS map[conn]map[Dir]uint64
 }
 
@@ -135,13 +136,16 @@ func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) c
 		time.Sleep(200 * time.Millisecond) // a few polls
 		rd.Close()
 		wg.Wait()
-		c := captured{bytes: map[conn]map[Dir]*bytes.Buffer{}, closed: map[conn]bool{},
+		c := captured{bytes: map[conn]map[Dir]*bytes.Buffer{}, closed: map[conn]bool{}, seqs: map[conn][]uint32{},
 			firstTS: map[conn]map[Dir]uint64{}, lastTS: map[conn]map[Dir]uint64{}}
 		for _, r := range all {
 			if int(r.PID) != pid {
 				continue
 			}
 			k := conn{r.Source, r.Conn}
+			if n := len(c.seqs[k]); n == 0 || c.seqs[k][n-1] != r.Seq || r.Kind == KindClose {
+				c.seqs[k] = append(c.seqs[k], r.Seq)
+			}
 			if r.Kind == KindClose {
 				c.closed[k] = true
 				continue
@@ -206,9 +210,17 @@ func TestCaptureCurl(t *testing.T) {
 			if !tls {
 				ports = []uint16{uint16(s.Port)}
 			}
-			_, stop := capture(t, ports...)
+			objs, stop := capture(t, ports...)
 			pid := curl(t, s)
 			c := stop(pid)
+			counters, err := objs.Counters()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A failed call read as a byte count (its -1 in eax) faults.
+			if counters[CounterReadFault] != 0 || counters[CounterShort] != 0 {
+				t.Errorf("counters: drops %d, short %d, read faults %d", counters[CounterDrops], counters[CounterShort], counters[CounterReadFault])
+			}
 			want := Source(SourceSocket)
 			if tls {
 				want = SourceTLS
@@ -239,6 +251,16 @@ func TestCaptureCurl(t *testing.T) {
 			}
 			if !c.closed[k] {
 				t.Errorf("no close record for %v", k)
+			}
+			// Calls numbered 1, 2, …, n, and the close carrying n.
+			seqs := c.seqs[k]
+			for i, q := range seqs[:len(seqs)-1] {
+				if q != uint32(i+1) {
+					t.Fatalf("call numbers %v, want 1..n then n", seqs)
+				}
+			}
+			if len(seqs) < 3 || seqs[len(seqs)-1] != seqs[len(seqs)-2] {
+				t.Errorf("call numbers %v, want 1..n then n", seqs)
 			}
 		})
 	}
