@@ -15,10 +15,10 @@ import (
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/ringbuf"
 	"go.opentelemetry.io/otel/metric"
-	"golang.org/x/sys/unix"
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/ktime"
 	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -60,13 +60,6 @@ type Source struct {
 	closeOnce sync.Once
 }
 
-// monotonic reads CLOCK_MONOTONIC, the clock of BPF's ktime.
-func monotonic() uint64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return uint64(ts.Nano())
-}
-
 // New loads the probes, attaches them to every CUDA runtime and driver
 // library mapped on the host (and to every new copy as it is loaded), and
 // starts aggregating. Missing privilege (CAP_BPF, CAP_PERFMON, or root)
@@ -79,7 +72,7 @@ func New(opts ...Option) (*Source, error) {
 	}
 	s := &Source{
 		cfg:              cfg,
-		mono:             monotonic,
+		mono:             ktime.Now,
 		names:            newSymbolizer(cfg.procRoot),
 		attachedByTarget: map[string]int64{},
 		targetAttrs:      map[string]meterx.Attrs{},
@@ -114,7 +107,7 @@ func (s *Source) start(multi bool) error {
 		return fmt.Errorf("cudatrace: %w", err)
 	}
 	sp := &spanner{tracer: s.cfg.tracerProvider.Tracer(ScopeName)}
-	s.agg = newAggregator(&s.cfg, s.names, &s.inst, sp, monotonicToWall(s.mono))
+	s.agg = newAggregator(&s.cfg, s.names, &s.inst, sp, ktime.WallClock(s.mono))
 	var err error
 	s.rb, err = ringbuf.NewReader(s.objs.Events())
 	if err != nil {

@@ -2,7 +2,6 @@ package cudatrace
 
 import (
 	"context"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -115,14 +114,5 @@ func (s *spanner) sync(ctx context.Context, a *aggregator, p *proc, e *cudabpf.E
 		start := e.TS - min(e.TS, e.A[1])
 		s.emit(ctx, a, p, e, semconv.SpanCUDASync, start,
 			semconv.CUDAStream.String(hex(e.A[0])), semconv.CUDAErrorCode.Int(int(e.Ret)))
-	}
-}
-
-// monotonicToWall returns a converter from CLOCK_MONOTONIC ns (what BPF's
-// ktime is) to wall-clock time, anchored now.
-func monotonicToWall(mono func() uint64) func(uint64) time.Time {
-	wall, m := time.Now(), mono()
-	return func(k uint64) time.Time {
-		return wall.Add(time.Duration(int64(k) - int64(m)))
 	}
 }
