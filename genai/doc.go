@@ -20,10 +20,17 @@
 //   - partial JSON: fields are read from bodies cut off by a capture
 //     buffer, as long as they stand before the cut;
 //   - Rates: cost from user-given prices (no price table is built in);
+//   - ExtractContent: the prompt and completion text, as the conventions'
+//     gen_ai.system_instructions, gen_ai.input.messages and
+//     gen_ai.output.messages JSON, each cut to a size cap;
 //   - Emitter: a CLIENT span and the GenAI client metrics per call, with
 //     exemplars that point at the span.
 //
-// Secrets never leave: Authorization and API-key headers are never read,
-// and prompt and completion text is never kept (content capture is not
-// offered yet).
+// Secrets never leave: Authorization, API-key and cookie headers are
+// never read. No prompt or completion text is kept by default: the
+// parsers keep names, numbers and identifiers only, and the Emitter
+// reads the bodies again for text only with WithContentCapture, which
+// puts the text on the span (never on metrics or exemplars), each
+// attribute at most its cap long and still valid JSON, and names the
+// attributes it cut in xpuscope.genai.content.truncated.
 package genai

@@ -30,6 +30,7 @@ type config struct {
 	tracerProvider trace.TracerProvider
 	rates          Rates
 	maxModels      int
+	maxContent     int
 }
 
 // Option configures an Emitter.
@@ -61,6 +62,17 @@ func WithRates(r Rates) Option {
 // addresses, on metrics (default DefaultMaxModels).
 func WithMaxModels(n int) Option {
 	return optionFunc(func(c *config) { c.maxModels = n })
+}
+
+// WithContentCapture turns on content capture: each span gets the
+// call's prompt and completion text as gen_ai.system_instructions,
+// gen_ai.input.messages and gen_ai.output.messages (see ExtractContent),
+// each at most maxBytes of JSON, and xpuscope.genai.content.truncated
+// names those that were cut. 0, the default, is off: no text is read or
+// kept. Content goes on spans only, never on metrics. A negative cap is
+// an error.
+func WithContentCapture(maxBytes int) Option {
+	return optionFunc(func(c *config) { c.maxContent = maxBytes })
 }
 
 // Emitter turns parsed calls into a span and GenAI client metrics. It is
@@ -110,6 +122,9 @@ func NewEmitter(opts ...Option) (*Emitter, error) {
 	if c.maxModels < 1 {
 		return nil, fmt.Errorf("genai: model cap must be at least 1, got %d", c.maxModels)
 	}
+	if c.maxContent < 0 {
+		return nil, fmt.Errorf("genai: content capture cap must be 0 (off) or a size in bytes, got %d", c.maxContent)
+	}
 	if c.meterProvider == nil {
 		c.meterProvider = otel.GetMeterProvider()
 	}
@@ -154,7 +169,8 @@ func errorType(x *Exchange, c *Call) string {
 // Emit records one call: a CLIENT span from the exchange's start to its
 // end, and the GenAI client metrics, recorded in the span's context so
 // that exemplars point at it. It reads nothing of the exchange but its
-// host, status and times.
+// host, status and times; with content capture on, the span's content
+// attributes come from its bodies too.
 func (e *Emitter) Emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint) {
 	errType := errorType(x, c)
 	attrs := []attribute.KeyValue{
@@ -175,6 +191,9 @@ func (e *Emitter) Emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint) {
 	usd, priced := e.cfg.rates.Cost(c.Provider, firstNonEmpty(c.ResponseModel, c.RequestModel), c.Usage)
 	if priced {
 		span = append(span, semconv.XpuscopeGenAICostUSD.Float64(usd))
+	}
+	if e.cfg.maxContent > 0 {
+		span = append(span, contentAttrs(ExtractContent(x, c, ep, e.cfg.maxContent))...)
 	}
 	ctx, sp := e.tracer.Start(ctx, semconv.GenAISpanName(c.Operation, c.RequestModel),
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(x.Start), trace.WithAttributes(span...))
@@ -257,6 +276,28 @@ func (e *Emitter) spanAttrs(x *Exchange, c *Call, ep Endpoint) []attribute.KeyVa
 		if u.v >= 0 {
 			kv = append(kv, u.k.Int64(u.v))
 		}
+	}
+	return kv
+}
+
+// contentAttrs are a call's content attributes: those that are not
+// empty, and the list of those that were cut.
+func contentAttrs(ct Content) []attribute.KeyValue {
+	var kv []attribute.KeyValue
+	for _, a := range []struct {
+		k attribute.Key
+		v string
+	}{
+		{semconv.GenAISystemInstructions, ct.SystemInstructions},
+		{semconv.GenAIInputMessages, ct.InputMessages},
+		{semconv.GenAIOutputMessages, ct.OutputMessages},
+	} {
+		if a.v != "" {
+			kv = append(kv, a.k.String(a.v))
+		}
+	}
+	if len(ct.Truncated) > 0 {
+		kv = append(kv, semconv.XpuscopeGenAIContentTruncated.StringSlice(ct.Truncated))
 	}
 	return kv
 }

@@ -2,7 +2,9 @@ package genai
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,11 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -166,4 +170,78 @@ func TestEmitModelCap(t *testing.T) {
 
 	_, err := NewEmitter(WithMaxModels(0))
 	assert.Error(t, err)
+}
+
+// TestEmitContent: with capture on, the span carries what
+// ExtractContent reads, cut to the cap and named as cut; metrics and
+// their exemplars carry none of it.
+func TestEmitContent(t *testing.T) {
+	tr := transcriptNamed(t, "anthropic", "messages_basic")
+	x := &tr.x
+	ep, ok := Detect(x, nil)
+	require.True(t, ok)
+	c, err := Parse(x, ep)
+	require.NoError(t, err)
+	for _, limit := range []int{1 << 10, 120} {
+		h := newEmitHarness(t, WithContentCapture(limit))
+		h.e.Emit(context.Background(), x, &c, ep)
+		want := ExtractContent(x, &c, ep, limit)
+		a := spanAttrs(h.spans.GetSpans()[0].Snapshot())
+		assert.Equal(t, want.SystemInstructions, a[semconv.GenAISystemInstructions].AsString())
+		assert.Equal(t, want.InputMessages, a[semconv.GenAIInputMessages].AsString())
+		assert.Equal(t, want.OutputMessages, a[semconv.GenAIOutputMessages].AsString())
+		assert.Contains(t, want.OutputMessages, "Hi! My name is Claude.", "the call has output text")
+		if limit == 120 {
+			// The system prompt is 138 bytes of JSON, the output 110.
+			assert.Equal(t, []string{string(semconv.GenAISystemInstructions)}, a[semconv.XpuscopeGenAIContentTruncated].AsStringSlice())
+		} else {
+			assert.NotContains(t, a, semconv.XpuscopeGenAIContentTruncated, "nothing was cut")
+		}
+
+		var rm metricdata.ResourceMetrics
+		require.NoError(t, h.reader.Collect(context.Background(), &rm))
+		dump := fmt.Sprintf("%+v", rm)
+		require.Contains(t, dump, "claude-sonnet-4-20250514", "the metrics hold the call")
+		for _, s := range []string{"Claude", "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "xpuscope.genai.content"} {
+			assert.NotContains(t, dump, s, "metrics carry no content")
+		}
+	}
+}
+
+func TestContentCaptureOption(t *testing.T) {
+	_, err := NewEmitter(WithContentCapture(-1))
+	require.ErrorContains(t, err, "content capture cap must be 0 (off) or a size in bytes, got -1")
+
+	// Off by default.
+	tr := transcriptNamed(t, "openai", "chat_basic")
+	ep, _ := Detect(&tr.x, nil)
+	c, err := Parse(&tr.x, ep)
+	require.NoError(t, err)
+	h := newEmitHarness(t)
+	h.e.Emit(context.Background(), &tr.x, &c, ep)
+	a := spanAttrs(h.spans.GetSpans()[0].Snapshot())
+	for _, k := range []attribute.Key{semconv.GenAISystemInstructions, semconv.GenAIInputMessages, semconv.GenAIOutputMessages, semconv.XpuscopeGenAIContentTruncated} {
+		assert.NotContains(t, a, k)
+	}
+}
+
+// TestEmitContentOffReadsNoBody: with capture off, what Emit allocates
+// does not depend on the bodies: it does not read them.
+func TestEmitContentOffReadsNoBody(t *testing.T) {
+	e, err := NewEmitter(WithTracerProvider(tracenoop.NewTracerProvider()), WithMeterProvider(metricnoop.NewMeterProvider()))
+	require.NoError(t, err)
+	large := streamOf(5000)
+	large.RequestBody = []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + strings.Repeat("long prompt ", 1<<14) + `"}],"stream":true}`)
+	small := *large
+	small.RequestBody, small.Chunks = []byte(`{}`), large.Chunks[len(large.Chunks)-1:]
+	ep, _ := Detect(large, nil)
+	c := parseOpenAI(large)
+	allocs := func(e *Emitter, x *Exchange) float64 {
+		return testing.AllocsPerRun(50, func() { e.Emit(context.Background(), x, c, ep) })
+	}
+	assert.Equal(t, allocs(e, &small), allocs(e, large))
+
+	on, err := NewEmitter(WithTracerProvider(tracenoop.NewTracerProvider()), WithMeterProvider(metricnoop.NewMeterProvider()), WithContentCapture(1<<10))
+	require.NoError(t, err)
+	assert.Greater(t, allocs(on, large), allocs(e, large), "with capture on, Emit reads the bodies")
 }

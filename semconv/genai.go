@@ -39,6 +39,11 @@ const (
 	GenAIUsageCacheCreationInputTokens = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
 	GenAIUsageReasoningOutputTokens    = attribute.Key("gen_ai.usage.reasoning.output_tokens")
 	GenAITokenType                     = attribute.Key("gen_ai.token.type")
+	// Content attributes: the prompt and completion text as JSON
+	// strings, on spans only and only when content capture is on.
+	GenAISystemInstructions = attribute.Key("gen_ai.system_instructions")
+	GenAIInputMessages      = attribute.Key("gen_ai.input.messages")
+	GenAIOutputMessages     = attribute.Key("gen_ai.output.messages")
 	// OpenAIAPIType tells the OpenAI Chat Completions API from the
 	// Responses API, which share gen_ai.operation.name=chat.
 	OpenAIAPIType = attribute.Key("openai.api.type")
@@ -57,6 +62,10 @@ const (
 	// dollars, from user-given rates. Span attribute only; absent when no
 	// rate is known for the call's provider and model.
 	XpuscopeGenAICostUSD = attribute.Key("xpuscope.genai.cost.usd")
+	// XpuscopeGenAIContentTruncated names the content attributes of a
+	// span that are not whole: cut to the capture's size cap, or read
+	// from a body the HTTP capture cut short.
+	XpuscopeGenAIContentTruncated = attribute.Key("xpuscope.genai.content.truncated")
 )
 
 // Well-known values of GenAIProviderName (v1.41). When one applies it MUST
@@ -231,6 +240,7 @@ var SpanGenAIClient = Span{
 		GenAIResponseTimeToFirstChunk, GenAIUsageInputTokens, GenAIUsageOutputTokens,
 		GenAIUsageCacheReadInputTokens, GenAIUsageCacheCreationInputTokens,
 		GenAIUsageReasoningOutputTokens, OpenAIAPIType, ErrorType, XpuscopeGenAICostUSD,
+		GenAISystemInstructions, GenAIInputMessages, GenAIOutputMessages, XpuscopeGenAIContentTruncated,
 	},
 }
 
@@ -257,4 +267,8 @@ var genaiAttributes = []Attribute{
 	{ServerAddress, "string", "Host name or address the GenAI request was sent to.", OTel, nil},
 	{ServerPort, "int", "Port the GenAI request was sent to; set when the capture knows it.", OTel, nil},
 	{XpuscopeGenAICostUSD, "double", "Estimated cost of the call in US dollars, from user-given rates; absent when no rate is known. Span attribute only.", Extension, nil},
+	{GenAISystemInstructions, "string", "System instructions given apart from the conversation, as a JSON array of parts. Only with content capture on (off by default), at most its size cap long. Span attribute only.", OTel, nil},
+	{GenAIInputMessages, "string", "The messages sent to the model, as a JSON array of {role, parts}. Only with content capture on (off by default), at most its size cap long. Span attribute only.", OTel, nil},
+	{GenAIOutputMessages, "string", "The messages the model returned, as a JSON array of {role, finish_reason, parts}; a stream's deltas joined. Only with content capture on (off by default), at most its size cap long. Span attribute only.", OTel, nil},
+	{XpuscopeGenAIContentTruncated, "string[]", "Names of the content attributes (gen_ai.system_instructions, gen_ai.input.messages, gen_ai.output.messages) that are not whole: cut to the size cap (each stays valid JSON), or read from a body the capture cut short. Span attribute only.", Extension, nil},
 }

@@ -17,6 +17,12 @@
 // with nesting, and the recursion depth is bounded by the longest path
 // (at most MaxPathDepth). Keys are compared as they stand in the input:
 // a key written with escapes does not match.
+//
+// A ContainerVisitor is also told of the objects and arrays that stand
+// at a path, once they are complete: after the values inside them, with
+// their whole text. That marks where one element of an array ends (a
+// message of a conversation) and hands out a subtree as JSON (a tool
+// call's arguments).
 package jsonscan
 
 import (
@@ -87,6 +93,17 @@ func (s Status) String() string {
 // as the input is.
 type Visitor interface {
 	Value(id int, kind Kind, raw []byte)
+}
+
+// ContainerVisitor is a Visitor that is told of containers too. When a
+// path ends at an object or an array, Container is called once the
+// container is complete, after the values inside it that other paths
+// lead to, with raw the container's whole text, brackets included. A
+// container that the input ends in is not reported. A plain Visitor is
+// told of scalars only.
+type ContainerVisitor interface {
+	Visitor
+	Container(id int, raw []byte)
 }
 
 // MaxPathDepth is the most elements (keys and [*]) a path may have.
@@ -179,9 +196,11 @@ func (m *Matcher) child(n int32, e string) int32 {
 	return c
 }
 
-// Scan walks data and reports the matching scalars to v.
+// Scan walks data and reports the matching scalars to v, and to a
+// ContainerVisitor the matching containers.
 func (m *Matcher) Scan(data []byte, v Visitor) Status {
 	s := scanner{data: data, m: m, v: v}
+	s.cv, _ = v.(ContainerVisitor)
 	i, st := s.value(skipWS(data, 0), 0)
 	if st != Complete {
 		return st
@@ -196,6 +215,7 @@ type scanner struct {
 	data []byte
 	m    *Matcher
 	v    Visitor
+	cv   ContainerVisitor // v, when it is told of containers; else nil
 }
 
 func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
@@ -217,15 +237,25 @@ func (s *scanner) value(i int, n int32) (int, Status) {
 	nd := &s.m.nodes[n]
 	switch c := d[i]; c {
 	case '{':
+		var end int
+		var st Status
 		if len(nd.keys) == 0 {
-			return skip(d, i)
+			end, st = skip(d, i)
+		} else {
+			end, st = s.object(i, nd)
 		}
-		return s.object(i, nd)
+		s.container(nd, i, end, st)
+		return end, st
 	case '[':
+		var end int
+		var st Status
 		if nd.elem < 0 {
-			return skip(d, i)
+			end, st = skip(d, i)
+		} else {
+			end, st = s.array(i, nd.elem)
 		}
-		return s.array(i, nd.elem)
+		s.container(nd, i, end, st)
+		return end, st
 	case '"':
 		end, st := stringEnd(d, i)
 		if st != Complete {
@@ -244,6 +274,14 @@ func (s *scanner) value(i int, n int32) (int, Status) {
 			s.v.Value(int(nd.id), k, d[i:end])
 		}
 		return end, Complete
+	}
+}
+
+// container reports the container d[start:end] at node nd to a
+// ContainerVisitor, if a path ends there and the container is complete.
+func (s *scanner) container(nd *node, start, end int, st Status) {
+	if st == Complete && nd.id >= 0 && s.cv != nil {
+		s.cv.Container(int(nd.id), s.data[start:end])
 	}
 }
 

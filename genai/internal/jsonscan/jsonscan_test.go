@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 type hit struct {
@@ -32,6 +34,16 @@ func (c *collector) Value(id int, kind Kind, raw []byte) {
 		v = string(b)
 	}
 	c.hits = append(c.hits, hit{id, kind, v})
+}
+
+// containerKind marks a container in a hit; its val is the raw text.
+const containerKind Kind = 0
+
+// containerCollector is also told of containers.
+type containerCollector struct{ collector }
+
+func (c *containerCollector) Container(id int, raw []byte) {
+	c.hits = append(c.hits, hit{id, containerKind, string(raw)})
 }
 
 func scan(m *Matcher, data string) ([]hit, Status) {
@@ -103,6 +115,32 @@ func TestScan(t *testing.T) {
 		got, st := scan(m, tt.in)
 		if s := fmt.Sprint(got); s != tt.want && !(s == "[]" && tt.want == "[]") || st != tt.st {
 			t.Errorf("Scan(%s) = %v, %v; want %s, %v", tt.in, got, st, tt.want, tt.st)
+		}
+	}
+}
+
+// TestScanContainers: a ContainerVisitor is told of the containers at a
+// path, whole, after what is inside them; a plain Visitor of none.
+func TestScanContainers(t *testing.T) {
+	m := Compile(testPaths...)
+	tests := []struct{ in, want string }{
+		{`{"choices":[{"delta":{"tool_calls":[{"x":1}]}}]}`, `[9:Kind(0):"[{\"x\":1}]"]`},
+		{`{"error":{"type":"e","code":1},"model":{"a":[]}}`, `[5:string:"e" 4:Kind(0):"{\"type\":\"e\",\"code\":1}" 0:Kind(0):"{\"a\":[]}"]`},
+		{`[{"a":1},[2]]`, `[7:number:"1" 6:Kind(0):"{\"a\":1}" 6:Kind(0):"[2]"]`},
+		{`{"m":[[1,[2]]]}`, `[8:number:"1" 8:Kind(0):"[2]"]`},
+		// A container the input ends in is not reported; what stood in
+		// it before the cut is.
+		{`{"error":{"type":"e"`, `[5:string:"e"]`},
+		{`{"model":{"a":1}`, `[0:Kind(0):"{\"a\":1}"]`},
+	}
+	for _, tt := range tests {
+		var c containerCollector
+		m.Scan([]byte(tt.in), &c)
+		if got := fmt.Sprint(c.hits); got != tt.want {
+			t.Errorf("Scan(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+		if got, _ := scan(m, tt.in); slices.ContainsFunc(got, func(h hit) bool { return h.kind == containerKind }) {
+			t.Errorf("Scan(%s): a plain Visitor is told of containers: %v", tt.in, got)
 		}
 	}
 }
@@ -185,6 +223,40 @@ func TestAppendString(t *testing.T) {
 	}
 }
 
+// TestAppendStringMax: at most max bytes, cut before the rune that does
+// not fit (a rune from an escape, a surrogate pair, U+FFFD for a bad
+// byte), never inside one; all of it when it fits.
+func TestAppendStringMax(t *testing.T) {
+	tests := []struct {
+		raw     string
+		max     int
+		want    string
+		ok, cut bool
+	}{
+		{`plain`, 5, "plain", true, false},
+		{`plain`, 4, "plai", true, true},
+		{`plain`, 0, "", true, true},
+		{"aé€", 3, "aé", true, true},
+		{"aé€", 2, "a", true, true},
+		{"aé€", 6, "aé€", true, false},
+		{`a\nb`, 2, "a\n", true, true},
+		{`\u0041\u00e9`, 2, "A", true, true},
+		{`\u0041\u00e9`, 3, "Aé", true, false},
+		{`x\ud83d\ude00`, 4, "x", true, true},
+		{`x\ud83d\ude00`, 5, "x😀", true, false},
+		{"a\xff", 3, "a", true, true},
+		{"a\xff", 4, "a\uFFFD", true, false},
+		{`a\x`, 10, "a", false, false},
+		{`ab\`, 1, "a", true, true},
+	}
+	for _, tt := range tests {
+		got, ok, cut := AppendStringMax([]byte("p:"), []byte(tt.raw), tt.max)
+		if string(got) != "p:"+tt.want || ok != tt.ok || cut != tt.cut {
+			t.Errorf("AppendStringMax(%q, %d) = %q, %v, %v; want %q, %v, %v", tt.raw, tt.max, got, ok, cut, "p:"+tt.want, tt.ok, tt.cut)
+		}
+	}
+}
+
 // TestHostile: deep nesting, endless strings and huge numbers cost time
 // linear in the input and no memory.
 func TestHostile(t *testing.T) {
@@ -256,7 +328,9 @@ func (v *nopVisitor) Value(id int, kind Kind, raw []byte) { v.n += len(raw) }
 
 // oracle finds the same values with encoding/json's tokenizer. Keys are
 // matched raw, as the scanner does (InputOffset gives the raw token).
-func oracle(t testing.TB, paths []string, data []byte) []hit {
+// With containers, it reports the containers at a path too, as a
+// ContainerVisitor is told of them.
+func oracle(t testing.TB, paths []string, data []byte, containers bool) []hit {
 	var pats [][]string
 	for _, p := range paths {
 		e, err := split(p)
@@ -271,6 +345,8 @@ func oracle(t testing.TB, paths []string, data []byte) []hit {
 		array  bool
 		key    string // current key (raw), objects
 		wantKv bool   // an object expecting a key
+		id     int    // the path the container stands at, -1 if none
+		start  int64  // offset of its opening bracket
 	}
 	var stack []frame
 	var hits []hit
@@ -306,10 +382,17 @@ func oracle(t testing.TB, paths []string, data []byte) []hit {
 		off := dec.InputOffset()
 		raw := bytes.Trim(data[prev:off], " \t\r\n,:")
 		prev = off
+		closeFrame := func() {
+			f := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if containers && f.id >= 0 {
+				hits = append(hits, hit{f.id, containerKind, string(data[f.start:off])})
+			}
+			afterValue()
+		}
 		if n := len(stack); n > 0 && !stack[n-1].array && stack[n-1].wantKv {
 			if d, ok := tok.(json.Delim); ok && d == '}' {
-				stack = stack[:n-1]
-				afterValue()
+				closeFrame()
 				continue
 			}
 			stack[n-1].key = string(raw[1 : len(raw)-1])
@@ -320,13 +403,14 @@ func oracle(t testing.TB, paths []string, data []byte) []hit {
 		switch v := tok.(type) {
 		case json.Delim:
 			switch v {
-			case '{':
-				stack = append(stack, frame{wantKv: true})
-			case '[':
-				stack = append(stack, frame{array: true})
+			case '{', '[':
+				id, ok := match()
+				if !ok {
+					id = -1
+				}
+				stack = append(stack, frame{array: v == '[', wantKv: v == '{', id: id, start: off - 1})
 			case '}', ']':
-				stack = stack[:len(stack)-1]
-				afterValue()
+				closeFrame()
 			}
 			continue
 		case string:
@@ -362,43 +446,88 @@ var seeds = []string{
 
 // FuzzScan checks the scanner against encoding/json on valid input, that
 // every prefix reports a prefix of the values (and says Truncated), and
-// that nothing panics on any input.
+// that nothing panics on any input; the same with a ContainerVisitor,
+// which is told of containers too.
 func FuzzScan(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
 	m := Compile(testPaths...)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var c collector
+		checkScan(t, m, data, false)
+		checkScan(t, m, data, true)
+	})
+}
+
+// visit scans data with a plain collector, or one told of containers.
+func visit(m *Matcher, data []byte, containers bool) (*collector, Status) {
+	if containers {
+		var c containerCollector
 		st := m.Scan(data, &c)
-		if !json.Valid(data) {
+		return &c.collector, st
+	}
+	var c collector
+	return &c, m.Scan(data, &c)
+}
+
+func checkScan(t *testing.T, m *Matcher, data []byte, containers bool) {
+	c, st := visit(m, data, containers)
+	if !json.Valid(data) {
+		return
+	}
+	want := oracle(t, testPaths, data, containers)
+	if fmt.Sprint(c.hits) != fmt.Sprint(want) && len(c.hits)+len(want) > 0 {
+		t.Fatalf("Scan(%q), containers %v:\n got %v\nwant %v", data, containers, c.hits, want)
+	}
+	trimmed := bytes.TrimRight(data, " \t\r\n")
+	switch trimmed[0] {
+	case '{', '[', '"':
+		if st != Complete {
+			t.Fatalf("Scan(%q) = %v on valid JSON", data, st)
+		}
+	}
+	if c.bad {
+		t.Fatalf("Scan(%q): undecodable string in valid JSON", data)
+	}
+	// Prefixes: a prefix of the values, and Truncated. Checking every
+	// cut is quadratic: cap the work.
+	step := 1 + len(trimmed)/256
+	for k := 0; k < len(trimmed); k += step {
+		p, st := visit(m, trimmed[:k], containers)
+		if st != Truncated {
+			t.Fatalf("Scan(%q) = %v, want truncated", trimmed[:k], st)
+		}
+		if len(p.hits) > len(c.hits) || fmt.Sprint(p.hits) != fmt.Sprint(c.hits[:len(p.hits)]) {
+			t.Fatalf("Scan(%q) = %v, not a prefix of %v", trimmed[:k], p.hits, c.hits)
+		}
+	}
+}
+
+// FuzzAppendStringMax: the bounded decoding is the longest prefix of the
+// whole decoding that fits, cut at a rune.
+func FuzzAppendStringMax(f *testing.F) {
+	f.Add([]byte(`a\u00e9\ud83d\ude00\n`), 4)
+	f.Add([]byte("\xff\xfe"), 3)
+	f.Fuzz(func(t *testing.T, raw []byte, max int) {
+		if max < 0 || max > 1<<16 {
 			return
 		}
-		want := oracle(t, testPaths, data)
-		if fmt.Sprint(c.hits) != fmt.Sprint(want) && len(c.hits)+len(want) > 0 {
-			t.Fatalf("Scan(%q):\n got %v\nwant %v", data, c.hits, want)
+		whole, wholeOK := AppendString(nil, raw)
+		got, ok, cut := AppendStringMax(nil, raw, max)
+		if len(got) > max || !bytes.HasPrefix(whole, got) || !utf8.Valid(got) {
+			t.Fatalf("AppendStringMax(%q, %d) = %q, not a prefix of %q within the bound", raw, max, got, whole)
 		}
-		trimmed := bytes.TrimRight(data, " \t\r\n")
-		switch trimmed[0] {
-		case '{', '[', '"':
-			if st != Complete {
-				t.Fatalf("Scan(%q) = %v on valid JSON", data, st)
-			}
+		if !cut && (ok != wholeOK || len(got) != len(whole)) {
+			t.Fatalf("AppendStringMax(%q, %d) = %q, %v uncut; AppendString = %q, %v", raw, max, got, ok, whole, wholeOK)
 		}
-		if c.bad {
-			t.Fatalf("Scan(%q): undecodable string in valid JSON", data)
-		}
-		// Prefixes: a prefix of the values, and Truncated. Checking every
-		// cut is quadratic: cap the work.
-		step := 1 + len(trimmed)/256
-		for k := 0; k < len(trimmed); k += step {
-			var p collector
-			if st := m.Scan(trimmed[:k], &p); st != Truncated {
-				t.Fatalf("Scan(%q) = %v, want truncated", trimmed[:k], st)
-			}
-			if len(p.hits) > len(c.hits) || fmt.Sprint(p.hits) != fmt.Sprint(c.hits[:len(p.hits)]) {
-				t.Fatalf("Scan(%q) = %v, not a prefix of %v", trimmed[:k], p.hits, c.hits)
-			}
+		if cut && len(whole) > len(got) && len(got)+utf8RuneLen(whole[len(got):]) <= max {
+			t.Fatalf("AppendStringMax(%q, %d) = %q: the next rune of %q fits", raw, max, got, whole)
 		}
 	})
+}
+
+// utf8RuneLen is the length of the first rune of b.
+func utf8RuneLen(b []byte) int {
+	_, n := utf8.DecodeRune(b)
+	return n
 }

@@ -78,56 +78,81 @@ func Float(raw []byte) (float64, bool) {
 // is not ok on a malformed escape; invalid UTF-8 and lone surrogates
 // become U+FFFD, as encoding/json does.
 func AppendString(dst, raw []byte) ([]byte, bool) {
+	dst, ok, _ := AppendStringMax(dst, raw, math.MaxInt)
+	return dst, ok
+}
+
+// AppendStringMax is AppendString that appends at most max bytes of
+// the content, cut before a rune that does not fit; cut says that some
+// was left out. A malformed escape stops it (not ok), as AppendString.
+func AppendStringMax(dst, raw []byte, max int) (out []byte, ok, cut bool) {
+	room := max
 	for {
 		i := bytes.IndexByte(raw, '\\')
+		run := raw
+		if i >= 0 {
+			run = raw[:i]
+		}
+		n := len(dst)
+		if dst, cut = appendValidUTF8(dst, run, room); cut {
+			return dst, true, true
+		}
+		room -= len(dst) - n
 		if i < 0 {
-			return appendValidUTF8(dst, raw), true
+			return dst, true, false
 		}
-		dst = appendValidUTF8(dst, raw[:i])
-		raw = raw[i:]
-		if len(raw) < 2 {
-			return dst, false
+		r, size, ok := escape(raw[i:])
+		if !ok {
+			return dst, false, false
 		}
-		switch c := raw[1]; c {
-		case '"', '\\', '/':
-			dst = append(dst, c)
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r, ok := hex4(raw[2:])
-			if !ok {
-				return dst, false
-			}
-			raw = raw[6:]
-			if utf16.IsSurrogate(r) {
-				r2, ok2 := rune(-1), false
-				if len(raw) >= 6 && raw[0] == '\\' && raw[1] == 'u' {
-					r2, ok2 = hex4(raw[2:])
-				}
-				if ok2 {
-					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-						raw = raw[6:]
-						dst = utf8.AppendRune(dst, dec)
-						continue
-					}
-				}
-				r = utf8.RuneError
-			}
-			dst = utf8.AppendRune(dst, r)
-			continue
-		default:
-			return dst, false
+		w := utf8.RuneLen(r)
+		if w > room {
+			return dst, true, true
 		}
-		raw = raw[2:]
+		dst = utf8.AppendRune(dst, r)
+		room -= w
+		raw = raw[i+size:]
 	}
+}
+
+// escape decodes the escape raw starts with: the rune, and how many
+// bytes it takes. A surrogate pair is one rune; a lone surrogate is
+// U+FFFD.
+func escape(raw []byte) (rune, int, bool) {
+	if len(raw) < 2 {
+		return 0, 0, false
+	}
+	switch c := raw[1]; c {
+	case '"', '\\', '/':
+		return rune(c), 2, true
+	case 'b':
+		return '\b', 2, true
+	case 'f':
+		return '\f', 2, true
+	case 'n':
+		return '\n', 2, true
+	case 'r':
+		return '\r', 2, true
+	case 't':
+		return '\t', 2, true
+	case 'u':
+		r, ok := hex4(raw[2:])
+		if !ok {
+			return 0, 0, false
+		}
+		if !utf16.IsSurrogate(r) {
+			return r, 6, true
+		}
+		if len(raw) >= 12 && raw[6] == '\\' && raw[7] == 'u' {
+			if r2, ok := hex4(raw[8:]); ok {
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					return dec, 12, true
+				}
+			}
+		}
+		return utf8.RuneError, 6, true
+	}
+	return 0, 0, false
 }
 
 func hex4(b []byte) (rune, bool) {
@@ -151,25 +176,37 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
-func appendValidUTF8(dst, b []byte) []byte {
+var replacement = []byte(string(utf8.RuneError))
+
+// appendValidUTF8 appends b with invalid UTF-8 as U+FFFD, at most room
+// bytes, cut before a rune that does not fit; cut: some was left out.
+func appendValidUTF8(dst, b []byte, room int) ([]byte, bool) {
 	for len(b) > 0 {
 		// Fast path: a run of ASCII.
 		i := 0
 		for i < len(b) && b[i] < utf8.RuneSelf {
 			i++
 		}
+		if i > room {
+			return append(dst, b[:room]...), true
+		}
 		dst = append(dst, b[:i]...)
+		room -= i
 		b = b[i:]
 		if len(b) == 0 {
 			break
 		}
 		r, size := utf8.DecodeRune(b)
+		enc := b[:size]
 		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, "\uFFFD"...)
-		} else {
-			dst = append(dst, b[:size]...)
+			enc = replacement
 		}
+		if len(enc) > room {
+			return dst, true
+		}
+		dst = append(dst, enc...)
+		room -= len(enc)
 		b = b[size:]
 	}
-	return dst
+	return dst, false
 }
