@@ -26,8 +26,32 @@
 //   - Emitter: a CLIENT span and the GenAI client metrics per call, with
 //     exemplars that point at the span.
 //
+// Capture (NewCapture) is the Source that feeds them from unmodified
+// processes on the host, with eBPF:
+//
+//   - HTTPS through OpenSSL: uprobes on SSL_write, SSL_write_ex, SSL_read
+//     and SSL_read_ex of every libssl.so (1.1 and 3, in containers and
+//     wheels too) and every executable with OpenSSL linked in (Node),
+//     found as processes exec and dlopen;
+//   - plaintext HTTP to local model servers (WithPlaintextPorts, default
+//     vLLM 8000, TGI and llama.cpp 8080, LiteLLM 4000, Ollama 11434), from
+//     BTF raw tracepoints on the socket syscalls (no kprobes, no tracefs);
+//   - HTTP/1.1 framing per connection (Content-Length, chunked, SSE,
+//     keep-alive, pipelining), each response read stamped with the
+//     kernel's time of the read; bodies capped (WithBodyLimit, 64 KiB)
+//     and still parsed when cut; memory bounded per connection and in
+//     total (WithMaxConnections, WithIdleTimeout), evictions counted;
+//   - calls lost to a full ring buffer abandon the exchange they belong
+//     to, counted: an exchange is never assembled from the wrong bytes.
+//
+// Not captured: Go programs' crypto/tls (they are counted), HTTP/2
+// (detected and counted), and the server's end of a connection whose
+// client is also traced (the client's capture reports it). Exchanges go
+// to the Emitter and, with WithExchangeHandler, to the caller.
+//
 // Secrets never leave: Authorization, API-key and cookie headers are
-// never read. No prompt or completion text is kept by default: the
+// never read; the capture drops them (SensitiveHeaders) as it frames each
+// message, before anything else sees them. No prompt or completion text is kept by default: the
 // parsers keep names, numbers and identifiers only, and the Emitter
 // reads the bodies again for text only with WithContentCapture, which
 // puts the text on the span (never on metrics or exemplars), each

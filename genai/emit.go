@@ -31,9 +31,10 @@ type config struct {
 	rates          Rates
 	maxModels      int
 	maxContent     int
+	capture        captureConfig // NewCapture's own; NewEmitter ignores them
 }
 
-// Option configures an Emitter.
+// Option configures an Emitter or a Capture.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)

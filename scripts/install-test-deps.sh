@@ -11,6 +11,7 @@ packages=(
 	clang-19 llvm-19 libbpf-dev  # make check-generate: rebuild the BPF objects and compare
 	util-linux                # unshare, for the mount-namespace test
 	curl libssl3 python3      # real HTTPS clients on the system OpenSSL, for the genai capture
+	libssl-dev                # OpenSSL's static archives: a client with OpenSSL linked in, as Node has
 )
 
 missing=()

@@ -153,7 +153,7 @@ var coreAttributes = []Attribute{
 
 // attributes is the registry: each area's list, in order. An area defined
 // in a file of its own adds its list here.
-var attributes = slices.Concat(coreAttributes, occupancyAttributes, genaiAttributes)
+var attributes = slices.Concat(coreAttributes, occupancyAttributes, genaiAttributes, captureAttributes)
 
 // Attributes returns every registered attribute, in registry order.
 func Attributes() []Attribute {

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,9 @@ type Options struct {
 	FirstDelay, ChunkDelay time.Duration
 	// Chunks is the number of content chunks a stream carries (default 3).
 	Chunks int
+	// ChunkSize pads each chunk's content to this many bytes (default:
+	// a short word).
+	ChunkSize int
 	// Listener, if set, is served instead of a new loopback listener.
 	Listener net.Listener
 }
@@ -140,8 +144,14 @@ func (s *Server) stream(w http.ResponseWriter, events []string) {
 	}
 }
 
-// The words a response's content is made of.
-func word(i int) string { return "w" + strconv.Itoa(i) + " " }
+// word is the content of chunk i.
+func (s *Server) word(i int) string {
+	w := "w" + strconv.Itoa(i) + " "
+	if pad := s.opts.ChunkSize - len(w); pad > 0 {
+		w += strings.Repeat("x", pad)
+	}
+	return w
+}
 
 func (s *Server) openAI(w http.ResponseWriter, r *http.Request) {
 	req, ok := s.read(w, r)
@@ -152,7 +162,7 @@ func (s *Server) openAI(w http.ResponseWriter, r *http.Request) {
 	if !req.Stream {
 		content := ""
 		for i := range s.opts.Chunks {
-			content += word(i)
+			content += s.word(i)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":%q,"object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`,
@@ -161,7 +171,7 @@ func (s *Server) openAI(w http.ResponseWriter, r *http.Request) {
 	}
 	var events []string
 	for i := range s.opts.Chunks {
-		events = append(events, fmt.Sprintf("data: {\"id\":%q,\"object\":\"chat.completion.chunk\",\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", id, req.Model, word(i)))
+		events = append(events, fmt.Sprintf("data: {\"id\":%q,\"object\":\"chat.completion.chunk\",\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", id, req.Model, s.word(i)))
 	}
 	events = append(events,
 		fmt.Sprintf("data: {\"id\":%q,\"object\":\"chat.completion.chunk\",\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n", id, req.Model),
@@ -178,7 +188,7 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 	if !req.Stream {
 		content := ""
 		for i := range s.opts.Chunks {
-			content += word(i)
+			content += s.word(i)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":%q,"type":"message","role":"assistant","model":%q,"content":[{"type":"text","text":%q}],"stop_reason":"end_turn","usage":{"input_tokens":%d,"output_tokens":%d}}`,
@@ -192,7 +202,7 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 	// The first event carries no content: the first chunk with content
 	// is the first delta, after ChunkDelay.
 	for i := range s.opts.Chunks {
-		events = append(events, fmt.Sprintf("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":%q}}\n\n", word(i)))
+		events = append(events, fmt.Sprintf("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":%q}}\n\n", s.word(i)))
 	}
 	events = append(events, fmt.Sprintf("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"+
 		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":%d}}\n\n"+

@@ -1,0 +1,210 @@
+package genai
+
+import (
+	"container/list"
+	"net/textproto"
+	"time"
+
+	"github.com/xpuscope/xpuscope/genai/internal/httpframe"
+	"github.com/xpuscope/xpuscope/internal/httpbpf"
+)
+
+// connKey names a captured connection: the process, and its SSL pointer
+// or socket descriptor.
+type connKey struct {
+	pid  uint32
+	src  httpbpf.Source
+	conn uint64
+}
+
+// capConn is a connection being reassembled.
+type capConn struct {
+	key   connKey
+	frame *httpframe.Conn
+	// seq is the number of the call whose bytes came last; next is the
+	// offset its next record starts at, 0 when the call is complete.
+	seq, next uint32
+	seen      time.Time // when bytes last came
+	elem      *list.Element
+}
+
+// ignorer stops the kernel side's capture of a connection.
+type ignorer interface {
+	Ignore(pid uint32, src httpbpf.Source, conn uint64) error
+}
+
+// connTable reassembles the capture's records into exchanges, one
+// httpframe.Conn per connection, bounded in number: the least recently
+// used goes first. It is not safe for concurrent use.
+type connTable struct {
+	cfg     *captureConfig
+	kernel  ignorer // nil: nothing to tell
+	wall    func(ktime uint64) time.Time
+	deliver func(*Exchange, *httpframe.Exchange) outcome
+	now     func() time.Time
+
+	conns map[connKey]*capConn
+	lru   list.List // of *capConn, least recently used first
+
+	frames           httpframe.Stats // all connections'
+	outcomes         [numOutcomes]int64
+	evicted          int64
+	malformedRecords int64
+}
+
+// outcome is what became of a framed exchange.
+type outcome int
+
+const (
+	outcomeEmitted outcome = iota
+	outcomeNotLLM
+	outcomeServerSide
+	outcomeParseError
+	numOutcomes
+)
+
+func newConnTable(cfg *captureConfig, k ignorer, wall func(uint64) time.Time,
+	deliver func(*Exchange, *httpframe.Exchange) outcome) *connTable {
+	return &connTable{cfg: cfg, kernel: k, wall: wall, deliver: deliver, now: time.Now, conns: map[connKey]*capConn{}}
+}
+
+// handle takes one record.
+func (t *connTable) handle(r *httpbpf.Record) {
+	k := connKey{r.PID, r.Source, r.Conn}
+	cc := t.conns[k]
+	if r.Kind == httpbpf.KindClose {
+		if cc != nil {
+			if r.Seq != cc.seq || cc.next != 0 {
+				t.gap(cc) // calls lost before the close
+			}
+			cc.frame.Close()
+			t.remove(cc)
+		}
+		return
+	}
+	dir := httpframe.Write
+	if r.Dir == httpbpf.Read {
+		dir = httpframe.Read
+	}
+	switch {
+	case cc == nil:
+		cc = t.add(k)
+		if r.Seq != 1 || r.Offset != 0 {
+			// The capture began mid-connection: resync at the next
+			// message start.
+			cc.frame.Gap(dir)
+		}
+	case r.Seq == cc.seq && r.Offset == cc.next && cc.next != 0: // the call's next piece
+	case r.Seq == cc.seq+1 && r.Offset == 0 && cc.next == 0: // the next call
+	default:
+		t.gap(cc) // a call, or part of one, was lost
+	}
+	t.lru.MoveToBack(cc.elem)
+	cc.seen = t.now()
+	cc.seq = r.Seq
+	if end := r.Offset + uint32(len(r.Data)); end < r.Total {
+		cc.next = end
+	} else {
+		cc.next = 0
+	}
+	cc.frame.Feed(dir, r.Data, int64(r.TS))
+}
+
+// gap says bytes were lost, in a direction not known.
+func (t *connTable) gap(cc *capConn) {
+	cc.frame.Gap(httpframe.Write)
+	cc.frame.Gap(httpframe.Read)
+}
+
+func (t *connTable) add(k connKey) *capConn {
+	if len(t.conns) >= t.cfg.maxConns {
+		if oldest := t.lru.Front(); oldest != nil {
+			t.evict(oldest.Value.(*capConn))
+		}
+	}
+	cc := &capConn{key: k}
+	cc.frame = httpframe.New(httpframe.Config{
+		OnExchange:  func(x *httpframe.Exchange) { t.exchange(cc, x) },
+		DropHeaders: SensitiveHeaders,
+		MaxBody:     t.cfg.bodyLimit,
+		Stats:       &t.frames,
+	})
+	cc.elem = t.lru.PushBack(cc)
+	t.conns[k] = cc
+	return cc
+}
+
+func (t *connTable) remove(cc *capConn) {
+	t.lru.Remove(cc.elem)
+	delete(t.conns, cc.key)
+}
+
+// evict gives up on a connection: what it was reading is abandoned.
+func (t *connTable) evict(cc *capConn) {
+	t.evicted++
+	before := t.frames.AbandonedClose
+	cc.frame.Close()
+	// Counted as evicted, not as closed.
+	t.frames.AbandonedClose = before
+	t.remove(cc)
+}
+
+// evictIdle evicts the connections that moved no bytes for the idle
+// timeout.
+func (t *connTable) evictIdle(now time.Time) {
+	for e := t.lru.Front(); e != nil; {
+		cc := e.Value.(*capConn)
+		if now.Sub(cc.seen) < t.cfg.idleTimeout {
+			return // the rest are more recent
+		}
+		e = e.Next()
+		t.evict(cc)
+	}
+}
+
+// exchange turns a framed exchange into an Exchange and delivers it. A
+// connection whose exchange is not an LLM API call is not read further:
+// the kernel side stops sending its bytes.
+func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
+	var x Exchange
+	toExchange(fx, t.wall, &x)
+	o := outcomeServerSide
+	if fx.Role == httpframe.Client {
+		o = t.deliver(&x, fx)
+	}
+	t.outcomes[o]++
+	if o == outcomeNotLLM && t.kernel != nil {
+		_ = t.kernel.Ignore(cc.key.pid, cc.key.src, cc.key.conn)
+	}
+}
+
+// toExchange fills x from a framed exchange, whose header fields are
+// already free of credentials.
+func toExchange(fx *httpframe.Exchange, wall func(uint64) time.Time, x *Exchange) {
+	*x = Exchange{
+		Method:            fx.Method,
+		Host:              fx.RequestHeader.Get("Host"),
+		Path:              fx.Target,
+		RequestHeader:     header(fx.RequestHeader),
+		RequestBody:       fx.RequestBody,
+		RequestTruncated:  fx.RequestTruncated,
+		Start:             wall(uint64(fx.RequestStart)),
+		End:               wall(uint64(max(fx.ResponseEnd, fx.RequestEnd))),
+		Status:            fx.Status,
+		ResponseHeader:    header(fx.ResponseHeader),
+		ResponseTruncated: fx.ResponseTruncated,
+	}
+	x.Chunks = make([]Chunk, len(fx.Pieces))
+	for i, p := range fx.Pieces {
+		x.Chunks[i] = Chunk{At: wall(uint64(p.At)), Data: p.Data}
+	}
+}
+
+func header(h httpframe.Headers) Header {
+	out := make(Header, len(h))
+	for _, f := range h {
+		k := textproto.CanonicalMIMEHeaderKey(f.Name)
+		out[k] = append(out[k], f.Value)
+	}
+	return out
+}

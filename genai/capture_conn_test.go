@@ -1,0 +1,193 @@
+package genai
+
+// The capture's reassembly on synthetic records, as the BPF side makes
+// them: no kernel.
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/genai/internal/httpframe"
+	"github.com/xpuscope/xpuscope/internal/httpbpf"
+)
+
+const (
+	tRequestBody  = `{"model":"gpt-4o","n":1}`
+	tResponseBody = `{"id":"c-1"}`
+)
+
+var (
+	tRequest = "POST /v1/chat/completions HTTP/1.1\r\nHost: api.openai.com\r\nAuthorization: Bearer sk-x\r\n" +
+		"Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(tRequestBody)) + "\r\n\r\n" + tRequestBody
+	tResponse = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(tResponseBody)) +
+		"\r\n\r\n" + tResponseBody
+)
+
+type recordedIgnore struct{ keys []connKey }
+
+func (r *recordedIgnore) Ignore(pid uint32, src httpbpf.Source, conn uint64) error {
+	r.keys = append(r.keys, connKey{pid, src, conn})
+	return nil
+}
+
+type tableHarness struct {
+	t      *connTable
+	got    []*Exchange
+	ign    recordedIgnore
+	result outcome // what deliver returns
+	seq    map[connKey]uint32
+	clock  time.Time
+}
+
+func newTableHarness(maxConns int) *tableHarness {
+	h := &tableHarness{seq: map[connKey]uint32{}, clock: time.Unix(1000, 0)}
+	cfg := &captureConfig{bodyLimit: DefaultBodyLimit, maxConns: maxConns, idleTimeout: time.Minute}
+	h.t = newConnTable(cfg, &h.ign, func(k uint64) time.Time { return time.Unix(0, int64(k)) },
+		func(x *Exchange, _ *httpframe.Exchange) outcome {
+			h.got = append(h.got, x)
+			return h.result
+		})
+	h.t.now = func() time.Time { return h.clock }
+	return h
+}
+
+// call feeds one call of pid's fd 7 moving data, numbered next.
+func (h *tableHarness) call(pid uint32, dir httpbpf.Dir, data string, ts uint64) {
+	k := connKey{pid, httpbpf.SourceSocket, 7}
+	h.seq[k]++
+	h.t.handle(&httpbpf.Record{TS: ts, Conn: 7, PID: pid, Kind: httpbpf.KindData, Source: httpbpf.SourceSocket,
+		Dir: dir, Total: uint32(len(data)), Seq: h.seq[k], Data: []byte(data)})
+}
+
+// lose numbers a call that never arrives.
+func (h *tableHarness) lose(pid uint32) { h.seq[connKey{pid, httpbpf.SourceSocket, 7}]++ }
+
+func (h *tableHarness) exchange(pid uint32, ts uint64) {
+	h.call(pid, httpbpf.Write, tRequest, ts)
+	h.call(pid, httpbpf.Read, tResponse, ts+10)
+}
+
+func TestConnTableExchanges(t *testing.T) {
+	h := newTableHarness(16)
+	h.exchange(1, 100)
+	h.exchange(1, 200)
+	require.Len(t, h.got, 2)
+	x := h.got[0]
+	require.Equal(t, "POST", x.Method)
+	require.Equal(t, "api.openai.com", x.Host)
+	require.Equal(t, "/v1/chat/completions", x.Path)
+	require.Equal(t, tRequestBody, string(x.RequestBody))
+	require.Equal(t, 200, x.Status)
+	require.Empty(t, x.RequestHeader["Authorization"], "credentials are dropped as the message is framed")
+	require.Equal(t, "application/json", x.RequestHeader.Get("Content-Type"))
+	require.Equal(t, time.Unix(0, 100), x.Start)
+	require.Equal(t, time.Unix(0, 110), x.End)
+	require.Len(t, x.Chunks, 1)
+	require.Equal(t, tResponseBody, string(x.Chunks[0].Data))
+	require.Equal(t, int64(2), h.t.outcomes[outcomeEmitted])
+}
+
+// A lost call abandons the exchange it belonged to, and the next one on
+// the connection is whole: nothing is mis-assembled.
+func TestConnTableLostCall(t *testing.T) {
+	h := newTableHarness(16)
+	h.call(1, httpbpf.Write, tRequest, 100)
+	h.lose(1) // the response's first read
+	h.call(1, httpbpf.Read, tResponse[40:], 110)
+	h.exchange(1, 200)
+	require.Len(t, h.got, 1)
+	require.Equal(t, time.Unix(0, 200), h.got[0].Start)
+	require.Equal(t, tResponseBody, string(h.got[0].Chunks[0].Data))
+	require.Positive(t, h.t.frames.AbandonedGap)
+}
+
+// A call cut short (its tail not captured: the record says it moved
+// more) is a gap too.
+func TestConnTableShortCall(t *testing.T) {
+	h := newTableHarness(16)
+	k := connKey{1, httpbpf.SourceSocket, 7}
+	h.call(1, httpbpf.Write, tRequest, 100)
+	h.seq[k]++
+	long := "HTTP/1.1 200 OK\r\nContent-Length: 113\r\n\r\n" + tResponseBody // and 100 bytes not captured
+	h.t.handle(&httpbpf.Record{TS: 110, Conn: 7, PID: 1, Kind: httpbpf.KindData, Source: httpbpf.SourceSocket,
+		Dir: httpbpf.Read, Total: uint32(len(long)) + 100, Seq: h.seq[k], Data: []byte(long)})
+	h.exchange(1, 200)
+	require.Len(t, h.got, 1, "the exchange whose response lost bytes is not delivered")
+	require.Equal(t, time.Unix(0, 200), h.got[0].Start)
+}
+
+// The capture began mid-connection: the first record is in a body. The
+// connection resyncs at the next request.
+func TestConnTableMidConnection(t *testing.T) {
+	h := newTableHarness(16)
+	h.seq[connKey{1, httpbpf.SourceSocket, 7}] = 41
+	h.call(1, httpbpf.Read, tResponse[60:], 50)
+	h.exchange(1, 200)
+	require.Len(t, h.got, 1)
+	require.Equal(t, "/v1/chat/completions", h.got[0].Path)
+}
+
+// Closing: a close after every call ends the connection; one after a lost
+// call abandons what was in progress.
+func TestConnTableClose(t *testing.T) {
+	h := newTableHarness(16)
+	h.exchange(1, 100)
+	h.t.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 1, Conn: 7, Seq: h.seq[connKey{1, httpbpf.SourceSocket, 7}]})
+	require.Empty(t, h.t.conns)
+
+	h.call(2, httpbpf.Write, tRequest, 100)
+	h.lose(2)
+	h.t.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 2, Conn: 7, Seq: h.seq[connKey{2, httpbpf.SourceSocket, 7}]})
+	require.Empty(t, h.t.conns)
+	require.Len(t, h.got, 1)
+	require.Positive(t, h.t.frames.AbandonedGap+h.t.frames.AbandonedClose)
+}
+
+// Connections are bounded: past the cap the least recently used goes,
+// and idle ones go after the timeout; both are counted.
+func TestConnTableEviction(t *testing.T) {
+	h := newTableHarness(2)
+	h.call(1, httpbpf.Write, tRequest, 100) // pid 1: waiting for its response
+	h.call(2, httpbpf.Write, tRequest, 100)
+	h.call(3, httpbpf.Write, tRequest, 100) // evicts pid 1
+	require.Len(t, h.t.conns, 2)
+	require.Nil(t, h.t.conns[connKey{1, httpbpf.SourceSocket, 7}])
+	require.Equal(t, int64(1), h.t.evicted)
+	require.Zero(t, h.t.frames.AbandonedClose, "an eviction is not a close")
+
+	h.clock = h.clock.Add(30 * time.Second)
+	h.call(3, httpbpf.Read, tResponse, 110) // pid 3 is busy
+	h.clock = h.clock.Add(45 * time.Second)
+	h.t.evictIdle(h.clock)
+	require.Len(t, h.t.conns, 1, "pid 2 idled past the timeout")
+	require.NotNil(t, h.t.conns[connKey{3, httpbpf.SourceSocket, 7}])
+	require.Equal(t, int64(2), h.t.evicted)
+}
+
+// An exchange that is not an LLM API call stops the connection's capture
+// in the kernel; one seen from the server's end is counted, not
+// delivered.
+func TestConnTableOutcomes(t *testing.T) {
+	h := newTableHarness(16)
+	h.result = outcomeNotLLM
+	h.exchange(1, 100)
+	require.Equal(t, []connKey{{1, httpbpf.SourceSocket, 7}}, h.ign.keys)
+
+	h.result = outcomeEmitted
+	h.call(2, httpbpf.Read, tRequest, 100) // pid 2 read the request: it is the server
+	h.call(2, httpbpf.Write, tResponse, 110)
+	require.Len(t, h.got, 1, "only pid 1's")
+	require.Equal(t, int64(1), h.t.outcomes[outcomeServerSide])
+	require.Equal(t, int64(1), h.t.outcomes[outcomeNotLLM])
+}
+
+func FuzzIsGoELF(f *testing.F) {
+	f.Add([]byte("\x7fELF\x02\x01\x01"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = isGoELF(bytesReaderAt(b)) // must not panic
+	})
+}

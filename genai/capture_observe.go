@@ -1,0 +1,189 @@
+package genai
+
+import (
+	"context"
+	"debug/elf"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/xpuscope/xpuscope/genai/internal/httpframe"
+	"github.com/xpuscope/xpuscope/internal/meterx"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+// exchange delivers a client's framed exchange: an LLM API call is
+// parsed, emitted and handed to the exchange handler.
+func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange) outcome {
+	ep, ok := Detect(x, c.cfg.capture.hosts)
+	if !ok {
+		return outcomeNotLLM
+	}
+	call, err := Parse(x, ep)
+	if err != nil {
+		return outcomeParseError
+	}
+	c.emitter.Emit(context.Background(), x, &call, ep)
+	if h := c.cfg.capture.onExchange; h != nil {
+		h(x, &call, ep)
+	}
+	return outcomeEmitted
+}
+
+// captureInstruments are the capture's self-metrics.
+type captureInstruments struct {
+	exchanges, abandoned, dropped, skipped metric.Int64ObservableCounter
+	connections, goProcs, attached         metric.Int64ObservableUpDownCounter
+
+	outcome [numOutcomes]meterx.Attrs
+	reason  map[string]meterx.Attrs
+}
+
+func (in *captureInstruments) create(m metric.Meter) error {
+	var err error
+	counter := func(d semconv.Metric) metric.Int64ObservableCounter {
+		var c metric.Int64ObservableCounter
+		if err == nil {
+			c, err = meterx.Int64ObservableCounter(m, d)
+		}
+		return c
+	}
+	updown := func(d semconv.Metric) metric.Int64ObservableUpDownCounter {
+		var c metric.Int64ObservableUpDownCounter
+		if err == nil {
+			c, err = meterx.Int64ObservableUpDownCounter(m, d)
+		}
+		return c
+	}
+	in.exchanges = counter(semconv.XpuscopeGenAICaptureExchanges)
+	in.abandoned = counter(semconv.XpuscopeGenAICaptureAbandoned)
+	in.dropped = counter(semconv.XpuscopeGenAICaptureDropped)
+	in.skipped = counter(semconv.XpuscopeGenAICaptureSkippedConnections)
+	in.connections = updown(semconv.XpuscopeGenAICaptureConnections)
+	in.goProcs = updown(semconv.XpuscopeGenAICaptureGoProcesses)
+	in.attached = updown(semconv.XpuscopeGenAICaptureAttachedFiles)
+	for o, v := range [numOutcomes]string{
+		outcomeEmitted: semconv.CaptureOutcomeEmitted, outcomeNotLLM: semconv.CaptureOutcomeNotLLM,
+		outcomeServerSide: semconv.CaptureOutcomeServerSide, outcomeParseError: semconv.CaptureOutcomeParseError,
+	} {
+		in.outcome[o] = meterx.NewAttrs(semconv.XpuscopeGenAIOutcome.String(v))
+	}
+	in.reason = map[string]meterx.Attrs{}
+	for _, r := range []string{semconv.CaptureReasonGap, semconv.CaptureReasonClose, semconv.CaptureReasonMalformed,
+		semconv.CaptureReasonOverflow, semconv.CaptureReasonIdle, semconv.CaptureSkipHTTP2, semconv.CaptureSkipNotHTTP,
+		semconv.CaptureSkipSwitched} {
+		in.reason[r] = meterx.NewAttrs(semconv.XpuscopeGenAIReason.String(r))
+	}
+	return err
+}
+
+func (in *captureInstruments) observables() []metric.Observable {
+	return []metric.Observable{in.exchanges, in.abandoned, in.dropped, in.skipped, in.connections, in.goProcs, in.attached}
+}
+
+// observe reports the self-metrics; it reads the kernel's counters, then
+// holds the lock only to copy.
+func (c *Capture) observe(in *captureInstruments, o metric.Observer) error {
+	counters, cerr := c.objs.Counters()
+	attached := int64(len(c.tracer.Attachments()))
+	c.mu.Lock()
+	t := c.conns
+	outcomes, f := t.outcomes, t.frames
+	conns, evicted, goProcs := int64(len(t.conns)), t.evicted, c.goProcs
+	c.mu.Unlock()
+
+	for i, n := range outcomes {
+		o.ObserveInt64(in.exchanges, n, in.outcome[i].Observe...)
+	}
+	for r, n := range map[string]int64{
+		semconv.CaptureReasonGap: f.AbandonedGap, semconv.CaptureReasonClose: f.AbandonedClose,
+		semconv.CaptureReasonMalformed: f.AbandonedMalformed, semconv.CaptureReasonOverflow: f.AbandonedOverflow,
+		semconv.CaptureReasonIdle: evicted,
+	} {
+		o.ObserveInt64(in.abandoned, n, in.reason[r].Observe...)
+	}
+	for r, n := range map[string]int64{
+		semconv.CaptureSkipHTTP2: f.HTTP2, semconv.CaptureSkipNotHTTP: f.NonHTTP, semconv.CaptureSkipSwitched: f.Switched,
+	} {
+		o.ObserveInt64(in.skipped, n, in.reason[r].Observe...)
+	}
+	if cerr == nil {
+		o.ObserveInt64(in.dropped, int64(counters[0]))
+	}
+	o.ObserveInt64(in.connections, conns)
+	o.ObserveInt64(in.goProcs, goProcs)
+	o.ObserveInt64(in.attached, attached)
+	return nil
+}
+
+// goCounter counts the running Go programs, whose crypto/tls the capture
+// does not see. It remembers what it found per pid, and forgets exited
+// ones, so that each executable is read once per process.
+type goCounter struct {
+	procRoot string
+	seen     map[int]bool // pid → a Go program
+}
+
+// maxGoPIDs bounds the pids remembered.
+const maxGoPIDs = 1 << 16
+
+func newGoCounter(procRoot string) *goCounter {
+	return &goCounter{procRoot: procRoot, seen: map[int]bool{}}
+}
+
+// count rescans the processes and returns how many run a Go program.
+func (g *goCounter) count() int64 {
+	ents, err := os.ReadDir(g.procRoot)
+	if err != nil {
+		return 0
+	}
+	alive := make(map[int]bool, len(ents))
+	var n int64
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		isGo, known := g.seen[pid]
+		if !known {
+			isGo = goExecutable(filepath.Join(g.procRoot, e.Name(), "exe"))
+			if len(g.seen) < maxGoPIDs {
+				g.seen[pid] = isGo
+			}
+		}
+		alive[pid] = true
+		if isGo {
+			n++
+		}
+	}
+	for pid := range g.seen {
+		if !alive[pid] {
+			delete(g.seen, pid)
+		}
+	}
+	return n
+}
+
+// goExecutable reports whether the file at path is an ELF built by Go: it
+// has the .go.buildinfo section the Go linker writes (stripped binaries
+// keep it).
+func goExecutable(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return isGoELF(f)
+}
+
+// isGoELF reports whether r is an ELF file with a .go.buildinfo section.
+func isGoELF(r io.ReaderAt) bool {
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return false
+	}
+	return f.Section(".go.buildinfo") != nil
+}

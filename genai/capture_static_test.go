@@ -1,0 +1,162 @@
+package genai
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
+	"github.com/xpuscope/xpuscope/internal/uprobe"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+// buildSSLClient compiles testdata/capture/sslclient.c with OpenSSL linked
+// in statically (libssl-dev's archives), as Node links it.
+func buildSSLClient(t testing.TB) string {
+	t.Helper()
+	src, err := filepath.Abs("testdata/capture/sslclient.c")
+	require.NoError(t, err)
+	exe := filepath.Join(t.TempDir(), "sslclient")
+	out, err := exec.Command("gcc", "-O2", "-Wall", "-o", exe, src,
+		"-Wl,-Bstatic", "-lssl", "-lcrypto", "-Wl,-Bdynamic", "-lpthread", "-ldl").CombinedOutput()
+	require.NoError(t, err, "gcc (libssl-dev has the static archives): %s", out)
+	return exe
+}
+
+// sslClient is a running sslclient, connected and waiting at READY.
+type sslClient struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+}
+
+func startSSLClient(t testing.TB, exe string, s *llmserver.Server, n int) *sslClient {
+	t.Helper()
+	cmd := exec.Command(exe, strconv.Itoa(s.Port), s.CAFile, "/v1/chat/completions", "gpt-4o-mini", strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), "CAPTURE_SECRET="+captureSecret)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	c := &sslClient{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	require.True(t, c.out.Scan(), "sslclient printed nothing")
+	require.Equal(t, "READY", c.out.Text())
+	return c
+}
+
+// run lets the client go and returns its ns per request.
+func (c *sslClient) run(t testing.TB) float64 {
+	t.Helper()
+	_, err := io.WriteString(c.stdin, "go\n")
+	require.NoError(t, err)
+	var ns float64
+	for c.out.Scan() {
+		if v, ok := strings.CutPrefix(c.out.Text(), "NS_PER_REQUEST "); ok {
+			ns, err = strconv.ParseFloat(v, 64)
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, c.cmd.Wait())
+	require.Positive(t, ns, "no NS_PER_REQUEST line")
+	return ns
+}
+
+// TestCaptureStaticOpenSSL: a program with OpenSSL linked in (no libssl.so)
+// started after the capture is found and probed, and its keep-alive
+// requests are captured, one span each.
+func TestCaptureStaticOpenSSL(t *testing.T) {
+	exe := buildSSLClient(t)
+	s := llmserver.Start(t, llmserver.Options{TLS: true, Chunks: chunks})
+	h := startCapture(t)
+	c := startSSLClient(t, exe, s, 3)
+	ok := poll(5*time.Second, func() bool {
+		return slices.ContainsFunc(h.c.Status().Attachments, func(a uprobe.Attachment) bool { return a.PID == c.cmd.Process.Pid })
+	})
+	require.True(t, ok, "the static client was not probed: %+v", h.c.Status())
+	c.run(t)
+	for _, sp := range h.spansTo(t, s.Port, 3) {
+		a := attrs(sp)
+		require.Equal(t, "gpt-4o-mini", a[semconv.GenAIRequestModel].AsString())
+		require.Equal(t, int64(llmserver.OutputTokens), a[semconv.GenAIUsageOutputTokens].AsInt64())
+	}
+	h.requireNoSecret(t)
+}
+
+// BenchmarkCaptureOverhead: requests/s of a TLS client loop (sslclient:
+// OpenSSL, one keep-alive connection, streamed chat completions of about
+// 4 KiB each from the local mock) without and with the capture, in one
+// run: the variants alternate over XPUSCOPE_BENCH_ROUNDS rounds (default
+// 5) of XPUSCOPE_BENCH_REQUESTS requests (default 500), and the medians
+// are reported with the ratio. With the capture on, every request must
+// become a span. Run it once: -benchtime=1x.
+func BenchmarkCaptureOverhead(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("the capture's BPF programs need root")
+	}
+	exe := buildSSLClient(b)
+	// 8 content chunks of 400 bytes, with the SSE and JSON around them
+	// and the final chunks: about 4 KiB a response.
+	s := llmserver.Start(b, llmserver.Options{TLS: true, Chunks: 8, ChunkSize: 400})
+	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 500)
+	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 5)
+	untraced := func() float64 { return startSSLClient(b, exe, s, n).run(b) }
+	traced := func() float64 {
+		var spans int
+		c, err := NewCapture(WithExchangeHandler(func(*Exchange, *Call, Endpoint) { spans++ }))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		cl := startSSLClient(b, exe, s, n)
+		ok := poll(5*time.Second, func() bool {
+			return slices.ContainsFunc(c.Status().Attachments, func(a uprobe.Attachment) bool { return a.PID == cl.cmd.Process.Pid })
+		})
+		if !ok {
+			b.Fatalf("sslclient not probed: %+v", c.Status())
+		}
+		ns := cl.run(b)
+		got := poll(5*time.Second, func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return spans == n
+		})
+		if !got {
+			b.Fatalf("%d calls captured of %d", spans, n)
+		}
+		return ns
+	}
+	var off, on []float64
+	b.ResetTimer()
+	for r := range rounds {
+		if r%2 == 0 {
+			off, on = append(off, untraced()), append(on, traced())
+		} else {
+			on, off = append(on, traced()), append(off, untraced())
+		}
+	}
+	b.StopTimer()
+	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	offNs, onNs := med(off), med(on)
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(1e9/offNs, "untraced-req/s")
+	b.ReportMetric(1e9/onNs, "captured-req/s")
+	b.ReportMetric(offNs/onNs, "captured/untraced")
+}
+
+func benchEnv(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,402 @@
+package genai
+
+// Kernel-tier tests of the capture: real clients (Python's http.client and
+// ssl, curl), the real system OpenSSL, the real kernel, against a local
+// mock of the providers' APIs (internal/testutil/llmserver), which stands
+// in for the providers a test cannot reach.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/testutil"
+	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+const captureSecret = "sk-capture-9c1d77e0-never-export"
+
+type captureHarness struct {
+	c      *Capture
+	spans  *tracetest.InMemoryExporter
+	reader *sdkmetric.ManualReader
+}
+
+func startCapture(t *testing.T, opts ...Option) *captureHarness {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "the capture's BPF programs need root")
+	}
+	h := &captureHarness{spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
+	c, err := NewCapture(append([]Option{
+		WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(h.spans))),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))),
+	}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	h.c = c
+	return h
+}
+
+// waitAttached waits until the system libssl is probed.
+func (h *captureHarness) waitAttached(t *testing.T, lib string) {
+	t.Helper()
+	ok := poll(10*time.Second, func() bool {
+		for _, a := range h.c.Status().Attachments {
+			if fi, err := os.Stat(lib); err == nil && sameFile(fi, a.Dev, a.Inode) {
+				return true
+			}
+		}
+		// The library is mapped by no process yet: load it in one.
+		_ = exec.Command("curl", "-s", "--version").Run()
+		return false
+	})
+	require.True(t, ok, "%s not attached: %+v", lib, h.c.Status())
+}
+
+// spansTo returns the spans of calls to port, waiting until there are n.
+func (h *captureHarness) spansTo(t *testing.T, port, n int) tracetest.SpanStubs {
+	t.Helper()
+	var got tracetest.SpanStubs
+	ok := poll(15*time.Second, func() bool {
+		got = got[:0]
+		for _, s := range h.spans.GetSpans() {
+			for _, kv := range s.Attributes {
+				if kv.Key == semconv.ServerPort && kv.Value.AsInt64() == int64(port) {
+					got = append(got, s)
+				}
+			}
+		}
+		return len(got) >= n
+	})
+	require.True(t, ok, "%d spans to port %d, want %d", len(got), port, n)
+	time.Sleep(300 * time.Millisecond) // no more than n come
+	got = got[:0]
+	for _, s := range h.spans.GetSpans() {
+		for _, kv := range s.Attributes {
+			if kv.Key == semconv.ServerPort && kv.Value.AsInt64() == int64(port) {
+				got = append(got, s)
+			}
+		}
+	}
+	require.Len(t, got, n, "spans to port %d", port)
+	return got
+}
+
+func poll(d time.Duration, f func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		if f() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+func attrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// requireNoSecret fails if the secret appears in any span or metric.
+func (h *captureHarness) requireNoSecret(t *testing.T) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, h.reader.Collect(context.Background(), &rm))
+	all := fmt.Sprintf("%+v\n%+v", h.spans.GetSpans(), rm)
+	require.NotContains(t, all, captureSecret)
+	require.NotContains(t, all, "Bearer")
+}
+
+// python runs testdata/capture/client.py: n streaming requests on one
+// keep-alive connection.
+func python(t *testing.T, s *llmserver.Server, path, model string, n int) {
+	t.Helper()
+	args := []string{"testdata/capture/client.py", s.URL, path, model, strconv.Itoa(n)}
+	if s.CAFile != "" {
+		args = append(args, s.CAFile)
+	}
+	cmd := exec.Command("/usr/bin/python3", args...)
+	cmd.Env = append(os.Environ(), "CAPTURE_SECRET="+captureSecret)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "python client: %s", out)
+}
+
+// curlChat posts n streaming chat completions to s, in parallel over n
+// connections.
+func curlChat(t *testing.T, s *llmserver.Server, n int) {
+	t.Helper()
+	args := []string{"-sS", "--http1.1", "-N", "--fail", "-H", "Authorization: Bearer " + captureSecret,
+		"-H", "Content-Type: application/json", "-d", `{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`,
+		"-o", "/dev/null"}
+	if n > 1 {
+		args = append(args, "--parallel", "--parallel-immediate", "--parallel-max", strconv.Itoa(n))
+	}
+	if s.CAFile != "" {
+		args = append(args, "--cacert", s.CAFile)
+	}
+	for range n {
+		args = append(args, s.URL+"/v1/chat/completions")
+	}
+	out, err := exec.Command("curl", args...).CombinedOutput()
+	require.NoError(t, err, "curl: %s", out)
+}
+
+const (
+	firstDelay = 300 * time.Millisecond
+	chunkDelay = 30 * time.Millisecond
+	chunks     = 3
+)
+
+// checkStreamedCall checks one span of a streamed call to the mock.
+func checkStreamedCall(t *testing.T, h *captureHarness, s tracetest.SpanStub, provider, model, finish string) {
+	t.Helper()
+	a := attrs(s)
+	require.Equal(t, provider, a[semconv.GenAIProviderName].AsString())
+	require.Equal(t, "chat "+model, s.Name)
+	require.Equal(t, model, a[semconv.GenAIRequestModel].AsString())
+	require.Equal(t, int64(llmserver.InputTokens), a[semconv.GenAIUsageInputTokens].AsInt64())
+	require.Equal(t, int64(llmserver.OutputTokens), a[semconv.GenAIUsageOutputTokens].AsInt64())
+	require.Equal(t, []string{finish}, a[semconv.GenAIResponseFinishReasons].AsStringSlice())
+	// The stream: the first chunk after firstDelay, then one every
+	// chunkDelay; the span covers it all.
+	minDur := firstDelay + (chunks-1)*chunkDelay
+	require.GreaterOrEqual(t, s.EndTime.Sub(s.StartTime), minDur, "span duration")
+}
+
+// TestCaptureTLSClients: Python's http.client (SSL_read_ex and
+// SSL_write_ex) and curl (SSL_read and SSL_write) over TLS to the OpenAI
+// and Anthropic APIs: one span per request, with provider, model, usage
+// and finish reason; a time to first chunk of at least the server's first
+// delay; a duration covering the stream; the Authorization secret
+// nowhere.
+func TestCaptureTLSClients(t *testing.T) {
+	s := llmserver.Start(t, llmserver.Options{TLS: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
+	h := startCapture(t)
+	h.waitAttached(t, systemLibSSL(t))
+
+	python(t, s, "/v1/chat/completions", "gpt-4o-mini", 1)
+	python(t, s, "/v1/messages", "claude-sonnet-4", 1)
+	curlChat(t, s, 1)
+	spans := h.spansTo(t, s.Port, 3)
+	byProvider := map[string][]tracetest.SpanStub{}
+	for _, sp := range spans {
+		p := attrs(sp)[semconv.GenAIProviderName].AsString()
+		byProvider[p] = append(byProvider[p], sp)
+	}
+	// A server at an address of no provider: what the path says.
+	compat := semconv.GenAIProviderOpenAICompatible
+	require.Len(t, byProvider[compat], 2)
+	require.Len(t, byProvider["anthropic"], 1)
+	for _, sp := range byProvider[compat] {
+		checkStreamedCall(t, h, sp, compat, "gpt-4o-mini", "stop")
+	}
+	checkStreamedCall(t, h, byProvider["anthropic"][0], "anthropic", "claude-sonnet-4", "end_turn")
+
+	// Time to first chunk: the first content chunk came firstDelay after
+	// the request (the Anthropic stream's first content delta one
+	// chunkDelay later), give or take the scheduler.
+	pts := testutil.Collect(t, h.reader)
+	for _, p := range pts.Find(semconv.GenAIClientOperationTimeToFirstChunk.Name) {
+		mean := time.Duration(p.Value / float64(p.Count) * float64(time.Second))
+		require.GreaterOrEqual(t, mean, firstDelay, "time to first chunk %v", p.Attrs)
+		require.Less(t, mean, firstDelay+chunkDelay+500*time.Millisecond, "time to first chunk %v", p.Attrs)
+	}
+	require.NotEmpty(t, pts.Find(semconv.GenAIClientOperationTimeToFirstChunk.Name))
+	require.Equal(t, 3.0, pts.One(t, semconv.XpuscopeGenAICaptureExchanges.Name,
+		semconv.XpuscopeGenAIOutcome.String(semconv.CaptureOutcomeEmitted)).Value)
+	// This test binary is a Go program: its crypto/tls is not seen, and
+	// it is counted.
+	require.GreaterOrEqual(t, pts.One(t, semconv.XpuscopeGenAICaptureGoProcesses.Name).Value, 1.0)
+	require.GreaterOrEqual(t, pts.One(t, semconv.XpuscopeGenAICaptureAttachedFiles.Name).Value, 1.0)
+	// Python sent the secret in Authorization and x-api-key, curl in
+	// Authorization: the capture saw it in the clients' writes.
+	auths := s.Authorizations()
+	require.Len(t, auths, 5)
+	for _, v := range auths {
+		require.Contains(t, v, captureSecret)
+	}
+	h.requireNoSecret(t)
+}
+
+// systemLibSSL is the libssl.so.3 curl and Python load.
+func systemLibSSL(t testing.TB) string {
+	for _, p := range []string{"/usr/lib/x86_64-linux-gnu/libssl.so.3", "/lib/x86_64-linux-gnu/libssl.so.3"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no libssl.so.3 (Debian's libssl3; make deps installs it with curl)")
+	return ""
+}
+
+// TestCapturePlaintextKeepAlive: plaintext HTTP to a watched port (the
+// syscall tracepoints): three requests on one keep-alive connection give
+// three spans, named by the host map, and curl's gives a fourth.
+func TestCapturePlaintextKeepAlive(t *testing.T) {
+	s := llmserver.Start(t, llmserver.Options{FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
+	hosts, err := NewHostMap(map[string]string{"127.0.0.1:" + strconv.Itoa(s.Port): "openai"})
+	require.NoError(t, err)
+	h := startCapture(t, WithHostMap(hosts), WithPlaintextPorts(uint16(s.Port)))
+
+	python(t, s, "/v1/chat/completions", "gpt-4o-mini", 3)
+	curlChat(t, s, 1)
+	for _, sp := range h.spansTo(t, s.Port, 4) {
+		checkStreamedCall(t, h, sp, "openai", "gpt-4o-mini", "stop")
+	}
+	h.requireNoSecret(t)
+}
+
+// TestCaptureLoad: 200 concurrent streaming requests over TLS, each on its
+// own connection, give 200 whole spans: the bodies of interleaved
+// connections do not mix. Should the ring buffer overflow, the drops are
+// counted and the exchanges they touch abandoned, never mis-assembled.
+func TestCaptureLoad(t *testing.T) {
+	const n = 200
+	s := llmserver.Start(t, llmserver.Options{TLS: true, FirstDelay: 50 * time.Millisecond, ChunkDelay: 10 * time.Millisecond, Chunks: chunks})
+	h := startCapture(t)
+	h.waitAttached(t, systemLibSSL(t))
+	curlChat(t, s, n)
+
+	var spans tracetest.SpanStubs
+	var dropped float64
+	ok := poll(20*time.Second, func() bool {
+		spans = spans[:0]
+		for _, sp := range h.spans.GetSpans() {
+			if attrs(sp)[semconv.ServerPort].AsInt64() == int64(s.Port) {
+				spans = append(spans, sp)
+			}
+		}
+		pts := testutil.Collect(t, h.reader)
+		dropped = pts.One(t, semconv.XpuscopeGenAICaptureDropped.Name).Value
+		return len(spans) == n || (dropped > 0 && len(spans) > 0)
+	})
+	require.True(t, ok, "%d spans of %d, %v records dropped", len(spans), n, dropped)
+	for _, sp := range spans {
+		a := attrs(sp)
+		require.Equal(t, "gpt-4o-mini", a[semconv.GenAIRequestModel].AsString())
+		require.Equal(t, int64(llmserver.OutputTokens), a[semconv.GenAIUsageOutputTokens].AsInt64())
+		require.Equal(t, "chatcmpl-mock1", a[semconv.GenAIResponseID].AsString())
+	}
+	if dropped == 0 {
+		require.Len(t, spans, n)
+	}
+	t.Logf("%d spans, %v records dropped", len(spans), dropped)
+	h.requireNoSecret(t)
+}
+
+// TestCaptureCloseLeavesNothing: after Close, the goroutines and file
+// descriptors (maps, programs, links, the ring buffer) are gone; a second
+// Close returns nil. The capture sees no process (an empty procfs root),
+// which keeps it quick.
+func TestCaptureCloseLeavesNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "the capture's BPF programs need root")
+	}
+	open := func() *Capture {
+		c, err := NewCapture(WithProcRoot(t.TempDir()))
+		require.NoError(t, err)
+		return c
+	}
+	// A first round creates what lives as long as the test binary.
+	require.NoError(t, open().Close())
+	fds, goroutines := countFDs(t), runtime.NumGoroutine()
+	c := open()
+	require.Greater(t, countFDs(t), fds)
+	require.Greater(t, runtime.NumGoroutine(), goroutines)
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close())
+	ok := poll(5*time.Second, func() bool { return runtime.NumGoroutine() <= goroutines && countFDs(t) <= fds })
+	require.True(t, ok, "after Close: %d goroutines (%d before), %d fds (%d before)",
+		runtime.NumGoroutine(), goroutines, countFDs(t), fds)
+}
+
+func countFDs(t testing.TB) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(ents)
+}
+
+// noPrivEnv runs TestCaptureNoPrivilegeChild for real.
+const noPrivEnv = "XPUSCOPE_GENAI_NOPRIV_CHILD"
+
+// TestCaptureNoPrivilege: without privilege NewCapture says what is
+// missing, as an ErrUnavailable. The test binary runs itself as nobody
+// (uid/gid 65534, no capabilities).
+func TestCaptureNoPrivilege(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "switching to nobody needs root")
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	dir, err := os.MkdirTemp("", "genai-nopriv-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755)) // nobody must reach the binary
+	bin := filepath.Join(dir, "genai.test")
+	b, err := os.ReadFile(self)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, b, 0o755))
+	cmd := exec.Command(bin, "-test.run=^TestCaptureNoPrivilegeChild$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), noPrivEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "--- PASS: TestCaptureNoPrivilegeChild", "%s", out)
+	require.Contains(t, string(out), "CAP_BPF", "%s", out)
+}
+
+// TestCaptureNoPrivilegeChild is TestCaptureNoPrivilege's child.
+func TestCaptureNoPrivilegeChild(t *testing.T) {
+	if os.Getenv(noPrivEnv) == "" {
+		return // only TestCaptureNoPrivilege's child does anything
+	}
+	require.Equal(t, 65534, os.Geteuid())
+	c, err := NewCapture(WithMeterProvider(sdkmetric.NewMeterProvider()))
+	if err == nil {
+		c.Close()
+		t.Fatal("NewCapture succeeded without privilege")
+	}
+	require.ErrorIs(t, err, xpuscope.ErrUnavailable)
+	require.Contains(t, err.Error(), "CAP_BPF")
+	t.Logf("NewCapture: %v", err)
+}
+
+// TestCaptureOptions: bad options are errors that say which, before
+// anything is loaded.
+func TestCaptureOptions(t *testing.T) {
+	for name, o := range map[string]Option{
+		"port 0":      WithPlaintextPorts(8000, 0),
+		"body limit":  WithBodyLimit(-1),
+		"huge body":   WithBodyLimit(64 << 20),
+		"poll":        WithPollInterval(-time.Second),
+		"connections": WithMaxConnections(-1),
+		"idle":        WithIdleTimeout(-time.Second),
+		"content cap": WithContentCapture(-5),
+	} {
+		_, err := NewCapture(o)
+		require.Error(t, err, name)
+		require.NotErrorIs(t, err, xpuscope.ErrUnavailable, name)
+	}
+}

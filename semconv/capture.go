@@ -1,0 +1,81 @@
+package semconv
+
+import "go.opentelemetry.io/otel/attribute"
+
+// Self-metrics of the genai capture Source.
+const (
+	XpuscopeGenAIOutcome = attribute.Key("xpuscope.genai.capture.outcome")
+	XpuscopeGenAIReason  = attribute.Key("xpuscope.genai.capture.reason")
+)
+
+// Values of XpuscopeGenAIOutcome.
+const (
+	CaptureOutcomeEmitted    = "emitted"     // an LLM API call: span and metrics
+	CaptureOutcomeNotLLM     = "not_llm"     // HTTP, but no LLM API the parsers know
+	CaptureOutcomeServerSide = "server_side" // seen from the server's end: its client's capture reports it
+	CaptureOutcomeParseError = "parse_error" // an LLM API whose body could not be read
+)
+
+// Values of XpuscopeGenAIReason.
+const (
+	CaptureReasonGap       = "gap"       // bytes lost: a full ring buffer, or a call larger than the capture takes
+	CaptureReasonClose     = "close"     // the connection closed mid-exchange
+	CaptureReasonMalformed = "malformed" // not valid HTTP/1.x framing
+	CaptureReasonOverflow  = "overflow"  // too many pipelined requests waiting
+	CaptureReasonIdle      = "idle"      // the connection was evicted, idle or over the connection cap
+)
+
+var (
+	XpuscopeGenAICaptureExchanges = Metric{
+		Name: "xpuscope.genai.capture.exchanges", Kind: Counter, Unit: "{exchange}", Origin: Self,
+		Description: "HTTP/1.x exchanges the capture framed, by what became of them.",
+		Attributes:  []attribute.Key{XpuscopeGenAIOutcome},
+	}
+	XpuscopeGenAICaptureAbandoned = Metric{
+		Name: "xpuscope.genai.capture.abandoned", Kind: Counter, Unit: "{exchange}", Origin: Self,
+		Description: "Exchanges the capture gave up on before they were complete, by why.",
+		Attributes:  []attribute.Key{XpuscopeGenAIReason},
+	}
+	XpuscopeGenAICaptureDropped = Metric{
+		Name: "xpuscope.genai.capture.records.dropped", Kind: Counter, Unit: "{record}", Origin: Self,
+		Description: "Capture records the ring buffer had no room for (counted in BPF); the exchanges they belonged to are abandoned, never mis-assembled.",
+	}
+	XpuscopeGenAICaptureConnections = Metric{
+		Name: "xpuscope.genai.capture.connections", Kind: UpDownCounter, Unit: "{connection}", Origin: Self,
+		Description: "HTTP connections the capture is reassembling now.",
+	}
+	XpuscopeGenAICaptureSkippedConnections = Metric{
+		Name: "xpuscope.genai.capture.connections.skipped", Kind: Counter, Unit: "{connection}", Origin: Self,
+		Description: "Connections the capture stopped reading: HTTP/2 (not parsed yet), not HTTP, or switched to another protocol.",
+		Attributes:  []attribute.Key{XpuscopeGenAIReason},
+	}
+	XpuscopeGenAICaptureGoProcesses = Metric{
+		Name: "xpuscope.genai.capture.go_processes", Kind: UpDownCounter, Unit: "{process}", Origin: Self,
+		Description: "Go programs running now: their crypto/tls traffic is not captured (OpenSSL and plaintext only).",
+	}
+	XpuscopeGenAICaptureAttachedFiles = Metric{
+		Name: "xpuscope.genai.capture.attached_files", Kind: UpDownCounter, Unit: "{file}", Origin: Self,
+		Description: "OpenSSL files (by device and inode) the TLS probes are attached to.",
+	}
+)
+
+var captureMetrics = []Metric{
+	XpuscopeGenAICaptureExchanges, XpuscopeGenAICaptureAbandoned, XpuscopeGenAICaptureDropped,
+	XpuscopeGenAICaptureConnections, XpuscopeGenAICaptureSkippedConnections, XpuscopeGenAICaptureGoProcesses,
+	XpuscopeGenAICaptureAttachedFiles,
+}
+
+var captureAttributes = []Attribute{
+	{XpuscopeGenAIOutcome, "string", "What became of an exchange the genai capture framed.", Self,
+		[]string{CaptureOutcomeEmitted, CaptureOutcomeNotLLM, CaptureOutcomeServerSide, CaptureOutcomeParseError}},
+	{XpuscopeGenAIReason, "string", "Why the genai capture gave up on an exchange, or stopped reading a connection (http2, not_http, switched).", Self,
+		[]string{CaptureReasonGap, CaptureReasonClose, CaptureReasonMalformed, CaptureReasonOverflow, CaptureReasonIdle,
+			CaptureSkipHTTP2, CaptureSkipNotHTTP, CaptureSkipSwitched}},
+}
+
+// Values of XpuscopeGenAIReason on XpuscopeGenAICaptureSkippedConnections.
+const (
+	CaptureSkipHTTP2    = "http2"
+	CaptureSkipNotHTTP  = "not_http"
+	CaptureSkipSwitched = "switched"
+)
