@@ -330,8 +330,13 @@ type CaptureStatus struct {
 // that looked like OpenSSL but could not be probed, with why, and the
 // plaintext ports.
 func (c *Capture) Status() CaptureStatus {
-	return CaptureStatus{Attachments: c.tracer.Attachments(), Rejections: c.tracer.Rejections(),
-		PlaintextPorts: c.cfg.capture.ports}
+	st := CaptureStatus{Rejections: c.tracer.Rejections(), PlaintextPorts: c.cfg.capture.ports}
+	for _, a := range c.tracer.Attachments() {
+		if a.Target == TargetOpenSSL { // not the skeleton's own probe on the loader
+			st.Attachments = append(st.Attachments, a)
+		}
+	}
+	return st
 }
 
 // Close detaches the probes, stops the reader and frees the kernel

@@ -88,7 +88,7 @@ func (in *captureInstruments) observables() []metric.Observable {
 // holds the lock only to copy.
 func (c *Capture) observe(in *captureInstruments, o metric.Observer) error {
 	counters, cerr := c.objs.Counters()
-	attached := int64(len(c.tracer.Attachments()))
+	attached := int64(len(c.Status().Attachments))
 	c.mu.Lock()
 	t := c.conns
 	outcomes, f := t.outcomes, t.frames

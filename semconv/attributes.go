@@ -22,6 +22,7 @@ const (
 // Resource attributes (OpenTelemetry).
 const (
 	ServiceName = attribute.Key("service.name")
+	K8sNodeName = attribute.Key("k8s.node.name")
 )
 
 // Process attributes (OpenTelemetry).
@@ -118,7 +119,8 @@ var coreAttributes = []Attribute{
 	{HWGPUTask, "string", "Task the utilization refers to.", OTel, []string{GPUTaskGeneral, GPUTaskEncoder, GPUTaskDecoder}},
 	{ErrorType, "string", "Error class.", OTel, []string{ErrorCorrected, ErrorUncorrected, ErrorXID, "NVML return names (ERROR_UNKNOWN, ERROR_GPU_IS_LOST, …) on self-metrics"}},
 	{NetworkIODir, "string", "Direction of the transfer, seen from the GPU.", OTel, []string{DirectionReceive, DirectionTransmit}},
-	{ServiceName, "string", "Resource attribute: the reporting service; the reference agent sets xpuscope-agent unless OTEL_SERVICE_NAME says otherwise.", OTel, nil},
+	{ServiceName, "string", "Resource attribute: the reporting service; the reference agent sets xpuscope-agent unless its configuration or OTEL_SERVICE_NAME says otherwise.", OTel, nil},
+	{K8sNodeName, "string", "Resource attribute: the Kubernetes node the reference agent runs on, from the downward API (K8S_NODE_NAME).", OTel, nil},
 	{ProcessPID, "int", "Process id in the host's pid namespace.", OTel, nil},
 	{ProcessExecutableName, "string", "Base name of /proc/<pid>/exe (falling back to /proc/<pid>/comm); " + Other + " on the series that folds processes past the cap.", OTel, nil},
 	{GPUIndex, "int", "Vendor library index of the device (NVML index). On MIG instances, the parent's index.", Extension, nil},
@@ -153,7 +155,7 @@ var coreAttributes = []Attribute{
 
 // attributes is the registry: each area's list, in order. An area defined
 // in a file of its own adds its list here.
-var attributes = slices.Concat(coreAttributes, occupancyAttributes, genaiAttributes, captureAttributes)
+var attributes = slices.Concat(coreAttributes, occupancyAttributes, genaiAttributes, captureAttributes, agentAttributes)
 
 // Attributes returns every registered attribute, in registry order.
 func Attributes() []Attribute {

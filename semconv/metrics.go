@@ -282,7 +282,7 @@ var cudaMetrics = []Metric{
 
 // metrics is the registry: each area's list, in order. An area defined in
 // a file of its own adds its list here.
-var metrics = slices.Concat(gpuMetrics, cudaMetrics, occupancyMetrics, genaiMetrics, captureMetrics)
+var metrics = slices.Concat(gpuMetrics, cudaMetrics, occupancyMetrics, genaiMetrics, captureMetrics, agentMetrics)
 
 // Metrics returns every registered metric, in registry order.
 func Metrics() []Metric {

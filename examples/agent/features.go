@@ -14,19 +14,43 @@ import (
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/cudatrace"
+	"github.com/xpuscope/xpuscope/examples/agent/internal/config"
+	"github.com/xpuscope/xpuscope/genai"
 	"github.com/xpuscope/xpuscope/gpu"
 	"github.com/xpuscope/xpuscope/occupancy"
 )
 
-// settings are what the features take from the command line, and what
-// one feature learns for the next.
+// settings are what the features take from the command line and the
+// configuration, and what one feature learns for the next.
 type settings struct {
 	interval    time.Duration
 	nvmlLibrary string
 	procRoot    string
 
+	// genai: the LLM API capture.
+	rates          genai.Rates
+	hosts          genai.HostMap
+	bodyLimit      int
+	contentCapture int // bytes per attribute; 0: off
+
 	// capacity is the GPUs' capacity when gpu found them all alike.
 	capacity *occupancy.Capacity
+}
+
+// fromConfig takes the configuration's settings for the features; a price
+// file that cannot be read is an error.
+func (s *settings) fromConfig(cfg config.Config) error {
+	llm := cfg.AIML.LLM
+	var err error
+	if s.rates, err = llm.Rates(); err != nil {
+		return err
+	}
+	if s.hosts, err = llm.HostMap(); err != nil {
+		return err
+	}
+	s.bodyLimit = llm.CaptureBodyLimit
+	s.contentCapture = llm.Content.CaptureBytes()
+	return nil
 }
 
 type state int
@@ -57,6 +81,42 @@ type feature struct {
 var features = []feature{
 	{"gpu", startGPU},
 	{"cudatrace", startCUDATrace},
+	{"genai", startGenAI},
+}
+
+func startGenAI(s settings, p providers) (xpuscope.Source, string, error) {
+	c, err := genai.NewCapture(
+		genai.WithMeterProvider(p.meter),
+		genai.WithTracerProvider(p.tracer),
+		genai.WithRates(s.rates),
+		genai.WithHostMap(s.hosts),
+		genai.WithBodyLimit(s.bodyLimit),
+		genai.WithContentCapture(s.contentCapture),
+		genai.WithProcRoot(s.procRoot),
+	)
+	if err != nil {
+		return nil, "", err
+	}
+	return c, describeCapture(c.Status()), nil
+}
+
+// describeCapture says which OpenSSL files the probes are attached to and
+// which ports are read in plaintext.
+func describeCapture(st genai.CaptureStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plaintext HTTP on ports %v; ", st.PlaintextPorts)
+	if len(st.Attachments) == 0 {
+		b.WriteString("TLS: no OpenSSL mapped yet; new processes and dlopen are watched")
+	} else {
+		fmt.Fprintf(&b, "TLS: uprobes on %d OpenSSL file(s):", len(st.Attachments))
+		for _, a := range st.Attachments {
+			fmt.Fprintf(&b, " %s (pid %d)", a.Path, a.PID)
+		}
+	}
+	for _, r := range st.Rejections {
+		fmt.Fprintf(&b, "; not probed: %s (pid %d): %s", r.Path, r.PID, r.Reason)
+	}
+	return b.String()
 }
 
 func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {

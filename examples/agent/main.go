@@ -1,14 +1,20 @@
 // Command agent is xpuscope's reference agent. It starts every Source the
-// library has, with auto-detection and no configuration file, and serves
-// the metrics in Prometheus text format on :9464/metrics.
+// library has, with auto-detection and no configuration file needed, and
+// serves the metrics in Prometheus text format on :9464/metrics; with an
+// OTLP endpoint configured it pushes metrics and spans there too.
 //
-//	agent                 run until SIGINT or SIGTERM
-//	agent -check          print what each feature could turn on, then exit
-//	agent -duration 10s   run 10s, print the final metrics to stdout, exit
+//	agent                     run until SIGINT or SIGTERM
+//	agent -check              print what each feature could turn on, then exit
+//	agent -duration 10s       run 10s, print the final metrics to stdout, exit
+//	agent -config agent.yaml  read the optional configuration file
 //
-// A feature whose library, device, kernel feature or privilege is missing
-// is unavailable: the agent says why and runs without it. Any other
-// start-up error is a fault, and the agent exits with status 1.
+// The configuration file and the OTEL_* environment variables are
+// checked in full before anything starts (package
+// examples/agent/internal/config; testdata/full.yaml there shows every
+// key); a bad one is reported with its line and the agent exits with
+// status 2. A feature whose library, device, kernel feature or privilege
+// is missing is unavailable: the agent says why and runs without it. Any
+// other start-up error is a fault, and the agent exits with status 1.
 package main
 
 import (
@@ -28,13 +34,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/xpuscope/xpuscope/examples/agent/internal/config"
 	"github.com/xpuscope/xpuscope/gpu"
-	"github.com/xpuscope/xpuscope/semconv"
 )
 
 func main() {
@@ -42,9 +44,11 @@ func main() {
 }
 
 type options struct {
-	listen   string
-	check    bool
-	duration time.Duration
+	listen     string
+	listenSet  bool // -listen was given: it wins over the file
+	configPath string
+	check      bool
+	duration   time.Duration
 	settings
 }
 
@@ -52,7 +56,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.listen, "listen", ":9464", `address of the Prometheus endpoint /metrics; "" turns it off`)
+	fs.StringVar(&o.listen, "listen", config.DefaultListen, `address of the Prometheus endpoint /metrics, over the file's; "" turns it off`)
+	fs.StringVar(&o.configPath, "config", "", "YAML configuration file (optional; see examples/agent/internal/config/testdata/full.yaml)")
 	fs.BoolVar(&o.check, "check", false, "print one line per feature (active, unavailable or fault, with the reason) and exit; non-zero only on a fault")
 	fs.DurationVar(&o.duration, "duration", 0, "run this long, print the final metrics in Prometheus text to stdout, and exit")
 	fs.DurationVar(&o.interval, "interval", gpu.DefaultInterval, "how often polled sources read their devices")
@@ -61,6 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	fs.Visit(func(f *flag.Flag) { o.listenSet = o.listenSet || f.Name == "listen" })
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
@@ -82,27 +88,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	registry := prometheus.NewRegistry()
-	exporter, err := otelprom.New(otelprom.WithRegisterer(registry))
+	cfg, err := config.Load(o.configPath, os.LookupEnv)
 	if err != nil {
-		log.Error("prometheus exporter", "err", err)
-		return 1
+		fmt.Fprintf(stderr, "configuration: %v\n", err)
+		return 2
 	}
-	res, err := resource.New(ctx,
-		resource.WithAttributes(semconv.ServiceName.String("xpuscope-agent")),
-		resource.WithFromEnv(), resource.WithHost(), resource.WithTelemetrySDK())
-	if err != nil {
-		log.Error("resource", "err", err)
-		return 1
+	if err := o.settings.fromConfig(cfg); err != nil {
+		fmt.Fprintf(stderr, "configuration: %v\n", err)
+		return 2
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(res))
-	defer mp.Shutdown(context.Background())
+	if !o.listenSet && cfg.Export.Prometheus.Enabled {
+		o.listen = cfg.Export.Prometheus.Listen
+	} else if !o.listenSet {
+		o.listen = ""
+	}
+	log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	logOTelErrors(log)
 
-	// Spans go nowhere until an exporter is configured (a later issue adds
-	// OTLP); the SDK provider still samples and counts them.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res))
-	defer tp.Shutdown(context.Background())
-	results := startAll(o.settings, providers{meter: mp, tracer: tp})
+	tel, err := newTelemetry(ctx, cfg)
+	if err != nil {
+		log.Error("telemetry", "err", err)
+		return 1
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tel.shutdown(sctx); err != nil {
+			log.Warn("shut down exporters", "err", err)
+		}
+	}()
+	results := startAll(o.settings, providers{meter: tel.meter, tracer: tel.tracer})
 	defer closeAll(results, log)
 	if o.check {
 		printCheck(stdout, results)
@@ -110,6 +125,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	}
+	if err := tel.observeSelf(results); err != nil {
+		log.Error("self-metrics", "err", err)
+		return 1
 	}
 	for _, r := range results {
 		switch r.state {
@@ -139,7 +158,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		srv := &http.Server{
-			Handler:           metricsMux(registry),
+			Handler:           metricsMux(tel.registry),
 			ReadHeaderTimeout: 5 * time.Second,
 		}
 		go srv.Serve(ln)
@@ -148,7 +167,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	<-ctx.Done()
 	if o.duration > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		if err := writeText(stdout, registry); err != nil {
+		if err := writeText(stdout, tel.registry); err != nil {
 			log.Error("print metrics", "err", err)
 			return 1
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -80,8 +81,10 @@ func TestCheckOnNodeWithoutGPU(t *testing.T) {
 	assert.Regexp(t, `(?m)^gpu +unavailable +gpu: nvmlInit \(libnvidia-ml\.so\.1\): NVIDIA driver not loaded`, stdout)
 	if os.Geteuid() == 0 {
 		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
+		assert.Regexp(t, `(?m)^genai +active +plaintext HTTP on ports \[8000 8080 4000 11434\]; TLS: `, stdout)
 	} else {
 		assert.Regexp(t, `(?m)^cudatrace +unavailable +cudatrace: .*needs CAP_BPF`, stdout)
+		assert.Regexp(t, `(?m)^genai +unavailable +genai capture: .*needs CAP_BPF`, stdout)
 	}
 }
 
@@ -165,4 +168,69 @@ func TestCommonCapacity(t *testing.T) {
 	assert.Nil(t, commonCapacity([]gpu.Device{h100, mig}), "MIG splits a GPU")
 	assert.Nil(t, commonCapacity([]gpu.Device{{UUID: "GPU-x"}}), "unknown capacity")
 	assert.Nil(t, commonCapacity(nil))
+}
+
+// A bad configuration file stops the agent before anything starts, with
+// the line of each problem, and exit status 2.
+func TestConfigErrorsStopTheAgent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("gpu:\n  enabled: true\nexport:\n  intervl: 10s\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-check", "-config", path}, &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), path+":1:1: unknown key \"gpu\" (GPU detection is automatic")
+	assert.Contains(t, stderr.String(), path+":4:3: export: unknown key \"intervl\"")
+	assert.Empty(t, stdout.String(), "no feature was started")
+
+	// The environment is checked as strictly.
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon")
+	stderr.Reset()
+	assert.Equal(t, 2, run(t.Context(), []string{"-check"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "OTEL_EXPORTER_OTLP_PROTOCOL")
+}
+
+// The file's settings take: the service name and resource attributes, and
+// the agent's own metrics say which feature is in which state.
+func TestConfigFileAndSelfMetrics(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`service_name: gpu-agent-test
+resource:
+  deployment.environment.name: test
+export:
+  prometheus:
+    listen: "127.0.0.1:0"
+`), 0o644))
+	stdout, stderr, code := output(t, agent(t, "-config", path, "-duration", "1s", "-nvml-library", "/nonexistent/libnvidia-ml.so.1"))
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	families := parseText(t, stdout)
+	target := families["target_info"]
+	require.NotNil(t, target)
+	labels := map[string]string{}
+	for _, l := range target.GetMetric()[0].GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	assert.Equal(t, "gpu-agent-test", labels["service_name"])
+	assert.Equal(t, "test", labels["deployment_environment_name"])
+
+	states := families["xpuscope_agent_feature_state"]
+	require.NotNil(t, states, "no feature states in %s", stdout)
+	got := map[string]float64{}
+	for _, m := range states.GetMetric() {
+		var feature, state string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "xpuscope_feature":
+				feature = l.GetValue()
+			case "xpuscope_feature_state":
+				state = l.GetValue()
+			}
+		}
+		got[feature+"/"+state] = m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+	}
+	assert.Equal(t, 1.0, got["gpu/unavailable"], "%v", got)
+	assert.Equal(t, 0.0, got["gpu/active"], "%v", got)
+	if os.Geteuid() == 0 {
+		assert.Equal(t, 1.0, got["genai/active"], "%v", got)
+		assert.Equal(t, 1.0, got["cudatrace/active"], "%v", got)
+	}
 }

@@ -1,0 +1,44 @@
+package semconv
+
+import "go.opentelemetry.io/otel/attribute"
+
+// Self-metrics of the reference agent (examples/agent).
+const (
+	XpuscopeFeature      = attribute.Key("xpuscope.feature")
+	XpuscopeFeatureState = attribute.Key("xpuscope.feature.state")
+	XpuscopeSignal       = attribute.Key("xpuscope.signal")
+)
+
+// Values of XpuscopeFeatureState.
+const (
+	FeatureActive      = "active"      // started
+	FeatureUnavailable = "unavailable" // a library, device, kernel feature or privilege is missing: the agent runs without it
+	FeatureFault       = "fault"       // bad configuration or a bug: the agent does not start
+)
+
+// Values of XpuscopeSignal.
+const (
+	SignalMetrics = "metrics"
+	SignalTraces  = "traces"
+)
+
+var (
+	XpuscopeAgentFeatureState = Metric{
+		Name: "xpuscope.agent.feature.state", Kind: UpDownCounter, Unit: "{feature}", Origin: Self,
+		Description: "1 for the state each of the agent's features is in (active, unavailable, fault), 0 for the others.",
+		Attributes:  []attribute.Key{XpuscopeFeature, XpuscopeFeatureState},
+	}
+	XpuscopeAgentExportFailures = Metric{
+		Name: "xpuscope.agent.export.failures", Kind: Counter, Unit: "{export}", Origin: Self,
+		Description: "OTLP exports that failed, by signal. The agent goes on; the data of a failed export is lost.",
+		Attributes:  []attribute.Key{XpuscopeSignal},
+	}
+)
+
+var agentMetrics = []Metric{XpuscopeAgentFeatureState, XpuscopeAgentExportFailures}
+
+var agentAttributes = []Attribute{
+	{XpuscopeFeature, "string", "A feature of the reference agent: one Source (gpu, cudatrace, genai).", Self, []string{"gpu", "cudatrace", "genai"}},
+	{XpuscopeFeatureState, "string", "What became of a feature at start-up.", Self, []string{FeatureActive, FeatureUnavailable, FeatureFault}},
+	{XpuscopeSignal, "string", "An OpenTelemetry signal the agent exports.", Self, []string{SignalMetrics, SignalTraces}},
+}
