@@ -177,7 +177,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func metricsMux(g prometheus.Gatherer) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	// OpenMetrics carries the exemplars that link histogram buckets to
+	// trace ids; Prometheus asks for it when exemplar storage is on.
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	return mux
 }
 
