@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cilium/ebpf"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -37,9 +39,10 @@ type config struct {
 	capacitySource occupancy.CapacitySource
 
 	// Test seams (unexported options).
-	wakeupBytes uint64                 // 0: a quarter of the ring
-	eventHook   func(e *cudabpf.Event) // sees every decoded event
-	noMulti     bool                   // perf-event uprobes even where uprobe_multi works
+	wakeupBytes uint64                     // 0: a quarter of the ring
+	eventHook   func(e *cudabpf.Event)     // sees every decoded event
+	noMulti     bool                       // perf-event uprobes even where uprobe_multi works
+	editObject  func(*ebpf.CollectionSpec) // tests: change the BPF object before it is loaded
 }
 
 func (c *config) spanBurst() float64 { return max(1, c.spanRate) }
@@ -170,4 +173,10 @@ func withEventHook(f func(e *cudabpf.Event)) Option {
 // kernels before 6.6, even where uprobe_multi links work.
 func withoutUprobeMulti() Option {
 	return optionFunc(func(c *config) { c.noMulti = true })
+}
+
+// withObjectEdit changes the BPF object before it is loaded: a test makes
+// one the verifier rejects.
+func withObjectEdit(f func(*ebpf.CollectionSpec)) Option {
+	return optionFunc(func(c *config) { c.editObject = f })
 }

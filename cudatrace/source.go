@@ -87,7 +87,8 @@ func New(opts ...Option) (*Source, error) {
 	// uprobe_multi links attach and detach in one call per program, where
 	// perf-event uprobes take one (slow to tear down) per symbol.
 	multi := !cfg.noMulti && features.HaveBPFLinkUprobeMulti() == nil
-	s.objs, err = cudabpf.Load(cudabpf.LoadOptions{RingBytes: cfg.ringBytes, WakeupBytes: wakeup, UprobeMulti: multi})
+	s.objs, err = cudabpf.Load(cudabpf.LoadOptions{RingBytes: cfg.ringBytes, WakeupBytes: wakeup, UprobeMulti: multi,
+		Edit: cfg.editObject})
 	if err != nil {
 		if uprobe.Denied(err) {
 			return nil, xpuscope.Unavailablef("cudatrace: %w (needs CAP_BPF and CAP_PERFMON, or root)", err)

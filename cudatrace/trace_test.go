@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
@@ -560,4 +562,19 @@ func TestTraceCloseLeavesNothing(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestRejectedObjectIsAFault: a BPF object the verifier rejects (here, a
+// launch program that returns without setting its return value) is a
+// fault, not unavailable: New says the verifier refused it, and the agent
+// exits non-zero on such an error.
+func TestRejectedObjectIsAFault(t *testing.T) {
+	requireRoot(t)
+	_, err := New(WithMeterProvider(sdkmetric.NewMeterProvider()), withObjectEdit(func(spec *ebpf.CollectionSpec) {
+		spec.Programs["runtime_launch_kernel"].Instructions = asm.Instructions{asm.Return()}
+	}))
+	require.Error(t, err)
+	require.NotErrorIs(t, err, xpuscope.ErrUnavailable)
+	require.Contains(t, err.Error(), "runtime_launch_kernel")
+	require.Contains(t, err.Error(), "R0 !read_ok", "the verifier's reason")
 }

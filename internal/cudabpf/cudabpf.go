@@ -152,6 +152,9 @@ type LoadOptions struct {
 	// far faster than one perf event per symbol. The bench_ programs stay
 	// plain uprobes.
 	UprobeMulti bool
+	// Edit, if set, changes the parsed object before it is loaded (tests:
+	// an object the verifier rejects).
+	Edit func(*ebpf.CollectionSpec)
 }
 
 // Objects are the loaded programs and maps.
@@ -179,6 +182,9 @@ func Load(o LoadOptions) (*Objects, error) {
 				p.AttachType = ebpf.AttachTraceUprobeMulti
 			}
 		}
+	}
+	if o.Edit != nil {
+		o.Edit(spec)
 	}
 	var objs Objects
 	if err := spec.LoadAndAssign(&objs.cudaObjects, nil); err != nil {
