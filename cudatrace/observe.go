@@ -2,7 +2,6 @@ package cudatrace
 
 import (
 	"context"
-	"errors"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -26,52 +25,32 @@ type instruments struct {
 }
 
 func (in *instruments) create(m metric.Meter) error {
-	var errs []error
-	counter := func(d semconv.Metric) metric.Int64ObservableCounter {
-		i, err := meterx.Int64ObservableCounter(m, d)
-		errs = append(errs, err)
-		return i
-	}
-	hist := func(d semconv.Metric) metric.Int64Histogram {
-		i, err := meterx.Int64Histogram(m, d)
-		errs = append(errs, err)
-		return i
-	}
-	in.gridSize = hist(semconv.CUDAKernelGridSize)
-	in.blockSize = hist(semconv.CUDAKernelBlockSize)
-	in.sharedMemory = hist(semconv.CUDAKernelSharedMemory)
-	var err error
-	in.syncDuration, err = meterx.Float64Histogram(m, semconv.CUDASyncDuration)
-	errs = append(errs, err)
-	in.kernelDuration, err = meterx.Float64Histogram(m, semconv.GPUKernelDuration)
-	errs = append(errs, err)
-	in.threadTime, err = meterx.Float64ObservableCounter(m, semconv.ProcessGPUThreadTime)
-	errs = append(errs, err)
-	in.threadUtilization, err = meterx.Float64ObservableGauge(m, semconv.ProcessGPUThreadUtilization)
-	errs = append(errs, err)
-	in.smActive, err = meterx.Float64ObservableGauge(m, semconv.ProcessGPUSMActiveRatio)
-	errs = append(errs, err)
-	in.capacity, err = meterx.Int64ObservableUpDownCounter(m, semconv.GPUCapacityThreads)
-	errs = append(errs, err)
-	in.occupancyDropped = counter(semconv.XpuscopeOccupancyDropped)
-	in.launches = counter(semconv.CUDAKernelLaunches)
-	in.graphs = counter(semconv.CUDAGraphLaunches)
-	in.memcpy = counter(semconv.CUDAMemcpyTransferred)
-	in.allocated = counter(semconv.CUDAMemoryAllocated)
-	in.freed = counter(semconv.CUDAMemoryFreed)
-	in.calls = counter(semconv.CUDAAPICalls)
-	in.errors = counter(semconv.CUDAAPIErrors)
-	in.dropped = counter(semconv.XpuscopeCUDAEventsDropped)
-	in.unresolved = counter(semconv.XpuscopeCUDAKernelNamesUnresolved)
-	in.overflow = counter(semconv.XpuscopeCUDAKernelNamesOverflow)
-	in.suppressed = counter(semconv.XpuscopeCUDASpansSuppressed)
-	in.outstanding, err = meterx.Int64ObservableUpDownCounter(m, semconv.CUDAMemoryOutstanding)
-	errs = append(errs, err)
-	in.attached, err = meterx.Int64ObservableUpDownCounter(m, semconv.XpuscopeCUDAAttachedFiles)
-	errs = append(errs, err)
-	in.oldestAge, err = meterx.Float64ObservableGauge(m, semconv.CUDAMemoryOldestAge)
-	errs = append(errs, err)
-	return errors.Join(errs...)
+	b := meterx.Builder{Meter: m}
+	in.gridSize = b.IntHistogram(semconv.CUDAKernelGridSize)
+	in.blockSize = b.IntHistogram(semconv.CUDAKernelBlockSize)
+	in.sharedMemory = b.IntHistogram(semconv.CUDAKernelSharedMemory)
+	in.syncDuration = b.Histogram(semconv.CUDASyncDuration)
+	in.kernelDuration = b.Histogram(semconv.GPUKernelDuration)
+	in.threadTime = b.FloatCounter(semconv.ProcessGPUThreadTime)
+	in.threadUtilization = b.Gauge(semconv.ProcessGPUThreadUtilization)
+	in.smActive = b.Gauge(semconv.ProcessGPUSMActiveRatio)
+	in.capacity = b.UpDownCounter(semconv.GPUCapacityThreads)
+	in.occupancyDropped = b.Counter(semconv.XpuscopeOccupancyDropped)
+	in.launches = b.Counter(semconv.CUDAKernelLaunches)
+	in.graphs = b.Counter(semconv.CUDAGraphLaunches)
+	in.memcpy = b.Counter(semconv.CUDAMemcpyTransferred)
+	in.allocated = b.Counter(semconv.CUDAMemoryAllocated)
+	in.freed = b.Counter(semconv.CUDAMemoryFreed)
+	in.calls = b.Counter(semconv.CUDAAPICalls)
+	in.errors = b.Counter(semconv.CUDAAPIErrors)
+	in.dropped = b.Counter(semconv.XpuscopeCUDAEventsDropped)
+	in.unresolved = b.Counter(semconv.XpuscopeCUDAKernelNamesUnresolved)
+	in.overflow = b.Counter(semconv.XpuscopeCUDAKernelNamesOverflow)
+	in.suppressed = b.Counter(semconv.XpuscopeCUDASpansSuppressed)
+	in.outstanding = b.UpDownCounter(semconv.CUDAMemoryOutstanding)
+	in.attached = b.UpDownCounter(semconv.XpuscopeCUDAAttachedFiles)
+	in.oldestAge = b.Gauge(semconv.CUDAMemoryOldestAge)
+	return b.Err()
 }
 
 func (in *instruments) observables() []metric.Observable {

@@ -43,28 +43,14 @@ type captureInstruments struct {
 }
 
 func (in *captureInstruments) create(m metric.Meter) error {
-	var err error
-	counter := func(d semconv.Metric) metric.Int64ObservableCounter {
-		var c metric.Int64ObservableCounter
-		if err == nil {
-			c, err = meterx.Int64ObservableCounter(m, d)
-		}
-		return c
-	}
-	updown := func(d semconv.Metric) metric.Int64ObservableUpDownCounter {
-		var c metric.Int64ObservableUpDownCounter
-		if err == nil {
-			c, err = meterx.Int64ObservableUpDownCounter(m, d)
-		}
-		return c
-	}
-	in.exchanges = counter(semconv.XpuscopeGenAICaptureExchanges)
-	in.abandoned = counter(semconv.XpuscopeGenAICaptureAbandoned)
-	in.dropped = counter(semconv.XpuscopeGenAICaptureDropped)
-	in.skipped = counter(semconv.XpuscopeGenAICaptureSkippedConnections)
-	in.connections = updown(semconv.XpuscopeGenAICaptureConnections)
-	in.goProcs = updown(semconv.XpuscopeGenAICaptureGoProcesses)
-	in.attached = updown(semconv.XpuscopeGenAICaptureAttachedFiles)
+	b := meterx.Builder{Meter: m}
+	in.exchanges = b.Counter(semconv.XpuscopeGenAICaptureExchanges)
+	in.abandoned = b.Counter(semconv.XpuscopeGenAICaptureAbandoned)
+	in.dropped = b.Counter(semconv.XpuscopeGenAICaptureDropped)
+	in.skipped = b.Counter(semconv.XpuscopeGenAICaptureSkippedConnections)
+	in.connections = b.UpDownCounter(semconv.XpuscopeGenAICaptureConnections)
+	in.goProcs = b.UpDownCounter(semconv.XpuscopeGenAICaptureGoProcesses)
+	in.attached = b.UpDownCounter(semconv.XpuscopeGenAICaptureAttachedFiles)
 	for o, v := range [numOutcomes]string{
 		outcomeEmitted: semconv.CaptureOutcomeEmitted, outcomeNotLLM: semconv.CaptureOutcomeNotLLM,
 		outcomeServerSide: semconv.CaptureOutcomeServerSide, outcomeParseError: semconv.CaptureOutcomeParseError,
@@ -77,7 +63,7 @@ func (in *captureInstruments) create(m metric.Meter) error {
 		semconv.CaptureSkipSwitched} {
 		in.reason[r] = meterx.NewAttrs(semconv.XpuscopeGenAIReason.String(r))
 	}
-	return err
+	return b.Err()
 }
 
 func (in *captureInstruments) observables() []metric.Observable {

@@ -134,22 +134,13 @@ func NewEmitter(opts ...Option) (*Emitter, error) {
 	}
 	e := &Emitter{cfg: c, tracer: c.tracerProvider.Tracer(ScopeName),
 		models: capped{max: c.maxModels}, servers: capped{max: c.maxModels}}
-	m := c.meterProvider.Meter(ScopeName)
-	var err error
-	for _, h := range []struct {
-		dst *metric.Float64Histogram
-		d   semconv.Metric
-	}{
-		{&e.tokens, semconv.GenAIClientTokenUsage},
-		{&e.duration, semconv.GenAIClientOperationDuration},
-		{&e.firstChunk, semconv.GenAIClientOperationTimeToFirstChunk},
-		{&e.perChunk, semconv.GenAIClientOperationTimePerOutputChunk},
-	} {
-		if *h.dst, err = meterx.Float64Histogram(m, h.d); err != nil {
-			return nil, fmt.Errorf("genai: %w", err)
-		}
-	}
-	if e.cost, err = meterx.Float64Counter(m, semconv.XpuscopeGenAICost); err != nil {
+	b := meterx.Builder{Meter: c.meterProvider.Meter(ScopeName)}
+	e.tokens = b.Histogram(semconv.GenAIClientTokenUsage)
+	e.duration = b.Histogram(semconv.GenAIClientOperationDuration)
+	e.firstChunk = b.Histogram(semconv.GenAIClientOperationTimeToFirstChunk)
+	e.perChunk = b.Histogram(semconv.GenAIClientOperationTimePerOutputChunk)
+	e.cost = b.AddCounter(semconv.XpuscopeGenAICost)
+	if err := b.Err(); err != nil {
 		return nil, fmt.Errorf("genai: %w", err)
 	}
 	return e, nil

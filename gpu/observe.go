@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"context"
-	"errors"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -21,46 +20,29 @@ type instruments struct {
 }
 
 func (in *instruments) create(m metric.Meter) error {
-	var errs []error
-	gauge := func(d semconv.Metric) metric.Float64ObservableGauge {
-		i, err := meterx.Float64ObservableGauge(m, d)
-		errs = append(errs, err)
-		return i
-	}
-	updown := func(d semconv.Metric) metric.Int64ObservableUpDownCounter {
-		i, err := meterx.Int64ObservableUpDownCounter(m, d)
-		errs = append(errs, err)
-		return i
-	}
-	counter := func(d semconv.Metric) metric.Int64ObservableCounter {
-		i, err := meterx.Int64ObservableCounter(m, d)
-		errs = append(errs, err)
-		return i
-	}
-	in.utilization = gauge(semconv.HWGPUUtilization)
-	in.memoryUtilization = gauge(semconv.HWGPUMemoryUtilization)
-	in.memoryController = gauge(semconv.GPUMemoryControllerUtilization)
-	in.temperature = gauge(semconv.HWTemperature)
-	in.power = gauge(semconv.HWPower)
-	in.powerLimit = gauge(semconv.GPUPowerLimit)
-	in.clock = gauge(semconv.GPUClockFrequency)
-	in.throttle = gauge(semconv.GPUClockThrottle)
-	in.fan = gauge(semconv.GPUFanSpeed)
-	in.processUtilization = gauge(semconv.ProcessGPUUtilization)
-	in.memoryUsage = updown(semconv.HWGPUMemoryUsage)
-	in.memoryLimit = updown(semconv.HWGPUMemoryLimit)
-	in.memoryFree = updown(semconv.GPUMemoryFree)
-	in.memoryReserved = updown(semconv.GPUMemoryReserved)
-	in.processMemory = updown(semconv.ProcessGPUMemoryUsage)
-	in.symbolMissing = updown(semconv.XpuscopeGPUSymbolMissing)
-	in.io = counter(semconv.HWGPUIO)
-	in.errors = counter(semconv.HWErrors)
-	in.readErrors = counter(semconv.XpuscopeGPUReadErrors)
-	in.overflow = counter(semconv.XpuscopeGPUProcessOverflow)
-	var err error
-	in.energy, err = meterx.Float64ObservableCounter(m, semconv.HWEnergy)
-	errs = append(errs, err)
-	return errors.Join(errs...)
+	b := meterx.Builder{Meter: m}
+	in.utilization = b.Gauge(semconv.HWGPUUtilization)
+	in.memoryUtilization = b.Gauge(semconv.HWGPUMemoryUtilization)
+	in.memoryController = b.Gauge(semconv.GPUMemoryControllerUtilization)
+	in.temperature = b.Gauge(semconv.HWTemperature)
+	in.power = b.Gauge(semconv.HWPower)
+	in.powerLimit = b.Gauge(semconv.GPUPowerLimit)
+	in.clock = b.Gauge(semconv.GPUClockFrequency)
+	in.throttle = b.Gauge(semconv.GPUClockThrottle)
+	in.fan = b.Gauge(semconv.GPUFanSpeed)
+	in.processUtilization = b.Gauge(semconv.ProcessGPUUtilization)
+	in.memoryUsage = b.UpDownCounter(semconv.HWGPUMemoryUsage)
+	in.memoryLimit = b.UpDownCounter(semconv.HWGPUMemoryLimit)
+	in.memoryFree = b.UpDownCounter(semconv.GPUMemoryFree)
+	in.memoryReserved = b.UpDownCounter(semconv.GPUMemoryReserved)
+	in.processMemory = b.UpDownCounter(semconv.ProcessGPUMemoryUsage)
+	in.symbolMissing = b.UpDownCounter(semconv.XpuscopeGPUSymbolMissing)
+	in.io = b.Counter(semconv.HWGPUIO)
+	in.errors = b.Counter(semconv.HWErrors)
+	in.readErrors = b.Counter(semconv.XpuscopeGPUReadErrors)
+	in.overflow = b.Counter(semconv.XpuscopeGPUProcessOverflow)
+	in.energy = b.FloatCounter(semconv.HWEnergy)
+	return b.Err()
 }
 
 func (in *instruments) all() []metric.Observable {

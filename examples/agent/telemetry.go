@@ -170,13 +170,10 @@ func (e *countingSpanExporter) ExportSpans(ctx context.Context, spans []sdktrace
 // observeSelf registers the agent's own metrics: each feature's state,
 // and the failed exports.
 func (t *telemetry) observeSelf(results []result) error {
-	m := t.meter.Meter(scopeName)
-	states, err := meterx.Int64ObservableUpDownCounter(m, semconv.XpuscopeAgentFeatureState)
-	if err != nil {
-		return err
-	}
-	failures, err := meterx.Int64ObservableCounter(m, semconv.XpuscopeAgentExportFailures)
-	if err != nil {
+	b := meterx.Builder{Meter: t.meter.Meter(scopeName)}
+	states := b.UpDownCounter(semconv.XpuscopeAgentFeatureState)
+	failures := b.Counter(semconv.XpuscopeAgentExportFailures)
+	if err := b.Err(); err != nil {
 		return err
 	}
 	type point struct {
@@ -196,7 +193,8 @@ func (t *telemetry) observeSelf(results []result) error {
 	}
 	signals := [2]meterx.Attrs{meterx.NewAttrs(semconv.XpuscopeSignal.String(semconv.SignalMetrics)),
 		meterx.NewAttrs(semconv.XpuscopeSignal.String(semconv.SignalTraces))}
-	t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	var err error
+	t.reg, err = b.Meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, p := range points {
 			o.ObserveInt64(states, p.value, p.attrs.Observe...)
 		}

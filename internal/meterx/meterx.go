@@ -4,6 +4,7 @@
 package meterx
 
 import (
+	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -105,4 +106,70 @@ func Float64Counter(m metric.Meter, d semconv.Metric) (metric.Float64Counter, er
 	}
 	i, err := m.Float64Counter(d.Name, metric.WithUnit(d.Unit), metric.WithDescription(d.Description))
 	return i, wrap(d, err)
+}
+
+// Builder creates a Source's instruments one after the other and keeps
+// their errors, so that the whole set is written as a list and checked
+// once, with Err.
+type Builder struct {
+	Meter metric.Meter
+	errs  []error
+}
+
+func (b *Builder) keep(err error) {
+	if err != nil {
+		b.errs = append(b.errs, err)
+	}
+}
+
+// Err joins the errors of every instrument that could not be created.
+func (b *Builder) Err() error { return errors.Join(b.errs...) }
+
+// Gauge creates the observable gauge d describes.
+func (b *Builder) Gauge(d semconv.Metric) metric.Float64ObservableGauge {
+	i, err := Float64ObservableGauge(b.Meter, d)
+	b.keep(err)
+	return i
+}
+
+// UpDownCounter creates the observable up-down counter d describes.
+func (b *Builder) UpDownCounter(d semconv.Metric) metric.Int64ObservableUpDownCounter {
+	i, err := Int64ObservableUpDownCounter(b.Meter, d)
+	b.keep(err)
+	return i
+}
+
+// Counter creates the observable integer counter d describes.
+func (b *Builder) Counter(d semconv.Metric) metric.Int64ObservableCounter {
+	i, err := Int64ObservableCounter(b.Meter, d)
+	b.keep(err)
+	return i
+}
+
+// FloatCounter creates the observable float counter d describes.
+func (b *Builder) FloatCounter(d semconv.Metric) metric.Float64ObservableCounter {
+	i, err := Float64ObservableCounter(b.Meter, d)
+	b.keep(err)
+	return i
+}
+
+// Histogram creates the float histogram d describes.
+func (b *Builder) Histogram(d semconv.Metric) metric.Float64Histogram {
+	i, err := Float64Histogram(b.Meter, d)
+	b.keep(err)
+	return i
+}
+
+// IntHistogram creates the integer histogram d describes.
+func (b *Builder) IntHistogram(d semconv.Metric) metric.Int64Histogram {
+	i, err := Int64Histogram(b.Meter, d)
+	b.keep(err)
+	return i
+}
+
+// AddCounter creates the synchronous float counter d describes.
+func (b *Builder) AddCounter(d semconv.Metric) metric.Float64Counter {
+	i, err := Float64Counter(b.Meter, d)
+	b.keep(err)
+	return i
 }

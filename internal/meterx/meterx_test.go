@@ -25,3 +25,20 @@ func TestKindMustMatchRegistry(t *testing.T) {
 		t.Fatal("up-down counter as counter must fail")
 	}
 }
+
+// The Builder keeps every instrument's error and reports them all.
+func TestBuilderJoinsErrors(t *testing.T) {
+	b := Builder{Meter: noop.NewMeterProvider().Meter("test")}
+	b.Gauge(semconv.HWPower)
+	b.Counter(semconv.HWEnergy)
+	if err := b.Err(); err != nil {
+		t.Fatalf("well-kinded instruments: %v", err)
+	}
+	b.Counter(semconv.HWPower)            // a gauge
+	b.Histogram(semconv.HWGPUMemoryUsage) // an up-down counter
+	err := b.Err()
+	if err == nil || !strings.Contains(err.Error(), "hw.power is registered as a Gauge") ||
+		!strings.Contains(err.Error(), "hw.gpu.memory.usage is registered as a UpDownCounter") {
+		t.Fatalf("both errors wanted, got %v", err)
+	}
+}
