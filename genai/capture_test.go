@@ -217,14 +217,17 @@ func TestCaptureTLSClients(t *testing.T) {
 	// the request (the Anthropic stream's first content delta one
 	// chunkDelay later), give or take the scheduler.
 	pts := testutil.Collect(t, h.reader)
-	for _, p := range pts.Find(semconv.GenAIClientOperationTimeToFirstChunk.Name) {
+	// (Other processes on the host may make calls of their own while the
+	// test runs: only those to the mock count.)
+	ttft := pts.Find(semconv.GenAIClientOperationTimeToFirstChunk.Name, semconv.ServerPort.Int(s.Port))
+	for _, p := range ttft {
 		mean := time.Duration(p.Value / float64(p.Count) * float64(time.Second))
 		require.GreaterOrEqual(t, mean, firstDelay, "time to first chunk %v", p.Attrs)
 		require.Less(t, mean, firstDelay+chunkDelay+500*time.Millisecond, "time to first chunk %v", p.Attrs)
 	}
-	require.NotEmpty(t, pts.Find(semconv.GenAIClientOperationTimeToFirstChunk.Name))
-	require.Equal(t, 3.0, pts.One(t, semconv.XpuscopeGenAICaptureExchanges.Name,
-		semconv.XpuscopeGenAIOutcome.String(semconv.CaptureOutcomeEmitted)).Value)
+	require.NotEmpty(t, ttft)
+	require.GreaterOrEqual(t, pts.One(t, semconv.XpuscopeGenAICaptureExchanges.Name,
+		semconv.XpuscopeGenAIOutcome.String(semconv.CaptureOutcomeEmitted)).Value, 3.0)
 	// This test binary is a Go program: its crypto/tls is not seen, and
 	// it is counted.
 	require.GreaterOrEqual(t, pts.One(t, semconv.XpuscopeGenAICaptureGoProcesses.Name).Value, 1.0)
