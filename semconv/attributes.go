@@ -110,20 +110,20 @@ var ThrottleReasons = []string{
 }
 
 var coreAttributes = []Attribute{
-	{HWID, "string", "Unique identifier of the device on the host: the vendor UUID (NVIDIA GPU-…, MIG-…).", OTel, nil},
+	{HWID, "string", "Unique identifier of the device on the host: the vendor UUID (NVIDIA GPU-…, MIG-…); for an AMD GPU its unique id as 0x and 16 hexadecimal digits (ROCm SMI, sysfs unique_id), or its PCI address where it has none.", OTel, nil},
 	{HWName, "string", "Product name as the vendor library reports it.", OTel, nil},
-	{HWVendor, "string", "Vendor name.", OTel, []string{"NVIDIA"}},
+	{HWVendor, "string", "Vendor name.", OTel, []string{VendorNVIDIA, VendorAMD}},
 	{HWType, "string", "Component type.", OTel, []string{HWTypeGPU}},
 	{HWParent, "string", "hw.id of the parent GPU; set on MIG instances.", OTel, nil},
-	{HWDriverVersion, "string", "Kernel driver version.", OTel, nil},
+	{HWDriverVersion, "string", "Kernel driver version. AMD: the amdgpu module's version, or the kernel release for the in-tree driver.", OTel, nil},
 	{HWGPUTask, "string", "Task the utilization refers to.", OTel, []string{GPUTaskGeneral, GPUTaskEncoder, GPUTaskDecoder}},
-	{ErrorType, "string", "Error class.", OTel, []string{ErrorCorrected, ErrorUncorrected, ErrorXID, "NVML return names (ERROR_UNKNOWN, ERROR_GPU_IS_LOST, …) on self-metrics"}},
+	{ErrorType, "string", "Error class.", OTel, []string{ErrorCorrected, ErrorUncorrected, ErrorXID, "on self-metrics: NVML return names (ERROR_UNKNOWN, ERROR_GPU_IS_LOST, …), ROCm SMI status names (RSMI_STATUS_BUSY, …), and for sysfs reads errno names (EAGAIN, EIO, …) or invalid_data"}},
 	{NetworkIODir, "string", "Direction of the transfer, seen from the GPU.", OTel, []string{DirectionReceive, DirectionTransmit}},
 	{ServiceName, "string", "Resource attribute: the reporting service; the reference agent sets xpuscope-agent unless its configuration or OTEL_SERVICE_NAME says otherwise.", OTel, nil},
 	{K8sNodeName, "string", "Resource attribute: the Kubernetes node the reference agent runs on, from the downward API (K8S_NODE_NAME).", OTel, nil},
 	{ProcessPID, "int", "Process id in the host's pid namespace.", OTel, nil},
 	{ProcessExecutableName, "string", "Base name of /proc/<pid>/exe (falling back to /proc/<pid>/comm); " + Other + " on the series that folds processes past the cap.", OTel, nil},
-	{GPUIndex, "int", "Vendor library index of the device (NVML index). On MIG instances, the parent's index.", Extension, nil},
+	{GPUIndex, "int", "Vendor library index of the device (NVML index, ROCm SMI index; from amdgpu sysfs, the position in PCI-address order). On MIG instances, the parent's index.", Extension, nil},
 	{GPUPCIAddress, "string", "PCI address in sysfs form, domain:bus:device.function, lower case (0000:3b:00.0).", Extension, nil},
 	{GPUMIGGPUInstanceID, "int", "MIG GPU-instance id.", Extension, nil},
 	{GPUMIGComputeInstance, "int", "MIG compute-instance id.", Extension, nil},
@@ -155,7 +155,7 @@ var coreAttributes = []Attribute{
 
 // attributes is the registry: each area's list, in order. An area defined
 // in a file of its own adds its list here.
-var attributes = slices.Concat(coreAttributes, occupancyAttributes, genaiAttributes, captureAttributes, agentAttributes)
+var attributes = slices.Concat(coreAttributes, amdAttributes, occupancyAttributes, genaiAttributes, captureAttributes, agentAttributes, podjoinAttributes)
 
 // Attributes returns every registered attribute, in registry order.
 func Attributes() []Attribute {

@@ -24,19 +24,19 @@ var (
 		Name: "hw.gpu.utilization", Kind: Gauge, Unit: "1", Origin: OTel,
 		Description: "Fraction of the sample period during which the GPU was busy with the task.",
 		Attributes:  with(deviceAttrs, HWGPUTask),
-		Note:        "NVML: general from nvmlDeviceGetUtilizationRates (any kernel running, not how much of the GPU it used), encoder and decoder from their own reads. " + migOmitted,
+		Note:        "NVML: general from nvmlDeviceGetUtilizationRates (any kernel running, not how much of the GPU it used), encoder and decoder from their own reads. " + migOmitted + " AMD: general only, from rsmi_dev_busy_percent_get or gpu_busy_percent.",
 	}
 	HWGPUMemoryUsage = Metric{
 		Name: "hw.gpu.memory.usage", Kind: UpDownCounter, Unit: "By", Origin: OTel,
 		Description: "GPU memory in use.",
 		Attributes:  deviceAttrs,
-		Note:        "Reported for GPUs and MIG instances.",
+		Note:        "Reported for GPUs and MIG instances. AMD: VRAM, from rsmi_dev_memory_usage_get or mem_info_vram_used.",
 	}
 	HWGPUMemoryLimit = Metric{
 		Name: "hw.gpu.memory.limit", Kind: UpDownCounter, Unit: "By", Origin: OTel,
 		Description: "Size of the GPU memory.",
 		Attributes:  deviceAttrs,
-		Note:        "Reported for GPUs and MIG instances.",
+		Note:        "Reported for GPUs and MIG instances. AMD: VRAM, from rsmi_dev_memory_total_get or mem_info_vram_total.",
 	}
 	HWGPUMemoryUtilization = Metric{
 		Name: "hw.gpu.memory.utilization", Kind: Gauge, Unit: "1", Origin: OTel,
@@ -48,31 +48,31 @@ var (
 		Name: "hw.gpu.io", Kind: Counter, Unit: "By", Origin: OTel,
 		Description: "Bytes received and transmitted by the GPU over PCIe.",
 		Attributes:  with(deviceAttrs, NetworkIODir),
-		Note:        "NVML field values PCIE_COUNT_TX_BYTES / RX_BYTES; omitted where the GPU does not support them. " + migOmitted,
+		Note:        "NVML field values PCIE_COUNT_TX_BYTES / RX_BYTES; omitted where the GPU does not support them. " + migOmitted + " AMD, only with gpu.WithAMDPCIeThroughput: an estimate, rsmi_dev_pci_throughput_get's packet counts over one second times the maximum payload size, times the poll interval, accumulated.",
 	}
 	HWPower = Metric{
 		Name: "hw.power", Kind: Gauge, Unit: "W", Origin: OTel,
 		Description: "Instantaneous power drawn by the GPU.",
 		Attributes:  deviceAttrs,
-		Note:        migOmitted,
+		Note:        migOmitted + " AMD: the socket power (rsmi_dev_current_socket_power_get, which ROCm 5.2 lacks, or hwmon power1_input); where the library or GPU has none, the firmware's average, as gpu.power.average.",
 	}
 	HWEnergy = Metric{
 		Name: "hw.energy", Kind: Counter, Unit: "J", Origin: OTel,
 		Description: "Energy consumed by the GPU since the driver was loaded.",
 		Attributes:  deviceAttrs,
-		Note:        "NVML nvmlDeviceGetTotalEnergyConsumption (Volta and later). " + migOmitted,
+		Note:        "NVML nvmlDeviceGetTotalEnergyConsumption (Volta and later). " + migOmitted + " AMD: rsmi_dev_energy_count_get's counter times its resolution; not read from sysfs.",
 	}
 	HWTemperature = Metric{
 		Name: "hw.temperature", Kind: Gauge, Unit: "Cel", Origin: OTel,
-		Description: "GPU die temperature.",
-		Attributes:  deviceAttrs,
-		Note:        migOmitted,
+		Description: "GPU temperature: the die's, or each sensor's where the GPU has several.",
+		Attributes:  with(deviceAttrs, HWSensorLocation),
+		Note:        migOmitted + " AMD: one series per sensor (hw.sensor_location edge, junction, memory), from rsmi_dev_temp_metric_get or hwmon tempN_input, millidegrees converted.",
 	}
 	HWErrors = Metric{
 		Name: "hw.errors", Kind: Counter, Unit: "{error}", Origin: OTel,
 		Description: "Errors reported by the GPU: ECC memory errors (corrected, uncorrected) since the driver was loaded, and XID errors seen since the Source started.",
 		Attributes:  with(deviceAttrs, ErrorType, GPUXIDCode),
-		Note:        "ECC only where ECC is enabled. XID through an NVML event set (nvmlEventSetWait); XIDs that happened before the Source started are not seen. " + migOmitted,
+		Note:        "ECC only where ECC is enabled. XID through an NVML event set (nvmlEventSetWait); XIDs that happened before the Source started are not seen. " + migOmitted + " AMD: ECC counts summed over the GPU blocks (rsmi_dev_ecc_count_get); no XID; not read from sysfs.",
 	}
 )
 
@@ -82,42 +82,43 @@ var (
 		Name: "gpu.memory.free", Kind: UpDownCounter, Unit: "By", Origin: Extension,
 		Description: "GPU memory free for allocation.",
 		Attributes:  deviceAttrs,
+		Note:        "AMD: VRAM total minus used.",
 	}
 	GPUMemoryReserved = Metric{
 		Name: "gpu.memory.reserved", Kind: UpDownCounter, Unit: "By", Origin: Extension,
 		Description: "GPU memory reserved by the driver and firmware, counted in neither usage nor free.",
 		Attributes:  deviceAttrs,
-		Note:        "Needs nvmlDeviceGetMemoryInfo_v2 (driver 510 and later); omitted otherwise.",
+		Note:        "Needs nvmlDeviceGetMemoryInfo_v2 (driver 510 and later); omitted otherwise, and on AMD.",
 	}
 	GPUMemoryControllerUtilization = Metric{
 		Name: "gpu.memory.controller.utilization", Kind: Gauge, Unit: "1", Origin: Extension,
 		Description: "Fraction of the sample period during which device memory was being read or written.",
 		Attributes:  deviceAttrs,
-		Note:        migOmitted,
+		Note:        migOmitted + " AMD: rsmi_dev_memory_busy_percent_get or mem_busy_percent.",
 	}
 	GPUPowerLimit = Metric{
 		Name: "gpu.power.limit", Kind: Gauge, Unit: "W", Origin: Extension,
 		Description: "Power limit the driver enforces.",
 		Attributes:  deviceAttrs,
-		Note:        migOmitted,
+		Note:        migOmitted + " AMD: rsmi_dev_power_cap_get or hwmon power1_cap.",
 	}
 	GPUClockFrequency = Metric{
 		Name: "gpu.clock.frequency", Kind: Gauge, Unit: "Hz", Origin: Extension,
 		Description: "Current clock frequency.",
 		Attributes:  with(deviceAttrs, GPUClockDomain),
-		Note:        migOmitted,
+		Note:        migOmitted + " AMD: SCLK as sm and MCLK as memory, the current level of rsmi_dev_gpu_clk_freq_get (omitted for a cycle in which the driver marks no level current); not read from sysfs.",
 	}
 	GPUClockThrottle = Metric{
 		Name: "gpu.clock.throttle", Kind: Gauge, Unit: "1", Origin: Extension,
 		Description: "1 while the reason holds clocks below their maximum, else 0. One series per known reason.",
 		Attributes:  with(deviceAttrs, GPUClockThrottleReason),
-		Note:        "nvmlDeviceGetCurrentClocksEventReasons, or the older nvmlDeviceGetCurrentClocksThrottleReasons. " + migOmitted,
+		Note:        "nvmlDeviceGetCurrentClocksEventReasons, or the older nvmlDeviceGetCurrentClocksThrottleReasons. " + migOmitted + " NVIDIA only.",
 	}
 	GPUFanSpeed = Metric{
 		Name: "gpu.fan.speed", Kind: Gauge, Unit: "1", Origin: Extension,
 		Description: "Fan speed as a fraction of its maximum.",
 		Attributes:  deviceAttrs,
-		Note:        "Omitted on passively cooled GPUs, where NVML reports it unsupported. " + migOmitted,
+		Note:        "Omitted on passively cooled GPUs, where NVML reports it unsupported. " + migOmitted + " AMD: rsmi_dev_fan_speed_get over rsmi_dev_fan_speed_max_get, or hwmon pwm1 over pwm1_max.",
 	}
 )
 
@@ -127,13 +128,13 @@ var (
 		Name: "process.gpu.memory.usage", Kind: UpDownCounter, Unit: "By", Origin: Extension,
 		Description: "GPU memory used by the process on the device.",
 		Attributes:  with(deviceAttrs, ProcessPID, ProcessExecutableName),
-		Note:        "Compute and graphics processes; a process in both lists counts once. Under MIG, reported on the MIG instance. Past the per-device process cap, the rest fold into one series with process.executable.name=" + Other + " and no process.pid.",
+		Note:        "Compute and graphics processes; a process in both lists counts once. Under MIG, reported on the MIG instance. Past the per-device process cap, the rest fold into one series with process.executable.name=" + Other + " and no process.pid. AMD: KFD's /sys/class/kfd/kfd/proc/<pid>/vram_<gpu_id>, for each GPU on which the process holds memory or runs waves.",
 	}
 	ProcessGPUUtilization = Metric{
 		Name: "process.gpu.utilization", Kind: Gauge, Unit: "1", Origin: Extension,
 		Description: "Fraction of the last sample period during which a kernel of the process was running on the SMs (NVML per-process utilization samples).",
 		Attributes:  with(deviceAttrs, ProcessPID, ProcessExecutableName),
-		Note:        "NVML does not sample per-process utilization on MIG instances; omitted there.",
+		Note:        "NVML does not sample per-process utilization on MIG instances; omitted there. AMD: a different measure, KFD's stats_<gpu_id>/cu_occupancy (the process's waves, in compute units' worth) over the GPU's compute units (KFD topology simd_count / simd_per_cu), capped at 1: the share of the GPU the process occupies at the instant of the read, not a share of time. Older kernels have no cu_occupancy.",
 	}
 )
 
@@ -141,9 +142,9 @@ var (
 var (
 	XpuscopeGPUReadErrors = Metric{
 		Name: "xpuscope.gpu.read.errors", Kind: Counter, Unit: "{error}", Origin: Self,
-		Description: "Vendor-library reads that failed. A failed read loses that value for that cycle and device; other reads and devices go on.",
+		Description: "Reads of a vendor library or driver file that failed. A failed read loses that value for that cycle and device; other reads and devices go on.",
 		Attributes:  []attribute.Key{HWID, XpuscopeRead, ErrorType},
-		Note:        "A read the device reports as unsupported is not an error: it is dropped for that device, once. Errors of the XID event set itself carry no hw.id.",
+		Note:        "A read the device reports as unsupported (or, in sysfs, a file that does not exist) is not an error: it is dropped for that device, once. Errors of the XID event set itself, and of listing KFD's processes, carry no hw.id.",
 	}
 	XpuscopeGPUSymbolMissing = Metric{
 		Name: "xpuscope.gpu.symbol.missing", Kind: UpDownCounter, Unit: "{symbol}", Origin: Self,
@@ -282,7 +283,7 @@ var cudaMetrics = []Metric{
 
 // metrics is the registry: each area's list, in order. An area defined in
 // a file of its own adds its list here.
-var metrics = slices.Concat(gpuMetrics, cudaMetrics, occupancyMetrics, genaiMetrics, captureMetrics, agentMetrics)
+var metrics = slices.Concat(gpuMetrics, amdMetrics, cudaMetrics, occupancyMetrics, genaiMetrics, captureMetrics, agentMetrics, podjoinMetrics)
 
 // Metrics returns every registered metric, in registry order.
 func Metrics() []Metric {

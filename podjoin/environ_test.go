@@ -1,0 +1,129 @@
+package podjoin
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func env(entries ...string) []byte {
+	var b []byte
+	for _, e := range entries {
+		b = append(append(b, e...), 0)
+	}
+	return b
+}
+
+func TestParseEnviron(t *testing.T) {
+	tp := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want Environ
+	}{
+		{"all four among others", env("PATH=/bin", "TRACEPARENT="+tp, "TRACESTATE=a=b", "SECRET=x",
+			"OTEL_RESOURCE_ATTRIBUTES=k=v", "OTEL_SERVICE_NAME=svc"),
+			Environ{tp, "a=b", "k=v", "svc"}},
+		{"first occurrence counts", env("OTEL_SERVICE_NAME=one", "OTEL_SERVICE_NAME=two"), Environ{ServiceName: "one"}},
+		{"an empty first occurrence counts", env("OTEL_SERVICE_NAME=", "OTEL_SERVICE_NAME=two"), Environ{}},
+		{"a value over its cap is dropped whole", env("OTEL_SERVICE_NAME=" + strings.Repeat("s", MaxServiceName+1)), Environ{}},
+		{"a value at its cap is kept", env("OTEL_SERVICE_NAME=" + strings.Repeat("s", MaxServiceName)), Environ{ServiceName: strings.Repeat("s", MaxServiceName)}},
+		{"an over-long first occurrence still counts", env("OTEL_SERVICE_NAME="+strings.Repeat("s", MaxServiceName+1), "OTEL_SERVICE_NAME=two"), Environ{}},
+		{"names are case-sensitive and whole", env("traceparent=x", "TRACEPARENTS=x", "XTRACEPARENT=x", "TRACEPARENT"), Environ{}},
+		{"last entry without its NUL", []byte("A=b\x00OTEL_SERVICE_NAME=svc"), Environ{ServiceName: "svc"}},
+		{"values may hold '='", env("TRACESTATE=a=b,c=d"), Environ{Tracestate: "a=b,c=d"}},
+		{"empty", nil, Environ{}},
+		{"only NULs", []byte{0, 0, 0}, Environ{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ParseEnviron(tc.in); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			got, err := scanEnviron(bytes.NewReader(tc.in), make([]byte, maxEnvEntry+1), maxEnviron)
+			if err != nil || got != tc.want {
+				t.Errorf("scanEnviron: got %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// The scanner reads an environment far larger than its buffer, piece by
+// piece, and finds an allowed variable that straddles two pieces or sits
+// past a long variable it skips.
+func TestScanEnvironInPieces(t *testing.T) {
+	var block []byte
+	for i := range 4000 { // as a namespace with many services makes it
+		block = append(block, "SVC_"+strings.Repeat("X", i%40)+"_SERVICE_HOST=10.0.0.1\x00"...)
+	}
+	block = append(block, "HUGE="+strings.Repeat("h", 3*environBuf)+"\x00"...)
+	block = append(block, "OTEL_RESOURCE_ATTRIBUTES="+strings.Repeat("a", MaxResourceAttributes)+"\x00"...)
+	block = append(block, "OTEL_SERVICE_NAME=far\x00"...)
+	want := ParseEnviron(block)
+	if want.ServiceName != "far" || len(want.ResourceAttributes) != MaxResourceAttributes {
+		t.Fatalf("ParseEnviron: %q, %d bytes", want.ServiceName, len(want.ResourceAttributes))
+	}
+	buf := make([]byte, environBuf)
+	for _, r := range []io.Reader{
+		bytes.NewReader(block),
+		iotest.OneByteReader(bytes.NewReader(block)),
+		iotest.HalfReader(bytes.NewReader(block)),
+		iotest.DataErrReader(bytes.NewReader(block)),
+	} {
+		got, err := scanEnviron(r, buf, maxEnviron)
+		if err != nil || got != want {
+			t.Errorf("%T: got %q, %d bytes, %v", r, got.ServiceName, len(got.ResourceAttributes), err)
+		}
+		if bytes.ContainsFunc(buf, func(r rune) bool { return r != 0 }) {
+			t.Errorf("%T: buffer not zeroed", r)
+		}
+	}
+}
+
+func TestScanEnvironLimit(t *testing.T) {
+	block := env("A=1", "OTEL_SERVICE_NAME=svc", "TRACESTATE=k=v")
+	at := bytes.Index(block, []byte("TRACESTATE"))
+	buf := make([]byte, maxEnvEntry+1)
+	// The limit cuts TRACESTATE: it is dropped, not cut.
+	got, err := scanEnviron(bytes.NewReader(block), buf, at+len("TRACESTATE=k"))
+	if err != nil || got != (Environ{ServiceName: "svc"}) {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	// Nothing past the limit is read.
+	r := &countingReader{r: bytes.NewReader(bytes.Repeat([]byte("A=b\x00"), 1<<20))}
+	if _, err := scanEnviron(r, buf, 10000); err != nil || r.n != 10000 {
+		t.Fatalf("read %d bytes, %v; want the limit, 10000", r.n, err)
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+func TestScanEnvironErrors(t *testing.T) {
+	buf := make([]byte, maxEnvEntry+1)
+	boom := errors.New("boom")
+	got, err := scanEnviron(io.MultiReader(bytes.NewReader(env("OTEL_SERVICE_NAME=svc")), iotest.ErrReader(boom)), buf, maxEnviron)
+	if !errors.Is(err, boom) || got.ServiceName != "svc" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	if _, err := scanEnviron(emptyReader{}, buf, maxEnviron); !errors.Is(err, io.ErrNoProgress) {
+		t.Fatalf("reader without progress: %v", err)
+	}
+	if bytes.ContainsFunc(buf, func(r rune) bool { return r != 0 }) {
+		t.Fatal("buffer not zeroed after an error")
+	}
+}
+
+type emptyReader struct{}
+
+func (emptyReader) Read([]byte) (int, error) { return 0, nil }
