@@ -10,9 +10,13 @@ import (
 
 // Device describes a GPU or a MIG instance the Source reports on.
 type Device struct {
-	// Index is the NVML index (the parent's, for a MIG instance).
+	// Index is the NVML index (the parent's, for a MIG instance); for an
+	// AMD GPU, its ROCm SMI index, or its position in PCI-address order
+	// among the amdgpu cards when read from sysfs.
 	Index int
-	// UUID is the device's hw.id: GPU-… for a GPU, MIG-… for an instance.
+	// UUID is the device's hw.id: GPU-… for a GPU, MIG-… for an instance;
+	// for an AMD GPU, its unique id (0x followed by 16 hexadecimal
+	// digits), or its PCI address when it has none.
 	UUID string
 	Name string
 	// PCIAddress is in sysfs form, 0000:3b:00.0 (the parent's, for MIG).
@@ -54,6 +58,10 @@ type device struct {
 	ioReceive, ioTransmit                 opts
 	clockSM, clockMemory                  opts
 	errCorrected, errUncorrected          opts
+	// temperature is the series of sample.temperature: the device's
+	// attributes for NVML's one sensor; hw.sensor_location=edge for AMD,
+	// whose junction and memory sensors have series of their own.
+	temperature, tempJunction, tempMemory opts
 	throttle                              []opts
 	other                                 opts // the process overflow series
 	hwID                                  opts // hw.id alone, for self-metrics
@@ -79,11 +87,21 @@ type process struct {
 func (d *device) isUnsupported(r readID) bool { return d.unsupported&(1<<r) != 0 }
 
 func newDevice(h nvml.Device, info Device, driver string) *device {
-	d := &device{Device: info, h: h, mig: info.Parent != "", procs: map[uint32]*process{}}
+	d := newVendorDevice(info, semconv.VendorNVIDIA, driver)
+	d.h = h
+	d.temperature = d.base // NVML's one GPU sensor
+	d.fields[0].FieldId = nvml.FI_DEV_PCIE_COUNT_TX_BYTES
+	d.fields[1].FieldId = nvml.FI_DEV_PCIE_COUNT_RX_BYTES
+	return d
+}
+
+// newVendorDevice is a device of any vendor with its attribute sets.
+func newVendorDevice(info Device, vendor, driver string) *device {
+	d := &device{Device: info, mig: info.Parent != "", procs: map[uint32]*process{}}
 	d.attrs = []attribute.KeyValue{
 		semconv.HWID.String(info.UUID),
 		semconv.HWName.String(info.Name),
-		semconv.HWVendor.String("NVIDIA"),
+		semconv.HWVendor.String(vendor),
 		semconv.HWType.String(semconv.HWTypeGPU),
 		semconv.HWDriverVersion.String(driver),
 		semconv.GPUIndex.Int(info.Index),
@@ -99,28 +117,28 @@ func newDevice(h nvml.Device, info Device, driver string) *device {
 	} else {
 		d.instances = map[string]*device{}
 	}
-	with := func(kv ...attribute.KeyValue) opts {
-		return newOpts(append(append([]attribute.KeyValue(nil), d.attrs...), kv...)...)
-	}
-	d.base = with()
-	d.taskGeneral = with(semconv.HWGPUTask.String(semconv.GPUTaskGeneral))
-	d.taskEncoder = with(semconv.HWGPUTask.String(semconv.GPUTaskEncoder))
-	d.taskDecoder = with(semconv.HWGPUTask.String(semconv.GPUTaskDecoder))
-	d.ioReceive = with(semconv.NetworkIODir.String(semconv.DirectionReceive))
-	d.ioTransmit = with(semconv.NetworkIODir.String(semconv.DirectionTransmit))
-	d.clockSM = with(semconv.GPUClockDomain.String(semconv.ClockDomainSM))
-	d.clockMemory = with(semconv.GPUClockDomain.String(semconv.ClockDomainMemory))
-	d.errCorrected = with(semconv.ErrorType.String(semconv.ErrorCorrected))
-	d.errUncorrected = with(semconv.ErrorType.String(semconv.ErrorUncorrected))
+	d.base = d.with()
+	d.taskGeneral = d.with(semconv.HWGPUTask.String(semconv.GPUTaskGeneral))
+	d.taskEncoder = d.with(semconv.HWGPUTask.String(semconv.GPUTaskEncoder))
+	d.taskDecoder = d.with(semconv.HWGPUTask.String(semconv.GPUTaskDecoder))
+	d.ioReceive = d.with(semconv.NetworkIODir.String(semconv.DirectionReceive))
+	d.ioTransmit = d.with(semconv.NetworkIODir.String(semconv.DirectionTransmit))
+	d.clockSM = d.with(semconv.GPUClockDomain.String(semconv.ClockDomainSM))
+	d.clockMemory = d.with(semconv.GPUClockDomain.String(semconv.ClockDomainMemory))
+	d.errCorrected = d.with(semconv.ErrorType.String(semconv.ErrorCorrected))
+	d.errUncorrected = d.with(semconv.ErrorType.String(semconv.ErrorUncorrected))
 	d.throttle = make([]opts, len(semconv.ThrottleReasons))
 	for i, r := range semconv.ThrottleReasons {
-		d.throttle[i] = with(semconv.GPUClockThrottleReason.String(r))
+		d.throttle[i] = d.with(semconv.GPUClockThrottleReason.String(r))
 	}
-	d.other = with(semconv.ProcessExecutableName.String(semconv.Other))
+	d.other = d.with(semconv.ProcessExecutableName.String(semconv.Other))
 	d.hwID = newOpts(semconv.HWID.String(info.UUID))
-	d.fields[0].FieldId = nvml.FI_DEV_PCIE_COUNT_TX_BYTES
-	d.fields[1].FieldId = nvml.FI_DEV_PCIE_COUNT_RX_BYTES
 	return d
+}
+
+// with is the device's attribute set plus kv.
+func (d *device) with(kv ...attribute.KeyValue) opts {
+	return newOpts(append(append([]attribute.KeyValue(nil), d.attrs...), kv...)...)
 }
 
 // processOpts returns the series identity of pid on d, creating it (and

@@ -1,17 +1,57 @@
 // Package gpu reports GPU device and per-process metrics as OpenTelemetry
-// metrics.
+// metrics, for NVIDIA and AMD GPUs, under the same names.
 //
-// The NVIDIA backend reads NVML (the library the driver installs,
-// libnvidia-ml.so.1) through github.com/NVIDIA/go-nvml. Per GPU it
-// reports utilization (general, encoder, decoder), memory (usage, limit,
-// free, reserved, utilization), memory-controller utilization,
-// temperature, power and power limit, energy, SM and memory clocks, PCIe
-// bytes, fan speed, ECC errors, XID errors and clock-throttle reasons; per
-// process, GPU memory and SM utilization. With MIG enabled, every MIG
-// instance gets its own series (memory and processes) carrying hw.parent,
-// the GPU- and compute-instance ids and the profile; metrics NVML does not
-// report for an instance are omitted, never copied from the parent.
-// docs/metrics.md lists every name.
+// # Backends
+//
+// New tries three backends, in order (WithBackends selects among them),
+// and uses every one that finds GPUs: a node with GPUs of both vendors
+// reports both; the vendors' devices are disjoint.
+//
+//   - NVML (NVIDIA): the library the driver installs, libnvidia-ml.so.1,
+//     through github.com/NVIDIA/go-nvml.
+//   - ROCm SMI (AMD): librocm_smi64.so.1 (WithROCmSMILibraryPath), bound
+//     with purego (package internal/rocmsmi), without cgo.
+//   - amdgpu sysfs (AMD): the files the amdgpu driver publishes in sysfs
+//     (WithSysfsRoot), tried only when ROCm SMI found no GPU: not
+//     installed, or unable to start.
+//
+// The NVIDIA backend reports, per GPU, utilization (general, encoder,
+// decoder), memory (usage, limit, free, reserved, utilization),
+// memory-controller utilization, temperature, power and power limit,
+// energy, SM and memory clocks, PCIe bytes, fan speed, ECC errors, XID
+// errors and clock-throttle reasons; per process, GPU memory and SM
+// utilization. With MIG enabled, every MIG instance gets its own series
+// (memory and processes) carrying hw.parent, the GPU- and compute-instance
+// ids and the profile; metrics NVML does not report for an instance are
+// omitted, never copied from the parent.
+//
+// The AMD backends report the same metrics with hw.vendor=AMD: ROCm SMI
+// utilization and memory-controller utilization, VRAM used and total,
+// temperatures of the edge, junction and memory sensors (one series each,
+// hw.sensor_location), power (hw.power is the socket power, or the
+// firmware's average where there is none; gpu.power.average is the
+// average) and power cap, energy (the counter times its resolution), fan
+// speed, SCLK and MCLK, ECC counts summed over the GPU's blocks, and, with
+// WithAMDPCIeThroughput, an estimate of PCIe bytes. The sysfs backend
+// reads gpu_busy_percent, mem_busy_percent, mem_info_vram_used and _total,
+// and the card's hwmon temperatures, power and fan; it has no energy,
+// clocks, PCIe or ECC. A GPU's hw.id is its unique id, or its PCI address
+// where it has none. Per process, both AMD backends read KFD, the ROCm
+// compute driver's sysfs directory: each process's VRAM on each GPU, and
+// its CU occupancy divided by the GPU's compute units as
+// process.gpu.utilization (an instantaneous share of the GPU, not a time
+// share). KFD GPUs are matched to cards by the PCI address of the KFD
+// topology. (ROCm SMI's rsmi_compute_process_info_by_pid_get reads the
+// same files but sums a process's GPUs, so the Source reads the files.)
+//
+// docs/metrics.md lists every name, with where each value comes from.
+//
+// ROCm SMI writes its own diagnostics to the process's stderr (rsmi_init
+// on a node without /sys/class/drm prints "Failed to open drm root
+// directory /sys/class/drm.: No such file or directory" and "Exception
+// caught: rsmi_init."). The Source does not redirect file descriptor 2,
+// which belongs to the whole process; it loads ROCm SMI only when sysfs
+// shows an amdgpu card, so a node without an AMD GPU prints nothing.
 //
 // # Behaviour
 //
@@ -19,21 +59,25 @@
 // every interval (WithInterval). Observable callbacks report the last
 // complete read and never call into the driver. A read that fails on one
 // device is counted in xpuscope.gpu.read.errors and the rest go on; a read
-// a device reports as unsupported is dropped for that device. Optional
-// NVML symbols are looked up before anything calls them, so an older
-// driver loses only the metrics it cannot serve, listed by
-// xpuscope.gpu.symbol.missing. Per-process series are capped per device
-// (WithMaxProcesses); the rest fold into one series.
+// a device reports as unsupported (for sysfs, a file that does not
+// exist) is dropped for that device. Optional NVML and ROCm SMI symbols
+// are looked up before anything calls them, so an older library loses
+// only the metrics it cannot serve, listed by xpuscope.gpu.symbol.missing.
+// Per-process series are capped per device (WithMaxProcesses); the rest
+// fold into one series.
 //
 // XID errors come from an NVML event set that a second goroutine waits
 // on, so only XIDs that happen while the Source runs are counted.
 //
 // # Errors
 //
-// New wraps xpuscope.ErrUnavailable when the library is missing, the
-// driver is not loaded, the device files are not accessible, the library
-// lacks a required symbol, or there is no GPU. Anything else, a bad option
-// included, is a fault.
+// New wraps xpuscope.ErrUnavailable when no backend finds a GPU, saying
+// for each why: the library is missing, the driver is not loaded, the
+// device files are not accessible, the library lacks a required symbol,
+// or there is no GPU. A backend that finds no GPU is no error when
+// another finds some. Anything else, a bad option included, is a fault,
+// even when another backend found GPUs.
 //
-// The package uses cgo. Only one NVML library can be loaded per process.
+// The package uses cgo (go-nvml needs it; the ROCm SMI binding does not).
+// Only one NVML library can be loaded per process.
 package gpu

@@ -1,7 +1,9 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/NVIDIA/go-nvml/pkg/dl"
@@ -10,6 +12,79 @@ import (
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/semconv"
 )
+
+// openNVML loads NVML (or takes the injected one), initialises it and
+// finds the NVIDIA GPUs.
+func openNVML(s *Source) (backend, error) {
+	lib, path := s.cfg.nvml, s.cfg.nvmlPath
+	if lib == nil {
+		if err := probeLibrary(path); err != nil {
+			return nil, err
+		}
+		lib = nvml.New(nvml.WithLibraryPath(path))
+	} else {
+		path = "injected NVML"
+	}
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		return nil, initError(path, ret)
+	}
+	first, missing := len(s.devices), len(s.missing)
+	s.lib = lib
+	if err := s.startNVML(path); err != nil {
+		lib.Shutdown()
+		s.lib, s.driver, s.syms = nil, "", symbols{}
+		s.devices, s.missing = s.devices[:first], s.missing[:missing]
+		return nil, err
+	}
+	return &nvmlBackend{s: s, devices: slices.Clip(s.devices[first:])}, nil
+}
+
+// startNVML resolves the symbols of the initialised library and finds its
+// GPUs.
+func (s *Source) startNVML(path string) error {
+	var err error
+	s.syms, err = resolveSymbols(s.lib.Extensions().LookupSymbol)
+	if err != nil {
+		return xpuscope.Unavailablef("gpu: NVML library %s: %v", path, err)
+	}
+	for _, m := range s.syms.missing {
+		s.missing = append(s.missing, newOpts(
+			semconv.XpuscopeSymbol.String(m.symbol),
+			semconv.XpuscopeMetricName.String(m.metric)))
+	}
+	driver, ret := s.lib.SystemGetDriverVersion()
+	if ret != nvml.SUCCESS {
+		return fmt.Errorf("gpu: nvmlSystemGetDriverVersion: %s", returnName(ret))
+	}
+	s.driver = driver
+	return s.discover()
+}
+
+// nvmlBackend is the NVIDIA backend: the Source's NVML code paths
+// (nvml.go, poll.go, xid.go) over the GPUs NVML found.
+type nvmlBackend struct {
+	s       *Source
+	devices []*device
+}
+
+func (b *nvmlBackend) poll(sn *snapshot) {
+	for _, d := range b.devices {
+		b.s.readDevice(sn, d)
+	}
+}
+
+func (b *nvmlBackend) close() error {
+	var errs []error
+	if s := b.s; s.eventSet != nil {
+		if ret := s.eventSet.Free(); ret != nvml.SUCCESS {
+			errs = append(errs, fmt.Errorf("gpu: nvmlEventSetFree: %s", returnName(ret)))
+		}
+	}
+	if ret := b.s.lib.Shutdown(); ret != nvml.SUCCESS {
+		errs = append(errs, fmt.Errorf("gpu: nvmlShutdown: %s", returnName(ret)))
+	}
+	return errors.Join(errs...)
+}
 
 // readID names one kind of NVML read. Reads are what can be missing from
 // the library (a symbol), unsupported by a device, or fail in a cycle.

@@ -12,7 +12,7 @@ import (
 type instruments struct {
 	utilization, memoryUtilization, memoryController     metric.Float64ObservableGauge
 	temperature, power, powerLimit, clock, throttle      metric.Float64ObservableGauge
-	fan, processUtilization                              metric.Float64ObservableGauge
+	fan, processUtilization, powerAverage                metric.Float64ObservableGauge
 	memoryUsage, memoryLimit, memoryFree, memoryReserved metric.Int64ObservableUpDownCounter
 	processMemory, symbolMissing                         metric.Int64ObservableUpDownCounter
 	io, errors, readErrors, overflow                     metric.Int64ObservableCounter
@@ -27,6 +27,7 @@ func (in *instruments) create(m metric.Meter) error {
 	in.temperature = b.Gauge(semconv.HWTemperature)
 	in.power = b.Gauge(semconv.HWPower)
 	in.powerLimit = b.Gauge(semconv.GPUPowerLimit)
+	in.powerAverage = b.Gauge(semconv.GPUPowerAverage)
 	in.clock = b.Gauge(semconv.GPUClockFrequency)
 	in.throttle = b.Gauge(semconv.GPUClockThrottle)
 	in.fan = b.Gauge(semconv.GPUFanSpeed)
@@ -48,7 +49,7 @@ func (in *instruments) create(m metric.Meter) error {
 func (in *instruments) all() []metric.Observable {
 	return []metric.Observable{
 		in.utilization, in.memoryUtilization, in.memoryController, in.temperature,
-		in.power, in.powerLimit, in.clock, in.throttle, in.fan, in.processUtilization,
+		in.power, in.powerLimit, in.powerAverage, in.clock, in.throttle, in.fan, in.processUtilization,
 		in.memoryUsage, in.memoryLimit, in.memoryFree, in.memoryReserved,
 		in.processMemory, in.symbolMissing, in.io, in.errors, in.readErrors,
 		in.overflow, in.energy,
@@ -99,13 +100,22 @@ func observeSample(o metric.Observer, in *instruments, sm *sample) {
 		o.ObserveInt64(in.memoryReserved, sm.reserved, d.base...)
 	}
 	if has&fTemperature != 0 {
-		o.ObserveFloat64(in.temperature, sm.temperature, d.base...)
+		o.ObserveFloat64(in.temperature, sm.temperature, d.temperature...)
+	}
+	if has&fTempJunction != 0 {
+		o.ObserveFloat64(in.temperature, sm.tempJunction, d.tempJunction...)
+	}
+	if has&fTempMemory != 0 {
+		o.ObserveFloat64(in.temperature, sm.tempMemory, d.tempMemory...)
 	}
 	if has&fPower != 0 {
 		o.ObserveFloat64(in.power, sm.power, d.base...)
 	}
 	if has&fPowerLimit != 0 {
 		o.ObserveFloat64(in.powerLimit, sm.powerLimit, d.base...)
+	}
+	if has&fPowerAverage != 0 {
+		o.ObserveFloat64(in.powerAverage, sm.powerAverage, d.base...)
 	}
 	if has&fEnergy != 0 {
 		o.ObserveFloat64(in.energy, sm.energy, d.base...)

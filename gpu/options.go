@@ -2,6 +2,9 @@ package gpu
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -9,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xpuscope/xpuscope/internal/procfs"
+	"github.com/xpuscope/xpuscope/internal/rocmsmi"
 )
 
 // Defaults.
@@ -17,7 +21,28 @@ const (
 	DefaultMaxProcesses = 128
 	// DefaultNVMLLibrary is the soname the NVIDIA driver installs.
 	DefaultNVMLLibrary = "libnvidia-ml.so.1"
+	// DefaultROCmSMILibrary is the soname ROCm installs.
+	DefaultROCmSMILibrary = rocmsmi.DefaultLibrary
+	// DefaultSysfsRoot is where the host's sysfs is mounted.
+	DefaultSysfsRoot = "/sys"
 )
+
+// Backend is a way of reading GPUs.
+type Backend string
+
+// The backends, in the order New tries them.
+const (
+	// BackendNVML reads NVIDIA GPUs through NVML.
+	BackendNVML Backend = "nvml"
+	// BackendROCmSMI reads AMD GPUs through ROCm SMI.
+	BackendROCmSMI Backend = "rocm_smi"
+	// BackendAMDSysfs reads AMD GPUs from what the amdgpu driver publishes
+	// in sysfs, when ROCm SMI is not installed or cannot start.
+	BackendAMDSysfs Backend = "amdgpu_sysfs"
+)
+
+// allBackends is the default: every backend, in order.
+var allBackends = []Backend{BackendNVML, BackendROCmSMI, BackendAMDSysfs}
 
 type config struct {
 	meterProvider metric.MeterProvider
@@ -26,6 +51,11 @@ type config struct {
 	nvmlPath      string
 	procRoot      string
 	maxProcesses  int
+	backends      []Backend
+	rocmPath      string
+	sysfsRoot     string
+	sysfs         fs.FS // nil: os.DirFS(sysfsRoot)
+	amdPCIe       bool
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -34,9 +64,22 @@ func newConfig(opts []Option) (config, error) {
 		nvmlPath:     DefaultNVMLLibrary,
 		procRoot:     procfs.DefaultRoot,
 		maxProcesses: DefaultMaxProcesses,
+		rocmPath:     DefaultROCmSMILibrary,
+		sysfsRoot:    DefaultSysfsRoot,
 	}
 	for _, o := range opts {
 		o.apply(&c)
+	}
+	if c.backends == nil {
+		c.backends = allBackends
+		if c.nvml != nil {
+			// An injected NVML is a test of the NVIDIA code paths: the
+			// host's AMD GPUs stay out unless WithBackends asks for them.
+			c.backends = []Backend{BackendNVML}
+		}
+	}
+	if c.sysfs == nil {
+		c.sysfs = os.DirFS(c.sysfsRoot)
 	}
 	if c.meterProvider == nil {
 		c.meterProvider = otel.GetMeterProvider()
@@ -50,6 +93,25 @@ func newConfig(opts []Option) (config, error) {
 	if c.nvmlPath == "" {
 		return c, fmt.Errorf("gpu: NVML library path is empty")
 	}
+	if c.rocmPath == "" {
+		return c, fmt.Errorf("gpu: ROCm SMI library path is empty")
+	}
+	if c.sysfsRoot == "" {
+		return c, fmt.Errorf("gpu: sysfs root is empty")
+	}
+	if len(c.backends) == 0 {
+		return c, fmt.Errorf("gpu: no backend selected")
+	}
+	for i, b := range c.backends {
+		if !slices.Contains(allBackends, b) {
+			return c, fmt.Errorf("gpu: unknown backend %q (known: %v)", b, allBackends)
+		}
+		if slices.Contains(c.backends[:i], b) {
+			return c, fmt.Errorf("gpu: backend %q selected twice", b)
+		}
+	}
+	// New tries them in its own order, whatever the order given.
+	c.backends = slices.DeleteFunc(slices.Clone(allBackends), func(b Backend) bool { return !slices.Contains(c.backends, b) })
 	return c, nil
 }
 
@@ -97,7 +159,44 @@ func WithNVMLLibraryPath(path string) Option {
 
 // WithNVML makes the Source read through lib instead of loading the NVML
 // library. It is a test seam: pass a github.com/NVIDIA/go-nvml/pkg/nvml/mock
-// Interface. lib must implement Extensions().LookupSymbol.
+// Interface. lib must implement Extensions().LookupSymbol. New then tries
+// NVML alone, unless WithBackends names other backends too.
 func WithNVML(lib nvml.Interface) Option {
 	return optionFunc(func(c *config) { c.nvml = lib })
+}
+
+// WithBackends selects the backends New tries; the default is all of
+// them, in the order BackendNVML, BackendROCmSMI, BackendAMDSysfs (which
+// New keeps whatever the order given). With WithNVML, the default is
+// BackendNVML alone.
+func WithBackends(b ...Backend) Option {
+	return optionFunc(func(c *config) { c.backends = append([]Backend{}, b...) })
+}
+
+// WithROCmSMILibraryPath loads ROCm SMI from path instead of
+// DefaultROCmSMILibrary (a ROCm installed under /opt/rocm/lib, say).
+func WithROCmSMILibraryPath(path string) Option {
+	return optionFunc(func(c *config) { c.rocmPath = path })
+}
+
+// WithSysfsRoot sets where the host's sysfs is mounted, for the amdgpu
+// cards, their hwmon sensors and the KFD topology and processes. The
+// default is /sys; use e.g. /host/sys where the host's sysfs is mounted
+// there. ROCm SMI itself always reads /sys.
+func WithSysfsRoot(path string) Option {
+	return optionFunc(func(c *config) { c.sysfsRoot = path })
+}
+
+// WithAMDPCIeThroughput makes the ROCm SMI backend read PCIe traffic
+// (hw.gpu.io). Off by default: ROCm SMI's rsmi_dev_pci_throughput_get
+// makes the kernel count for one second, so each read takes a second per
+// GPU, and the figure is an estimate (see docs/metrics.md).
+func WithAMDPCIeThroughput(on bool) Option {
+	return optionFunc(func(c *config) { c.amdPCIe = on })
+}
+
+// withSysfsFS makes the Source read sysfs through fsys, rooted where sysfs
+// is mounted: a test seam, for fixtures and injected read errors.
+func withSysfsFS(fsys fs.FS) Option {
+	return optionFunc(func(c *config) { c.sysfs, c.sysfsRoot = fsys, "(injected sysfs)" })
 }

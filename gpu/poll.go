@@ -30,6 +30,9 @@ const (
 	fECCCorrected
 	fECCUncorrected
 	fThrottle
+	fTempJunction
+	fTempMemory
+	fPowerAverage
 )
 
 // sample is one device's values from one poll cycle.
@@ -42,6 +45,8 @@ type sample struct {
 	temperature, power, powerLimit  float64
 	energy, clockSM, clockMemory    float64
 	fan                             float64
+	tempJunction, tempMemory        float64 // AMD's other sensors
+	powerAverage                    float64
 	pcieTx, pcieRx                  int64
 	eccCorrected, eccUncorrected    int64
 	throttle                        uint64
@@ -90,8 +95,8 @@ func (s *Source) poll() {
 	s.cycle++
 	back := s.back
 	back.reset()
-	for _, d := range s.devices {
-		s.readDevice(back, d)
+	for _, b := range s.backends {
+		b.poll(back)
 	}
 	s.mu.Lock()
 	s.front, s.back = back, s.front
@@ -350,6 +355,12 @@ func (s *Source) readProcesses(d *device, sm *sample) {
 			}
 		}
 	}
+	s.finishProcesses(d, sm)
+}
+
+// finishProcesses folds the processes of sm past the cap and gives the
+// rest their series.
+func (s *Source) finishProcesses(d *device, sm *sample) {
 	if len(sm.procs) > s.cfg.maxProcesses {
 		slices.SortFunc(sm.procs, func(a, b procSample) int {
 			switch {

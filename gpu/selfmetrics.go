@@ -11,9 +11,7 @@ import (
 )
 
 type readErrorKey struct {
-	device string
-	read   readID
-	ret    nvml.Return
+	device, read, errType string
 }
 
 type readErrorCount struct {
@@ -21,15 +19,22 @@ type readErrorCount struct {
 	opts opts
 }
 
-// readErrors counts failed reads by device, read and NVML return. Its
-// size is bounded by devices × reads × return codes.
+// readErrors counts failed reads by device, read and error: an NVML
+// return, a ROCm SMI status or an errno name. Its size is bounded by
+// devices × reads × error names.
 type readErrors struct {
 	mu     sync.Mutex
 	counts map[readErrorKey]*readErrorCount
 }
 
+// add counts a failed NVML read.
 func (e *readErrors) add(device string, r readID, ret nvml.Return) {
-	k := readErrorKey{device, r, ret}
+	e.addNamed(device, reads[r].name, returnName(ret))
+}
+
+// addNamed counts a failed read of any backend; device is its hw.id.
+func (e *readErrors) addNamed(device, read, errType string) {
+	k := readErrorKey{device, read, errType}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.counts[k]
@@ -38,8 +43,8 @@ func (e *readErrors) add(device string, r readID, ret nvml.Return) {
 			e.counts = map[readErrorKey]*readErrorCount{}
 		}
 		kvs := []attribute.KeyValue{
-			semconv.XpuscopeRead.String(reads[r].name),
-			semconv.ErrorType.String(returnName(ret)),
+			semconv.XpuscopeRead.String(read),
+			semconv.ErrorType.String(errType),
 		}
 		if device != "" { // "" for errors of no one device (the XID event set)
 			kvs = append(kvs, semconv.HWID.String(device))

@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/procfs"
-	"github.com/xpuscope/xpuscope/semconv"
 )
 
 // ScopeName is the instrumentation scope of the Source's meter.
@@ -23,14 +23,18 @@ const closeTimeout = 5 * time.Second
 
 // Source reports GPU device and per-process metrics. Create it with New.
 type Source struct {
-	cfg    config
-	lib    nvml.Interface
-	driver string
-	syms   symbols
-	procs  procfs.FS
+	cfg      config
+	backends []backend // the backends that found GPUs, in New's order
+	procs    procfs.FS
 
-	devices []*device // physical GPUs, fixed at New
-	missing []opts    // one per (symbol, metric) the library lacks
+	// The NVIDIA backend's library; lib is nil when NVML found no GPU.
+	lib      nvml.Interface
+	driver   string
+	syms     symbols
+	eventSet nvml.EventSet
+
+	devices []*device // physical GPUs of every backend, fixed at New
+	missing []opts    // one per (symbol, metric) a library lacks
 	errors  readErrors
 	inst    instruments
 	reg     metric.Registration
@@ -42,15 +46,39 @@ type Source struct {
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
-	eventSet  nvml.EventSet
 	closeOnce sync.Once
 }
 
-// New loads NVML, finds the GPUs, registers the instruments, reads every
-// device once and starts polling. It returns an error wrapping
-// xpuscope.ErrUnavailable when the NVML library is missing, the driver is
-// not loaded, access is denied or there is no GPU; any other error is a
-// fault.
+// backend is one way of reading GPUs: a vendor library or the files a
+// driver publishes. Opening one finds its GPUs and appends them to
+// Source.devices.
+type backend interface {
+	// poll reads each of the backend's GPUs into sn. The Source calls it
+	// from one goroutine at a time.
+	poll(sn *snapshot)
+	// close releases what opening took. Polling has stopped.
+	close() error
+}
+
+// openers open each backend. An error wrapping xpuscope.ErrUnavailable
+// says the backend found no GPU, and why.
+var openers = map[Backend]func(*Source) (backend, error){
+	BackendNVML:     openNVML,
+	BackendROCmSMI:  openROCmSMI,
+	BackendAMDSysfs: openAMDSysfs,
+}
+
+// New finds the GPUs, registers the instruments, reads every device once
+// and starts polling.
+//
+// It tries the backends in order (WithBackends): NVML for NVIDIA GPUs,
+// then ROCm SMI for AMD GPUs, then, only when ROCm SMI found none, the
+// amdgpu driver's sysfs files. Every backend that finds GPUs is used: a
+// node with GPUs of both vendors reports both, and their devices are
+// disjoint. A backend that finds none (library missing, driver not loaded,
+// access denied, no GPU) is skipped. When none finds a GPU, New returns
+// an error wrapping xpuscope.ErrUnavailable that says, for each backend,
+// why. Any other error is a fault, and New returns it.
 func New(opts ...Option) (*Source, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -58,63 +86,87 @@ func New(opts ...Option) (*Source, error) {
 	}
 	s := &Source{
 		cfg:   cfg,
-		lib:   cfg.nvml,
 		procs: procfs.FS{Root: cfg.procRoot},
 		front: &snapshot{},
 		back:  &snapshot{},
 		stop:  make(chan struct{}),
 	}
-	path := cfg.nvmlPath
-	if s.lib == nil {
-		if err := probeLibrary(path); err != nil {
-			return nil, err
-		}
-		s.lib = nvml.New(nvml.WithLibraryPath(path))
-	} else {
-		path = "injected NVML"
+	if err := s.open(); err != nil {
+		return nil, err
 	}
-	if ret := s.lib.Init(); ret != nvml.SUCCESS {
-		return nil, initError(path, ret)
-	}
-	if err := s.start(path); err != nil {
-		s.lib.Shutdown()
+	if err := s.start(); err != nil {
+		_ = s.closeBackends()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Source) start(path string) error {
-	var err error
-	s.syms, err = resolveSymbols(s.lib.Extensions().LookupSymbol)
-	if err != nil {
-		return xpuscope.Unavailablef("gpu: NVML library %s: %v", path, err)
+// open opens the selected backends.
+func (s *Source) open() error {
+	var unavailable []error
+	amd := false
+	for _, kind := range s.cfg.backends {
+		if kind == BackendAMDSysfs && amd {
+			continue // the fallback of ROCm SMI, which found the AMD GPUs
+		}
+		b, err := openers[kind](s)
+		if err != nil {
+			if !errors.Is(err, xpuscope.ErrUnavailable) {
+				_ = s.closeBackends()
+				return err
+			}
+			unavailable = append(unavailable, err)
+			continue
+		}
+		s.backends = append(s.backends, b)
+		amd = amd || kind == BackendROCmSMI
 	}
-	for _, m := range s.syms.missing {
-		s.missing = append(s.missing, newOpts(
-			semconv.XpuscopeSymbol.String(m.symbol),
-			semconv.XpuscopeMetricName.String(m.metric)))
+	switch {
+	case len(s.backends) > 0:
+		return nil
+	case len(unavailable) == 1:
+		return unavailable[0]
 	}
-	driver, ret := s.lib.SystemGetDriverVersion()
-	if ret != nvml.SUCCESS {
-		return fmt.Errorf("gpu: nvmlSystemGetDriverVersion: %s", returnName(ret))
+	// "gpu: <NVML's reason>; <ROCm SMI's reason>; …", each said once (both
+	// AMD backends give up alike on a node without an amdgpu card).
+	var why []string
+	for _, err := range unavailable {
+		if w := strings.TrimPrefix(err.Error(), "gpu: "); !slices.Contains(why, w) {
+			why = append(why, w)
+		}
 	}
-	s.driver = driver
-	if err := s.discover(); err != nil {
-		return err
-	}
+	return xpuscope.Unavailablef("gpu: %s", strings.Join(why, "; "))
+}
+
+func (s *Source) start() error {
 	meter := s.cfg.meterProvider.Meter(ScopeName)
 	if err := s.inst.create(meter); err != nil {
 		return fmt.Errorf("gpu: %w", err)
 	}
+	var err error
 	s.reg, err = meter.RegisterCallback(s.observe, s.inst.all()...)
 	if err != nil {
 		return fmt.Errorf("gpu: register callback: %w", err)
 	}
-	s.eventSet = s.startXID()
+	for _, b := range s.backends {
+		if nb, ok := b.(*nvmlBackend); ok {
+			s.eventSet = s.startXID(nb.devices)
+		}
+	}
 	s.poll()
 	s.wg.Add(1)
 	go s.run()
 	return nil
+}
+
+// closeBackends closes every open backend, in reverse order.
+func (s *Source) closeBackends() error {
+	var errs []error
+	for i := len(s.backends) - 1; i >= 0; i-- {
+		errs = append(errs, s.backends[i].close())
+	}
+	s.backends = nil
+	return errors.Join(errs...)
 }
 
 // discover enumerates the GPUs. A GPU whose identity cannot be read is
@@ -128,6 +180,7 @@ func (s *Source) discover() error {
 		return xpuscope.Unavailablef("gpu: NVML found no NVIDIA GPU (driver %s)", s.driver)
 	}
 	var failed []string
+	found := 0
 	for i := range n {
 		info, h, err := s.identify(i)
 		if err != nil {
@@ -135,8 +188,9 @@ func (s *Source) discover() error {
 			continue
 		}
 		s.devices = append(s.devices, newDevice(h, info, s.driver))
+		found++
 	}
-	if len(s.devices) == 0 {
+	if found == 0 {
 		return xpuscope.Unavailablef("gpu: none of %d NVIDIA GPUs could be identified: %s",
 			n, strings.Join(failed, "; "))
 	}
@@ -185,11 +239,14 @@ func (s *Source) run() {
 	}
 }
 
-// DriverVersion is the NVIDIA driver version NVML reports.
+// DriverVersion is the NVIDIA driver version NVML reports; "" when the
+// Source reads no NVIDIA GPU. Every device's series carry their driver's
+// version as hw.driver_version.
 func (s *Source) DriverVersion() string { return s.driver }
 
-// Devices lists the devices of the last read: each GPU, in NVML index
-// order, followed by its MIG instances (Parent set).
+// Devices lists the devices of the last read: each NVIDIA GPU, in NVML
+// index order, followed by its MIG instances (Parent set); then each AMD
+// GPU, in index order.
 func (s *Source) Devices() []Device {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -200,9 +257,10 @@ func (s *Source) Devices() []Device {
 	return out
 }
 
-// Close stops polling, unregisters the instruments and shuts NVML down.
-// If a read is stuck in the driver, Close gives up after a few seconds,
-// leaves NVML loaded and says so. Calls after the first return nil.
+// Close stops polling, unregisters the instruments, and shuts down and
+// unloads the vendor libraries. If a read is stuck in a driver, Close
+// gives up after a few seconds, leaves the libraries loaded and says so.
+// Calls after the first return nil.
 func (s *Source) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -222,15 +280,8 @@ func (s *Source) close() error {
 	select {
 	case <-done:
 	case <-time.After(closeTimeout):
-		return fmt.Errorf("gpu: close: a read is stuck in the NVIDIA driver after %v; NVML left loaded", closeTimeout)
+		return fmt.Errorf("gpu: close: a read is stuck in a GPU driver after %v; the vendor libraries are left loaded", closeTimeout)
 	}
-	if s.eventSet != nil {
-		if ret := s.eventSet.Free(); ret != nvml.SUCCESS {
-			errs = append(errs, fmt.Errorf("gpu: nvmlEventSetFree: %s", returnName(ret)))
-		}
-	}
-	if ret := s.lib.Shutdown(); ret != nvml.SUCCESS {
-		errs = append(errs, fmt.Errorf("gpu: nvmlShutdown: %s", returnName(ret)))
-	}
+	errs = append(errs, s.closeBackends())
 	return errors.Join(errs...)
 }

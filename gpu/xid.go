@@ -62,10 +62,10 @@ func (x *xidCounts) observe(o metric.Observer, inst metric.Int64Observable) {
 	}
 }
 
-// startXID registers every GPU for XID events on one event set and starts
-// the goroutine that waits on it. It returns the set to free on Close, or
-// nil when no device could be registered.
-func (s *Source) startXID() nvml.EventSet {
+// startXID registers every NVIDIA GPU for XID events on one event set and
+// starts the goroutine that waits on it. It returns the set to free on
+// Close, or nil when no device could be registered.
+func (s *Source) startXID(devices []*device) nvml.EventSet {
 	if !s.syms.available[readXID] {
 		return nil
 	}
@@ -75,7 +75,7 @@ func (s *Source) startXID() nvml.EventSet {
 		return nil
 	}
 	registered := 0
-	for _, d := range s.devices {
+	for _, d := range devices {
 		ret := d.h.RegisterEvents(nvml.EventTypeXidCriticalError, set)
 		if s.ok(d, readXID, ret) {
 			registered++
@@ -86,14 +86,14 @@ func (s *Source) startXID() nvml.EventSet {
 		return nil
 	}
 	s.wg.Add(1)
-	go s.watchXID(set)
+	go s.watchXID(set, devices)
 	return set
 }
 
-func (s *Source) watchXID(set nvml.EventSet) {
+func (s *Source) watchXID(set nvml.EventSet, devices []*device) {
 	defer s.wg.Done()
-	byUUID := make(map[string]*device, len(s.devices))
-	for _, d := range s.devices {
+	byUUID := make(map[string]*device, len(devices))
+	for _, d := range devices {
 		byUUID[d.UUID] = d
 	}
 	for {
