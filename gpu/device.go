@@ -19,6 +19,8 @@ type Device struct {
 	// digits), or its PCI address when it has none.
 	UUID string
 	Name string
+	// Vendor is hw.vendor: "NVIDIA" or "AMD".
+	Vendor string
 	// PCIAddress is in sysfs form, 0000:3b:00.0 (the parent's, for MIG).
 	PCIAddress string
 	// Parent is the parent GPU's UUID; empty unless this is a MIG instance.
@@ -97,6 +99,7 @@ func newDevice(h nvml.Device, info Device, driver string) *device {
 
 // newVendorDevice is a device of any vendor with its attribute sets.
 func newVendorDevice(info Device, vendor, driver string) *device {
+	info.Vendor = vendor
 	d := &device{Device: info, mig: info.Parent != "", procs: map[uint32]*process{}}
 	d.attrs = []attribute.KeyValue{
 		semconv.HWID.String(info.UUID),

@@ -18,6 +18,7 @@ import (
 	"github.com/xpuscope/xpuscope/genai"
 	"github.com/xpuscope/xpuscope/gpu"
 	"github.com/xpuscope/xpuscope/occupancy"
+	"github.com/xpuscope/xpuscope/semconv"
 )
 
 // settings are what the features take from the command line and the
@@ -163,16 +164,28 @@ func startGPU(s settings, p providers) (xpuscope.Source, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	var names []string
+	names := map[string][]string{} // by vendor
+	var vendors []string
 	instances := 0
 	for _, d := range src.Devices() {
 		if d.Parent != "" {
 			instances++
 			continue
 		}
-		names = append(names, fmt.Sprintf("%d:%s", d.Index, d.Name))
+		if names[d.Vendor] == nil {
+			vendors = append(vendors, d.Vendor)
+		}
+		names[d.Vendor] = append(names[d.Vendor], fmt.Sprintf("%d:%s", d.Index, d.Name))
 	}
-	detail := fmt.Sprintf("nvml: %d GPU(s), driver %s: %s", len(names), src.DriverVersion(), strings.Join(names, ", "))
+	var parts []string
+	for _, v := range vendors {
+		part := fmt.Sprintf("%s: %d GPU(s)", v, len(names[v]))
+		if v == semconv.VendorNVIDIA {
+			part += ", driver " + src.DriverVersion()
+		}
+		parts = append(parts, part+": "+strings.Join(names[v], ", "))
+	}
+	detail := strings.Join(parts, "; ")
 	if instances > 0 {
 		detail += fmt.Sprintf("; %d MIG instance(s)", instances)
 	}

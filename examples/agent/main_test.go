@@ -94,7 +94,7 @@ func TestRunWithGPUs(t *testing.T) {
 
 	stdout, stderr, code := output(t, agent(t, "-check", "-nvml-library", lib))
 	require.Equal(t, 0, code, "stderr: %s", stderr)
-	assert.Regexp(t, `(?m)^gpu +active +nvml: 2 GPU\(s\), driver 535\.999\.01: 0:NVIDIA Fake H100 80GB HBM3, 1:NVIDIA Fake A100-SXM4-40GB$`, stdout)
+	assert.Regexp(t, `(?m)^gpu +active +NVIDIA: 2 GPU\(s\), driver 535\.999\.01: 0:NVIDIA Fake H100 80GB HBM3, 1:NVIDIA Fake A100-SXM4-40GB$`, stdout)
 
 	// Run for a while: scrape the endpoint while it runs, then read the
 	// final metrics it prints.
