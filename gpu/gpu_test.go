@@ -371,9 +371,9 @@ func TestDevicesListsGPUsAndMIGInstances(t *testing.T) {
 	parent.instances = []*fakeGPU{{uuid: "MIG-a", name: "NVIDIA H100 80GB HBM3 MIG 7g.80gb", gi: 0, ci: 0}}
 	s, _ := start(t, &fakeSystem{gpus: []*fakeGPU{parent, plain}}, WithProcRoot(t.TempDir()))
 	assert.Equal(t, []Device{
-		{Index: 0, UUID: parent.uuid, Name: parent.name, PCIAddress: "0000:18:00.0", SMs: 132, ThreadsPerSM: 2048},
-		{Index: 0, UUID: "MIG-a", Name: "NVIDIA H100 80GB HBM3 MIG 7g.80gb", PCIAddress: "0000:18:00.0", Parent: parent.uuid, Profile: "7g.80gb"},
-		{Index: 1, UUID: plain.uuid, Name: plain.name, PCIAddress: "0000:19:00.0", SMs: 132, ThreadsPerSM: 2048},
+		{Index: 0, UUID: parent.uuid, Name: parent.name, Vendor: "NVIDIA", PCIAddress: "0000:18:00.0", SMs: 132, ThreadsPerSM: 2048},
+		{Index: 0, UUID: "MIG-a", Name: "NVIDIA H100 80GB HBM3 MIG 7g.80gb", Vendor: "NVIDIA", PCIAddress: "0000:18:00.0", Parent: parent.uuid, Profile: "7g.80gb"},
+		{Index: 1, UUID: plain.uuid, Name: plain.name, Vendor: "NVIDIA", PCIAddress: "0000:19:00.0", SMs: 132, ThreadsPerSM: 2048},
 	}, s.Devices())
 	assert.Equal(t, "535.183.01", s.DriverVersion())
 }
