@@ -13,7 +13,7 @@ packages=(
 	util-linux                # unshare, for the mount-namespace test
 	curl libssl3 python3      # real HTTPS clients on the system OpenSSL, for the genai capture
 	libssl-dev                # OpenSSL's static archives: a client with OpenSSL linked in, as Node has
-	prometheus                # promtool: check and unit-test deploy/prometheus/rules.yml
+	prometheus                # promtool for deploy/prometheus/rules.yml, and the server the agent's end-to-end test scrapes with
 )
 
 missing=()

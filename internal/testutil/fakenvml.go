@@ -12,7 +12,9 @@ import (
 // libnvidia-ml.so.1 and returns its path. The fake stands in for NVIDIA
 // GPUs, which test machines lack: it reports two GPUs with the fixed
 // values its header comment lists. defines are extra gcc flags
-// (-DOMIT_ENERGY leaves nvmlDeviceGetTotalEnergyConsumption out).
+// (-DOMIT_ENERGY leaves nvmlDeviceGetTotalEnergyConsumption out;
+// -DFAKE_GPUS=8 reports eight GPUs, the two repeated with distinct UUIDs
+// and PCI bus ids).
 func BuildFakeNVML(t testing.TB, defines ...string) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")

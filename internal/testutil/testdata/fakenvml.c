@@ -19,6 +19,12 @@
  * like a driver older than Volta support: the Source must report the
  * missing symbol instead of calling it (which would kill the process).
  *
+ * With -DFAKE_GPUS=N (1..128; default 2) it reports N GPUs, for load and
+ * footprint measurements: GPU i repeats the values of GPU (i % 2) below,
+ * except for its UUID, GPU-fa4eXXXX-0000-4000-8000-00000000XXXX with XXXX
+ * the index in hex, and its PCI bus, the template's plus i / 2. GPUs 0 and
+ * 1 are exactly those of the table.
+ *
  * Values (GPU 0 | GPU 1), as NVML reports them:
  *
  *   UUID              GPU-fa4e0000-0000-4000-8000-000000000000 | GPU-fa4e0001-0000-4000-8000-000000000001
@@ -67,7 +73,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 struct nvmlDevice_st {
-	const char *uuid;
+	char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE]; /* set by makeDevices */
 	const char *name;
 	unsigned int bus;
 	unsigned int pciDeviceId;
@@ -86,9 +92,16 @@ struct nvmlDevice_st {
 	unsigned int procSMUtil;                            /* 0: no sample */
 };
 
-static struct nvmlDevice_st devices[] = {
+#ifndef FAKE_GPUS
+#define FAKE_GPUS 2
+#endif
+#if FAKE_GPUS < 1 || FAKE_GPUS > 128
+#error "FAKE_GPUS must be 1..128 (PCI bus numbers must stay distinct and below 0x100)"
+#endif
+
+/* The two GPUs of the table; devices[i] is a copy of templates[i % 2]. */
+static const struct nvmlDevice_st templates[2] = {
 	{
-		.uuid = "GPU-fa4e0000-0000-4000-8000-000000000000",
 		.name = "NVIDIA Fake H100 80GB HBM3",
 		.bus = 0x3b,
 		.pciDeviceId = 0x233010de,
@@ -107,7 +120,6 @@ static struct nvmlDevice_st devices[] = {
 		.procSMUtil = 37,
 	},
 	{
-		.uuid = "GPU-fa4e0001-0000-4000-8000-000000000001",
 		.name = "NVIDIA Fake A100-SXM4-40GB",
 		.bus = 0xaf,
 		.pciDeviceId = 0x20b010de,
@@ -127,7 +139,22 @@ static struct nvmlDevice_st devices[] = {
 	},
 };
 
-#define NUM_DEVICES ((unsigned int)(sizeof(devices) / sizeof(devices[0])))
+#define NUM_DEVICES ((unsigned int)FAKE_GPUS)
+
+/* The device handles NVML hands out point into this array, which never
+ * moves. */
+static struct nvmlDevice_st devices[FAKE_GPUS];
+
+/* makeDevices fills devices from the templates when the library is loaded,
+ * before any NVML call. */
+__attribute__((constructor)) static void makeDevices(void)
+{
+	for (unsigned int i = 0; i < NUM_DEVICES; i++) {
+		devices[i] = templates[i % 2];
+		devices[i].bus += i / 2;
+		snprintf(devices[i].uuid, sizeof(devices[i].uuid), "GPU-fa4e%04x-0000-4000-8000-%012x", i, i);
+	}
+}
 
 #define DRIVER_VERSION "535.999.01"
 
