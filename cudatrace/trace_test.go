@@ -134,8 +134,11 @@ func testOccupancy(t *testing.T, tr *traced) {
 	require.Positive(t, after)
 	modelled := semconv.GPUMeasurementSource.String(semconv.MeasurementSourceEBPFModel)
 	pid := semconv.ProcessPID.Int(p.Pid)
+	// The series exists from the first report after the launches; its
+	// time counts once the completion edges are in (a later report).
 	pts := tr.waitPoints(t, func(pts testutil.Points) bool {
-		return len(pts.Find(semconv.ProcessGPUThreadTime.Name, pid)) == 1
+		tt := pts.Find(semconv.ProcessGPUThreadTime.Name, pid)
+		return len(tt) == 1 && tt[0].Value > 0
 	})
 	byCompletion := map[string]uint64{}
 	for _, pt := range pts.Find(semconv.GPUKernelDuration.Name, pid) {
