@@ -3,10 +3,12 @@ package cudatrace
 import (
 	"context"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope/internal/cudabpf"
 	"github.com/xpuscope/xpuscope/internal/meterx"
@@ -55,9 +57,14 @@ type proc struct {
 	outstanding   int64
 	// gone is when the process was first seen to have exited; its series
 	// stay for a grace period so that their last values are exported.
-	gone  time.Time
-	attrs meterx.Attrs // process.pid, process.executable.name
-	spans tokenBucket
+	gone time.Time
+	// attrs are the series' process.pid, process.executable.name and the
+	// resolver's container and pod attributes; pod are the latter alone,
+	// for spans, and parent the span context the resolver gave.
+	attrs  meterx.Attrs
+	pod    []attribute.KeyValue
+	parent trace.SpanContext
+	spans  tokenBucket
 }
 
 // kernelRef is what a proc knows of one launched function: its name's
@@ -200,16 +207,24 @@ func (a *aggregator) proc(pid uint32) *proc {
 		return nil
 	}
 	exe := a.names.ExecutableName(pid)
+	var pod []attribute.KeyValue
+	var parent trace.SpanContext
+	if r := a.cfg.resolver; r != nil {
+		pod, parent = r.ProcessAttributes(int(pid))
+	}
 	p := &proc{
-		pid: pid, exe: exe,
+		pid: pid, exe: exe, pod: pod, parent: parent,
 		kernels:       [2]map[uint64]*kernelRef{{}, {}},
 		names:         []string{semconv.Unknown, semconv.Other},
 		registered:    map[uint64]string{},
 		driverNames:   map[uint64]string{},
 		kernelHandles: map[uint64]uint64{},
 		allocs:        map[uint64]alloc{},
-		attrs:         meterx.NewAttrs(semconv.ProcessPID.Int(int(pid)), semconv.ProcessExecutableName.String(exe)),
-		spans:         tokenBucket{rate: a.cfg.spanRate, burst: a.cfg.spanBurst()},
+		// The resolver's attributes first: the Source's own win over any
+		// they repeat.
+		attrs: meterx.NewAttrs(append(slices.Clip(pod),
+			semconv.ProcessPID.Int(int(pid)), semconv.ProcessExecutableName.String(exe))...),
+		spans: tokenBucket{rate: a.cfg.spanRate, burst: a.cfg.spanBurst()},
 	}
 	a.procs[pid] = p
 	return p
@@ -502,6 +517,9 @@ func (a *aggregator) forget(alive func(pid uint32) bool, now time.Time, nowK uin
 		if p.gone.IsZero() {
 			p.gone = now
 			a.occ.model.ProcessExit(int64(nowK), pid)
+			if r := a.cfg.resolver; r != nil {
+				r.Forget(int(pid))
+			}
 		}
 		if now.Sub(p.gone) < exitGrace {
 			continue

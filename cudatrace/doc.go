@@ -29,6 +29,13 @@
 // rate cap (WithSpanRate). LeakSuspects lists a process's oldest
 // outstanding allocations.
 //
+// With WithResolver (a *podjoin.Resolver, or any Resolver), a process's
+// series and spans also carry the attributes of its container and pod,
+// and its spans are children of the span context the resolver gives (a
+// workload started with TRACEPARENT joins the trace that launched it). The
+// resolver is asked once per process, when the Source first sees it, never
+// per event, and hears of the process's exit.
+//
 // # Requirements
 //
 // Linux 5.15+ (uprobes, BPF ring buffers, task-local storage in tracing

@@ -604,26 +604,16 @@ func (tr *traced) checkMetrics(t *testing.T, pid int, exe string, x expected) te
 	return pts
 }
 
-// lingerSource is an LD_PRELOAD library that keeps a program alive at
-// exit, in a destructor, until its stdin is closed (Proc.Wait closes it
+// buildLinger builds cudaprog's linger library: preloaded, it keeps a
+// program alive at exit until its stdin is closed (Proc.Wait closes it
 // after DONE). The Source looks kernel names and the executable name up
 // in /proc/<pid> when its reader handles an event, up to a poll interval
 // after the call; the scenario programs exit right after their last call,
 // before that, and a process that is gone gets "unknown" kernel names and
 // an empty executable name.
-const lingerSource = `#include <unistd.h>
-__attribute__((destructor)) static void linger(void)
-{
-	char buf[256];
-	while (read(0, buf, sizeof buf) > 0)
-		;
-}
-`
-
-// buildLinger builds the linger library.
 func buildLinger(t testing.TB) string {
 	t.Helper()
-	return buildSharedLib(t, "liblinger.so", lingerSource)
+	return cudaprog.Build(t, "linger")
 }
 
 // buildSharedLib compiles src into a shared library named name in a new

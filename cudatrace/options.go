@@ -37,6 +37,7 @@ type config struct {
 	// capacity of every device, for the occupancy model, and its source.
 	capacity       occupancy.Capacity
 	capacitySource occupancy.CapacitySource
+	resolver       Resolver
 
 	// Test seams (unexported options).
 	wakeupBytes uint64                     // 0: a quarter of the ring
@@ -157,6 +158,15 @@ func WithRescanInterval(d time.Duration) Option {
 // cannot be mapped to an NVML device from outside it.
 func WithDeviceCapacity(c occupancy.Capacity, src occupancy.CapacitySource) Option {
 	return optionFunc(func(cfg *config) { cfg.capacity, cfg.capacitySource = c, src })
+}
+
+// WithResolver places the traced processes in their containers and pods
+// through r (a *podjoin.Resolver), asked once per process, when the Source
+// first sees it: its series and spans get the attributes r gives, and its
+// spans are children of the span context r gives, when valid (a workload
+// started with TRACEPARENT). The default is none.
+func WithResolver(r Resolver) Option {
+	return optionFunc(func(c *config) { c.resolver = r })
 }
 
 // withWakeupBytes sets the unread bytes past which BPF wakes the reader.

@@ -2,6 +2,7 @@ package cudatrace
 
 import (
 	"context"
+	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -49,12 +50,19 @@ func (s *spanner) allow(p *proc, e *cudabpf.Event) bool {
 	return false
 }
 
+// emit emits one span of p's, a child of p's parent span where the
+// resolver gave one.
 func (s *spanner) emit(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event, name string, start uint64, kvs ...attribute.KeyValue) {
-	base := []attribute.KeyValue{
+	// The resolver's attributes first: the Source's own win over any they
+	// repeat.
+	base := append(slices.Clip(p.pod),
 		semconv.ProcessPID.Int(int(p.pid)),
 		semconv.ProcessExecutableName.String(p.exe),
 		semconv.CUDADevice.Int(int(e.Device)),
 		semconv.CUDAAPIName.String(e.API.String()),
+	)
+	if p.parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, p.parent)
 	}
 	_, sp := s.tracer.Start(ctx, name,
 		trace.WithTimestamp(a.wall(start)),

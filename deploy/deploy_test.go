@@ -293,9 +293,21 @@ func TestDaemonSetPrivileges(t *testing.T) {
 			mounts[hp] = m.MountPath
 		}
 	}
-	for _, hp := range []string{"/proc", "/sys", "/var/lib/kubelet/pod-resources"} {
+	for _, hp := range []string{"/proc", "/sys", "/var/lib/kubelet/pod-resources", "/var/log"} {
 		if _, ok := mounts[hp]; !ok {
 			t.Errorf("the node's %s is not mounted", hp)
+		}
+	}
+	for hp, mp := range mounts {
+		if !strings.Contains(string(readme), "| host `"+hp+"` at `"+mp+"` (read-only)") {
+			t.Errorf("README.md's privilege table has no row for the node's %s at %s", hp, mp)
+		}
+	}
+	// podjoin reads the kubelet's socket and log directories where they
+	// are on the node: no flag names them.
+	for _, hp := range []string{"/var/lib/kubelet/pod-resources", "/var/log"} {
+		if mp, ok := mounts[hp]; ok && mp != hp {
+			t.Errorf("the node's %s is mounted at %s; podjoin reads it at %s", hp, mp, hp)
 		}
 	}
 	if i := slices.Index(c.Args, "-proc-root"); i < 0 || i+1 == len(c.Args) || c.Args[i+1] != mounts["/proc"] {

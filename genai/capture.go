@@ -52,6 +52,7 @@ type captureConfig struct {
 	ringBytes    uint32
 	maxConns     int
 	idleTimeout  time.Duration
+	resolver     Resolver
 }
 
 // WithPlaintextPorts sets the TCP ports whose plaintext HTTP the capture
@@ -113,6 +114,16 @@ func WithMaxConnections(n int) Option {
 // DefaultIdleTimeout), and counts it.
 func WithIdleTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.capture.idleTimeout = d })
+}
+
+// WithResolver places the processes making LLM API calls in their
+// containers and pods through r (a *podjoin.Resolver), asked once per
+// process, at its first call: the calls' spans get the attributes r gives,
+// and are children of the span context r gives, when valid (a workload
+// started with TRACEPARENT). The GenAI metrics get none of them: see the
+// package documentation. The default is none; NewEmitter ignores it.
+func WithResolver(r Resolver) Option {
+	return optionFunc(func(c *config) { c.capture.resolver = r })
 }
 
 func (c *captureConfig) check() error {

@@ -26,6 +26,7 @@ type capConn struct {
 	seq, next uint32
 	seen      time.Time // when bytes last came
 	elem      *list.Element
+	proc      *capProc
 }
 
 // ignorer stops the kernel side's capture of a connection.
@@ -40,11 +41,12 @@ type connTable struct {
 	cfg     *captureConfig
 	kernel  ignorer // nil: nothing to tell
 	wall    func(ktime uint64) time.Time
-	deliver func(*Exchange, *httpframe.Exchange) outcome
+	deliver func(*Exchange, *httpframe.Exchange, *capProc) outcome
 	now     func() time.Time
 
 	conns map[connKey]*capConn
 	lru   list.List // of *capConn, least recently used first
+	procs map[uint32]*capProc
 
 	frames           httpframe.Stats // all connections'
 	outcomes         [numOutcomes]int64
@@ -64,8 +66,9 @@ const (
 )
 
 func newConnTable(cfg *captureConfig, k ignorer, wall func(uint64) time.Time,
-	deliver func(*Exchange, *httpframe.Exchange) outcome) *connTable {
-	return &connTable{cfg: cfg, kernel: k, wall: wall, deliver: deliver, now: time.Now, conns: map[connKey]*capConn{}}
+	deliver func(*Exchange, *httpframe.Exchange, *capProc) outcome) *connTable {
+	return &connTable{cfg: cfg, kernel: k, wall: wall, deliver: deliver, now: time.Now,
+		conns: map[connKey]*capConn{}, procs: map[uint32]*capProc{}}
 }
 
 // handle takes one record.
@@ -122,7 +125,13 @@ func (t *connTable) add(k connKey) *capConn {
 			t.evict(oldest.Value.(*capConn))
 		}
 	}
-	cc := &capConn{key: k}
+	p := t.procs[k.pid]
+	if p == nil {
+		p = &capProc{pid: k.pid}
+		t.procs[k.pid] = p
+	}
+	p.conns++
+	cc := &capConn{key: k, proc: p}
 	cc.frame = httpframe.New(httpframe.Config{
 		OnExchange:  func(x *httpframe.Exchange) { t.exchange(cc, x) },
 		DropHeaders: SensitiveHeaders,
@@ -134,9 +143,18 @@ func (t *connTable) add(k connKey) *capConn {
 	return cc
 }
 
+// remove drops a connection, and its process with its last connection:
+// the resolver hears of the process when it has exited.
 func (t *connTable) remove(cc *capConn) {
 	t.lru.Remove(cc.elem)
 	delete(t.conns, cc.key)
+	p := cc.proc
+	if p.conns--; p.conns == 0 {
+		delete(t.procs, p.pid)
+		if r := t.cfg.resolver; r != nil && p.resolved && !t.cfg.alive(p.pid) {
+			r.Forget(int(p.pid))
+		}
+	}
 }
 
 // evict gives up on a connection: what it was reading is abandoned.
@@ -170,7 +188,7 @@ func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
 	toExchange(fx, t.wall, &x)
 	o := outcomeServerSide
 	if fx.Role == httpframe.Client {
-		o = t.deliver(&x, fx)
+		o = t.deliver(&x, fx, cc.proc)
 	}
 	t.outcomes[o]++
 	if o == outcomeNotLLM && t.kernel != nil {

@@ -46,7 +46,7 @@ func newTableHarness(maxConns int) *tableHarness {
 	h := &tableHarness{seq: map[connKey]uint32{}, clock: time.Unix(1000, 0)}
 	cfg := &captureConfig{bodyLimit: DefaultBodyLimit, maxConns: maxConns, idleTimeout: time.Minute}
 	h.t = newConnTable(cfg, &h.ign, func(k uint64) time.Time { return time.Unix(0, int64(k)) },
-		func(x *Exchange, _ *httpframe.Exchange) outcome {
+		func(x *Exchange, _ *httpframe.Exchange, _ *capProc) outcome {
 			h.got = append(h.got, x)
 			return h.result
 		})

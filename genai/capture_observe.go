@@ -8,16 +8,19 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope/genai/internal/httpframe"
 	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
-// exchange delivers a client's framed exchange: an LLM API call is
-// parsed, emitted and handed to the exchange handler.
-func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange) outcome {
+// exchange delivers a client's framed exchange, made by process p: an LLM
+// API call is parsed, emitted (with p's pod, and as a child of p's parent
+// span, where the resolver gives them) and handed to the exchange handler.
+func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange, p *capProc) outcome {
 	ep, ok := Detect(x, c.cfg.capture.hosts)
 	if !ok {
 		return outcomeNotLLM
@@ -26,7 +29,16 @@ func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange) outcome {
 	if err != nil {
 		return outcomeParseError
 	}
-	c.emitter.Emit(context.Background(), x, &call, ep)
+	ctx := context.Background()
+	var pod []attribute.KeyValue
+	if r := c.cfg.capture.resolver; r != nil {
+		p.resolve(r)
+		if p.parent.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, p.parent)
+		}
+		pod = p.attrs
+	}
+	c.emitter.emit(ctx, x, &call, ep, pod)
 	if h := c.cfg.capture.onExchange; h != nil {
 		h(x, &call, ep)
 	}

@@ -44,6 +44,16 @@
 //   - calls lost to a full ring buffer abandon the exchange they belong
 //     to, counted: an exchange is never assembled from the wrong bytes.
 //
+// With WithResolver (a *podjoin.Resolver, or any Resolver), each call's
+// span carries the attributes of the calling process's container and pod,
+// and is a child of the span context the resolver gives (a workload
+// started with TRACEPARENT). The resolver is asked once per process, at
+// its first LLM API call, and hears of the process's exit when its last
+// connection goes. The GenAI metrics carry no pod: they are histograms by
+// provider, model and operation, and each pod that ever made a call (pod
+// names change with every rollout) would multiply their series; the span
+// names the pod.
+//
 // Not captured: Go programs' crypto/tls (they are counted), HTTP/2
 // (detected and counted), and the server's end of a connection whose
 // client is also traced (the client's capture reports it). Exchanges go

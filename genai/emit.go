@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -164,6 +165,13 @@ func errorType(x *Exchange, c *Call) string {
 // host, status and times; with content capture on, the span's content
 // attributes come from its bodies too.
 func (e *Emitter) Emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint) {
+	e.emit(ctx, x, c, ep, nil)
+}
+
+// emit is Emit with the attributes of the calling process's container and
+// pod, for the span only: on the metrics, each pod would multiply every
+// histogram's series.
+func (e *Emitter) emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint, pod []attribute.KeyValue) {
 	errType := errorType(x, c)
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationName.String(c.Operation),
@@ -172,7 +180,8 @@ func (e *Emitter) Emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint) {
 	if ep.ServerPort != 0 {
 		attrs = append(attrs, semconv.ServerPort.Int(ep.ServerPort))
 	}
-	span := append(attrs[:len(attrs):len(attrs)], e.spanAttrs(x, c, ep)...)
+	// The pod's attributes first: the call's own win over any they repeat.
+	span := append(append(slices.Clip(pod), attrs...), e.spanAttrs(x, c, ep)...)
 	if ep.ServerAddress != "" {
 		span = append(span, semconv.ServerAddress.String(ep.ServerAddress))
 		attrs = append(attrs, semconv.ServerAddress.String(e.servers.value(ep.ServerAddress)))

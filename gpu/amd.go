@@ -87,11 +87,8 @@ func (d *amdDevice) can(r amdRead) bool { return d.unsupported&(1<<r) == 0 }
 func (d *amdDevice) retire(r amdRead)   { d.unsupported |= 1 << r }
 
 func newAMDDevice(info Device, driver string) *amdDevice {
-	d := newVendorDevice(info, semconv.VendorAMD, driver)
-	d.temperature = d.with(semconv.HWSensorLocation.String(semconv.SensorEdge))
-	d.tempJunction = d.with(semconv.HWSensorLocation.String(semconv.SensorJunction))
-	d.tempMemory = d.with(semconv.HWSensorLocation.String(semconv.SensorMemory))
-	return &amdDevice{device: d}
+	// AMD's device plugin names a GPU by its PCI address.
+	return &amdDevice{device: newVendorDevice(info, semconv.VendorAMD, driver, info.PCIAddress, true)}
 }
 
 // amdID is an AMD GPU's hw.id: its unique id, as ROCm SMI and sysfs give
@@ -258,11 +255,11 @@ func (s *Source) pollAMD(sn *snapshot, devices []*amdDevice, k *kfd, read func(*
 		k.read(s)
 	}
 	for _, d := range devices {
-		sm := sn.add(d.device)
+		sm := s.sample(sn, d.device)
 		read(d, sm)
 		if k != nil {
 			k.attach(s, d, sm)
 		}
-		d.forget(s.cycle)
+		s.forget(d.device)
 	}
 }

@@ -1,6 +1,8 @@
 package gpu
 
 import (
+	"slices"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -53,20 +55,16 @@ type device struct {
 	unsupported uint32
 	migEnabled  bool
 
+	// attrs identify the device; series adds the pod holding it.
 	attrs []attribute.KeyValue
-	base  opts
-	// Per-value variants of the device's attribute set.
-	taskGeneral, taskEncoder, taskDecoder opts
-	ioReceive, ioTransmit                 opts
-	clockSM, clockMemory                  opts
-	errCorrected, errUncorrected          opts
-	// temperature is the series of sample.temperature: the device's
-	// attributes for NVML's one sensor; hw.sensor_location=edge for AMD,
-	// whose junction and memory sensors have series of their own.
-	temperature, tempJunction, tempMemory opts
-	throttle                              []opts
-	other                                 opts // the process overflow series
-	hwID                                  opts // hw.id alone, for self-metrics
+	// podID is the device's id in the kubelet's allocations: an NVIDIA
+	// GPU's or MIG instance's UUID, an AMD GPU's PCI address.
+	podID string
+	// sensors: the device has several temperature sensors, each a series
+	// with its hw.sensor_location (AMD); NVML's one sensor has none.
+	sensors bool
+	series  *series
+	hwID    opts // hw.id alone, for self-metrics
 
 	xid             xidCounts
 	procs           map[uint32]*process
@@ -80,6 +78,27 @@ type device struct {
 	seen      uint64
 }
 
+// series are the attribute sets of a device's series: the device's
+// attributes and those of the pod holding it, if one does, with each
+// value's variants. They are immutable: when the pod changes, the poller
+// builds new ones, and a snapshot's samples keep the ones they were read
+// with.
+type series struct {
+	owner []attribute.KeyValue // the pod's attributes; nil when no one pod holds the device
+	base  opts
+	// Per-value variants of the device's attribute set.
+	taskGeneral, taskEncoder, taskDecoder opts
+	ioReceive, ioTransmit                 opts
+	clockSM, clockMemory                  opts
+	errCorrected, errUncorrected          opts
+	// temperature is the series of sample.temperature: the base set for
+	// NVML's one sensor; hw.sensor_location=edge for AMD, whose junction
+	// and memory sensors have series of their own.
+	temperature, tempJunction, tempMemory opts
+	throttle                              []opts
+	other                                 opts // the process overflow series
+}
+
 // process is a GPU process's precomputed series identity.
 type process struct {
 	opts opts
@@ -89,18 +108,19 @@ type process struct {
 func (d *device) isUnsupported(r readID) bool { return d.unsupported&(1<<r) != 0 }
 
 func newDevice(h nvml.Device, info Device, driver string) *device {
-	d := newVendorDevice(info, semconv.VendorNVIDIA, driver)
+	d := newVendorDevice(info, semconv.VendorNVIDIA, driver, info.UUID, false)
 	d.h = h
-	d.temperature = d.base // NVML's one GPU sensor
 	d.fields[0].FieldId = nvml.FI_DEV_PCIE_COUNT_TX_BYTES
 	d.fields[1].FieldId = nvml.FI_DEV_PCIE_COUNT_RX_BYTES
 	return d
 }
 
-// newVendorDevice is a device of any vendor with its attribute sets.
-func newVendorDevice(info Device, vendor, driver string) *device {
+// newVendorDevice is a device of any vendor with its attribute sets,
+// known to the kubelet as podID, with one temperature series per sensor
+// if sensors is set.
+func newVendorDevice(info Device, vendor, driver, podID string, sensors bool) *device {
 	info.Vendor = vendor
-	d := &device{Device: info, mig: info.Parent != "", procs: map[uint32]*process{}}
+	d := &device{Device: info, mig: info.Parent != "", procs: map[uint32]*process{}, podID: podID, sensors: sensors}
 	d.attrs = []attribute.KeyValue{
 		semconv.HWID.String(info.UUID),
 		semconv.HWName.String(info.Name),
@@ -120,55 +140,42 @@ func newVendorDevice(info Device, vendor, driver string) *device {
 	} else {
 		d.instances = map[string]*device{}
 	}
-	d.base = d.with()
-	d.taskGeneral = d.with(semconv.HWGPUTask.String(semconv.GPUTaskGeneral))
-	d.taskEncoder = d.with(semconv.HWGPUTask.String(semconv.GPUTaskEncoder))
-	d.taskDecoder = d.with(semconv.HWGPUTask.String(semconv.GPUTaskDecoder))
-	d.ioReceive = d.with(semconv.NetworkIODir.String(semconv.DirectionReceive))
-	d.ioTransmit = d.with(semconv.NetworkIODir.String(semconv.DirectionTransmit))
-	d.clockSM = d.with(semconv.GPUClockDomain.String(semconv.ClockDomainSM))
-	d.clockMemory = d.with(semconv.GPUClockDomain.String(semconv.ClockDomainMemory))
-	d.errCorrected = d.with(semconv.ErrorType.String(semconv.ErrorCorrected))
-	d.errUncorrected = d.with(semconv.ErrorType.String(semconv.ErrorUncorrected))
-	d.throttle = make([]opts, len(semconv.ThrottleReasons))
-	for i, r := range semconv.ThrottleReasons {
-		d.throttle[i] = d.with(semconv.GPUClockThrottleReason.String(r))
-	}
-	d.other = d.with(semconv.ProcessExecutableName.String(semconv.Other))
+	d.series = d.newSeries(nil)
+	d.xid.attrs = d.attrs
 	d.hwID = newOpts(semconv.HWID.String(info.UUID))
 	return d
 }
 
-// with is the device's attribute set plus kv.
-func (d *device) with(kv ...attribute.KeyValue) opts {
-	return newOpts(append(append([]attribute.KeyValue(nil), d.attrs...), kv...)...)
-}
-
-// processOpts returns the series identity of pid on d, creating it (and
-// reading the executable name) the first time pid is seen.
-func (d *device) process(pid uint32, cycle uint64, name func(int) string) *process {
-	p, ok := d.procs[pid]
-	if !ok {
-		kv := append(append([]attribute.KeyValue(nil), d.attrs...),
-			semconv.ProcessPID.Int(int(pid)),
-			semconv.ProcessExecutableName.String(name(int(pid))))
-		p = &process{opts: newOpts(kv...)}
-		d.procs[pid] = p
+// newSeries builds the device's attribute sets with the pod attributes
+// owner.
+func (d *device) newSeries(owner []attribute.KeyValue) *series {
+	// The pod's attributes first: the device's own win over any they
+	// repeat.
+	all := append(slices.Clip(owner), d.attrs...)
+	with := func(kv ...attribute.KeyValue) opts { return newOpts(append(slices.Clip(all), kv...)...) }
+	s := &series{
+		owner:          owner,
+		base:           with(),
+		taskGeneral:    with(semconv.HWGPUTask.String(semconv.GPUTaskGeneral)),
+		taskEncoder:    with(semconv.HWGPUTask.String(semconv.GPUTaskEncoder)),
+		taskDecoder:    with(semconv.HWGPUTask.String(semconv.GPUTaskDecoder)),
+		ioReceive:      with(semconv.NetworkIODir.String(semconv.DirectionReceive)),
+		ioTransmit:     with(semconv.NetworkIODir.String(semconv.DirectionTransmit)),
+		clockSM:        with(semconv.GPUClockDomain.String(semconv.ClockDomainSM)),
+		clockMemory:    with(semconv.GPUClockDomain.String(semconv.ClockDomainMemory)),
+		errCorrected:   with(semconv.ErrorType.String(semconv.ErrorCorrected)),
+		errUncorrected: with(semconv.ErrorType.String(semconv.ErrorUncorrected)),
+		throttle:       make([]opts, len(semconv.ThrottleReasons)),
+		other:          with(semconv.ProcessExecutableName.String(semconv.Other)),
 	}
-	p.seen = cycle
-	return p
-}
-
-// forget drops the processes and MIG instances not seen in cycle.
-func (d *device) forget(cycle uint64) {
-	for pid, p := range d.procs {
-		if p.seen != cycle {
-			delete(d.procs, pid)
-		}
+	for i, r := range semconv.ThrottleReasons {
+		s.throttle[i] = with(semconv.GPUClockThrottleReason.String(r))
 	}
-	for id, in := range d.instances {
-		if in.seen != cycle {
-			delete(d.instances, id)
-		}
+	s.temperature = s.base
+	if d.sensors {
+		s.temperature = with(semconv.HWSensorLocation.String(semconv.SensorEdge))
+		s.tempJunction = with(semconv.HWSensorLocation.String(semconv.SensorJunction))
+		s.tempMemory = with(semconv.HWSensorLocation.String(semconv.SensorMemory))
 	}
+	return s
 }

@@ -69,6 +69,21 @@
 // XID errors come from an NVML event set that a second goroutine waits
 // on, so only XIDs that happen while the Source runs are counted.
 //
+// # Pods
+//
+// With WithResolver (a *podjoin.Resolver, or any Resolver), a per-process
+// series gets the attributes of the process's container and pod, asked
+// for once, when the process first appears on the device, and the
+// resolver's Forget when it leaves. A device's series (XID counts
+// included) get those of the pod holding it, asked for at every poll by
+// the id the kubelet allocates: the UUID of an NVIDIA GPU or MIG instance,
+// the PCI address of an AMD GPU. The resolver answers only for a device
+// exactly one pod holds, so that a GPU shared by several pods never shows
+// its values as each pod's. The attribute sets are rebuilt only when the
+// pod changes; counters since the driver loaded (energy, ECC and XID
+// errors, PCIe bytes) then go on under the new pod's series. Observable
+// callbacks still only read.
+//
 // # Errors
 //
 // New wraps xpuscope.ErrUnavailable when no backend finds a GPU, saying

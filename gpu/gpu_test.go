@@ -279,7 +279,7 @@ func TestXIDErrors(t *testing.T) {
 func TestXIDCodesAreCapped(t *testing.T) {
 	d := newDevice(nil, Device{UUID: "GPU-x"}, "1")
 	for code := range uint64(maxXIDCodes + 10) {
-		d.xid.add(d, code)
+		d.xid.add(code)
 	}
 	assert.Len(t, d.xid.codes, maxXIDCodes+1)
 	assert.Equal(t, int64(10), d.xid.codes[semconv.Other].n)

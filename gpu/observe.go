@@ -75,7 +75,7 @@ func (s *Source) observe(_ context.Context, o metric.Observer) error {
 }
 
 func observeSample(o metric.Observer, in *instruments, sm *sample) {
-	d, has := sm.d, sm.have
+	d, has := sm.s, sm.have
 	if has&fUtil != 0 {
 		o.ObserveFloat64(in.utilization, sm.util, d.taskGeneral...)
 	}
@@ -159,6 +159,6 @@ func observeSample(o metric.Observer, in *instruments, sm *sample) {
 		o.ObserveInt64(in.processMemory, sm.otherMemory, d.other...)
 	}
 	if sm.overflow > 0 {
-		o.ObserveInt64(in.overflow, sm.overflow, d.hwID...)
+		o.ObserveInt64(in.overflow, sm.overflow, sm.d.hwID...)
 	}
 }

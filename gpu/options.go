@@ -56,6 +56,7 @@ type config struct {
 	sysfsRoot     string
 	sysfs         fs.FS // nil: os.DirFS(sysfsRoot)
 	amdPCIe       bool
+	resolver      Resolver
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -193,6 +194,15 @@ func WithSysfsRoot(path string) Option {
 // GPU, and the figure is an estimate (see docs/metrics.md).
 func WithAMDPCIeThroughput(on bool) Option {
 	return optionFunc(func(c *config) { c.amdPCIe = on })
+}
+
+// WithResolver places the Source's series in pods through r (a
+// *podjoin.Resolver): a per-process series gets the process's container
+// and pod attributes, asked for when the process first appears on the
+// device; a device's series get those of the pod holding it, asked for at
+// every poll, only while exactly one pod holds it. The default is none.
+func WithResolver(r Resolver) Option {
+	return optionFunc(func(c *config) { c.resolver = r })
 }
 
 // withSysfsFS makes the Source read sysfs through fsys, rooted where sysfs

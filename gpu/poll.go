@@ -37,7 +37,9 @@ const (
 
 // sample is one device's values from one poll cycle.
 type sample struct {
-	d    *device
+	d *device
+	// s are d's attribute sets as they were when the sample was read.
+	s    *series
 	have field
 
 	util, memCtrl, encoder, decoder float64
@@ -84,7 +86,7 @@ func (sn *snapshot) add(d *device) *sample {
 		sn.samples = append(sn.samples, sample{})
 	}
 	sm := &sn.samples[len(sn.samples)-1]
-	*sm = sample{d: d, procs: sm.procs[:0]}
+	*sm = sample{d: d, s: d.series, procs: sm.procs[:0]}
 	return sm
 }
 
@@ -137,7 +139,7 @@ func (s *Source) readDevice(sn *snapshot, d *device) {
 			}
 		}
 	}
-	sm := sn.add(d)
+	sm := s.sample(sn, d)
 	if s.can(d, readUtilization) {
 		u, ret := d.h.GetUtilizationRates()
 		if s.ok(d, readUtilization, ret) {
@@ -232,7 +234,7 @@ func (s *Source) readDevice(sn *snapshot, d *device) {
 	if d.migEnabled && s.can(d, readMIG) {
 		s.readInstances(sn, d) // sm is invalid from here on
 	}
-	d.forget(s.cycle)
+	s.forget(d)
 }
 
 func (s *Source) readMemory(d *device, sm *sample) {
@@ -380,7 +382,7 @@ func (s *Source) finishProcesses(d *device, sm *sample) {
 	}
 	sm.overflow = d.overflow
 	for i := range sm.procs {
-		sm.procs[i].p = d.process(sm.procs[i].pid, s.cycle, s.procs.ExecutableName)
+		sm.procs[i].p = s.process(d, sm.procs[i].pid)
 	}
 }
 
@@ -428,10 +430,10 @@ func (s *Source) readInstances(sn *snapshot, parent *device) {
 			parent.instances[uuid] = in
 		}
 		in.h, in.seen = h, s.cycle
-		sm := sn.add(in)
+		sm := s.sample(sn, in)
 		s.readMemory(in, sm)
 		s.readProcesses(in, sm)
-		in.forget(s.cycle)
+		s.forget(in)
 	}
 }
 

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -23,7 +24,10 @@ const (
 
 // xidCounts counts the XID errors of one GPU by code.
 type xidCounts struct {
-	mu    sync.Mutex
+	mu sync.Mutex
+	// attrs are those of the pod holding the device, if one does, then
+	// the device's.
+	attrs []attribute.KeyValue
 	codes map[string]*xidCount
 }
 
@@ -32,7 +36,7 @@ type xidCount struct {
 	opts opts
 }
 
-func (x *xidCounts) add(d *device, code uint64) {
+func (x *xidCounts) add(code uint64) {
 	key := strconv.FormatUint(code, 10)
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -45,13 +49,26 @@ func (x *xidCounts) add(d *device, code uint64) {
 		c = x.codes[key]
 	}
 	if c == nil {
-		kv := append(append([]attribute.KeyValue(nil), d.attrs...),
-			semconv.ErrorType.String(semconv.ErrorXID),
-			semconv.GPUXIDCode.String(key))
-		c = &xidCount{opts: newOpts(kv...)}
+		c = &xidCount{opts: x.opts(key)}
 		x.codes[key] = c
 	}
 	c.n++
+}
+
+// opts are the attributes of code's series. x.mu is held.
+func (x *xidCounts) opts(code string) opts {
+	return newOpts(append(slices.Clip(x.attrs), semconv.ErrorType.String(semconv.ErrorXID), semconv.GPUXIDCode.String(code))...)
+}
+
+// relabel gives the counts the attributes attrs: the pod holding the
+// device changed. The counts go on under the new pod's series.
+func (x *xidCounts) relabel(attrs []attribute.KeyValue) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.attrs = attrs
+	for code, c := range x.codes {
+		c.opts = x.opts(code)
+	}
 }
 
 func (x *xidCounts) observe(o metric.Observer, inst metric.Int64Observable) {
@@ -110,7 +127,7 @@ func (s *Source) watchXID(set nvml.EventSet, devices []*device) {
 			}
 			uuid, ret := data.Device.GetUUID()
 			if d := byUUID[uuid]; ret == nvml.SUCCESS && d != nil {
-				d.xid.add(d, data.EventData)
+				d.xid.add(data.EventData)
 			} else {
 				s.errors.add(uuid, readXID, nvml.ERROR_NOT_FOUND)
 			}

@@ -53,6 +53,18 @@
 // wrong while it is down, except for pods that end meanwhile. When the
 // kubelet answers again, its allocations replace them.
 //
+// # Sources
+//
+// Packages gpu, cudatrace and genai take a Resolver as an option
+// (WithResolver), each through a small interface of its own, which
+// ProcessAttributes, DeviceAttributes and Forget satisfy:
+// ProcessAttributes gives a process's k8s.* attributes, container.id and
+// service.name (not the rest of its OTEL_RESOURCE_ATTRIBUTES) and its
+// remote parent span; DeviceAttributes gives the attributes of the one pod
+// holding a device. The Sources ask once per process, when they first see
+// it, and once per device and poll; never per event, since even a cached
+// lookup reads /proc/<pid>/stat.
+//
 // # Errors
 //
 // New wraps xpuscope.ErrUnavailable when the procfs root cannot be opened.

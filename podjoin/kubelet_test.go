@@ -2,6 +2,7 @@ package podjoin
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -157,6 +158,10 @@ func TestKubeletJoin(t *testing.T) {
 		got, ok := r.Device(tc.id)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("Device(%q) = %+v %v, want %+v %v", tc.id, got, ok, tc.want, tc.ok)
+		}
+		kvs, ok := r.DeviceAttributes(tc.id)
+		if want := tc.want.Attributes(); ok != tc.ok || !tc.ok && kvs != nil || fmt.Sprint(kvs) != fmt.Sprint(want) {
+			t.Errorf("DeviceAttributes(%q) = %v %v, want %v %v", tc.id, kvs, ok, want, tc.ok)
 		}
 	}
 	st := r.Status()

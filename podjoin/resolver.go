@@ -50,13 +50,7 @@ type ProcessInfo struct {
 // not among those (what the kernel and the kubelet say wins over what the
 // workload claims).
 func (p ProcessInfo) Attributes() []attribute.KeyValue {
-	kvs := make([]attribute.KeyValue, 0, 6+len(p.ResourceAttrs))
-	kvs = appendNonEmpty(kvs, semconv.K8sNamespaceName, p.Namespace)
-	kvs = appendNonEmpty(kvs, semconv.K8sPodName, p.PodName)
-	kvs = appendNonEmpty(kvs, semconv.K8sPodUID, p.PodUID)
-	kvs = appendNonEmpty(kvs, semconv.K8sContainerName, p.ContainerName)
-	kvs = appendNonEmpty(kvs, semconv.ContainerID, p.ContainerID)
-	kvs = appendNonEmpty(kvs, semconv.ServiceName, p.ServiceName)
+	kvs := p.appendOwn(make([]attribute.KeyValue, 0, 6+len(p.ResourceAttrs)))
 	own := len(kvs)
 	for _, kv := range p.ResourceAttrs {
 		if indexKey(kvs[:own], string(kv.Key)) < 0 {
@@ -64,6 +58,18 @@ func (p ProcessInfo) Attributes() []attribute.KeyValue {
 		}
 	}
 	return kvs
+}
+
+// appendOwn appends the attributes the kernel, the kubelet and
+// OTEL_SERVICE_NAME give: those of Attributes without the resource
+// attributes.
+func (p ProcessInfo) appendOwn(kvs []attribute.KeyValue) []attribute.KeyValue {
+	kvs = appendNonEmpty(kvs, semconv.K8sNamespaceName, p.Namespace)
+	kvs = appendNonEmpty(kvs, semconv.K8sPodName, p.PodName)
+	kvs = appendNonEmpty(kvs, semconv.K8sPodUID, p.PodUID)
+	kvs = appendNonEmpty(kvs, semconv.K8sContainerName, p.ContainerName)
+	kvs = appendNonEmpty(kvs, semconv.ContainerID, p.ContainerID)
+	return appendNonEmpty(kvs, semconv.ServiceName, p.ServiceName)
 }
 
 // Status is the state of the Resolver's sources.
@@ -381,6 +387,29 @@ func (r *Resolver) Process(pid int) ProcessInfo {
 	r.cache.put(pid, start, now.Add(r.cfg.ttl), info)
 	r.mu.Unlock()
 	return r.name(info)
+}
+
+// ProcessAttributes is what the Sources of this module take from Process
+// (gpu.WithResolver, cudatrace.WithResolver, genai.WithResolver): the
+// process's k8s.namespace.name, k8s.pod.name, k8s.pod.uid,
+// k8s.container.name, container.id and service.name where known, and the
+// remote parent its TRACEPARENT names (invalid without one). The other
+// OTEL_RESOURCE_ATTRIBUTES of the workload are left out: on metrics they
+// would be labels of the workload's choosing, which no registry names.
+func (r *Resolver) ProcessAttributes(pid int) ([]attribute.KeyValue, trace.SpanContext) {
+	p := r.Process(pid)
+	return p.appendOwn(nil), p.SpanContext
+}
+
+// DeviceAttributes returns the attributes of the pod holding GPU device
+// id (Owner.Attributes), and false where Device does: no pod, or several,
+// hold it.
+func (r *Resolver) DeviceAttributes(id string) ([]attribute.KeyValue, bool) {
+	o, ok := r.Device(id)
+	if !ok {
+		return nil, false
+	}
+	return o.Attributes(), true
 }
 
 // Forget drops the cache entry of pid, for a Source that sees the process

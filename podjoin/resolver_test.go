@@ -248,6 +248,33 @@ func TestAttributes(t *testing.T) {
 	}
 }
 
+// ProcessAttributes is what the Sources take: the process's own
+// attributes, without the workload's other resource attributes, and its
+// parent span.
+func TestProcessAttributes(t *testing.T) {
+	proc := t.TempDir()
+	writeProc(t, proc, 42, 100, podA, environBlock([]byte("TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\n"+
+		"OTEL_RESOURCE_ATTRIBUTES=team=ml,k8s.pod.name=claimed\nOTEL_SERVICE_NAME=trainer\n")))
+	r, _ := newTestResolver(t, proc, "")
+	kvs, sc := r.ProcessAttributes(42)
+	got := attribute.NewSet(kvs...)
+	want := attribute.NewSet(
+		semconv.K8sPodUID.String("e6ad2b47-524d-5472-b6fd-cd5deeb0e561"),
+		semconv.ContainerID.String("ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"),
+		semconv.ServiceName.String("trainer"),
+	)
+	if !got.Equals(&want) || len(kvs) != want.Len() {
+		t.Errorf("attributes %v, want %v", kvs, want.ToSlice())
+	}
+	if !sc.IsValid() || !sc.IsRemote() || sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" ||
+		sc.SpanID().String() != "00f067aa0ba902b7" || !sc.IsSampled() {
+		t.Errorf("span context %+v", sc)
+	}
+	if kvs, sc := r.ProcessAttributes(43); len(kvs) != 0 || sc.IsValid() {
+		t.Errorf("no such process: %v %+v", kvs, sc)
+	}
+}
+
 // The start time parser reads this very process's stat as awk would.
 func TestStartTimeOfThisProcess(t *testing.T) {
 	b, err := os.ReadFile("/proc/self/stat")

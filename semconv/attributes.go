@@ -119,7 +119,7 @@ var coreAttributes = []Attribute{
 	{HWGPUTask, "string", "Task the utilization refers to.", OTel, []string{GPUTaskGeneral, GPUTaskEncoder, GPUTaskDecoder}},
 	{ErrorType, "string", "Error class.", OTel, []string{ErrorCorrected, ErrorUncorrected, ErrorXID, "on self-metrics: NVML return names (ERROR_UNKNOWN, ERROR_GPU_IS_LOST, …), ROCm SMI status names (RSMI_STATUS_BUSY, …), and for sysfs reads errno names (EAGAIN, EIO, …) or invalid_data"}},
 	{NetworkIODir, "string", "Direction of the transfer, seen from the GPU.", OTel, []string{DirectionReceive, DirectionTransmit}},
-	{ServiceName, "string", "Resource attribute: the reporting service; the reference agent sets xpuscope-agent unless its configuration or OTEL_SERVICE_NAME says otherwise.", OTel, nil},
+	{ServiceName, "string", "Resource attribute: the reporting service; the reference agent sets xpuscope-agent unless its configuration or OTEL_SERVICE_NAME says otherwise. On the series and spans of a process that package podjoin places: the process's own service, from its OTEL_SERVICE_NAME, else the service.name of its OTEL_RESOURCE_ATTRIBUTES.", OTel, nil},
 	{K8sNodeName, "string", "Resource attribute: the Kubernetes node the reference agent runs on, from the downward API (K8S_NODE_NAME).", OTel, nil},
 	{ProcessPID, "int", "Process id in the host's pid namespace.", OTel, nil},
 	{ProcessExecutableName, "string", "Base name of /proc/<pid>/exe (falling back to /proc/<pid>/comm); " + Other + " on the series that folds processes past the cap.", OTel, nil},

@@ -241,6 +241,7 @@ var SpanGenAIClient = Span{
 		GenAIUsageCacheReadInputTokens, GenAIUsageCacheCreationInputTokens,
 		GenAIUsageReasoningOutputTokens, OpenAIAPIType, ErrorType, XpuscopeGenAICostUSD,
 		GenAISystemInstructions, GenAIInputMessages, GenAIOutputMessages, XpuscopeGenAIContentTruncated,
+		K8sNamespaceName, K8sPodName, K8sPodUID, K8sContainerName, ContainerID, ServiceName,
 	},
 }
 

@@ -6,11 +6,19 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 )
 
-// deviceAttrs are carried by every GPU device series.
-var deviceAttrs = []attribute.Key{
+// gpuAttrs identify a GPU or a MIG instance.
+var gpuAttrs = []attribute.Key{
 	HWID, HWName, HWVendor, HWType, HWDriverVersion, GPUIndex, GPUPCIAddress,
 	HWParent, GPUMIGGPUInstanceID, GPUMIGComputeInstance, GPUMIGProfile,
 }
+
+// deviceAttrs are carried by every GPU device series: the device's, and
+// the pod's while exactly one pod holds the device.
+var deviceAttrs = with(gpuAttrs, podAttrs...)
+
+// gpuProcAttrs are carried by a per-process GPU series: the device's, and
+// the process's.
+var gpuProcAttrs = slices.Concat(gpuAttrs, []attribute.Key{ProcessPID, ProcessExecutableName}, processAttrs)
 
 func with(base []attribute.Key, extra ...attribute.Key) []attribute.Key {
 	return append(append([]attribute.Key(nil), base...), extra...)
@@ -127,13 +135,13 @@ var (
 	ProcessGPUMemoryUsage = Metric{
 		Name: "process.gpu.memory.usage", Kind: UpDownCounter, Unit: "By", Origin: Extension,
 		Description: "GPU memory used by the process on the device.",
-		Attributes:  with(deviceAttrs, ProcessPID, ProcessExecutableName),
-		Note:        "Compute and graphics processes; a process in both lists counts once. Under MIG, reported on the MIG instance. Past the per-device process cap, the rest fold into one series with process.executable.name=" + Other + " and no process.pid. AMD: KFD's /sys/class/kfd/kfd/proc/<pid>/vram_<gpu_id>, for each GPU on which the process holds memory or runs waves.",
+		Attributes:  gpuProcAttrs,
+		Note:        "Compute and graphics processes; a process in both lists counts once. Under MIG, reported on the MIG instance. Past the per-device process cap, the rest fold into one series with process.executable.name=" + Other + ", no process.pid and the pod attributes of the device's series. AMD: KFD's /sys/class/kfd/kfd/proc/<pid>/vram_<gpu_id>, for each GPU on which the process holds memory or runs waves.",
 	}
 	ProcessGPUUtilization = Metric{
 		Name: "process.gpu.utilization", Kind: Gauge, Unit: "1", Origin: Extension,
 		Description: "Fraction of the last sample period during which a kernel of the process was running on the SMs (NVML per-process utilization samples).",
-		Attributes:  with(deviceAttrs, ProcessPID, ProcessExecutableName),
+		Attributes:  gpuProcAttrs,
 		Note:        "NVML does not sample per-process utilization on MIG instances; omitted there. AMD: a different measure, KFD's stats_<gpu_id>/cu_occupancy (the process's waves, in compute units' worth) over the GPU's compute units (KFD topology simd_count / simd_per_cu), capped at 1: the share of the GPU the process occupies at the instant of the read, not a share of time. Older kernels have no cu_occupancy.",
 	}
 )
@@ -158,8 +166,9 @@ var (
 	}
 )
 
-// procAttrs identify the process a CUDA series belongs to.
-var procAttrs = []attribute.Key{ProcessPID, ProcessExecutableName}
+// procAttrs identify the process a CUDA series belongs to, and its
+// container and pod.
+var procAttrs = with([]attribute.Key{ProcessPID, ProcessExecutableName}, processAttrs...)
 
 // Bucket boundaries of the CUDA histograms.
 var (
@@ -301,7 +310,7 @@ const (
 	SpanCUDASync         = "cuda.sync"
 )
 
-var spanProc = []attribute.Key{ProcessPID, ProcessExecutableName, CUDADevice, CUDAAPIName}
+var spanProc = with(procAttrs, CUDADevice, CUDAAPIName)
 
 var cudaSpans = []Span{
 	{SpanCUDAKernelLaunch, "A kernel launch, at the instant of the call (the kernel's run time is not measured).", with(spanProc, CUDAKernelName, CUDAGridX, CUDAGridY, CUDAGridZ, CUDABlockX, CUDABlockY, CUDABlockZ, CUDASharedMemory, CUDAStream)},

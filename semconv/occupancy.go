@@ -55,7 +55,7 @@ var occupancyAttributes = []Attribute{
 }
 
 // occAttrs identify a modelled per-process, per-device series.
-var occAttrs = []attribute.Key{ProcessPID, ProcessExecutableName, CUDADevice, GPUMeasurementSource}
+var occAttrs = with(procAttrs, CUDADevice, GPUMeasurementSource)
 
 // kernelDurationBuckets: 1µs to 10s, 1-2-5 steps.
 var kernelDurationBuckets = []float64{
@@ -95,7 +95,7 @@ var (
 	GPUCapacityThreads = Metric{
 		Name: "gpu.capacity.threads", Kind: UpDownCounter, Unit: "{thread}", Origin: Extension,
 		Description: "Resident-thread capacity of the device the occupancy model divides by: SM count × maximum resident threads per SM.",
-		Attributes:  []attribute.Key{ProcessPID, ProcessExecutableName, CUDADevice, GPUCapacitySource},
+		Attributes:  with(procAttrs, CUDADevice, GPUCapacitySource),
 		Note:        "cuda.device is the process's device ordinal (CUDA_VISIBLE_DEVICES renumbers devices), so the series may carry the process.",
 	}
 	XpuscopeOccupancyDropped = Metric{

@@ -13,6 +13,14 @@ const (
 	ContainerID      = attribute.Key("container.id")
 )
 
+// podAttrs are the attributes of the pod holding a GPU device, on the
+// device's series while exactly one pod holds it.
+var podAttrs = []attribute.Key{K8sNamespaceName, K8sPodName, K8sPodUID, K8sContainerName}
+
+// processAttrs place a process in its container and pod, and name its
+// service, on the process's series and spans.
+var processAttrs = with(podAttrs, ContainerID, ServiceName)
+
 // Self-metric attributes of package podjoin.
 const (
 	XpuscopePodjoinResult      = attribute.Key("xpuscope.podjoin.result")
@@ -61,7 +69,7 @@ var podjoinMetrics = []Metric{
 }
 
 var podjoinAttributes = []Attribute{
-	{K8sPodName, "string", "Resource attribute: the Kubernetes pod a process or a device belongs to. Processes: from the names of the log directories the kubelet writes (/var/log/pods, /var/log/containers); devices: from the kubelet PodResources API.", OTel, nil},
+	{K8sPodName, "string", "Resource attribute: the Kubernetes pod a process or a device belongs to, on the process's series and spans, or the device's series. Processes: from the names of the log directories the kubelet writes (/var/log/pods, /var/log/containers); devices: from the kubelet PodResources API, only while exactly one pod holds the device.", OTel, nil},
 	{K8sPodUID, "string", "Resource attribute: the UID of the Kubernetes pod, in its dashed form: a process's from its cgroup path, a device's from the kubelet's pod log directory.", OTel, nil},
 	{K8sNamespaceName, "string", "Resource attribute: the namespace of the Kubernetes pod.", OTel, nil},
 	{K8sContainerName, "string", "Resource attribute: the name of the container in its pod spec. On a device, set only when one container of the pod holds it.", OTel, nil},

@@ -35,8 +35,9 @@ const prometheusBin = "/usr/bin/prometheus"
 // the agent on loopback while a C program calls the real libcudart and
 // curl makes one streamed LLM call over TLS; Prometheus's HTTP API then
 // has the fake GPUs' power and utilization, the program's kernel
-// launches, the LLM call's duration histogram with an exemplar pointing
-// at its trace, and the agent's feature states.
+// launches (with the service name the pod resolver read from its
+// environment), the LLM call's duration histogram with an exemplar
+// pointing at its trace, and the agent's feature states.
 func TestPrometheusEndToEnd(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "the end-to-end test needs root: the cudatrace and genai features load BPF programs")
@@ -49,14 +50,17 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	prom := startPrometheus(t, agentAddr)
 
 	// A program calling the real libcudart, once the agent probes it
-	// (the program has it mapped at READY).
-	p := cudaprog.Start(t, cudaExe, cudaprog.RuntimeLaunch.Name)
+	// (the program has it mapped at READY). It names its service: the
+	// agent's pod resolver reads it from /proc/<pid>/environ when
+	// cudatrace first sees the program, which lingers at exit until then.
+	cmd := exec.Command(cudaExe, cudaprog.RuntimeLaunch.Name)
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+cudaprog.Build(t, "linger"), "OTEL_SERVICE_NAME=e2e-trainer")
+	p := cudaprog.StartCmd(t, cmd)
 	attached := poll(10*time.Second, func() bool {
 		return gaugeValue(scrapeAgent(t, agentAddr), "xpuscope_cuda_attached_files", "xpuscope_target", "libcudart") >= 1
 	})
 	require.True(t, attached, "the agent did not probe libcudart within 10s of pid %d mapping it", p.Pid)
 	p.Go()
-	p.Wait()
 	launches := len(cudaprog.RuntimeLaunch.Filter("cudaLaunchKernel", "cudaLaunchKernel_ptsz"))
 
 	// One streamed chat completion over TLS that the agent captures. A
@@ -98,9 +102,10 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		assert.InDelta(t, util[s.Metric["hw_id"]], s.value(t), 1e-9, "utilization of %v", s.Metric)
 	}
 
-	// Every launch of the program, by its pid (a scrape may come while
-	// the agent is still counting them).
-	expr := fmt.Sprintf(`sum(cuda_kernel_launches_total{process_pid="%d"})`, p.Pid)
+	// Every launch of the program, by its pid and the service name the
+	// resolver gave it (a scrape may come while the agent is still
+	// counting them).
+	expr := fmt.Sprintf(`sum(cuda_kernel_launches_total{process_pid="%d",service_name="e2e-trainer"})`, p.Pid)
 	var sum float64
 	counted := poll(20*time.Second, func() bool {
 		got := prom.query(t, expr)
@@ -110,6 +115,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		return sum == float64(launches)
 	})
 	require.True(t, counted, "%s = %v, want %d; targets: %s", expr, sum, launches, prom.targets(t))
+	p.Wait()
 
 	buckets := prom.waitSeries(t, `gen_ai_client_operation_duration_seconds_bucket{server_port="`+port+`",le="+Inf"}`, 1)
 	b := buckets[0]
@@ -119,12 +125,12 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	assert.GreaterOrEqual(t, b.value(t), 1.0, "calls counted in the +Inf bucket")
 	assert.LessOrEqual(t, b.value(t), float64(calls), "calls counted in the +Inf bucket")
 
-	states := prom.waitSeries(t, `xpuscope_agent_feature_state{xpuscope_feature_state="active"} == 1`, 3)
+	states := prom.waitSeries(t, `xpuscope_agent_feature_state{xpuscope_feature_state="active"} == 1`, 4)
 	var active []string
 	for _, s := range states {
 		active = append(active, s.Metric["xpuscope_feature"])
 	}
-	assert.ElementsMatch(t, []string{"gpu", "cudatrace", "genai"}, active)
+	assert.ElementsMatch(t, []string{"podjoin", "gpu", "cudatrace", "genai"}, active)
 
 	// The exemplar of the call's duration: Prometheus scraped it in
 	// OpenMetrics, with the trace id of the call's span.

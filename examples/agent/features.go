@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/xpuscope/xpuscope/genai"
 	"github.com/xpuscope/xpuscope/gpu"
 	"github.com/xpuscope/xpuscope/occupancy"
+	"github.com/xpuscope/xpuscope/podjoin"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -36,6 +38,9 @@ type settings struct {
 
 	// capacity is the GPUs' capacity when gpu found them all alike.
 	capacity *occupancy.Capacity
+	// resolver places the others' processes and devices in pods; nil
+	// when podjoin is not active.
+	resolver *podjoin.Resolver
 }
 
 // fromConfig takes the configuration's settings for the features; a price
@@ -78,15 +83,52 @@ type feature struct {
 	start func(settings, providers) (src xpuscope.Source, detail string, err error)
 }
 
-// features lists every Source of the library, in start order.
+// features lists every Source of the library, in start order: podjoin
+// first, since the others label their series through it.
 var features = []feature{
+	{"podjoin", startPodjoin},
 	{"gpu", startGPU},
 	{"cudatrace", startCUDATrace},
 	{"genai", startGenAI},
 }
 
+// startPodjoin starts the pod resolver on the host's procfs, the
+// kubelet's PodResources socket and the host's /var/log at their default
+// paths (where the DaemonSet mounts them). A missing kubelet or log
+// directory leaves it active, joining less: the detail says what.
+func startPodjoin(s settings, p providers) (xpuscope.Source, string, error) {
+	r, err := podjoin.New(
+		podjoin.WithMeterProvider(p.meter),
+		podjoin.WithProcRoot(s.procRoot),
+	)
+	if err != nil {
+		return nil, "", err
+	}
+	return r, describePodjoin(r.Status()), nil
+}
+
+// describePodjoin says what the resolver can join: GPUs to pods through
+// the kubelet, processes to pod names through the log directories.
+func describePodjoin(st podjoin.Status) string {
+	var b strings.Builder
+	if st.KubeletUp {
+		fmt.Fprintf(&b, "kubelet: up, %d pods, %d GPU device(s) allocated", st.Pods, st.Devices)
+		if st.Shared > 0 {
+			fmt.Fprintf(&b, " (%d shared by several pods: no pod labels)", st.Shared)
+		}
+	} else {
+		fmt.Fprintf(&b, "kubelet: unavailable (%v): cgroup and environment joins only, no GPU-to-pod join", st.KubeletErr)
+	}
+	if st.LogErr != nil {
+		fmt.Fprintf(&b, "; pod names: unavailable (%v): processes get their pod UID and container id only", st.LogErr)
+	} else {
+		fmt.Fprintf(&b, "; pod names: %d pods in the kubelet's log directories", st.NamedPods)
+	}
+	return b.String()
+}
+
 func startGenAI(s settings, p providers) (xpuscope.Source, string, error) {
-	c, err := genai.NewCapture(
+	opts := []genai.Option{
 		genai.WithMeterProvider(p.meter),
 		genai.WithTracerProvider(p.tracer),
 		genai.WithRates(s.rates),
@@ -94,7 +136,11 @@ func startGenAI(s settings, p providers) (xpuscope.Source, string, error) {
 		genai.WithBodyLimit(s.bodyLimit),
 		genai.WithContentCapture(s.contentCapture),
 		genai.WithProcRoot(s.procRoot),
-	)
+	}
+	if s.resolver != nil {
+		opts = append(opts, genai.WithResolver(s.resolver))
+	}
+	c, err := genai.NewCapture(opts...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -129,6 +175,9 @@ func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {
 	if s.capacity != nil {
 		opts = append(opts, cudatrace.WithDeviceCapacity(*s.capacity, occupancy.CapacityNVML))
 	}
+	if s.resolver != nil {
+		opts = append(opts, cudatrace.WithResolver(s.resolver))
+	}
 	src, err := cudatrace.New(opts...)
 	if err != nil {
 		return nil, "", err
@@ -155,12 +204,16 @@ func describeCUDATrace(st cudatrace.Status) string {
 }
 
 func startGPU(s settings, p providers) (xpuscope.Source, string, error) {
-	src, err := gpu.New(
+	opts := []gpu.Option{
 		gpu.WithMeterProvider(p.meter),
 		gpu.WithInterval(s.interval),
 		gpu.WithNVMLLibraryPath(s.nvmlLibrary),
 		gpu.WithProcRoot(s.procRoot),
-	)
+	}
+	if s.resolver != nil {
+		opts = append(opts, gpu.WithResolver(s.resolver))
+	}
+	src, err := gpu.New(opts...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -221,8 +274,11 @@ func startAll(s settings, p providers) []result {
 	out := make([]result, 0, len(features))
 	for _, f := range features {
 		src, detail, err := f.start(s, p)
-		if g, ok := src.(*gpu.Source); ok {
-			s.capacity = commonCapacity(g.Devices())
+		switch src := src.(type) {
+		case *podjoin.Resolver:
+			s.resolver = src
+		case *gpu.Source:
+			s.capacity = commonCapacity(src.Devices())
 		}
 		r := result{name: f.name, state: active, detail: detail, src: src}
 		switch {
@@ -253,8 +309,10 @@ func printCheck(w io.Writer, rs []result) {
 	tw.Flush()
 }
 
+// closeAll closes the features in reverse start order: the Sources
+// before the resolver they use.
 func closeAll(rs []result, log *slog.Logger) {
-	for _, r := range rs {
+	for _, r := range slices.Backward(rs) {
 		if r.src == nil {
 			continue
 		}

@@ -1,7 +1,9 @@
 // Command agent is xpuscope's reference agent. It starts every Source the
 // library has, with auto-detection and no configuration file needed, and
 // serves the metrics in Prometheus text format on :9464/metrics; with an
-// OTLP endpoint configured it pushes metrics and spans there too.
+// OTLP endpoint configured it pushes metrics and spans there too. The pod
+// resolver (podjoin) starts first: gpu, cudatrace and genai put pods on
+// their series and spans through it.
 //
 //	agent                     run until SIGINT or SIGTERM
 //	agent -check              print what each feature could turn on, then exit

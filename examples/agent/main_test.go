@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/xpuscope/xpuscope/gpu"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/occupancy"
+	"github.com/xpuscope/xpuscope/podjoin"
 )
 
 // envAgent makes the test binary run the agent's main instead of tests:
@@ -79,6 +81,9 @@ func TestCheckOnNodeWithoutGPU(t *testing.T) {
 	stdout, stderr, code := output(t, agent(t, "-check"))
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	assert.Regexp(t, `(?m)^gpu +unavailable +gpu: nvmlInit \(libnvidia-ml\.so\.1\): NVIDIA driver not loaded`, stdout)
+	// No kubelet here: the resolver is active, without GPU-to-pod joins.
+	assert.Regexp(t, `(?m)^podjoin +active +kubelet: unavailable \(.*kubelet\.sock.*\): cgroup and environment joins only`, stdout)
+	assert.Regexp(t, `(?m)^podjoin .*; pod names: `, stdout)
 	if os.Geteuid() == 0 {
 		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
 		assert.Regexp(t, `(?m)^genai +active +plaintext HTTP on ports \[8000 8080 4000 11434\]; TLS: `, stdout)
@@ -170,6 +175,13 @@ func TestCommonCapacity(t *testing.T) {
 	assert.Nil(t, commonCapacity(nil))
 }
 
+func TestDescribePodjoin(t *testing.T) {
+	assert.Equal(t, "kubelet: up, 12 pods, 9 GPU device(s) allocated (3 shared by several pods: no pod labels); pod names: 40 pods in the kubelet's log directories",
+		describePodjoin(podjoin.Status{KubeletUp: true, Pods: 12, Devices: 9, Shared: 3, NamedPods: 40}))
+	assert.Equal(t, "kubelet: unavailable (refused): cgroup and environment joins only, no GPU-to-pod join; pod names: unavailable (gone): processes get their pod UID and container id only",
+		describePodjoin(podjoin.Status{KubeletErr: errors.New("refused"), LogErr: errors.New("gone")}))
+}
+
 // A bad configuration file stops the agent before anything starts, with
 // the line of each problem, and exit status 2.
 func TestConfigErrorsStopTheAgent(t *testing.T) {
@@ -228,6 +240,7 @@ export:
 		got[feature+"/"+state] = m.GetGauge().GetValue() + m.GetUntyped().GetValue()
 	}
 	assert.Equal(t, 1.0, got["gpu/unavailable"], "%v", got)
+	assert.Equal(t, 1.0, got["podjoin/active"], "%v", got)
 	assert.Equal(t, 0.0, got["gpu/active"], "%v", got)
 	if os.Geteuid() == 0 {
 		assert.Equal(t, 1.0, got["genai/active"], "%v", got)

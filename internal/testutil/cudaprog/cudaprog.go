@@ -24,6 +24,9 @@
 //	          the real libcuda's cuLaunchKernel (ForwardLaunch)
 //	recorder  an LD_PRELOAD library printing the arguments of every call
 //	          (this package's own tests)
+//	linger    an LD_PRELOAD library keeping a program alive at exit until
+//	          its stdin is closed (Wait closes it), so that a tracer can
+//	          still read its /proc/<pid> when it handles its events
 //
 // Every program prints "READY <pid>" and then waits for a line on stdin
 // before its first CUDA call, so a tracer can attach first; Start, Go and
@@ -183,6 +186,7 @@ var targets = map[string]target{
 	"dlopen":   {src: "dlopen.c", out: "dlopen"},
 	"forward":  {src: "forward.c", out: "libcudart.so.12", shared: true, lib: locateLibcuda, pkg: LibcudaPackage},
 	"recorder": {src: "recorder.c", out: "librecorder.so", shared: true},
+	"linger":   {src: "linger.c", out: "liblinger.so", shared: true},
 }
 
 type built struct {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // realGPU skips t on a machine with the NVIDIA kernel module: the
@@ -348,4 +349,27 @@ func TestLibraryExports(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLinger: a program with the linger library preloaded stays alive
+// after DONE until Wait closes its stdin, and then exits cleanly.
+func TestLinger(t *testing.T) {
+	cmd := exec.Command(Build(t, "static"), "launch")
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+Build(t, "linger"))
+	p := StartCmd(t, cmd)
+	p.Go()
+	for deadline := time.Now().Add(DefaultTimeout); !slices.Contains(p.Lines(), "DONE"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no DONE: %q", p.Lines())
+		}
+	}
+	select {
+	case <-p.exited:
+		t.Fatalf("exited (%v) before its stdin was closed", p.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid)); err != nil {
+		t.Fatalf("lingering, yet its /proc entry is gone: %v", err)
+	}
+	p.Wait()
 }
