@@ -129,7 +129,9 @@ func TestPodLabelsAndParent(t *testing.T) {
 
 // TestTraceparentEndToEnd: a process started with TRACEPARENT calls the
 // real libcudart, and its spans, placed by a real podjoin.Resolver reading
-// /proc, are children of that context and carry its OTEL_SERVICE_NAME.
+// /proc, are children of that context and carry its OTEL_SERVICE_NAME and
+// its own OTEL_RESOURCE_ATTRIBUTES (whose claim to a pod name loses), as
+// do its metric series.
 func TestTraceparentEndToEnd(t *testing.T) {
 	requireRoot(t)
 	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -145,8 +147,9 @@ func TestTraceparentEndToEnd(t *testing.T) {
 	// the resolver reads its /proc/<pid>/environ when the Source first
 	// sees it, up to a poll interval after its first call.
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, podjoin.EnvTraceparent+"=") || strings.HasPrefix(kv, podjoin.EnvServiceName+"=")
-	}), "LD_PRELOAD="+buildLinger(t), podjoin.EnvTraceparent+"="+traceparent, podjoin.EnvServiceName+"=trainer")
+		return strings.HasPrefix(kv, "TRACE") || strings.HasPrefix(kv, "OTEL_")
+	}), "LD_PRELOAD="+buildLinger(t), podjoin.EnvTraceparent+"="+traceparent, podjoin.EnvServiceName+"=trainer",
+		podjoin.EnvResourceAttributes+"=deployment.environment.name=staging,k8s.pod.name=claimed")
 	p := cudaprog.StartCmd(t, cmd)
 	tr.waitAttached(t, TargetRuntime, cudaprog.RealCudart(t))
 	p.Go()
@@ -175,12 +178,18 @@ func TestTraceparentEndToEnd(t *testing.T) {
 		assert.Equal(t, parent.TraceID(), sp.SpanContext().TraceID(), sp.Name())
 		assert.Equal(t, parent.SpanID(), sp.Parent().SpanID(), sp.Name())
 		assert.True(t, sp.Parent().IsRemote(), sp.Name())
-		service := ""
+		attrs := map[attribute.Key]string{}
 		for _, kv := range sp.Attributes() {
-			if kv.Key == semconv.ServiceName {
-				service = kv.Value.AsString()
-			}
+			attrs[kv.Key] = kv.Value.Emit()
 		}
-		assert.Equal(t, "trainer", service, sp.Name())
+		assert.Equal(t, "trainer", attrs[semconv.ServiceName], sp.Name())
+		assert.Equal(t, "staging", attrs["deployment.environment.name"], sp.Name())
+		assert.NotContains(t, attrs, semconv.K8sPodName, "%s: the workload cannot name its pod", sp.Name())
+	}
+	launches := ofPid(tr.collect(t), p.Pid).Find(semconv.CUDAKernelLaunches.Name)
+	require.NotEmpty(t, launches)
+	for _, pt := range launches {
+		assert.Equal(t, "staging", pt.Attrs["deployment.environment.name"])
+		assert.Equal(t, "trainer", pt.Get(semconv.ServiceName))
 	}
 }

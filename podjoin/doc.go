@@ -58,9 +58,10 @@
 // Packages gpu, cudatrace and genai take a Resolver as an option
 // (WithResolver), each through a small interface of its own, which
 // ProcessAttributes, DeviceAttributes and Forget satisfy:
-// ProcessAttributes gives a process's k8s.* attributes, container.id and
-// service.name (not the rest of its OTEL_RESOURCE_ATTRIBUTES) and its
-// remote parent span; DeviceAttributes gives the attributes of the one pod
+// ProcessAttributes gives a process's k8s.* attributes, container.id,
+// service.name and the rest of its OTEL_RESOURCE_ATTRIBUTES (bounded in
+// number and length; ours win where the workload claims the same key) and
+// its remote parent span; DeviceAttributes gives the attributes of the one pod
 // holding a device. The Sources ask once per process, when they first see
 // it, and once per device and poll; never per event, since even a cached
 // lookup reads /proc/<pid>/stat.

@@ -47,17 +47,24 @@ type ProcessInfo struct {
 // Attributes returns the process's attributes: k8s.namespace.name,
 // k8s.pod.name, k8s.pod.uid, k8s.container.name, container.id and
 // service.name where known, then the resource attributes whose keys are
-// not among those (what the kernel and the kubelet say wins over what the
-// workload claims).
+// not among those, known or not (what the kernel and the kubelet say wins
+// over what the workload claims, and the workload cannot name a pod).
 func (p ProcessInfo) Attributes() []attribute.KeyValue {
 	kvs := p.appendOwn(make([]attribute.KeyValue, 0, 6+len(p.ResourceAttrs)))
-	own := len(kvs)
 	for _, kv := range p.ResourceAttrs {
-		if indexKey(kvs[:own], string(kv.Key)) < 0 {
+		if !ownKeys[kv.Key] {
 			kvs = append(kvs, kv)
 		}
 	}
 	return kvs
+}
+
+// ownKeys are the attributes the Resolver sets itself: the workload's
+// resource attributes never set them, even where the Resolver knows no
+// value (a pod name the process claims is not one we found).
+var ownKeys = map[attribute.Key]bool{
+	semconv.K8sNamespaceName: true, semconv.K8sPodName: true, semconv.K8sPodUID: true,
+	semconv.K8sContainerName: true, semconv.ContainerID: true, semconv.ServiceName: true,
 }
 
 // appendOwn appends the attributes the kernel, the kubelet and
@@ -391,14 +398,14 @@ func (r *Resolver) Process(pid int) ProcessInfo {
 
 // ProcessAttributes is what the Sources of this module take from Process
 // (gpu.WithResolver, cudatrace.WithResolver, genai.WithResolver): the
-// process's k8s.namespace.name, k8s.pod.name, k8s.pod.uid,
-// k8s.container.name, container.id and service.name where known, and the
-// remote parent its TRACEPARENT names (invalid without one). The other
-// OTEL_RESOURCE_ATTRIBUTES of the workload are left out: on metrics they
-// would be labels of the workload's choosing, which no registry names.
+// process's Attributes (k8s.namespace.name, k8s.pod.name, k8s.pod.uid,
+// k8s.container.name, container.id and service.name where known, then the
+// workload's own OTEL_RESOURCE_ATTRIBUTES, at most ParseResourceAttributes'
+// bound, never overriding ours), and the remote parent its TRACEPARENT
+// names (invalid without one).
 func (r *Resolver) ProcessAttributes(pid int) ([]attribute.KeyValue, trace.SpanContext) {
 	p := r.Process(pid)
-	return p.appendOwn(nil), p.SpanContext
+	return p.Attributes(), p.SpanContext
 }
 
 // DeviceAttributes returns the attributes of the pod holding GPU device

@@ -248,9 +248,9 @@ func TestAttributes(t *testing.T) {
 	}
 }
 
-// ProcessAttributes is what the Sources take: the process's own
-// attributes, without the workload's other resource attributes, and its
-// parent span.
+// ProcessAttributes is what the Sources take: the process's attributes,
+// the workload's resource attributes after them (its claim to
+// k8s.pod.name loses to the cgroup's pod), and its parent span.
 func TestProcessAttributes(t *testing.T) {
 	proc := t.TempDir()
 	writeProc(t, proc, 42, 100, podA, environBlock([]byte("TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\n"+
@@ -262,6 +262,7 @@ func TestProcessAttributes(t *testing.T) {
 		semconv.K8sPodUID.String("e6ad2b47-524d-5472-b6fd-cd5deeb0e561"),
 		semconv.ContainerID.String("ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"),
 		semconv.ServiceName.String("trainer"),
+		attribute.String("team", "ml"),
 	)
 	if !got.Equals(&want) || len(kvs) != want.Len() {
 		t.Errorf("attributes %v, want %v", kvs, want.ToSlice())
