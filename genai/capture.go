@@ -26,7 +26,7 @@ const (
 	DefaultMaxConnections = 4096
 	DefaultIdleTimeout    = 2 * time.Minute
 	DefaultPollInterval   = 50 * time.Millisecond
-	DefaultRingBytes      = 8 << 20
+	DefaultRingBytes      = 2 << 20
 )
 
 // DefaultPlaintextPorts are the TCP ports whose plaintext HTTP is captured
