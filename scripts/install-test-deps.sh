@@ -9,6 +9,7 @@ packages=(
 	libnvidia-ml1             # the real NVML library (driver 535), GPU-less here
 	librocm-smi64-1           # the real ROCm SMI library (5.2, /usr/lib), GPU-less here: rsmi_init fails with 8
 	libcudart11.0 libcuda1    # the real CUDA 11.8 runtime and driver 535 API, probed by cudatrace
+	libamdhip64-5             # the real HIP runtime (5.2), GPU-less here: probed by hiptrace
 	clang-19 llvm-19 libbpf-dev  # make check-generate: rebuild the BPF objects and compare
 	util-linux                # unshare, for the mount-namespace test
 	curl libssl3 python3      # real HTTPS clients on the system OpenSSL, for the genai capture

@@ -18,6 +18,7 @@ import (
 	"github.com/xpuscope/xpuscope/examples/agent/internal/config"
 	"github.com/xpuscope/xpuscope/genai"
 	"github.com/xpuscope/xpuscope/gpu"
+	"github.com/xpuscope/xpuscope/hiptrace"
 	"github.com/xpuscope/xpuscope/occupancy"
 	"github.com/xpuscope/xpuscope/podjoin"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -89,6 +90,7 @@ var features = []feature{
 	{"podjoin", startPodjoin},
 	{"gpu", startGPU},
 	{"cudatrace", startCUDATrace},
+	{"hiptrace", startHIPTrace},
 	{"genai", startGenAI},
 }
 
@@ -182,15 +184,33 @@ func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return src, describeCUDATrace(src.Status()), nil
+	return src, describeTrace(src.Status(), "CUDA"), nil
 }
 
-// describeCUDATrace says which CUDA libraries (and in which processes)
-// the probes are attached to, and which could not be probed.
-func describeCUDATrace(st cudatrace.Status) string {
+// startHIPTrace starts the HIP tracer. Its occupancy model keeps the
+// default capacity: the capacity the agent learns is NVML's.
+func startHIPTrace(s settings, p providers) (xpuscope.Source, string, error) {
+	opts := []hiptrace.Option{
+		hiptrace.WithMeterProvider(p.meter),
+		hiptrace.WithTracerProvider(p.tracer),
+		hiptrace.WithProcRoot(s.procRoot),
+	}
+	if s.resolver != nil {
+		opts = append(opts, hiptrace.WithResolver(s.resolver))
+	}
+	src, err := hiptrace.New(opts...)
+	if err != nil {
+		return nil, "", err
+	}
+	return src, describeTrace(src.Status(), "HIP"), nil
+}
+
+// describeTrace says which of runtime's libraries (and in which
+// processes) the probes are attached to, and which could not be probed.
+func describeTrace(st cudatrace.Status, runtime string) string {
 	var b strings.Builder
 	if len(st.Attachments) == 0 {
-		b.WriteString("uprobes: no CUDA library mapped yet; new processes and dlopen are watched")
+		fmt.Fprintf(&b, "uprobes: no %s library mapped yet; new processes and dlopen are watched", runtime)
 	} else {
 		fmt.Fprintf(&b, "uprobes on %d file(s):", len(st.Attachments))
 		for _, a := range st.Attachments {

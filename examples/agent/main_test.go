@@ -86,9 +86,11 @@ func TestCheckOnNodeWithoutGPU(t *testing.T) {
 	assert.Regexp(t, `(?m)^podjoin .*; pod names: `, stdout)
 	if os.Geteuid() == 0 {
 		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
+		assert.Regexp(t, `(?m)^hiptrace +active +uprobes`, stdout)
 		assert.Regexp(t, `(?m)^genai +active +plaintext HTTP on ports \[8000 8080 4000 11434\]; TLS: `, stdout)
 	} else {
 		assert.Regexp(t, `(?m)^cudatrace +unavailable +cudatrace: .*needs CAP_BPF`, stdout)
+		assert.Regexp(t, `(?m)^hiptrace +unavailable +hiptrace: .*needs CAP_BPF`, stdout)
 		assert.Regexp(t, `(?m)^genai +unavailable +genai capture: .*needs CAP_BPF`, stdout)
 	}
 }
@@ -245,5 +247,6 @@ export:
 	if os.Geteuid() == 0 {
 		assert.Equal(t, 1.0, got["genai/active"], "%v", got)
 		assert.Equal(t, 1.0, got["cudatrace/active"], "%v", got)
+		assert.Equal(t, 1.0, got["hiptrace/active"], "%v", got)
 	}
 }

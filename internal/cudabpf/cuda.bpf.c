@@ -112,6 +112,21 @@ enum api {
 	API_cuMemcpyDtoDAsync_v2_ptsz,
 	API_cuStreamSynchronize_ptsz,
 	API_cuGraphLaunch_ptsz,
+	API_hipLaunchKernel,
+	API_hipExtLaunchKernel,
+	API_hipModuleLaunchKernel,
+	API_hipModuleGetFunction,
+	API_hipMemcpy,
+	API_hipMemcpyAsync,
+	API_hipMalloc,
+	API_hipFree,
+	API_hipStreamSynchronize,
+	API_hipDeviceSynchronize,
+	API_hipSetDevice,
+	API_hipGraphLaunch,
+	API_hipEventRecord,
+	API_hipEventSynchronize,
+	API_hipStreamWaitEvent,
 	API_MAX,
 };
 
@@ -122,8 +137,11 @@ enum counter {
 	COUNTER_MAX,
 };
 
-// Runtime functions come first; the driver's start here.
-#define IS_DRIVER(api) ((api) >= API_cuLaunchKernel)
+// Runtime functions come first, then the driver's, then HIP's
+// (libamdhip64), which are runtime calls: HIP has no probed layer below
+// them. HIP's entry points take their CUDA counterparts' arguments
+// (hip_runtime_api.h, HIP 5.2), so the same programs probe them.
+#define IS_DRIVER(api) ((api) >= API_cuLaunchKernel && (api) < API_hipLaunchKernel)
 
 // cudaMemcpyKind values.
 #define MEMCPY_H2H 0
@@ -476,7 +494,9 @@ static __always_inline int submit_driver_launch(struct pt_regs *ctx, const __u64
 }
 
 // cudaLaunchKernel(func, dim3 grid, dim3 block, args, smem, stream), and
-// the _ptsz and cooperative variants with the same arguments.
+// the _ptsz and cooperative variants with the same arguments; HIP's
+// hipLaunchKernel has them too, and hipExtLaunchKernel starts with them
+// (then startEvent, stopEvent, flags).
 SEC("uprobe")
 int runtime_launch_kernel(struct pt_regs *ctx)
 {
@@ -522,7 +542,8 @@ int runtime_launch_kernel_exc(struct pt_regs *ctx)
 	return submit_runtime_launch(ctx, a);
 }
 
-// cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra)
+// cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra),
+// and hipModuleLaunchKernel with the same arguments.
 SEC("uprobe")
 int driver_launch_kernel(struct pt_regs *ctx)
 {
@@ -867,7 +888,8 @@ static __always_inline void remember(struct pt_regs *ctx, __u64 arg0, __u64 arg1
 	*pending_slot(t, p.api) = p;
 }
 
-// cuModuleGetFunction(CUfunction *hfunc, CUmodule mod, const char *name)
+// cuModuleGetFunction(CUfunction *hfunc, CUmodule mod, const char *name),
+// hipModuleGetFunction(hipFunction_t *, hipModule_t, const char *)
 SEC("uprobe")
 int module_get_function_enter(struct pt_regs *ctx)
 {

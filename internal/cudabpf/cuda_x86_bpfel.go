@@ -82,7 +82,22 @@ const (
 	cudaApiAPI_cuMemcpyDtoDAsyncV2Ptsz       cudaApi = 64
 	cudaApiAPI_cuStreamSynchronizePtsz       cudaApi = 65
 	cudaApiAPI_cuGraphLaunchPtsz             cudaApi = 66
-	cudaApiAPI_MAX                           cudaApi = 67
+	cudaApiAPI_hipLaunchKernel               cudaApi = 67
+	cudaApiAPI_hipExtLaunchKernel            cudaApi = 68
+	cudaApiAPI_hipModuleLaunchKernel         cudaApi = 69
+	cudaApiAPI_hipModuleGetFunction          cudaApi = 70
+	cudaApiAPI_hipMemcpy                     cudaApi = 71
+	cudaApiAPI_hipMemcpyAsync                cudaApi = 72
+	cudaApiAPI_hipMalloc                     cudaApi = 73
+	cudaApiAPI_hipFree                       cudaApi = 74
+	cudaApiAPI_hipStreamSynchronize          cudaApi = 75
+	cudaApiAPI_hipDeviceSynchronize          cudaApi = 76
+	cudaApiAPI_hipSetDevice                  cudaApi = 77
+	cudaApiAPI_hipGraphLaunch                cudaApi = 78
+	cudaApiAPI_hipEventRecord                cudaApi = 79
+	cudaApiAPI_hipEventSynchronize           cudaApi = 80
+	cudaApiAPI_hipStreamWaitEvent            cudaApi = 81
+	cudaApiAPI_MAX                           cudaApi = 82
 )
 
 type cudaCallKey struct {

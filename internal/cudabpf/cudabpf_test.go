@@ -412,7 +412,9 @@ func bpfStreamArg(cookie uint64) uint32 { return uint32((cookie >> 16) & 0xf) }
 func bpfCopyKindOf(cookie uint64) int   { return int(uint32((cookie>>20)&0xf)) - 1 }
 
 // bpfIsDriver is IS_DRIVER(api) of cuda.bpf.c.
-func bpfIsDriver(api uint32) bool { return api >= uint32(cudaApiAPI_cuLaunchKernel) }
+func bpfIsDriver(api uint32) bool {
+	return api >= uint32(cudaApiAPI_cuLaunchKernel) && api < uint32(cudaApiAPI_hipLaunchKernel)
+}
 
 func TestCookieRoundTrip(t *testing.T) {
 	for _, tc := range []struct {

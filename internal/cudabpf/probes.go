@@ -15,6 +15,8 @@ const (
 	Runtime Library = iota + 1
 	// Driver is libcuda.
 	Driver
+	// HIP is libamdhip64, the HIP runtime of ROCm.
+	HIP
 )
 
 func (l Library) String() string {
@@ -23,6 +25,8 @@ func (l Library) String() string {
 		return "runtime"
 	case Driver:
 		return "driver"
+	case HIP:
+		return "hip"
 	}
 	return "library(?)"
 }
@@ -45,6 +49,10 @@ type Probe struct {
 	// SyncCopy marks a synchronous copy: its Return probe records when
 	// it returned, an edge for the occupancy model.
 	SyncCopy bool
+	// Handle marks a HIP launch of a module function handle (named by
+	// hipModuleGetFunction's name records), not of a host stub. Every
+	// driver launch launches one: see API.Handle.
+	Handle bool
 }
 
 // NoCopyKind marks a probe whose copy direction is not in its name.
@@ -92,6 +100,7 @@ func getFuncReturn(o *Objects) *ebpf.Program  { return o.ModuleGetFunctionReturn
 var Anchors = map[Library]string{
 	Runtime: "cudaLaunchKernel",
 	Driver:  "cuLaunchKernel",
+	HIP:     "hipLaunchKernel",
 }
 
 // Probes lists every probed function.
@@ -173,6 +182,43 @@ var Probes = []Probe{
 	drv("cuCtxSynchronize", cudaApiAPI_cuCtxSynchronize, syncEnter, syncReturn, 0, NoCopyKind),
 	// Kernel names.
 	drv("cuModuleGetFunction", cudaApiAPI_cuModuleGetFunction, getFuncEnter, getFuncReturn, 0, NoCopyKind),
+
+	// HIP (libamdhip64). Each entry point takes its CUDA counterpart's
+	// arguments (hip_runtime_api.h, HIP 5.2), so the same programs read
+	// them, at the same positions; hipMemcpyKind's values are
+	// cudaMemcpyKind's. hipLaunchKernel(func, dim3 grid, dim3 block,
+	// args, smem, stream) is cudaLaunchKernel: rdi func, rsi grid.x|y<<32,
+	// edx grid.z, rcx block.x|y<<32, r8d block.z, r9 args, smem at
+	// [rsp+8], stream at [rsp+16]. hipExtLaunchKernel appends startEvent,
+	// stopEvent and flags; hipModuleLaunchKernel(f, gx, gy, gz, bx, by,
+	// bz, smem, stream, params, extra) is cuLaunchKernel.
+	hip("hipLaunchKernel", cudaApiAPI_hipLaunchKernel, launch, nil, 0),
+	hip("hipExtLaunchKernel", cudaApiAPI_hipExtLaunchKernel, launch, nil, 0),
+	handle(hip("hipModuleLaunchKernel", cudaApiAPI_hipModuleLaunchKernel, driverLaunch, nil, 0)),
+	hip("hipModuleGetFunction", cudaApiAPI_hipModuleGetFunction, getFuncEnter, getFuncReturn, 0),
+	hip("hipGraphLaunch", cudaApiAPI_hipGraphLaunch, graph, nil, 2),
+	syncCopy(hip("hipMemcpy", cudaApiAPI_hipMemcpy, memcpy, nil, 0)),
+	hip("hipMemcpyAsync", cudaApiAPI_hipMemcpyAsync, memcpy, nil, 5),
+	hip("hipMalloc", cudaApiAPI_hipMalloc, mallocEnter, mallocReturn, 0),
+	hip("hipFree", cudaApiAPI_hipFree, free, nil, 0),
+	hip("hipStreamSynchronize", cudaApiAPI_hipStreamSynchronize, syncEnter, syncReturn, 1),
+	hip("hipDeviceSynchronize", cudaApiAPI_hipDeviceSynchronize, syncEnter, syncReturn, 0),
+	hip("hipEventSynchronize", cudaApiAPI_hipEventSynchronize, syncEnter, syncReturn, 1),
+	hip("hipEventRecord", cudaApiAPI_hipEventRecord, eventRecord, nil, 2),
+	hip("hipStreamWaitEvent", cudaApiAPI_hipStreamWaitEvent, streamWait, nil, 1),
+	hip("hipSetDevice", cudaApiAPI_hipSetDevice, setDevice, nil, 0),
+}
+
+func hip(sym string, api cudaApi, entry, ret func(*Objects) *ebpf.Program, stream uint8) Probe {
+	p := rt(sym, api, entry, ret, stream)
+	p.Library = HIP
+	return p
+}
+
+// handle marks a launch of a module function handle.
+func handle(p Probe) Probe {
+	p.Handle = true
+	return p
 }
 
 func rt(sym string, api cudaApi, entry, ret func(*Objects) *ebpf.Program, stream uint8) Probe {
@@ -203,6 +249,7 @@ const (
 var (
 	apiNames  = map[API]string{}
 	driverAPI [1 << 16]bool
+	handleAPI [1 << 16]bool
 	perThread [1 << 16]bool
 	syncScope [1 << 16]SyncScope
 )
@@ -211,6 +258,7 @@ func init() {
 	for _, p := range Probes {
 		apiNames[p.API] = p.Symbol
 		driverAPI[p.API] = p.Library == Driver
+		handleAPI[p.API] = p.Library == Driver || p.Handle
 		perThread[p.API] = strings.HasSuffix(p.Symbol, "_ptsz") || strings.HasSuffix(p.Symbol, "_ptds")
 		switch {
 		case strings.Contains(p.Symbol, "StreamSynchronize"):
@@ -225,6 +273,11 @@ func init() {
 
 // Driver reports whether a is a driver API function.
 func (a API) Driver() bool { return driverAPI[a] }
+
+// Handle reports whether a launch by a names its function by a module
+// function handle (cuModuleGetFunction, hipModuleGetFunction) rather than
+// by a host stub's address.
+func (a API) Handle() bool { return handleAPI[a] }
 
 // PerThread reports whether a is a per-thread-default-stream variant
 // (_ptsz, _ptds): its stream 0 is the calling thread's own.

@@ -1,4 +1,4 @@
-package cudatrace
+package gputrace
 
 // Helpers of the kernel-tier tests (trace_test.go): a Source wired to an
 // SDK reader, an in-memory span exporter and an event recorder, and the
@@ -98,18 +98,24 @@ type traced struct {
 	rec    *recorder
 }
 
-// startTracing creates a Source with a manual metric reader, an
+// startTracing creates a CUDA Source with a manual metric reader, an
 // in-memory span exporter and an event recorder, closed with the test.
 func startTracing(t *testing.T, opts ...Option) *traced {
+	t.Helper()
+	return startTracingRuntime(t, CUDA, opts...)
+}
+
+// startTracingRuntime is startTracing for the runtime rt.
+func startTracingRuntime(t *testing.T, rt Runtime, opts ...Option) *traced {
 	t.Helper()
 	requireRoot(t)
 	tr := &traced{reader: sdkmetric.NewManualReader(), spans: tracetest.NewInMemoryExporter(), rec: newRecorder()}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(tr.reader))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tr.spans))
 	all := append([]Option{WithMeterProvider(mp), WithTracerProvider(tp), withEventHook(tr.rec.hook)}, opts...)
-	s, err := New(all...)
+	s, err := New(rt, all...)
 	if errors.Is(err, xpuscope.ErrUnavailable) {
-		testutil.SkipOrFail(t, "cudatrace unavailable: %v", err)
+		testutil.SkipOrFail(t, "%s unavailable: %v", rt.Name, err)
 	}
 	require.NoError(t, err)
 	tr.Source = s

@@ -1,4 +1,4 @@
-package cudatrace
+package gputrace
 
 import (
 	"context"
@@ -24,9 +24,6 @@ import (
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
-// ScopeName is the instrumentation scope of the Source's meter and tracer.
-const ScopeName = "github.com/xpuscope/xpuscope/cudatrace"
-
 // housekeeping is how often the Source reads the kernel-side counters and
 // forgets processes that have exited.
 const housekeeping = time.Second
@@ -35,11 +32,47 @@ const housekeeping = time.Second
 const (
 	TargetRuntime = "libcudart"
 	TargetDriver  = "libcuda"
+	TargetHIP     = "libamdhip64"
 )
 
-// Source traces the CUDA runtime and driver APIs of every process on the
-// host. Create it with New.
+// Runtime is a GPU runtime a Source traces: the files it probes, and the
+// names it reports under.
+type Runtime struct {
+	// Name is the public package's, which prefixes New's errors.
+	Name string
+	// ScopeName is the instrumentation scope of the meter and tracer.
+	ScopeName string
+	Targets   []Target
+}
+
+// Target is one kind of file: every file that defines its Library's
+// anchor (cudabpf.Anchors) gets the probes of that Library.
+type Target struct {
+	// Name names it in Status and xpuscope.cuda.attached_files.
+	Name    string
+	Library cudabpf.Library
+	// Prefix is how the base names of its files start: a file named so
+	// that lacks the anchor is reported as rejected.
+	Prefix string
+}
+
+// The runtimes: CUDA's runtime (libcudart, or anything defining
+// cudaLaunchKernel, such as a statically linked application) and driver
+// (libcuda), and HIP's (libamdhip64).
+var (
+	CUDA = Runtime{Name: "cudatrace", ScopeName: "github.com/xpuscope/xpuscope/cudatrace", Targets: []Target{
+		{Name: TargetRuntime, Library: cudabpf.Runtime, Prefix: "libcudart.so"},
+		{Name: TargetDriver, Library: cudabpf.Driver, Prefix: "libcuda.so"},
+	}}
+	HIP = Runtime{Name: "hiptrace", ScopeName: "github.com/xpuscope/xpuscope/hiptrace", Targets: []Target{
+		{Name: TargetHIP, Library: cudabpf.HIP, Prefix: "libamdhip64.so"},
+	}}
+)
+
+// Source traces a GPU runtime's API in every process on the host. Create
+// it with New.
 type Source struct {
+	rt     Runtime
 	cfg    config
 	objs   *cudabpf.Objects
 	tracer *uprobe.Tracer
@@ -60,25 +93,34 @@ type Source struct {
 	closeOnce sync.Once
 }
 
-// New loads the probes, attaches them to every CUDA runtime and driver
-// library mapped on the host (and to every new copy as it is loaded), and
-// starts aggregating. Missing privilege (CAP_BPF, CAP_PERFMON, or root)
-// or kernel support is xpuscope.ErrUnavailable; finding no CUDA process
-// is not an error, since a process can start later.
-func New(opts ...Option) (*Source, error) {
+// New loads the probes, attaches them to every file of rt mapped on the
+// host (and to every new copy as it is loaded), and starts aggregating.
+// Missing privilege (CAP_BPF, CAP_PERFMON, or root) or kernel support is
+// xpuscope.ErrUnavailable; finding no process using rt is not an error,
+// since a process can start later. Errors are prefixed with rt.Name.
+func New(rt Runtime, opts ...Option) (*Source, error) {
+	s, err := newSource(rt, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rt.Name, err)
+	}
+	return s, nil
+}
+
+func newSource(rt Runtime, opts []Option) (*Source, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
 	s := &Source{
+		rt:               rt,
 		cfg:              cfg,
 		mono:             ktime.Now,
 		names:            newSymbolizer(cfg.procRoot),
 		attachedByTarget: map[string]int64{},
 		targetAttrs:      map[string]meterx.Attrs{},
 	}
-	for _, t := range []string{TargetRuntime, TargetDriver} {
-		s.targetAttrs[t] = meterx.NewAttrs(semconv.XpuscopeTarget.String(t))
+	for _, t := range rt.Targets {
+		s.targetAttrs[t.Name] = meterx.NewAttrs(semconv.XpuscopeTarget.String(t.Name))
 	}
 	wakeup := cfg.wakeupBytes
 	if wakeup == 0 {
@@ -91,9 +133,9 @@ func New(opts ...Option) (*Source, error) {
 		Edit: cfg.editObject})
 	if err != nil {
 		if uprobe.Denied(err) {
-			return nil, xpuscope.Unavailablef("cudatrace: %w (needs CAP_BPF and CAP_PERFMON, or root)", err)
+			return nil, xpuscope.Unavailablef("%w (needs CAP_BPF and CAP_PERFMON, or root)", err)
 		}
-		return nil, fmt.Errorf("cudatrace: %w", err)
+		return nil, err
 	}
 	if err := s.start(multi); err != nil {
 		s.objs.Close()
@@ -103,32 +145,32 @@ func New(opts ...Option) (*Source, error) {
 }
 
 func (s *Source) start(multi bool) error {
-	meter := s.cfg.meterProvider.Meter(ScopeName)
+	meter := s.cfg.meterProvider.Meter(s.rt.ScopeName)
 	if err := s.inst.create(meter); err != nil {
-		return fmt.Errorf("cudatrace: %w", err)
+		return err
 	}
-	sp := &spanner{tracer: s.cfg.tracerProvider.Tracer(ScopeName)}
+	sp := &spanner{tracer: s.cfg.tracerProvider.Tracer(s.rt.ScopeName)}
 	s.agg = newAggregator(&s.cfg, s.names, &s.inst, sp, ktime.WallClock(s.mono))
 	var err error
 	s.rb, err = ringbuf.NewReader(s.objs.Events())
 	if err != nil {
-		return fmt.Errorf("cudatrace: ring buffer reader: %w", err)
+		return fmt.Errorf("ring buffer reader: %w", err)
 	}
 	s.tracer, err = uprobe.New(uprobe.Config{
 		ProcRoot: s.cfg.procRoot,
 		Rescan:   s.cfg.rescan,
-		Targets:  targets(s.objs, multi),
+		Targets:  targets(s.rt, s.objs, multi),
 	})
 	if err != nil {
 		s.rb.Close()
-		return fmt.Errorf("cudatrace: %w", err)
+		return err
 	}
 	s.names.exe = s.tracer.Executable
 	s.reg, err = meter.RegisterCallback(s.observe, s.inst.observables()...)
 	if err != nil {
 		s.tracer.Close()
 		s.rb.Close()
-		return fmt.Errorf("cudatrace: register callback: %w", err)
+		return fmt.Errorf("register callback: %w", err)
 	}
 	s.housekeep()
 	s.wg.Add(1)
@@ -136,28 +178,25 @@ func (s *Source) start(multi bool) error {
 	return nil
 }
 
-// targets are the files to probe: the runtime (libcudart, or anything
-// defining cudaLaunchKernel, such as a statically linked application) and
-// the driver (libcuda).
-func targets(o *cudabpf.Objects, multi bool) []uprobe.Target {
-	var rt, drv []uprobe.Probe
-	for _, p := range cudabpf.Probes {
-		up := uprobe.Probe{Symbol: p.Symbol, Cookie: p.Cookie(), Entry: p.Entry(o)}
-		if p.Return != nil {
-			up.Return = p.Return(o)
+// targets are the files of rt to probe, each with its library's probes.
+func targets(rt Runtime, o *cudabpf.Objects, multi bool) []uprobe.Target {
+	out := make([]uprobe.Target, 0, len(rt.Targets))
+	for _, t := range rt.Targets {
+		var probes []uprobe.Probe
+		for _, p := range cudabpf.Probes {
+			if p.Library != t.Library {
+				continue
+			}
+			up := uprobe.Probe{Symbol: p.Symbol, Cookie: p.Cookie(), Entry: p.Entry(o)}
+			if p.Return != nil {
+				up.Return = p.Return(o)
+			}
+			probes = append(probes, up)
 		}
-		if p.Library == cudabpf.Driver {
-			drv = append(drv, up)
-		} else {
-			rt = append(rt, up)
-		}
+		out = append(out, uprobe.Target{Name: t.Name, Anchor: cudabpf.Anchors[t.Library], Probes: probes, Multi: multi,
+			Hint: func(b string) bool { return strings.HasPrefix(b, t.Prefix) }})
 	}
-	return []uprobe.Target{
-		{Name: TargetRuntime, Anchor: cudabpf.Anchors[cudabpf.Runtime], Probes: rt, Multi: multi,
-			Hint: func(b string) bool { return strings.HasPrefix(b, "libcudart.so") }},
-		{Name: TargetDriver, Anchor: cudabpf.Anchors[cudabpf.Driver], Probes: drv, Multi: multi,
-			Hint: func(b string) bool { return strings.HasPrefix(b, "libcuda.so") }},
-	}
+	return out
 }
 
 // read drains the ring buffer: it wakes every poll interval, or sooner
@@ -242,8 +281,8 @@ func (s *Source) housekeep() {
 			s.agg.call(p, cudabpf.API(c.k.Api)).unrecorded = int64(c.n)
 		}
 	}
-	for _, t := range []string{TargetRuntime, TargetDriver} {
-		s.attachedByTarget[t] = attached[t]
+	for _, t := range s.rt.Targets {
+		s.attachedByTarget[t.Name] = attached[t.Name]
 	}
 	alive := func(pid uint32) bool {
 		_, err := os.Stat(filepath.Join(s.cfg.procRoot, strconv.Itoa(int(pid))))
@@ -266,12 +305,12 @@ type Status struct {
 	Rejections  []uprobe.Rejection
 }
 
-// Status lists the CUDA files the probes are attached to, and the files
-// that looked like CUDA libraries but could not be probed, with why.
+// Status lists the files the probes are attached to, and the files that
+// looked like the runtime's libraries but could not be probed, with why.
 func (s *Source) Status() Status {
 	st := Status{Rejections: s.tracer.Rejections()}
 	for _, a := range s.tracer.Attachments() {
-		if a.Target == TargetRuntime || a.Target == TargetDriver {
+		if _, ours := s.targetAttrs[a.Target]; ours {
 			st.Attachments = append(st.Attachments, a)
 		}
 	}

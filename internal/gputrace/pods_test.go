@@ -1,4 +1,4 @@
-package cudatrace
+package gputrace
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package cudatrace
+package gputrace
 
 import (
 	"context"
@@ -380,7 +380,7 @@ func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
 }
 
 func (a *aggregator) launch(ctx context.Context, p *proc, e *cudabpf.Event) {
-	ref := a.kernel(p, e.Func(), e.API.Driver())
+	ref := a.kernel(p, e.Func(), e.API.Handle())
 	switch ref.name {
 	case kernelUnknown:
 		a.unresolved++

@@ -1,4 +1,4 @@
-package cudatrace
+package gputrace
 
 // Kernel-tier tests: a real Source (BPF, uprobes) tracing the cudaprog
 // programs, which call the real Debian libcudart 11.8 and libcuda 535 with
@@ -436,7 +436,7 @@ func TestNoPrivilegeChild(t *testing.T) {
 	status, err := os.ReadFile("/proc/self/status")
 	require.NoError(t, err)
 	require.Contains(t, string(status), "\nCapEff:\t0000000000000000\n", "no capabilities")
-	s, err := New(WithMeterProvider(sdkmetric.NewMeterProvider()))
+	s, err := New(CUDA, WithMeterProvider(sdkmetric.NewMeterProvider()))
 	if err == nil {
 		s.Close()
 		t.Fatal("New succeeded without privilege")
@@ -573,7 +573,7 @@ func TestTraceCloseLeavesNothing(t *testing.T) {
 // exits non-zero on such an error.
 func TestRejectedObjectIsAFault(t *testing.T) {
 	requireRoot(t)
-	_, err := New(WithMeterProvider(sdkmetric.NewMeterProvider()), withObjectEdit(func(spec *ebpf.CollectionSpec) {
+	_, err := New(CUDA, WithMeterProvider(sdkmetric.NewMeterProvider()), withObjectEdit(func(spec *ebpf.CollectionSpec) {
 		spec.Programs["runtime_launch_kernel"].Instructions = asm.Instructions{asm.Return()}
 	}))
 	require.Error(t, err)

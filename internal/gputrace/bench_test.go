@@ -1,4 +1,4 @@
-package cudatrace
+package gputrace
 
 // Benchmarks of the Source's costs, in one run each (DESIGN.md,
 // "Performance principles"): the user-space pipeline per event
@@ -179,7 +179,7 @@ func newBenchSource(tb testing.TB, mp metric.MeterProvider) *Source {
 	}
 	now := uint64(time.Hour)
 	s := &Source{cfg: cfg, mono: func() uint64 { return now }, attachedByTarget: map[string]int64{}}
-	meter := mp.Meter(ScopeName)
+	meter := mp.Meter(CUDA.ScopeName)
 	if err := s.inst.create(meter); err != nil {
 		tb.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func newBenchSource(tb testing.TB, mp metric.MeterProvider) *Source {
 		tb.Fatal(err)
 	}
 	names := &fakeNames{exe: map[uint32]string{100: "train", 200: "serve"}, symbols: map[uint64]string{}}
-	s.agg = newAggregator(&s.cfg, names, &s.inst, &spanner{tracer: cfg.tracerProvider.Tracer(ScopeName)},
+	s.agg = newAggregator(&s.cfg, names, &s.inst, &spanner{tracer: cfg.tracerProvider.Tracer(CUDA.ScopeName)},
 		func(k uint64) time.Time { return time.Unix(0, int64(k)) })
 	return s
 }
@@ -455,7 +455,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 			defer helper.Kill()
 			t0 := time.Now()
 			var err error
-			src, err = New(WithMeterProvider(mp),
+			src, err = New(CUDA, WithMeterProvider(mp),
 				WithTracerProvider(tracenoop.NewTracerProvider()),
 				withEventHook(func(e *cudabpf.Event) {
 					if e.Kind == cudabpf.KindLaunch {

@@ -1,4 +1,4 @@
-package cudatrace
+package gputrace
 
 import (
 	"fmt"
@@ -71,19 +71,19 @@ func newConfig(opts []Option) (config, error) {
 	}
 	switch {
 	case c.maxKernelNames < 1:
-		return c, fmt.Errorf("cudatrace: kernel-name cap must be at least 1, got %d", c.maxKernelNames)
+		return c, fmt.Errorf("kernel-name cap must be at least 1, got %d", c.maxKernelNames)
 	case c.maxProcesses < 1:
-		return c, fmt.Errorf("cudatrace: process cap must be at least 1, got %d", c.maxProcesses)
+		return c, fmt.Errorf("process cap must be at least 1, got %d", c.maxProcesses)
 	case c.spanRate < 0:
-		return c, fmt.Errorf("cudatrace: span rate must not be negative, got %v", c.spanRate)
+		return c, fmt.Errorf("span rate must not be negative, got %v", c.spanRate)
 	case c.pollInterval <= 0:
-		return c, fmt.Errorf("cudatrace: poll interval must be positive, got %v", c.pollInterval)
+		return c, fmt.Errorf("poll interval must be positive, got %v", c.pollInterval)
 	case c.ringBytes < 4096 || c.ringBytes&(c.ringBytes-1) != 0:
-		return c, fmt.Errorf("cudatrace: ring buffer size must be a power of two of at least 4096, got %d", c.ringBytes)
+		return c, fmt.Errorf("ring buffer size must be a power of two of at least 4096, got %d", c.ringBytes)
 	case c.rescan <= 0:
-		return c, fmt.Errorf("cudatrace: rescan interval must be positive, got %v", c.rescan)
+		return c, fmt.Errorf("rescan interval must be positive, got %v", c.rescan)
 	case c.capacity.SMs < 1 || c.capacity.ThreadsPerSM < 1:
-		return c, fmt.Errorf("cudatrace: device capacity must be positive, got %d SMs × %d threads", c.capacity.SMs, c.capacity.ThreadsPerSM)
+		return c, fmt.Errorf("device capacity must be positive, got %d SMs × %d threads", c.capacity.SMs, c.capacity.ThreadsPerSM)
 	}
 	return c, nil
 }

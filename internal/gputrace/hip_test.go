@@ -1,0 +1,156 @@
+package gputrace
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/testutil"
+	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+// realHIP is Debian's libamdhip64-5 (HIP 5.2), which
+// scripts/install-test-deps.sh installs.
+const realHIP = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5"
+
+// buildHIP compiles testdata/hip.c against the real HIP runtime.
+func buildHIP(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(realHIP); err != nil {
+		testutil.SkipOrFail(t, "the real HIP runtime is needed (Debian package libamdhip64-5): %v", err)
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		testutil.SkipOrFail(t, "gcc is needed (Debian package gcc): %v", err)
+	}
+	exe := filepath.Join(t.TempDir(), "hipprog")
+	msg, err := exec.Command(gcc, "-O0", "-Wall", "-Werror", "-o", exe, "testdata/hip.c", "-l:"+filepath.Base(realHIP)).CombinedOutput()
+	require.NoError(t, err, "gcc: %s", msg)
+	return exe
+}
+
+// hexField parses the n-th field of the line starting with prefix.
+func hexField(t *testing.T, lines []string, prefix string, n int) uint64 {
+	t.Helper()
+	for _, l := range lines {
+		if f := strings.Fields(l); strings.HasPrefix(l, prefix) && len(f) > n {
+			v, err := strconv.ParseUint(strings.TrimPrefix(f[n], "0x"), 16, 64)
+			require.NoError(t, err, "%q", l)
+			return v
+		}
+	}
+	t.Fatalf("no %q line in %q", prefix, lines)
+	return 0
+}
+
+// TestHIPRuntime: the real HIP runtime's entry points, called with known
+// arguments (they fail without /dev/kfd, after the probes fired), decode
+// to exactly those arguments, and count in the CUDA metrics under their
+// HIP names. The launches prove hipLaunchKernel's x86-64 layout is
+// cudaLaunchKernel's (dim3 grid in rsi and edx, dim3 block in rcx and r8d,
+// smem and stream on the stack), hipExtLaunchKernel's starts the same, and
+// hipModuleLaunchKernel's is cuLaunchKernel's.
+func TestHIPRuntime(t *testing.T) {
+	exe := buildHIP(t)
+	tr := startTracingRuntime(t, HIP)
+	p := startLingering(t, exe)
+	tr.waitAttached(t, TargetHIP, realHIP)
+	tr.rec.Watch(p.Pid)
+	p.Go()
+	lines := p.Wait()
+	stub := hexField(t, lines, "STUB hip_kernel", 2)
+	host, dev := hexField(t, lines, "BUF", 1), hexField(t, lines, "BUF", 2)
+	apis := []string{"hipSetDevice", "hipMalloc", "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleGetFunction",
+		"hipModuleLaunchKernel", "hipMemcpy", "hipMemcpyAsync", "hipFree", "hipStreamSynchronize",
+		"hipDeviceSynchronize", "hipGraphLaunch", "hipEventRecord", "hipEventSynchronize", "hipStreamWaitEvent"}
+	rets := map[string]map[int]int{}
+	for _, api := range apis {
+		rets[api] = map[int]int{101: 1} // hipErrorInvalidDevice: no /dev/kfd
+	}
+	require.Equal(t, rets, cudaprog.Rets(lines))
+
+	// One record per call but hipModuleGetFunction (a failed lookup makes
+	// none), and hipMemcpy's return; every record carries the device of
+	// hipSetDevice(1), its own included.
+	const stream, event = 0x1234, 0x888
+	type rec struct {
+		kind cudabpf.Kind
+		api  string
+		ret  int32
+		a    [6]uint64
+	}
+	launch := func(fn uint64, grid, block [3]uint64, smem uint64) [6]uint64 {
+		return [6]uint64{fn, grid[0] | grid[1]<<32, grid[2] | block[2]<<32, block[0] | block[1]<<32, smem, stream}
+	}
+	want := []rec{
+		{cudabpf.KindSetDevice, "hipSetDevice", 0, [6]uint64{1}},
+		{cudabpf.KindMalloc, "hipMalloc", 101, [6]uint64{0, 4096}}, // a[2] (duration) checked below
+		{cudabpf.KindLaunch, "hipLaunchKernel", 0, launch(stub, [3]uint64{7, 3, 2}, [3]uint64{64, 2, 1}, 128)},
+		{cudabpf.KindLaunch, "hipExtLaunchKernel", 0, launch(stub, [3]uint64{7, 3, 2}, [3]uint64{64, 2, 1}, 256)},
+		{cudabpf.KindLaunch, "hipModuleLaunchKernel", 0, launch(0x5678, [3]uint64{4, 5, 6}, [3]uint64{32, 4, 2}, 512)},
+		{cudabpf.KindMemcpy, "hipMemcpy", 0, [6]uint64{dev, host, 64, cudabpf.MemcpyHostToDevice, 0}},
+		{cudabpf.KindCopyDone, "hipMemcpy", 101, [6]uint64{0, 0, 0, cudabpf.MemcpyHostToDevice}},
+		{cudabpf.KindMemcpy, "hipMemcpyAsync", 0, [6]uint64{host, dev, 32, cudabpf.MemcpyDeviceToHost, stream}},
+		{cudabpf.KindFree, "hipFree", 0, [6]uint64{0xabc000}},
+		{cudabpf.KindSync, "hipStreamSynchronize", 101, [6]uint64{stream}},
+		{cudabpf.KindSync, "hipDeviceSynchronize", 101, [6]uint64{0}},
+		{cudabpf.KindGraphLaunch, "hipGraphLaunch", 0, [6]uint64{0x777, stream}},
+		{cudabpf.KindEventRecord, "hipEventRecord", 0, [6]uint64{event, stream}},
+		{cudabpf.KindSync, "hipEventSynchronize", 101, [6]uint64{event}},
+		{cudabpf.KindStreamWait, "hipStreamWaitEvent", 0, [6]uint64{stream, event}},
+	}
+	evs := tr.waitEvents(t, p.Pid, len(want))
+	var got []rec
+	for _, e := range evs {
+		r := rec{e.Kind, e.API.String(), e.Ret, e.A}
+		switch e.Kind {
+		case cudabpf.KindMalloc, cudabpf.KindCopyDone, cudabpf.KindSync: // durations
+			d := &r.a[2]
+			if e.Kind != cudabpf.KindMalloc {
+				d = &r.a[1]
+			}
+			require.NotZero(t, *d, "%s: duration", r.api)
+			*d = 0
+		}
+		require.Equal(t, int32(1), e.Device, "%s: device", r.api)
+		require.Equal(t, uint32(p.Pid), e.PID)
+		got = append(got, r)
+	}
+	require.Equal(t, want, got)
+	require.Equal(t, [3]uint32{7, 3, 2}, evs[2].Grid())
+	require.Equal(t, [3]uint32{64, 2, 1}, evs[2].Block())
+
+	// Metrics: the calls of each HIP function, the launches and the
+	// copies, under cuda.api.name.
+	pts := ofPid(tr.waitPoints(t, func(pts testutil.Points) bool {
+		return len(gather(ofPid(pts, p.Pid), semconv.CUDAAPICalls.Name, sum, string(semconv.CUDAAPIName))) == len(apis)
+	}), p.Pid)
+	calls := series{}
+	for _, api := range apis {
+		calls[api] = 1
+	}
+	api := string(semconv.CUDAAPIName)
+	require.Equal(t, calls, gather(pts, semconv.CUDAAPICalls.Name, sum, api))
+	require.Equal(t, series{"hipLaunchKernel": 1, "hipExtLaunchKernel": 1, "hipModuleLaunchKernel": 1},
+		gather(pts, semconv.CUDAKernelLaunches.Name, sum, api))
+	require.Equal(t, series{"1": 3*2*7*(1+1) + 4*5*6}, gather(pts, semconv.CUDAKernelGridSize.Name, sum, string(semconv.CUDADevice)))
+	require.Equal(t, series{"1": 128 + 256 + 512}, gather(pts, semconv.CUDAKernelSharedMemory.Name, sum, string(semconv.CUDADevice)))
+	require.Equal(t, series{key("host_to_device", "hipMemcpy"): 64, key("device_to_host", "hipMemcpyAsync"): 32},
+		gather(pts, semconv.CUDAMemcpyTransferred.Name, sum, string(semconv.CUDAMemcpyKind), api))
+	require.Equal(t, series{"hipGraphLaunch": 1}, gather(pts, semconv.CUDAGraphLaunches.Name, sum, api))
+	require.Equal(t, series{"hipStreamSynchronize": 1, "hipDeviceSynchronize": 1, "hipEventSynchronize": 1},
+		gather(pts, semconv.CUDASyncDuration.Name, histCount, api))
+	for _, p := range pts {
+		require.Equal(t, "hipprog", p.Get(semconv.ProcessExecutableName), "%s", p.Name)
+	}
+	for _, a := range tr.Status().Attachments {
+		require.Equal(t, TargetHIP, a.Target, "a HIP Source probes HIP files only")
+	}
+}

@@ -1,0 +1,71 @@
+/*
+ * hip.c: calls the real HIP runtime (Debian's libamdhip64-5, HIP 5.2) with
+ * known arguments. Without /dev/kfd every call fails (101), but the probes
+ * fire. The prototypes are hip_runtime_api.h's (HIP 5.2), declared here:
+ * Debian ships no HIP headers with the library.
+ *
+ * Protocol: "STUB hip_kernel 0x<addr>", "BUF 0x<host> 0x<dev>", "READY
+ * <pid>", then one line on stdin, then the calls, "RET <api> <code> 1" per
+ * call and "DONE".
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
+
+typedef struct { uint32_t x, y, z; } dim3;
+typedef void *hipStream_t, *hipEvent_t, *hipFunction_t, *hipModule_t, *hipGraphExec_t;
+int hipLaunchKernel(const void *f, dim3 grid, dim3 block, void **args, size_t smem, hipStream_t s);
+int hipExtLaunchKernel(const void *f, dim3 grid, dim3 block, void **args, size_t smem, hipStream_t s,
+		       hipEvent_t start, hipEvent_t stop, int flags);
+int hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+			  unsigned bz, unsigned smem, hipStream_t s, void **params, void **extra);
+int hipModuleGetFunction(hipFunction_t *f, hipModule_t m, const char *name);
+int hipMemcpy(void *dst, const void *src, size_t n, int kind);
+int hipMemcpyAsync(void *dst, const void *src, size_t n, int kind, hipStream_t s);
+int hipMalloc(void **p, size_t n);
+int hipFree(void *p);
+int hipStreamSynchronize(hipStream_t s);
+int hipDeviceSynchronize(void);
+int hipSetDevice(int device);
+int hipGraphLaunch(hipGraphExec_t g, hipStream_t s);
+int hipEventRecord(hipEvent_t e, hipStream_t s);
+int hipEventSynchronize(hipEvent_t e);
+int hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags);
+
+void hip_kernel(void) {}
+
+#define STREAM ((hipStream_t)0x1234)
+#define EVENT ((hipEvent_t)0x888)
+#define RET(api, call) printf("RET %s %d 1\n", api, call)
+
+int main(void)
+{
+	static char host[64], dev[64];
+	dim3 grid = {7, 3, 2}, block = {64, 2, 1};
+	void *p = 0;
+	hipFunction_t fn = 0;
+	char go[16];
+	printf("STUB hip_kernel %p\nBUF %p %p\nREADY %d\n", (void *)hip_kernel, (void *)host, (void *)dev, getpid());
+	fflush(stdout);
+	if (!fgets(go, sizeof(go), stdin))
+		return 1;
+	RET("hipSetDevice", hipSetDevice(1));
+	RET("hipMalloc", hipMalloc(&p, 4096));
+	RET("hipLaunchKernel", hipLaunchKernel((void *)hip_kernel, grid, block, 0, 128, STREAM));
+	RET("hipExtLaunchKernel", hipExtLaunchKernel((void *)hip_kernel, grid, block, 0, 256, STREAM, 0, 0, 0));
+	RET("hipModuleGetFunction", hipModuleGetFunction(&fn, (hipModule_t)0x99, "module_kernel"));
+	RET("hipModuleLaunchKernel", hipModuleLaunchKernel((hipFunction_t)0x5678, 4, 5, 6, 32, 4, 2, 512, STREAM, 0, 0));
+	RET("hipMemcpy", hipMemcpy(dev, host, 64, 1));
+	RET("hipMemcpyAsync", hipMemcpyAsync(host, dev, 32, 2, STREAM));
+	RET("hipFree", hipFree((void *)0xabc000));
+	RET("hipStreamSynchronize", hipStreamSynchronize(STREAM));
+	RET("hipDeviceSynchronize", hipDeviceSynchronize());
+	RET("hipGraphLaunch", hipGraphLaunch((hipGraphExec_t)0x777, STREAM));
+	RET("hipEventRecord", hipEventRecord(EVENT, STREAM));
+	RET("hipEventSynchronize", hipEventSynchronize(EVENT));
+	RET("hipStreamWaitEvent", hipStreamWaitEvent(STREAM, EVENT, 0));
+	printf("DONE\n");
+	fflush(stdout);
+	return 0;
+}
