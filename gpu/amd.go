@@ -79,8 +79,6 @@ type amdDevice struct {
 
 	files sysfsFiles // sysfs: the files read
 
-	// cus is the compute units of the GPU's KFD node; 0 when unknown.
-	cus int
 }
 
 func (d *amdDevice) can(r amdRead) bool { return d.unsupported&(1<<r) == 0 }
@@ -185,7 +183,7 @@ type kfd struct {
 }
 
 // newKFD matches devices to KFD topology nodes, and sets their compute
-// units. It returns nil when there is no KFD or no node matches: then
+// units and the threads one holds (Device.SMs and ThreadsPerSM). It returns nil when there is no KFD or no node matches: then
 // there are no per-process metrics.
 func newKFD(sysfs fs.FS, devices []*amdDevice) *kfd {
 	nodes, err := amdsysfs.Topology(sysfs)
@@ -198,7 +196,7 @@ func newKFD(sysfs fs.FS, devices []*amdDevice) *kfd {
 			if d.PCIAddress == n.PCIAddress && k.byID[n.GPUID] == nil {
 				k.byID[n.GPUID] = d
 				k.ids = append(k.ids, n.GPUID)
-				d.cus = n.CUs
+				d.SMs, d.ThreadsPerSM = n.CUs, n.ThreadsPerCU
 			}
 		}
 	}
@@ -240,8 +238,8 @@ func (k *kfd) attach(s *Source, d *amdDevice, sm *sample) {
 			continue
 		}
 		p := procSample{pid: u.PID, memory: clampInt64(u.VRAM), hasMem: u.HasVRAM}
-		if u.HasCUs && d.cus > 0 {
-			p.util, p.hasUtil = min(float64(u.CUs)/float64(d.cus), 1), true
+		if u.HasCUs && d.SMs > 0 {
+			p.util, p.hasUtil = min(float64(u.CUs)/float64(d.SMs), 1), true
 		}
 		sm.procs = append(sm.procs, p)
 	}

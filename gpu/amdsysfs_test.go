@@ -74,7 +74,8 @@ func TestAMDSysfsOneGPU(t *testing.T) {
 
 	assert.Equal(t, amdAttrs("0xa1b2c3d4e5f60718", "AMD Instinct MI210", "6.8.0-49-generic", 0, "0000:03:00.0"),
 		pts.One(t, semconv.HWGPUMemoryUsage.Name, id).Attrs, "the in-tree driver's version is the kernel release")
-	assert.Equal(t, []Device{{Index: 0, UUID: "0xa1b2c3d4e5f60718", Name: "AMD Instinct MI210", Vendor: "AMD", PCIAddress: "0000:03:00.0"}}, s.Devices())
+	assert.Equal(t, []Device{{Index: 0, UUID: "0xa1b2c3d4e5f60718", Name: "AMD Instinct MI210", Vendor: "AMD", PCIAddress: "0000:03:00.0",
+		SMs: 104, ThreadsPerSM: 2048}}, s.Devices())
 	assert.Empty(t, s.DriverVersion(), "no NVIDIA driver")
 
 	assert.InDelta(t, 0.63, pts.One(t, semconv.HWGPUUtilization.Name, id, semconv.HWGPUTask.String(semconv.GPUTaskGeneral)).Value, 1e-12)
@@ -130,7 +131,10 @@ func TestAMDSysfsEightGPUs(t *testing.T) {
 		if k == 6 {
 			wantID = pci[k] // no unique_id: the PCI address
 		}
-		assert.Equal(t, Device{Index: k, UUID: wantID, Name: "AMD Instinct MI300X", Vendor: "AMD", PCIAddress: pci[k]}, d, "GPUs in PCI order")
+		// The KFD topology gives every MI300X its 304 CUs of 2,048
+		// work-items (4 SIMDs × 8 waves × 64 lanes).
+		assert.Equal(t, Device{Index: k, UUID: wantID, Name: "AMD Instinct MI300X", Vendor: "AMD", PCIAddress: pci[k],
+			SMs: 304, ThreadsPerSM: 2048}, d, "GPUs in PCI order")
 		id := semconv.HWID.String(wantID)
 		assert.Equal(t, amdAttrs(wantID, "AMD Instinct MI300X", "6.8.5", k, pci[k]), pts.One(t, semconv.HWPower.Name, id).Attrs)
 

@@ -32,7 +32,9 @@ type Device struct {
 	Profile                          string
 	// SMs and ThreadsPerSM are the GPU's streaming multiprocessors and
 	// the most threads resident on one, from NVML's core count and
-	// compute capability; 0 when unknown (and on MIG instances).
+	// compute capability; for an AMD GPU, its compute units and the
+	// work-items one holds, from the KFD topology; 0 when unknown (and on
+	// MIG instances).
 	SMs, ThreadsPerSM int
 }
 

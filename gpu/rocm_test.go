@@ -72,8 +72,8 @@ func TestROCmSMIFakeLibrary(t *testing.T) {
 	require.Len(t, s.backends, 1, "ROCm SMI found the GPUs: no sysfs fallback")
 
 	assert.Equal(t, []Device{
-		{Index: 0, UUID: mi300xID, Name: "AMD Instinct MI300X (fake)", Vendor: "AMD", PCIAddress: "0000:0c:00.0"},
-		{Index: 1, UUID: w7900ID, Name: "AMD Radeon PRO W7900 (fake)", Vendor: "AMD", PCIAddress: "0000:83:00.0"},
+		{Index: 0, UUID: mi300xID, Name: "AMD Instinct MI300X (fake)", Vendor: "AMD", PCIAddress: "0000:0c:00.0", SMs: 304},
+		{Index: 1, UUID: w7900ID, Name: "AMD Radeon PRO W7900 (fake)", Vendor: "AMD", PCIAddress: "0000:83:00.0", SMs: 96},
 	}, s.Devices())
 
 	pts := testutil.Collect(t, reader)

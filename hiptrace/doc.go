@@ -18,7 +18,9 @@
 // model's gpu.* estimates), with cuda.api.name the HIP function
 // ("hipLaunchKernel") and cuda.device the device of hipSetDevice. The
 // occupancy model uses the capacity WithDeviceCapacity sets (compute units
-// × threads per CU), occupancy.DefaultCapacity otherwise.
+// × threads per CU, which package gpu reads from the KFD topology as
+// Device.SMs and ThreadsPerSM, occupancy.CapacityKFD),
+// occupancy.DefaultCapacity otherwise.
 //
 // # Requirements
 //

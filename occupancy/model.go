@@ -33,6 +33,7 @@ const (
 	CapacityDefault    CapacitySource = iota // DefaultCapacity: not known
 	CapacityConfigured                       // configured by the user
 	CapacityNVML                             // read from NVML
+	CapacityKFD                              // read from the AMD KFD topology
 )
 
 // String is the gpu.capacity.source value.
@@ -42,6 +43,8 @@ func (s CapacitySource) String() string {
 		return semconv.CapacitySourceConfigured
 	case CapacityNVML:
 		return semconv.CapacitySourceNVML
+	case CapacityKFD:
+		return semconv.CapacitySourceKFD
 	}
 	return semconv.CapacitySourceDefault
 }

@@ -30,6 +30,7 @@ func TestNamesComeFromSemconv(t *testing.T) {
 		CapacityDefault:    semconv.CapacitySourceDefault,
 		CapacityConfigured: semconv.CapacitySourceConfigured,
 		CapacityNVML:       semconv.CapacitySourceNVML,
+		CapacityKFD:        semconv.CapacitySourceKFD,
 	} {
 		if s.String() != want {
 			t.Errorf("%d: %q, want %q", s, s, want)

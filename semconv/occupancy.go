@@ -35,6 +35,7 @@ const (
 // Values of GPUCapacitySource.
 const (
 	CapacitySourceNVML       = "nvml"
+	CapacitySourceKFD        = "kfd"
 	CapacitySourceConfigured = "configured"
 	CapacitySourceDefault    = "default"
 )
@@ -50,7 +51,7 @@ const (
 var occupancyAttributes = []Attribute{
 	{GPUMeasurementSource, "string", "How a value was obtained. " + MeasurementSourceEBPFModel + ": estimated by the occupancy model from the CUDA API calls eBPF probes see (launch, sync, event, wait), not read from hardware counters.", Extension, []string{MeasurementSourceEBPFModel}},
 	{GPUKernelCompletion, "string", "Which observed edge bounds a kernel's end: " + KernelCompletionEvent + " (an event recorded after it on its stream was seen complete), " + KernelCompletionSyncFallback + " (the return of the stream, device or synchronous-copy wait that covered it), " + KernelCompletionExit + " (the process exited with it pending).", Extension, []string{KernelCompletionEvent, KernelCompletionSyncFallback, KernelCompletionExit}},
-	{GPUCapacitySource, "string", "Where a device capacity came from: NVML, configuration, or the model's default (a reference GPU, so ratios are relative to it).", Extension, []string{CapacitySourceNVML, CapacitySourceConfigured, CapacitySourceDefault}},
+	{GPUCapacitySource, "string", "Where a device capacity came from: NVML, the AMD KFD topology (compute units, and simd_per_cu × max_waves_per_simd × wave_front_size work-items each), configuration, or the model's default (a reference GPU, so ratios are relative to it).", Extension, []string{CapacitySourceNVML, CapacitySourceKFD, CapacitySourceConfigured, CapacitySourceDefault}},
 	{XpuscopeDropReason, "string", "Which bound made the occupancy model drop state: pending launches per stream (or in total), streams per process, processes, tracked events.", Self, []string{DropReasonPendingCap, DropReasonStreamCap, DropReasonProcessCap, DropReasonEventCap}},
 }
 

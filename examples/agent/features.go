@@ -37,8 +37,9 @@ type settings struct {
 	bodyLimit      int
 	contentCapture int // bytes per attribute; 0: off
 
-	// capacity is the GPUs' capacity when gpu found them all alike.
-	capacity *occupancy.Capacity
+	// nvidiaCapacity and amdCapacity are the capacity of the node's
+	// NVIDIA and of its AMD GPUs, when gpu found each vendor's all alike.
+	nvidiaCapacity, amdCapacity *occupancy.Capacity
 	// resolver places the others' processes and devices in pods; nil
 	// when podjoin is not active.
 	resolver *podjoin.Resolver
@@ -174,8 +175,8 @@ func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {
 		cudatrace.WithTracerProvider(p.tracer),
 		cudatrace.WithProcRoot(s.procRoot),
 	}
-	if s.capacity != nil {
-		opts = append(opts, cudatrace.WithDeviceCapacity(*s.capacity, occupancy.CapacityNVML))
+	if s.nvidiaCapacity != nil {
+		opts = append(opts, cudatrace.WithDeviceCapacity(*s.nvidiaCapacity, occupancy.CapacityNVML))
 	}
 	if s.resolver != nil {
 		opts = append(opts, cudatrace.WithResolver(s.resolver))
@@ -187,13 +188,16 @@ func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {
 	return src, describeTrace(src.Status(), "CUDA"), nil
 }
 
-// startHIPTrace starts the HIP tracer. Its occupancy model keeps the
-// default capacity: the capacity the agent learns is NVML's.
+// startHIPTrace starts the HIP tracer, its occupancy model clamped to the
+// AMD GPUs' compute units when gpu found them all alike.
 func startHIPTrace(s settings, p providers) (xpuscope.Source, string, error) {
 	opts := []hiptrace.Option{
 		hiptrace.WithMeterProvider(p.meter),
 		hiptrace.WithTracerProvider(p.tracer),
 		hiptrace.WithProcRoot(s.procRoot),
+	}
+	if s.amdCapacity != nil {
+		opts = append(opts, hiptrace.WithDeviceCapacity(*s.amdCapacity, occupancy.CapacityKFD))
 	}
 	if s.resolver != nil {
 		opts = append(opts, hiptrace.WithResolver(s.resolver))
@@ -272,13 +276,16 @@ type result struct {
 	src    xpuscope.Source
 }
 
-// commonCapacity is the capacity of every GPU when they are all alike and
-// known, and none is split by MIG: then it holds for any CUDA device a
-// process may see.
-func commonCapacity(devs []gpu.Device) *occupancy.Capacity {
+// commonCapacity is the capacity of every GPU of vendor when they are all
+// alike and known, and none is split by MIG: then it holds for any device
+// of that vendor's runtime a process may see.
+func commonCapacity(devs []gpu.Device, vendor string) *occupancy.Capacity {
 	var c *occupancy.Capacity
 	for _, d := range devs {
-		if d.Parent != "" || d.SMs == 0 {
+		if d.Vendor != vendor {
+			continue
+		}
+		if d.Parent != "" || d.SMs == 0 || d.ThreadsPerSM == 0 {
 			return nil
 		}
 		dc := occupancy.Capacity{SMs: int32(d.SMs), ThreadsPerSM: int32(d.ThreadsPerSM)}
@@ -298,7 +305,8 @@ func startAll(s settings, p providers) []result {
 		case *podjoin.Resolver:
 			s.resolver = src
 		case *gpu.Source:
-			s.capacity = commonCapacity(src.Devices())
+			s.nvidiaCapacity = commonCapacity(src.Devices(), semconv.VendorNVIDIA)
+			s.amdCapacity = commonCapacity(src.Devices(), semconv.VendorAMD)
 		}
 		r := result{name: f.name, state: active, detail: detail, src: src}
 		switch {

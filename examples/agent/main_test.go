@@ -25,6 +25,7 @@ import (
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/occupancy"
 	"github.com/xpuscope/xpuscope/podjoin"
+	"github.com/xpuscope/xpuscope/semconv"
 )
 
 // envAgent makes the test binary run the agent's main instead of tests:
@@ -167,14 +168,22 @@ func TestBadArguments(t *testing.T) {
 }
 
 func TestCommonCapacity(t *testing.T) {
-	h100 := gpu.Device{UUID: "GPU-a", SMs: 132, ThreadsPerSM: 2048}
-	a100 := gpu.Device{UUID: "GPU-b", SMs: 108, ThreadsPerSM: 2048}
-	mig := gpu.Device{UUID: "MIG-c", Parent: "GPU-a"}
-	assert.Equal(t, &occupancy.Capacity{SMs: 132, ThreadsPerSM: 2048}, commonCapacity([]gpu.Device{h100, h100}))
-	assert.Nil(t, commonCapacity([]gpu.Device{h100, a100}), "different GPUs: no one capacity")
-	assert.Nil(t, commonCapacity([]gpu.Device{h100, mig}), "MIG splits a GPU")
-	assert.Nil(t, commonCapacity([]gpu.Device{{UUID: "GPU-x"}}), "unknown capacity")
-	assert.Nil(t, commonCapacity(nil))
+	nv, amd := semconv.VendorNVIDIA, semconv.VendorAMD
+	h100 := gpu.Device{UUID: "GPU-a", Vendor: nv, SMs: 132, ThreadsPerSM: 2048}
+	a100 := gpu.Device{UUID: "GPU-b", Vendor: nv, SMs: 108, ThreadsPerSM: 2048}
+	mig := gpu.Device{UUID: "MIG-c", Vendor: nv, Parent: "GPU-a"}
+	mi300x := gpu.Device{UUID: "0x7a3c000000000000", Vendor: amd, SMs: 304, ThreadsPerSM: 2048}
+	assert.Equal(t, &occupancy.Capacity{SMs: 132, ThreadsPerSM: 2048}, commonCapacity([]gpu.Device{h100, h100}, nv))
+	assert.Nil(t, commonCapacity([]gpu.Device{h100, a100}, nv), "different GPUs: no one capacity")
+	assert.Nil(t, commonCapacity([]gpu.Device{h100, mig}, nv), "MIG splits a GPU")
+	assert.Nil(t, commonCapacity([]gpu.Device{{UUID: "GPU-x", Vendor: nv}}, nv), "unknown capacity")
+	assert.Nil(t, commonCapacity([]gpu.Device{{UUID: "GPU-x", Vendor: nv, SMs: 132}}, nv), "unknown threads per SM")
+	assert.Nil(t, commonCapacity(nil, nv))
+	// Each vendor's runtime sees its own GPUs only.
+	mixed := []gpu.Device{h100, mi300x, h100, mi300x}
+	assert.Equal(t, &occupancy.Capacity{SMs: 132, ThreadsPerSM: 2048}, commonCapacity(mixed, nv))
+	assert.Equal(t, &occupancy.Capacity{SMs: 304, ThreadsPerSM: 2048}, commonCapacity(mixed, amd))
+	assert.Nil(t, commonCapacity([]gpu.Device{h100}, amd), "no AMD GPU")
 }
 
 func TestDescribePodjoin(t *testing.T) {

@@ -75,11 +75,15 @@ func TestParseUevent(t *testing.T) {
 }
 
 func TestParseProperties(t *testing.T) {
-	p := amdsysfs.ParseProperties([]byte("simd_count 416\nsimd_per_cu 4\nlocation_id 768\ndomain 1\nhive_id 0\nbad line\nunique_id notanumber\n"))
+	p := amdsysfs.ParseProperties([]byte("simd_count 416\nsimd_per_cu 4\nmax_waves_per_simd 8\nwave_front_size 64\n" +
+		"location_id 768\ndomain 1\nhive_id 0\nbad line\nunique_id notanumber\n"))
 	addr, ok := p.PCIAddress()
 	assert.True(t, ok)
 	assert.Equal(t, "0001:03:00.0", addr)
 	assert.Equal(t, 104, p.CUs())
+	assert.Equal(t, 4*8*64, p.ThreadsPerCU())
+	assert.Zero(t, amdsysfs.ParseProperties([]byte("simd_per_cu 4\nmax_waves_per_simd 8\n")).ThreadsPerCU(), "no wavefront size")
+	assert.Zero(t, amdsysfs.ParseProperties([]byte("simd_per_cu 4\nmax_waves_per_simd 99999999\nwave_front_size 64\n")).ThreadsPerCU(), "implausible")
 
 	// No domain (kernels before 4.19): domain 0.
 	addr, ok = amdsysfs.ParseProperties([]byte("location_id 49409\n")).PCIAddress()
@@ -186,7 +190,7 @@ func TestOneGPU(t *testing.T) {
 
 	nodes, err := amdsysfs.Topology(fsys)
 	require.NoError(t, err)
-	assert.Equal(t, []amdsysfs.Node{{ID: 1, GPUID: 48879, PCIAddress: "0000:03:00.0", CUs: 104}}, nodes)
+	assert.Equal(t, []amdsysfs.Node{{ID: 1, GPUID: 48879, PCIAddress: "0000:03:00.0", CUs: 104, ThreadsPerCU: 2048}}, nodes)
 
 	r := &amdsysfs.Reader{FS: fsys}
 	usage, err := r.Processes([]uint32{48879}, nil)
@@ -219,6 +223,7 @@ func TestEightGPUs(t *testing.T) {
 		require.GreaterOrEqual(t, k, 0, n.PCIAddress)
 		assert.Equal(t, gpuIDs[k], n.GPUID, "node %d", n.ID)
 		assert.Equal(t, 304, n.CUs)
+		assert.Equal(t, 2048, n.ThreadsPerCU)
 		assert.Equal(t, 9-k, n.ID)
 	}
 

@@ -26,6 +26,10 @@ type Node struct {
 	// CUs is the node's compute units, simd_count / simd_per_cu; 0 when
 	// the properties do not say.
 	CUs int
+	// ThreadsPerCU is the most work-items one compute unit holds
+	// resident: simd_per_cu × max_waves_per_simd × wave_front_size; 0
+	// when the properties do not say.
+	ThreadsPerCU int
 }
 
 // Topology lists the GPU nodes of the KFD topology (CPU nodes have
@@ -58,7 +62,8 @@ func Topology(fsys fs.FS) ([]Node, error) {
 		if !ok {
 			continue
 		}
-		nodes = append(nodes, Node{ID: id, GPUID: uint32(gpuID), PCIAddress: addr, CUs: p.CUs()})
+		nodes = append(nodes, Node{ID: id, GPUID: uint32(gpuID), PCIAddress: addr, CUs: p.CUs(),
+			ThreadsPerCU: p.ThreadsPerCU()})
 	}
 	slices.SortFunc(nodes, func(a, b Node) int { return a.ID - b.ID })
 	return nodes, nil
@@ -66,9 +71,10 @@ func Topology(fsys fs.FS) ([]Node, error) {
 
 // Properties is what amdsysfs uses of a KFD node's properties file.
 type Properties struct {
-	Domain, LocationID   uint64
-	SIMDCount, SIMDPerCU uint64
-	has                  uint8
+	Domain, LocationID             uint64
+	SIMDCount, SIMDPerCU           uint64
+	MaxWavesPerSIMD, WaveFrontSize uint64
+	has                            uint8
 }
 
 const (
@@ -100,6 +106,10 @@ func ParseProperties(b []byte) Properties {
 			p.SIMDCount = n
 		case "simd_per_cu":
 			p.SIMDPerCU = n
+		case "max_waves_per_simd":
+			p.MaxWavesPerSIMD = n
+		case "wave_front_size":
+			p.WaveFrontSize = n
 		}
 	}
 	return p
@@ -116,6 +126,21 @@ func (p Properties) PCIAddress() (string, bool) {
 
 // maxCUs bounds a plausible compute-unit count.
 const maxCUs = 1 << 16
+
+// maxThreadsPerCU bounds a plausible per-CU thread count (CDNA 3 holds
+// 2,048; RDNA 2,560).
+const maxThreadsPerCU = 1 << 14
+
+// ThreadsPerCU is the most work-items one compute unit holds resident,
+// or 0 when unknown.
+func (p Properties) ThreadsPerCU() int {
+	s, w, f := p.SIMDPerCU, p.MaxWavesPerSIMD, p.WaveFrontSize
+	if s == 0 || w == 0 || f == 0 || s > maxThreadsPerCU || w > maxThreadsPerCU || f > maxThreadsPerCU ||
+		s*w*f > maxThreadsPerCU {
+		return 0
+	}
+	return int(s * w * f)
+}
 
 // CUs is the node's active compute units, or 0 when unknown.
 func (p Properties) CUs() int {
