@@ -8,11 +8,12 @@ import (
 	"syscall"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/amdsmi"
 	"github.com/xpuscope/xpuscope/internal/amdsysfs"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
-// What the two AMD backends, ROCm SMI and amdgpu sysfs, share: the device
+// What the AMD backends, AMD SMI, ROCm SMI and amdgpu sysfs, share: the device
 // and its retired reads, the driver version and identity, the check that
 // the node has an amdgpu card at all, and per-process usage from KFD.
 
@@ -71,7 +72,8 @@ type amdDevice struct {
 	// exist.
 	unsupported uint32
 
-	index uint32 // ROCm SMI: the device index
+	index  uint32        // ROCm SMI: the device index
+	handle amdsmi.Handle // AMD SMI: the processor handle
 	// eccUnsupported has a bit set per ECC block ROCm SMI does not
 	// support on the device; the ECC read retires once all are set.
 	eccUnsupported uint64
@@ -260,4 +262,242 @@ func (s *Source) pollAMD(sn *snapshot, devices []*amdDevice, k *kfd, read func(*
 		}
 		s.forget(d.device)
 	}
+}
+
+// cardUniqueID reads the unique_id of the card at pci from sysfs: what
+// ROCm SMI's rsmi_dev_unique_id_get and AMD SMI's asic_serial report.
+func cardUniqueID(r *amdsysfs.Reader, cards []amdsysfs.Card, pci string) (uint64, bool) {
+	for _, c := range cards {
+		if c.PCIAddress != pci {
+			continue
+		}
+		v, err := r.Read(c.Device + "/unique_id")
+		if err != nil {
+			return 0, false
+		}
+		uid, err := amdsysfs.ParseHex(v)
+		return uid, err == nil
+	}
+	return 0, false
+}
+
+// fallbackName names a GPU that its library gives no name after its
+// card's PCI ids.
+func fallbackName(cards []amdsysfs.Card, pci string) string {
+	for _, c := range cards {
+		if c.PCIAddress == pci {
+			return amdName(c)
+		}
+	}
+	return "AMD GPU"
+}
+
+// What the two AMD libraries, ROCm SMI and AMD SMI, share: one read of
+// every metric through amdLib, in the Source's units, with the same
+// retirement and error counting.
+
+// amdOutcome is how one library call went.
+type amdOutcome uint8
+
+const (
+	amdDone        amdOutcome = iota // a value
+	amdNoValue                       // no value this time, and no error
+	amdUnsupported                   // the GPU or the library has none: retire the read
+	amdFailed                        // a counted error
+)
+
+// amdStatus is the outcome of one library call, and for a failure the
+// library's status name (the error.type).
+type amdStatus struct {
+	outcome amdOutcome
+	name    string
+}
+
+var amdOK = amdStatus{}
+
+// amdLib is an AMD GPU library as the shared read sees it: each value in
+// the Source's units (W, J, °C, Hz, bytes).
+type amdLib interface {
+	busy(d *amdDevice) (uint64, amdStatus)       // %
+	memoryBusy(d *amdDevice) (uint64, amdStatus) // %
+	memory(d *amdDevice) (used, total uint64, st amdStatus)
+	temperature(d *amdDevice, sensor int) (float64, amdStatus) // sensor: index into amdTemps
+	socketPower(d *amdDevice) (float64, amdStatus)
+	averagePower(d *amdDevice) (float64, amdStatus)
+	powerLimit(d *amdDevice) (float64, amdStatus)
+	energy(d *amdDevice) (float64, amdStatus)
+	fan(d *amdDevice) (speed int64, top uint64, st amdStatus)
+	clock(d *amdDevice, r amdRead) (float64, amdStatus) // r: amdClockSystem or amdClockMemory
+	ecc(d *amdDevice) (corrected, uncorrected uint64, st amdStatus)
+	extra(d *amdDevice, sm *sample) // what only this library reads
+	close() error
+}
+
+// amdTemps are the sensors the libraries read, edge, junction (hotspot)
+// and memory (VRAM).
+var amdTemps = [...]struct {
+	read  amdRead
+	field field
+}{
+	{amdTempEdge, fTemperature},
+	{amdTempJunction, fTempJunction},
+	{amdTempMemory, fTempMemory},
+}
+
+// amdOptional maps an optional library function to the metrics lost
+// without it.
+type amdOptional struct {
+	sym     string
+	metrics []semconv.Metric
+}
+
+// reportMissing lists, for xpuscope.gpu.symbol.missing, each metric lost
+// to a function the library lacks.
+func (s *Source) reportMissing(has func(string) bool, opts []amdOptional) {
+	for _, o := range opts {
+		if !has(o.sym) {
+			for _, m := range o.metrics {
+				s.missing = append(s.missing, newOpts(semconv.XpuscopeSymbol.String(o.sym), semconv.XpuscopeMetricName.String(m.Name)))
+			}
+		}
+	}
+}
+
+// amdOK records the outcome of read r on d: a value is true; an
+// unsupported read is retired; a failure is counted.
+func (s *Source) amdOK(d *amdDevice, r amdRead, st amdStatus) bool {
+	switch st.outcome {
+	case amdDone:
+		return true
+	case amdUnsupported:
+		d.retire(r)
+	case amdFailed:
+		s.errors.addNamed(d.UUID, amdReadNames[r], st.name)
+	}
+	return false
+}
+
+// smiBackend reads AMD GPUs through a library, ROCm SMI or AMD SMI.
+type smiBackend struct {
+	s       *Source
+	lib     amdLib
+	devices []*amdDevice
+	kfd     *kfd
+}
+
+func (b *smiBackend) poll(sn *snapshot) { b.s.pollAMD(sn, b.devices, b.kfd, b.read) }
+
+func (b *smiBackend) close() error { return b.lib.close() }
+
+// start finishes opening: per-process reads from KFD, and the devices
+// handed to the Source.
+func (b *smiBackend) start() *smiBackend {
+	b.kfd = newKFD(b.s.cfg.sysfs, b.devices)
+	for _, d := range b.devices {
+		b.s.devices = append(b.s.devices, d.device)
+	}
+	return b
+}
+
+func (b *smiBackend) read(d *amdDevice, sm *sample) {
+	s, lib := b.s, b.lib
+	if d.can(amdUtilization) {
+		v, st := lib.busy(d)
+		if s.amdOK(d, amdUtilization, st) && s.percentOK(d, amdUtilization, v) {
+			sm.util, sm.have = float64(v)*percent, sm.have|fUtil
+		}
+	}
+	if d.can(amdMemoryBusy) {
+		v, st := lib.memoryBusy(d)
+		if s.amdOK(d, amdMemoryBusy, st) && s.percentOK(d, amdMemoryBusy, v) {
+			sm.memCtrl, sm.have = float64(v)*percent, sm.have|fMemCtrl
+		}
+	}
+	if d.can(amdMemory) {
+		used, total, st := lib.memory(d)
+		if s.amdOK(d, amdMemory, st) {
+			setMemory(sm, used, total)
+		}
+	}
+	for i, t := range amdTemps {
+		if d.can(t.read) {
+			v, st := lib.temperature(d, i)
+			if s.amdOK(d, t.read, st) {
+				setTemperature(sm, t.field, v)
+			}
+		}
+	}
+	b.readPower(d, sm)
+	if d.can(amdPowerLimit) {
+		v, st := lib.powerLimit(d)
+		if s.amdOK(d, amdPowerLimit, st) {
+			sm.powerLimit, sm.have = v, sm.have|fPowerLimit
+		}
+	}
+	if d.can(amdEnergy) {
+		v, st := lib.energy(d)
+		if s.amdOK(d, amdEnergy, st) {
+			sm.energy, sm.have = v, sm.have|fEnergy
+		}
+	}
+	b.readFan(d, sm)
+	if d.can(amdClockSystem) {
+		v, st := lib.clock(d, amdClockSystem)
+		if s.amdOK(d, amdClockSystem, st) {
+			sm.clockSM, sm.have = v, sm.have|fClockSM
+		}
+	}
+	if d.can(amdClockMemory) {
+		v, st := lib.clock(d, amdClockMemory)
+		if s.amdOK(d, amdClockMemory, st) {
+			sm.clockMemory, sm.have = v, sm.have|fClockMemory
+		}
+	}
+	lib.extra(d, sm)
+	if d.can(amdECC) {
+		corrected, uncorrected, st := lib.ecc(d)
+		if s.amdOK(d, amdECC, st) {
+			sm.eccCorrected, sm.eccUncorrected = clampInt64(corrected), clampInt64(uncorrected)
+			sm.have |= fECCCorrected | fECCUncorrected
+		}
+	}
+}
+
+// readPower reads the socket power and the average. hw.power is the
+// socket power; where the library or the GPU has none, the average.
+func (b *smiBackend) readPower(d *amdDevice, sm *sample) {
+	if d.can(amdPower) {
+		v, st := b.lib.socketPower(d)
+		if b.s.amdOK(d, amdPower, st) {
+			sm.power, sm.have = v, sm.have|fPower
+		}
+	}
+	if d.can(amdPowerAverage) {
+		v, st := b.lib.averagePower(d)
+		if b.s.amdOK(d, amdPowerAverage, st) {
+			sm.powerAverage, sm.have = v, sm.have|fPowerAverage
+			if !d.can(amdPower) {
+				sm.power, sm.have = sm.powerAverage, sm.have|fPower
+			}
+		}
+	}
+}
+
+// readFan reads the fan speed as a share of its maximum.
+func (b *smiBackend) readFan(d *amdDevice, sm *sample) {
+	if !d.can(amdFan) {
+		return
+	}
+	v, top, st := b.lib.fan(d)
+	if !b.s.amdOK(d, amdFan, st) {
+		return
+	}
+	if top == 0 {
+		top = maxFanSpeed
+	}
+	if v < 0 || uint64(v) > top {
+		b.s.errors.addNamed(d.UUID, amdReadNames[amdFan], invalidData)
+		return
+	}
+	sm.fan, sm.have = float64(v)/float64(top), sm.have|fFan
 }

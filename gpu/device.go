@@ -13,8 +13,9 @@ import (
 // Device describes a GPU or a MIG instance the Source reports on.
 type Device struct {
 	// Index is the NVML index (the parent's, for a MIG instance); for an
-	// AMD GPU, its ROCm SMI index, or its position in PCI-address order
-	// among the amdgpu cards when read from sysfs.
+	// AMD GPU, its position in AMD SMI's socket order, its ROCm SMI index,
+	// or its position in PCI-address order among the amdgpu cards when
+	// read from sysfs.
 	Index int
 	// UUID is the device's hw.id: GPU-… for a GPU, MIG-… for an instance;
 	// for an AMD GPU, its unique id (0x followed by 16 hexadecimal

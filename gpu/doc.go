@@ -3,16 +3,27 @@
 //
 // # Backends
 //
-// New tries three backends, in order (WithBackends selects among them),
+// New tries four backends, in order (WithBackends selects among them),
 // and uses every one that finds GPUs: a node with GPUs of both vendors
-// reports both; the vendors' devices are disjoint.
+// reports both; the vendors' devices are disjoint. The three AMD backends
+// are fallbacks of one another: the first that finds the AMD GPUs reads
+// them.
 //
 //   - NVML (NVIDIA): the library the driver installs, libnvidia-ml.so.1,
 //     through github.com/NVIDIA/go-nvml.
+//   - AMD SMI (AMD, ROCm 6 and later): libamd_smi.so, else the first of
+//     libamd_smi.so.26, .25, .24, .23 that loads (WithAMDSMILibraryPath),
+//     bound with purego (package internal/amdsmi), without cgo. Some of
+//     its structs changed layout between releases under one soname; the
+//     backend is used only for library versions whose layout the binding
+//     knows (23.2, 24.6 of ROCm 6.2, and 26 and later of ROCm 7), and
+//     otherwise, like when the library is missing or amdsmi_init fails,
+//     New goes on to ROCm SMI.
 //   - ROCm SMI (AMD): librocm_smi64.so.1 (WithROCmSMILibraryPath), bound
-//     with purego (package internal/rocmsmi), without cgo.
+//     with purego (package internal/rocmsmi), tried only when AMD SMI found
+//     no GPU.
 //   - amdgpu sysfs (AMD): the files the amdgpu driver publishes in sysfs
-//     (WithSysfsRoot), tried only when ROCm SMI found no GPU: not
+//     (WithSysfsRoot), tried only when neither library found a GPU: not
 //     installed, or unable to start.
 //
 // The NVIDIA backend reports, per GPU, utilization (general, encoder,
@@ -25,18 +36,24 @@
 // ids and the profile; metrics NVML does not report for an instance are
 // omitted, never copied from the parent.
 //
-// The AMD backends report the same metrics with hw.vendor=AMD: ROCm SMI
-// utilization and memory-controller utilization, VRAM used and total,
+// The AMD backends report the same metrics with hw.vendor=AMD: AMD SMI
+// and ROCm SMI utilization and memory-controller utilization (AMD SMI:
+// the gfx and umc activity of amdsmi_get_gpu_activity), VRAM used and total,
 // temperatures of the edge, junction and memory sensors (one series each,
 // hw.sensor_location), power (hw.power is the socket power, or the
 // firmware's average where there is none; gpu.power.average is the
 // average) and power cap, energy (the counter times its resolution), fan
 // speed, SCLK and MCLK, ECC counts summed over the GPU's blocks, and, with
-// WithAMDPCIeThroughput, an estimate of PCIe bytes. The sysfs backend
+// WithAMDPCIeThroughput (ROCm SMI only), an estimate of PCIe bytes. AMD
+// SMI gives temperatures in °C and socket power in W (ROCm SMI in
+// millidegrees and µW), the power cap in µW, clocks in MHz; the Source
+// reports them all in °C, W and Hz. The sysfs backend
 // reads gpu_busy_percent, mem_busy_percent, mem_info_vram_used and _total,
 // and the card's hwmon temperatures, power and fan; it has no energy,
-// clocks, PCIe or ECC. A GPU's hw.id is its unique id, or its PCI address
-// where it has none. Per process, both AMD backends read KFD, the ROCm
+// clocks, PCIe or ECC. A GPU's hw.id is its unique id (ROCm SMI's, or,
+// for AMD SMI and sysfs, the card's unique_id file, which AMD SMI's
+// asic_serial shows too), or its PCI address where it has none. Per
+// process, every AMD backend reads KFD, the ROCm
 // compute driver's sysfs directory: each process's VRAM on each GPU, and
 // its CU occupancy divided by the GPU's compute units as
 // process.gpu.utilization (an instantaneous share of the GPU, not a time
@@ -60,7 +77,7 @@
 // complete read and never call into the driver. A read that fails on one
 // device is counted in xpuscope.gpu.read.errors and the rest go on; a read
 // a device reports as unsupported (for sysfs, a file that does not
-// exist) is dropped for that device. Optional NVML and ROCm SMI symbols
+// exist) is dropped for that device. Optional NVML, AMD SMI and ROCm SMI symbols
 // are looked up before anything calls them, so an older library loses
 // only the metrics it cannot serve, listed by xpuscope.gpu.symbol.missing.
 // Per-process series are capped per device (WithMaxProcesses); the rest
@@ -93,6 +110,7 @@
 // another finds some. Anything else, a bad option included, is a fault,
 // even when another backend found GPUs.
 //
-// The package uses cgo (go-nvml needs it; the ROCm SMI binding does not).
+// The package uses cgo (go-nvml needs it; the AMD SMI and ROCm SMI
+// bindings do not).
 // Only one NVML library can be loaded per process.
 package gpu

@@ -34,15 +34,18 @@ type Backend string
 const (
 	// BackendNVML reads NVIDIA GPUs through NVML.
 	BackendNVML Backend = "nvml"
-	// BackendROCmSMI reads AMD GPUs through ROCm SMI.
+	// BackendAMDSMI reads AMD GPUs through AMD SMI (ROCm 6 and later).
+	BackendAMDSMI Backend = "amd_smi"
+	// BackendROCmSMI reads AMD GPUs through ROCm SMI, when AMD SMI found
+	// none.
 	BackendROCmSMI Backend = "rocm_smi"
 	// BackendAMDSysfs reads AMD GPUs from what the amdgpu driver publishes
-	// in sysfs, when ROCm SMI is not installed or cannot start.
+	// in sysfs, when neither AMD SMI nor ROCm SMI found any.
 	BackendAMDSysfs Backend = "amdgpu_sysfs"
 )
 
 // allBackends is the default: every backend, in order.
-var allBackends = []Backend{BackendNVML, BackendROCmSMI, BackendAMDSysfs}
+var allBackends = []Backend{BackendNVML, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs}
 
 type config struct {
 	meterProvider metric.MeterProvider
@@ -53,6 +56,7 @@ type config struct {
 	maxProcesses  int
 	backends      []Backend
 	rocmPath      string
+	amdsmiPath    string // "": the first of amdsmi.DefaultLibraries that loads
 	sysfsRoot     string
 	sysfs         fs.FS // nil: os.DirFS(sysfsRoot)
 	amdPCIe       bool
@@ -167,7 +171,8 @@ func WithNVML(lib nvml.Interface) Option {
 }
 
 // WithBackends selects the backends New tries; the default is all of
-// them, in the order BackendNVML, BackendROCmSMI, BackendAMDSysfs (which
+// them, in the order BackendNVML, BackendAMDSMI, BackendROCmSMI,
+// BackendAMDSysfs (which
 // New keeps whatever the order given). With WithNVML, the default is
 // BackendNVML alone.
 func WithBackends(b ...Backend) Option {
@@ -180,10 +185,18 @@ func WithROCmSMILibraryPath(path string) Option {
 	return optionFunc(func(c *config) { c.rocmPath = path })
 }
 
+// WithAMDSMILibraryPath loads AMD SMI from path (an absolute path, say
+// /opt/rocm/lib/libamd_smi.so, or a soname). By default the Source tries
+// libamd_smi.so, then the versioned sonames libamd_smi.so.26, .25, .24
+// and .23, and uses the first that loads.
+func WithAMDSMILibraryPath(path string) Option {
+	return optionFunc(func(c *config) { c.amdsmiPath = path })
+}
+
 // WithSysfsRoot sets where the host's sysfs is mounted, for the amdgpu
 // cards, their hwmon sensors and the KFD topology and processes. The
 // default is /sys; use e.g. /host/sys where the host's sysfs is mounted
-// there. ROCm SMI itself always reads /sys.
+// there. AMD SMI and ROCm SMI themselves always read /sys.
 func WithSysfsRoot(path string) Option {
 	return optionFunc(func(c *config) { c.sysfsRoot = path })
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // The ROCm SMI backend: AMD GPUs through librocm_smi64.so.1, bound with
-// purego (package internal/rocmsmi).
+// purego (package internal/rocmsmi), read by the shared smiBackend.
 //
 // ROCm SMI writes to the process's stderr itself (std::cerr, perror): on
 // a node without /sys/class/drm, rsmi_init prints "Failed to open drm
@@ -24,26 +24,22 @@ import (
 // amdgpu card (amdCards), so that nodes without an AMD GPU, NVIDIA nodes
 // among them, never load the library and print nothing.
 
-type rocmBackend struct {
-	s       *Source
-	lib     *rocmsmi.Lib
-	devices []*amdDevice
-	kfd     *kfd
-	freq    rocmsmi.Frequencies // scratch for the clock reads
+// rocmLib is ROCm SMI as an amdLib.
+type rocmLib struct {
+	s    *Source
+	lib  *rocmsmi.Lib
+	freq rocmsmi.Frequencies // scratch for the clock reads
 }
 
 // rocmOptional maps the optional functions to the metrics lost without
 // them. (rsmi_dev_current_socket_power_get is not here: without it
 // hw.power is the average; rsmi_dev_fan_speed_max_get neither: the
 // maximum is then RSMI_MAX_FAN_SPEED.)
-var rocmOptional = []struct {
-	sym     string
-	metrics []semconv.Metric
-}{
+var rocmOptional = []amdOptional{
 	{rocmsmi.SymBusyPercent, []semconv.Metric{semconv.HWGPUUtilization}},
 	{rocmsmi.SymMemoryBusyPercent, []semconv.Metric{semconv.GPUMemoryControllerUtilization}},
-	{rocmsmi.SymMemoryUsage, []semconv.Metric{semconv.HWGPUMemoryUsage, semconv.HWGPUMemoryLimit, semconv.HWGPUMemoryUtilization, semconv.GPUMemoryFree}},
-	{rocmsmi.SymMemoryTotal, []semconv.Metric{semconv.HWGPUMemoryUsage, semconv.HWGPUMemoryLimit, semconv.HWGPUMemoryUtilization, semconv.GPUMemoryFree}},
+	{rocmsmi.SymMemoryUsage, memoryMetrics},
+	{rocmsmi.SymMemoryTotal, memoryMetrics},
 	{rocmsmi.SymTempMetric, []semconv.Metric{semconv.HWTemperature}},
 	{rocmsmi.SymPowerAve, []semconv.Metric{semconv.GPUPowerAverage}},
 	{rocmsmi.SymPowerCap, []semconv.Metric{semconv.GPUPowerLimit}},
@@ -53,7 +49,11 @@ var rocmOptional = []struct {
 	{rocmsmi.SymECCCount, []semconv.Metric{semconv.HWErrors}},
 }
 
-// maxFanSpeed is RSMI_MAX_FAN_SPEED, the scale of rsmi_dev_fan_speed_get.
+// memoryMetrics are the metrics of VRAM used and total.
+var memoryMetrics = []semconv.Metric{semconv.HWGPUMemoryUsage, semconv.HWGPUMemoryLimit, semconv.HWGPUMemoryUtilization, semconv.GPUMemoryFree}
+
+// maxFanSpeed is RSMI_MAX_FAN_SPEED (and AMDSMI_MAX_FAN_SPEED), the scale
+// of a fan speed whose library gives no maximum.
 const maxFanSpeed = 255
 
 // openROCmSMI loads ROCm SMI, initialises it and finds the AMD GPUs.
@@ -72,47 +72,39 @@ func openROCmSMI(s *Source) (backend, error) {
 		_ = lib.Close()
 		return nil, xpuscope.Unavailablef("gpu: ROCm SMI %s: %v", path, err)
 	}
-	b := &rocmBackend{s: s, lib: lib}
-	if err := b.discover(cards); err != nil {
-		_ = b.close()
+	r := &rocmLib{s: s, lib: lib}
+	b := &smiBackend{s: s, lib: r}
+	if b.devices, err = r.discover(cards); err != nil {
+		_ = r.close()
 		return nil, err
 	}
-	for _, o := range rocmOptional {
-		if !lib.Has(o.sym) {
-			for _, m := range o.metrics {
-				s.missing = append(s.missing, newOpts(semconv.XpuscopeSymbol.String(o.sym), semconv.XpuscopeMetricName.String(m.Name)))
-			}
-		}
-	}
+	s.reportMissing(lib.Has, rocmOptional)
 	if !lib.Has(rocmsmi.SymPowerAve) && !lib.Has(rocmsmi.SymCurrentSocketPower) {
 		s.missing = append(s.missing, newOpts(semconv.XpuscopeSymbol.String(rocmsmi.SymCurrentSocketPower), semconv.XpuscopeMetricName.String(semconv.HWPower.Name)))
 	}
 	if s.cfg.amdPCIe && !lib.Has(rocmsmi.SymPCIThroughput) {
 		s.missing = append(s.missing, newOpts(semconv.XpuscopeSymbol.String(rocmsmi.SymPCIThroughput), semconv.XpuscopeMetricName.String(semconv.HWGPUIO.Name)))
 	}
-	b.kfd = newKFD(s.cfg.sysfs, b.devices)
-	for _, d := range b.devices {
-		s.devices = append(s.devices, d.device)
-	}
-	return b, nil
+	return b.start(), nil
 }
 
 // discover enumerates the GPUs ROCm SMI monitors. A GPU whose PCI address
 // cannot be read is left out; none at all is unavailable. A GPU without a
 // name is named after its card's PCI ids, as the sysfs backend names it.
-func (b *rocmBackend) discover(cards []amdsysfs.Card) error {
-	lib := b.lib
+func (r *rocmLib) discover(cards []amdsysfs.Card) ([]*amdDevice, error) {
+	lib := r.lib
 	n, st := lib.NumDevices()
 	if st != rocmsmi.StatusSuccess {
-		return fmt.Errorf("gpu: ROCm SMI %s: %w", lib.Path(), lib.Err("rsmi_num_monitor_devices", st))
+		return nil, fmt.Errorf("gpu: ROCm SMI %s: %w", lib.Path(), lib.Err("rsmi_num_monitor_devices", st))
 	}
 	if n == 0 {
-		return xpuscope.Unavailablef("gpu: ROCm SMI %s found no AMD GPU", lib.Path())
+		return nil, xpuscope.Unavailablef("gpu: ROCm SMI %s found no AMD GPU", lib.Path())
 	}
 	driver, st := lib.DriverVersion()
 	if st != rocmsmi.StatusSuccess || driver == "" {
-		driver = amdDriverVersion(b.s.cfg.sysfs, b.s.cfg.procRoot)
+		driver = amdDriverVersion(r.s.cfg.sysfs, r.s.cfg.procRoot)
 	}
+	var devices []*amdDevice
 	var failed []string
 	for i := range n {
 		bdf, st := lib.PCIID(i)
@@ -129,190 +121,168 @@ func (b *rocmBackend) discover(cards []amdsysfs.Card) error {
 		info := Device{Index: int(i), UUID: amdID(uid, st == rocmsmi.StatusSuccess, pci), Name: name, PCIAddress: pci}
 		d := newAMDDevice(info, driver)
 		d.index = i
-		b.devices = append(b.devices, d)
+		devices = append(devices, d)
 	}
-	if len(b.devices) == 0 {
-		return xpuscope.Unavailablef("gpu: none of %d AMD GPUs could be identified through ROCm SMI %s: %s",
+	if len(devices) == 0 {
+		return nil, xpuscope.Unavailablef("gpu: none of %d AMD GPUs could be identified through ROCm SMI %s: %s",
 			n, lib.Path(), strings.Join(failed, "; "))
 	}
-	return nil
+	return devices, nil
 }
 
-// fallbackName names a GPU that ROCm SMI gives no name after its card's
-// PCI ids.
-func fallbackName(cards []amdsysfs.Card, pci string) string {
-	for _, c := range cards {
-		if c.PCIAddress == pci {
-			return amdName(c)
-		}
-	}
-	return "AMD GPU"
-}
-
-func (b *rocmBackend) poll(sn *snapshot) { b.s.pollAMD(sn, b.devices, b.kfd, b.read) }
-
-func (b *rocmBackend) close() error {
+func (r *rocmLib) close() error {
 	var errs []error
-	if st := b.lib.Shutdown(); st != rocmsmi.StatusSuccess {
-		errs = append(errs, fmt.Errorf("gpu: %w", b.lib.Err("rsmi_shut_down", st)))
+	if st := r.lib.Shutdown(); st != rocmsmi.StatusSuccess {
+		errs = append(errs, fmt.Errorf("gpu: %w", r.lib.Err("rsmi_shut_down", st)))
 	}
-	if err := b.lib.Close(); err != nil {
+	if err := r.lib.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("gpu: %w", err))
 	}
 	return errors.Join(errs...)
 }
 
-// ok records the outcome of read r on d: success is true; NOT_SUPPORTED
-// (or a function the library lacks) retires the read; anything else is a
-// counted error.
-func (b *rocmBackend) ok(d *amdDevice, r amdRead, st rocmsmi.Status) bool {
+// rocmStatus maps a ROCm SMI status: NOT_SUPPORTED (or a function the
+// library lacks) retires the read; anything else but success is counted.
+func rocmStatus(st rocmsmi.Status) amdStatus {
 	switch st {
 	case rocmsmi.StatusSuccess:
-		return true
+		return amdOK
 	case rocmsmi.StatusNotSupported, rocmsmi.StatusNoSymbol:
-		d.retire(r)
-	default:
-		b.s.errors.addNamed(d.UUID, amdReadNames[r], st.String())
+		return amdStatus{outcome: amdUnsupported}
 	}
-	return false
-}
-
-var rocmTemps = [...]struct {
-	read   amdRead
-	sensor rocmsmi.TempSensor
-	field  field
-}{
-	{amdTempEdge, rocmsmi.TempEdge, fTemperature},
-	{amdTempJunction, rocmsmi.TempJunction, fTempJunction},
-	{amdTempMemory, rocmsmi.TempMemory, fTempMemory},
+	return amdStatus{outcome: amdFailed, name: st.String()}
 }
 
 const micro = 1e-6
 
-func (b *rocmBackend) read(d *amdDevice, sm *sample) {
-	lib, i := b.lib, d.index
-	if d.can(amdUtilization) {
-		v, st := lib.BusyPercent(i)
-		if b.ok(d, amdUtilization, st) && b.s.percentOK(d, amdUtilization, uint64(v)) {
-			sm.util, sm.have = float64(v)*percent, sm.have|fUtil
-		}
-	}
-	if d.can(amdMemoryBusy) {
-		v, st := lib.MemoryBusyPercent(i)
-		if b.ok(d, amdMemoryBusy, st) && b.s.percentOK(d, amdMemoryBusy, uint64(v)) {
-			sm.memCtrl, sm.have = float64(v)*percent, sm.have|fMemCtrl
-		}
-	}
-	if d.can(amdMemory) {
-		used, st := lib.MemoryUsage(i, rocmsmi.MemVRAM)
-		if b.ok(d, amdMemory, st) {
-			total, st := lib.MemoryTotal(i, rocmsmi.MemVRAM)
-			if b.ok(d, amdMemory, st) {
-				setMemory(sm, used, total)
-			}
-		}
-	}
-	for _, t := range rocmTemps {
-		if d.can(t.read) {
-			v, st := lib.Temperature(i, t.sensor)
-			if b.ok(d, t.read, st) {
-				setTemperature(sm, t.field, float64(v)*milli)
-			}
-		}
-	}
-	b.readPower(d, sm)
-	if d.can(amdPowerLimit) {
-		v, st := lib.PowerCap(i)
-		if b.ok(d, amdPowerLimit, st) {
-			sm.powerLimit, sm.have = float64(v)*micro, sm.have|fPowerLimit
-		}
-	}
-	if d.can(amdEnergy) {
-		count, res, st := lib.EnergyCount(i)
-		if b.ok(d, amdEnergy, st) {
-			sm.energy, sm.have = float64(count)*float64(res)*micro, sm.have|fEnergy
-		}
-	}
-	b.readFan(d, sm)
-	b.readClock(d, sm, amdClockSystem, rocmsmi.ClockSystem)
-	b.readClock(d, sm, amdClockMemory, rocmsmi.ClockMemory)
-	if b.s.cfg.amdPCIe {
-		b.readPCIe(d, sm)
-	}
-	b.readECC(d, sm)
+func (r *rocmLib) busy(d *amdDevice) (uint64, amdStatus) {
+	v, st := r.lib.BusyPercent(d.index)
+	return uint64(v), rocmStatus(st)
 }
 
-// readPower reads the socket power and the average. hw.power is the
-// socket power; where the library or the GPU has none, the average.
-func (b *rocmBackend) readPower(d *amdDevice, sm *sample) {
-	if d.can(amdPower) {
-		v, st := b.lib.CurrentSocketPower(d.index)
-		if b.ok(d, amdPower, st) {
-			sm.power, sm.have = float64(v)*micro, sm.have|fPower
-		}
-	}
-	if d.can(amdPowerAverage) {
-		v, st := b.lib.PowerAverage(d.index)
-		if b.ok(d, amdPowerAverage, st) {
-			sm.powerAverage, sm.have = float64(v)*micro, sm.have|fPowerAverage
-			if !d.can(amdPower) {
-				sm.power, sm.have = sm.powerAverage, sm.have|fPower
-			}
-		}
-	}
+func (r *rocmLib) memoryBusy(d *amdDevice) (uint64, amdStatus) {
+	v, st := r.lib.MemoryBusyPercent(d.index)
+	return uint64(v), rocmStatus(st)
 }
 
-func (b *rocmBackend) readFan(d *amdDevice, sm *sample) {
-	if !d.can(amdFan) {
-		return
+func (r *rocmLib) memory(d *amdDevice) (used, total uint64, st amdStatus) {
+	used, s := r.lib.MemoryUsage(d.index, rocmsmi.MemVRAM)
+	if s != rocmsmi.StatusSuccess {
+		return 0, 0, rocmStatus(s)
 	}
-	v, st := b.lib.FanSpeed(d.index)
-	if !b.ok(d, amdFan, st) {
-		return
-	}
-	top, st := b.lib.FanSpeedMax(d.index)
-	if st != rocmsmi.StatusSuccess || top == 0 {
-		top = maxFanSpeed
-	}
-	if v < 0 || uint64(v) > top {
-		b.s.errors.addNamed(d.UUID, amdReadNames[amdFan], invalidData)
-		return
-	}
-	sm.fan, sm.have = float64(v)/float64(top), sm.have|fFan
+	total, s = r.lib.MemoryTotal(d.index, rocmsmi.MemVRAM)
+	return used, total, rocmStatus(s)
 }
 
-// readClock reads the current level of a clock. A cycle in which the
+var rocmSensors = [len(amdTemps)]rocmsmi.TempSensor{rocmsmi.TempEdge, rocmsmi.TempJunction, rocmsmi.TempMemory}
+
+// temperature converts millidegrees to °C.
+func (r *rocmLib) temperature(d *amdDevice, sensor int) (float64, amdStatus) {
+	v, st := r.lib.Temperature(d.index, rocmSensors[sensor])
+	return float64(v) * milli, rocmStatus(st)
+}
+
+// socketPower, averagePower and powerLimit convert µW to W.
+func (r *rocmLib) socketPower(d *amdDevice) (float64, amdStatus) {
+	v, st := r.lib.CurrentSocketPower(d.index)
+	return float64(v) * micro, rocmStatus(st)
+}
+
+func (r *rocmLib) averagePower(d *amdDevice) (float64, amdStatus) {
+	v, st := r.lib.PowerAverage(d.index)
+	return float64(v) * micro, rocmStatus(st)
+}
+
+func (r *rocmLib) powerLimit(d *amdDevice) (float64, amdStatus) {
+	v, st := r.lib.PowerCap(d.index)
+	return float64(v) * micro, rocmStatus(st)
+}
+
+// energy is the counter times its resolution, µJ → J.
+func (r *rocmLib) energy(d *amdDevice) (float64, amdStatus) {
+	count, res, st := r.lib.EnergyCount(d.index)
+	return float64(count) * float64(res) * micro, rocmStatus(st)
+}
+
+func (r *rocmLib) fan(d *amdDevice) (int64, uint64, amdStatus) {
+	v, st := r.lib.FanSpeed(d.index)
+	if st != rocmsmi.StatusSuccess {
+		return 0, 0, rocmStatus(st)
+	}
+	top, st := r.lib.FanSpeedMax(d.index)
+	if st != rocmsmi.StatusSuccess {
+		top = 0
+	}
+	return v, top, amdOK
+}
+
+// clock reads the current level of a clock, Hz. A cycle in which the
 // driver marks no level current has no value, and is no error.
-func (b *rocmBackend) readClock(d *amdDevice, sm *sample, r amdRead, clk rocmsmi.ClockType) {
-	if !d.can(r) {
-		return
+func (r *rocmLib) clock(d *amdDevice, which amdRead) (float64, amdStatus) {
+	clk := rocmsmi.ClockSystem
+	if which == amdClockMemory {
+		clk = rocmsmi.ClockMemory
 	}
-	if !b.ok(d, r, b.lib.ClockFrequencies(d.index, clk, &b.freq)) {
-		return
+	if st := r.lib.ClockFrequencies(d.index, clk, &r.freq); st != rocmsmi.StatusSuccess {
+		return 0, rocmStatus(st)
 	}
-	hz, ok := b.freq.CurrentHz()
+	hz, ok := r.freq.CurrentHz()
 	if !ok {
-		return
+		return 0, amdStatus{outcome: amdNoValue}
 	}
-	if r == amdClockSystem {
-		sm.clockSM, sm.have = float64(hz), sm.have|fClockSM
-	} else {
-		sm.clockMemory, sm.have = float64(hz), sm.have|fClockMemory
+	return float64(hz), amdOK
+}
+
+// ecc sums the ECC counts of every block ROCm SMI supports on d. A cycle
+// in which one block's read fails has no sum: a partial one would make
+// the counters go back. Each failed block is counted.
+func (r *rocmLib) ecc(d *amdDevice) (corrected, uncorrected uint64, st amdStatus) {
+	read, failed := false, false
+	for blk := rocmsmi.BlockFirst; blk <= rocmsmi.BlockLast; blk <<= 1 {
+		if d.eccUnsupported&uint64(blk) != 0 {
+			continue
+		}
+		ec, st := r.lib.ECCCount(d.index, blk)
+		switch st {
+		case rocmsmi.StatusSuccess:
+			corrected += ec.Correctable
+			uncorrected += ec.Uncorrectable
+			read = true
+		case rocmsmi.StatusNotSupported:
+			d.eccUnsupported |= uint64(blk)
+		default:
+			r.s.errors.addNamed(d.UUID, amdReadNames[amdECC], st.String())
+			failed = true
+		}
+	}
+	switch {
+	case d.eccUnsupported == uint64(rocmsmi.BlockLast<<1-1):
+		return 0, 0, amdStatus{outcome: amdUnsupported}
+	case read && !failed:
+		return corrected, uncorrected, amdOK
+	}
+	return 0, 0, amdStatus{outcome: amdNoValue}
+}
+
+// extra reads PCIe traffic, when asked for.
+func (r *rocmLib) extra(d *amdDevice, sm *sample) {
+	if r.s.cfg.amdPCIe {
+		r.readPCIe(d, sm)
 	}
 }
 
 // readPCIe estimates PCIe traffic: ROCm SMI counts packets over one
 // second (the kernel sleeps that second), each at most the maximum payload
 // size; the rate is taken to hold for the whole poll interval.
-func (b *rocmBackend) readPCIe(d *amdDevice, sm *sample) {
+func (r *rocmLib) readPCIe(d *amdDevice, sm *sample) {
 	if !d.can(amdPCIe) {
 		return
 	}
-	sent, received, payload, st := b.lib.PCIThroughput(d.index)
-	if !b.ok(d, amdPCIe, st) {
+	sent, received, payload, st := r.lib.PCIThroughput(d.index)
+	if !r.s.amdOK(d, amdPCIe, rocmStatus(st)) {
 		return
 	}
-	seconds := b.s.cfg.interval.Seconds()
+	seconds := r.s.cfg.interval.Seconds()
 	d.pcie[0] += float64(sent) * float64(payload) * seconds
 	d.pcie[1] += float64(received) * float64(payload) * seconds
 	sm.pcieTx, sm.pcieRx = clampFloat(d.pcie[0]), clampFloat(d.pcie[1])
@@ -325,39 +295,4 @@ func clampFloat(v float64) int64 {
 		return 1<<63 - 1
 	}
 	return int64(v)
-}
-
-// readECC sums the ECC counts of every block ROCm SMI supports on d. A
-// cycle in which one block's read fails has no sum: a partial one would
-// make the counters go back.
-func (b *rocmBackend) readECC(d *amdDevice, sm *sample) {
-	if !d.can(amdECC) {
-		return
-	}
-	var corrected, uncorrected uint64
-	read, failed := false, false
-	for blk := rocmsmi.BlockFirst; blk <= rocmsmi.BlockLast; blk <<= 1 {
-		if d.eccUnsupported&uint64(blk) != 0 {
-			continue
-		}
-		ec, st := b.lib.ECCCount(d.index, blk)
-		switch st {
-		case rocmsmi.StatusSuccess:
-			corrected += ec.Correctable
-			uncorrected += ec.Uncorrectable
-			read = true
-		case rocmsmi.StatusNotSupported:
-			d.eccUnsupported |= uint64(blk)
-		default:
-			b.s.errors.addNamed(d.UUID, amdReadNames[amdECC], st.String())
-			failed = true
-		}
-	}
-	if d.eccUnsupported == uint64(rocmsmi.BlockLast<<1-1) {
-		d.retire(amdECC)
-	}
-	if read && !failed {
-		sm.eccCorrected, sm.eccUncorrected = clampInt64(corrected), clampInt64(uncorrected)
-		sm.have |= fECCCorrected | fECCUncorrected
-	}
 }

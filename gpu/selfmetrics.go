@@ -20,7 +20,7 @@ type readErrorCount struct {
 }
 
 // readErrors counts failed reads by device, read and error: an NVML
-// return, a ROCm SMI status or an errno name. Its size is bounded by
+// return, an AMD SMI or ROCm SMI status or an errno name. Its size is bounded by
 // devices × reads × error names.
 type readErrors struct {
 	mu     sync.Mutex

@@ -64,6 +64,7 @@ type backend interface {
 // says the backend found no GPU, and why.
 var openers = map[Backend]func(*Source) (backend, error){
 	BackendNVML:     openNVML,
+	BackendAMDSMI:   openAMDSMI,
 	BackendROCmSMI:  openROCmSMI,
 	BackendAMDSysfs: openAMDSysfs,
 }
@@ -72,8 +73,8 @@ var openers = map[Backend]func(*Source) (backend, error){
 // and starts polling.
 //
 // It tries the backends in order (WithBackends): NVML for NVIDIA GPUs,
-// then ROCm SMI for AMD GPUs, then, only when ROCm SMI found none, the
-// amdgpu driver's sysfs files. Every backend that finds GPUs is used: a
+// then AMD SMI for AMD GPUs, then, only when AMD SMI found none, ROCm SMI,
+// then, only when neither found any, the amdgpu driver's sysfs files. Every backend that finds GPUs is used: a
 // node with GPUs of both vendors reports both, and their devices are
 // disjoint. A backend that finds none (library missing, driver not loaded,
 // access denied, no GPU) is skipped. When none finds a GPU, New returns
@@ -106,8 +107,8 @@ func (s *Source) open() error {
 	var unavailable []error
 	amd := false
 	for _, kind := range s.cfg.backends {
-		if kind == BackendAMDSysfs && amd {
-			continue // the fallback of ROCm SMI, which found the AMD GPUs
+		if amd && (kind == BackendROCmSMI || kind == BackendAMDSysfs) {
+			continue // fallbacks of the AMD library that found the AMD GPUs
 		}
 		b, err := openers[kind](s)
 		if err != nil {
@@ -119,7 +120,7 @@ func (s *Source) open() error {
 			continue
 		}
 		s.backends = append(s.backends, b)
-		amd = amd || kind == BackendROCmSMI
+		amd = amd || kind == BackendAMDSMI || kind == BackendROCmSMI
 	}
 	switch {
 	case len(s.backends) > 0:

@@ -51,12 +51,8 @@ func openAMDSysfs(s *Source) (backend, error) {
 		if v, err := b.r.Read(c.Device + "/product_name"); err == nil && amdsysfs.ParseString(v) != "" {
 			name = amdsysfs.ParseString(v)
 		}
-		var uid uint64
-		v, err := b.r.Read(c.Device + "/unique_id")
-		if err == nil {
-			uid, err = amdsysfs.ParseHex(v)
-		}
-		d := newAMDDevice(Device{Index: i, UUID: amdID(uid, err == nil, c.PCIAddress), Name: name, PCIAddress: c.PCIAddress}, driver)
+		uid, ok := cardUniqueID(&b.r, cards, c.PCIAddress)
+		d := newAMDDevice(Device{Index: i, UUID: amdID(uid, ok, c.PCIAddress), Name: name, PCIAddress: c.PCIAddress}, driver)
 		d.files = sysfsFiles{
 			busy:      c.Device + "/gpu_busy_percent",
 			memBusy:   c.Device + "/mem_busy_percent",

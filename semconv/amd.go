@@ -2,7 +2,7 @@ package semconv
 
 import "go.opentelemetry.io/otel/attribute"
 
-// Names the AMD backends of package gpu (ROCm SMI, amdgpu sysfs, KFD) add
+// Names the AMD backends of package gpu (AMD SMI, ROCm SMI, amdgpu sysfs, KFD) add
 // to the GPU set. Everything else an AMD GPU reports uses the GPU names
 // of metrics.go, the same as NVIDIA's, with hw.vendor=AMD.
 

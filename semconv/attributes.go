@@ -110,20 +110,20 @@ var ThrottleReasons = []string{
 }
 
 var coreAttributes = []Attribute{
-	{HWID, "string", "Unique identifier of the device on the host: the vendor UUID (NVIDIA GPU-…, MIG-…); for an AMD GPU its unique id as 0x and 16 hexadecimal digits (ROCm SMI, sysfs unique_id), or its PCI address where it has none.", OTel, nil},
+	{HWID, "string", "Unique identifier of the device on the host: the vendor UUID (NVIDIA GPU-…, MIG-…); for an AMD GPU its unique id as 0x and 16 hexadecimal digits (ROCm SMI, sysfs unique_id, which AMD SMI reads too), or its PCI address where it has none.", OTel, nil},
 	{HWName, "string", "Product name as the vendor library reports it.", OTel, nil},
 	{HWVendor, "string", "Vendor name.", OTel, []string{VendorNVIDIA, VendorAMD}},
 	{HWType, "string", "Component type.", OTel, []string{HWTypeGPU}},
 	{HWParent, "string", "hw.id of the parent GPU; set on MIG instances.", OTel, nil},
 	{HWDriverVersion, "string", "Kernel driver version. AMD: the amdgpu module's version, or the kernel release for the in-tree driver.", OTel, nil},
 	{HWGPUTask, "string", "Task the utilization refers to.", OTel, []string{GPUTaskGeneral, GPUTaskEncoder, GPUTaskDecoder}},
-	{ErrorType, "string", "Error class.", OTel, []string{ErrorCorrected, ErrorUncorrected, ErrorXID, "on self-metrics: NVML return names (ERROR_UNKNOWN, ERROR_GPU_IS_LOST, …), ROCm SMI status names (RSMI_STATUS_BUSY, …), and for sysfs reads errno names (EAGAIN, EIO, …) or invalid_data"}},
+	{ErrorType, "string", "Error class.", OTel, []string{ErrorCorrected, ErrorUncorrected, ErrorXID, "on self-metrics: NVML return names (ERROR_UNKNOWN, ERROR_GPU_IS_LOST, …), AMD SMI and ROCm SMI status names (AMDSMI_STATUS_BUSY, RSMI_STATUS_BUSY, …), and for sysfs reads errno names (EAGAIN, EIO, …) or invalid_data"}},
 	{NetworkIODir, "string", "Direction of the transfer, seen from the GPU.", OTel, []string{DirectionReceive, DirectionTransmit}},
 	{ServiceName, "string", "Resource attribute: the reporting service; the reference agent sets xpuscope-agent unless its configuration or OTEL_SERVICE_NAME says otherwise. On the series and spans of a process that package podjoin places: the process's own service, from its OTEL_SERVICE_NAME, else the service.name of its OTEL_RESOURCE_ATTRIBUTES.", OTel, nil},
 	{K8sNodeName, "string", "Resource attribute: the Kubernetes node the reference agent runs on, from the downward API (K8S_NODE_NAME).", OTel, nil},
 	{ProcessPID, "int", "Process id in the host's pid namespace.", OTel, nil},
 	{ProcessExecutableName, "string", "Base name of /proc/<pid>/exe (falling back to /proc/<pid>/comm); " + Other + " on the series that folds processes past the cap.", OTel, nil},
-	{GPUIndex, "int", "Vendor library index of the device (NVML index, ROCm SMI index; from amdgpu sysfs, the position in PCI-address order). On MIG instances, the parent's index.", Extension, nil},
+	{GPUIndex, "int", "Vendor library index of the device (NVML index, position in AMD SMI's socket order, ROCm SMI index; from amdgpu sysfs, the position in PCI-address order). On MIG instances, the parent's index.", Extension, nil},
 	{GPUPCIAddress, "string", "PCI address in sysfs form, domain:bus:device.function, lower case (0000:3b:00.0).", Extension, nil},
 	{GPUMIGGPUInstanceID, "int", "MIG GPU-instance id.", Extension, nil},
 	{GPUMIGComputeInstance, "int", "MIG compute-instance id.", Extension, nil},
