@@ -45,7 +45,7 @@ import (
 	"strconv"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
+	"github.com/xpuscope/xpuscope/internal/dynlib"
 )
 
 // DefaultLibraries are the names tried, in order, when no path is given:
@@ -243,10 +243,8 @@ type Handle uintptr
 // Lib is a loaded AMD SMI library. Its methods are safe to call from one
 // goroutine at a time.
 type Lib struct {
-	path    string
-	handle  uintptr
-	missing []string
-	layout  PowerLayout
+	*dynlib.Library
+	layout PowerLayout
 
 	init                func(flags uint64) Status
 	shutDown            func() Status
@@ -301,90 +299,44 @@ const (
 	SymGPUDeviceBDF        = "amdsmi_get_gpu_device_bdf"
 )
 
-type binding struct {
-	name     string
-	fptr     any
-	required bool
-}
-
-func (l *Lib) bindings() []binding {
-	return []binding{
-		{SymInit, &l.init, true},
-		{"amdsmi_shut_down", &l.shutDown, true},
-		{SymGetLibVersion, &l.getLibVersion, true},
-		{SymGetSocketHandles, &l.getSocketHandles, true},
-		{SymGetProcessorHandles, &l.getProcessorHandles, true},
-		{SymGPUDeviceBDF, &l.getGPUDeviceBDF, true},
-		{SymStatusCodeToString, &l.statusCodeToString, false},
-		{SymGPUAsicInfo, &l.getGPUAsicInfo, false},
-		{SymGPUDriverInfo, &l.getGPUDriverInfo, false},
-		{SymGPUActivity, &l.getGPUActivity, false},
-		{SymGPUMemoryTotal, &l.getGPUMemoryTotal, false},
-		{SymGPUMemoryUsage, &l.getGPUMemoryUsage, false},
-		{SymTempMetric, &l.getTempMetric, false},
-		{SymPowerInfo, &l.getPowerInfo, false},
-		{SymPowerCapInfo, &l.getPowerCapInfo, false},
-		{SymEnergyCount, &l.getEnergyCount, false},
-		{SymGPUFanSpeed, &l.getGPUFanSpeed, false},
-		{SymGPUFanSpeedMax, &l.getGPUFanSpeedMax, false},
-		{SymClockInfo, &l.getClockInfo, false},
-		{SymGPUTotalECCCount, &l.getGPUTotalECCCount, false},
+func (l *Lib) bindings() []dynlib.Binding {
+	return []dynlib.Binding{
+		{Name: SymInit, Fn: &l.init, Required: true},
+		{Name: "amdsmi_shut_down", Fn: &l.shutDown, Required: true},
+		{Name: SymGetLibVersion, Fn: &l.getLibVersion, Required: true},
+		{Name: SymGetSocketHandles, Fn: &l.getSocketHandles, Required: true},
+		{Name: SymGetProcessorHandles, Fn: &l.getProcessorHandles, Required: true},
+		{Name: SymGPUDeviceBDF, Fn: &l.getGPUDeviceBDF, Required: true},
+		{Name: SymStatusCodeToString, Fn: &l.statusCodeToString},
+		{Name: SymGPUAsicInfo, Fn: &l.getGPUAsicInfo},
+		{Name: SymGPUDriverInfo, Fn: &l.getGPUDriverInfo},
+		{Name: SymGPUActivity, Fn: &l.getGPUActivity},
+		{Name: SymGPUMemoryTotal, Fn: &l.getGPUMemoryTotal},
+		{Name: SymGPUMemoryUsage, Fn: &l.getGPUMemoryUsage},
+		{Name: SymTempMetric, Fn: &l.getTempMetric},
+		{Name: SymPowerInfo, Fn: &l.getPowerInfo},
+		{Name: SymPowerCapInfo, Fn: &l.getPowerCapInfo},
+		{Name: SymEnergyCount, Fn: &l.getEnergyCount},
+		{Name: SymGPUFanSpeed, Fn: &l.getGPUFanSpeed},
+		{Name: SymGPUFanSpeedMax, Fn: &l.getGPUFanSpeedMax},
+		{Name: SymClockInfo, Fn: &l.getClockInfo},
+		{Name: SymGPUTotalECCCount, Fn: &l.getGPUTotalECCCount},
 	}
 }
 
 // Open loads the library at path (a soname the loader searches for, or a
 // path) and binds its functions. It does not call amdsmi_init.
 func Open(path string) (*Lib, error) {
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	l := &Lib{}
+	lib, err := dynlib.Open(path, "AMD SMI", l.bindings())
 	if err != nil {
-		return nil, fmt.Errorf("AMD SMI library %s cannot be loaded: %w", path, err)
+		return nil, err
 	}
-	l := &Lib{path: path, handle: h}
-	for _, b := range l.bindings() {
-		addr, err := purego.Dlsym(h, b.name)
-		if err != nil || addr == 0 {
-			if b.required {
-				_ = purego.Dlclose(h)
-				return nil, fmt.Errorf("%s is not a usable AMD SMI library: it lacks %s", path, b.name)
-			}
-			l.missing = append(l.missing, b.name)
-			continue
-		}
-		purego.RegisterFunc(b.fptr, addr)
-	}
+	l.Library = lib
 	if v, st := l.Version(); st == StatusSuccess {
 		l.layout = v.PowerLayout()
 	}
 	return l, nil
-}
-
-// Path is what Open was given.
-func (l *Lib) Path() string { return l.path }
-
-// Missing lists the optional functions the library lacks, in binding order.
-func (l *Lib) Missing() []string { return append([]string(nil), l.missing...) }
-
-// Has reports whether the library exports the function sym.
-func (l *Lib) Has(sym string) bool {
-	for _, m := range l.missing {
-		if m == sym {
-			return false
-		}
-	}
-	for _, b := range l.bindings() {
-		if b.name == sym {
-			return true
-		}
-	}
-	return false
-}
-
-// Close unloads the library. Call Shutdown first if Init succeeded.
-func (l *Lib) Close() error {
-	if err := purego.Dlclose(l.handle); err != nil {
-		return fmt.Errorf("dlclose %s: %w", l.path, err)
-	}
-	return nil
 }
 
 // Version calls amdsmi_get_lib_version (which needs no amdsmi_init).
@@ -415,31 +367,11 @@ func (l *Lib) StatusText(s Status) string {
 	if l.statusCodeToString(s, &p) != StatusSuccess || p == nil {
 		return ""
 	}
-	return cString(p, maxStatusText)
+	return dynlib.CString(p, maxStatusText)
 }
 
 // maxStatusText bounds a status description read from C memory.
 const maxStatusText = 512
-
-// cString copies the NUL-terminated C string at p, at most max bytes.
-func cString(p *byte, max int) string {
-	n := 0
-	for n < max && *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice(p, n))
-}
-
-// bufString returns the NUL-terminated string in b (all of b if there is no
-// NUL).
-func bufString(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
-}
 
 // GPUs lists the processor handles of every socket: the AMD GPUs, since
 // Init asks for AMD GPUs only. Both calls count first, then fill.
@@ -502,7 +434,7 @@ func (l *Lib) MarketName(h Handle) (string, Status) {
 	}
 	b := make([]byte, infoLen)
 	st := l.getGPUAsicInfo(h, &b[0])
-	return bufString(b[:nameLen]), st
+	return dynlib.BufString(b[:nameLen]), st
 }
 
 // DriverVersion calls amdsmi_get_gpu_driver_info for driver_version;
@@ -517,7 +449,7 @@ func (l *Lib) DriverVersion(h Handle) (string, Status) {
 	}
 	b := make([]byte, infoLen)
 	st := l.getGPUDriverInfo(h, &b[0])
-	return bufString(b[:nameLen]), st
+	return dynlib.BufString(b[:nameLen]), st
 }
 
 // Activity calls amdsmi_get_gpu_activity: percentages, Unsupported16 (or

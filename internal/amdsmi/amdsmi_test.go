@@ -290,11 +290,3 @@ func TestStatusString(t *testing.T) {
 	assert.Equal(t, "SYMBOL_MISSING", StatusNoSymbol.String())
 	assert.Equal(t, "AMDSMI_STATUS_20", Status(20).String())
 }
-
-func TestStrings(t *testing.T) {
-	assert.Equal(t, "ab", bufString([]byte{'a', 'b', 0, 'c'}))
-	assert.Equal(t, "abc", bufString([]byte("abc")))
-	b := []byte("hello\x00world")
-	assert.Equal(t, "hello", cString(&b[0], 100))
-	assert.Equal(t, "hel", cString(&b[0], 3))
-}

@@ -15,9 +15,8 @@ package rocmsmi
 import (
 	"fmt"
 	"strconv"
-	"unsafe"
 
-	"github.com/ebitengine/purego"
+	"github.com/xpuscope/xpuscope/internal/dynlib"
 )
 
 // DefaultLibrary is the soname ROCm installs (Debian: librocm-smi64-1).
@@ -158,9 +157,7 @@ const swCompDriver uint32 = 0
 // Lib is a loaded ROCm SMI library. Its methods are safe to call from one
 // goroutine at a time; ROCm SMI serialises per device itself.
 type Lib struct {
-	path    string
-	handle  uintptr
-	missing []string
+	*dynlib.Library
 
 	init                     func(flags uint64) Status
 	shutDown                 func() Status
@@ -207,89 +204,43 @@ const (
 	SymStatusString       = "rsmi_status_string"
 )
 
-type binding struct {
-	name     string
-	fptr     any
-	required bool
-}
-
-func (l *Lib) bindings() []binding {
-	return []binding{
-		{"rsmi_init", &l.init, true},
-		{"rsmi_shut_down", &l.shutDown, true},
-		{"rsmi_num_monitor_devices", &l.numMonitorDevices, true},
-		{"rsmi_dev_name_get", &l.devNameGet, true},
-		{"rsmi_dev_pci_id_get", &l.devPCIIDGet, true},
-		{SymStatusString, &l.statusString, false},
-		{SymUniqueID, &l.devUniqueIDGet, false},
-		{SymBusyPercent, &l.devBusyPercentGet, false},
-		{SymMemoryBusyPercent, &l.devMemoryBusyPercentGet, false},
-		{SymMemoryTotal, &l.devMemoryTotalGet, false},
-		{SymMemoryUsage, &l.devMemoryUsageGet, false},
-		{SymTempMetric, &l.devTempMetricGet, false},
-		{SymCurrentSocketPower, &l.devCurrentSocketPowerGet, false},
-		{SymPowerAve, &l.devPowerAveGet, false},
-		{SymPowerCap, &l.devPowerCapGet, false},
-		{SymEnergyCount, &l.devEnergyCountGet, false},
-		{SymFanSpeed, &l.devFanSpeedGet, false},
-		{SymFanSpeedMax, &l.devFanSpeedMaxGet, false},
-		{SymGPUClkFreq, &l.devGPUClkFreqGet, false},
-		{SymPCIThroughput, &l.devPCIThroughputGet, false},
-		{SymECCCount, &l.devECCCountGet, false},
-		{SymVersionStr, &l.versionStrGet, false},
+func (l *Lib) bindings() []dynlib.Binding {
+	return []dynlib.Binding{
+		{Name: "rsmi_init", Fn: &l.init, Required: true},
+		{Name: "rsmi_shut_down", Fn: &l.shutDown, Required: true},
+		{Name: "rsmi_num_monitor_devices", Fn: &l.numMonitorDevices, Required: true},
+		{Name: "rsmi_dev_name_get", Fn: &l.devNameGet, Required: true},
+		{Name: "rsmi_dev_pci_id_get", Fn: &l.devPCIIDGet, Required: true},
+		{Name: SymStatusString, Fn: &l.statusString},
+		{Name: SymUniqueID, Fn: &l.devUniqueIDGet},
+		{Name: SymBusyPercent, Fn: &l.devBusyPercentGet},
+		{Name: SymMemoryBusyPercent, Fn: &l.devMemoryBusyPercentGet},
+		{Name: SymMemoryTotal, Fn: &l.devMemoryTotalGet},
+		{Name: SymMemoryUsage, Fn: &l.devMemoryUsageGet},
+		{Name: SymTempMetric, Fn: &l.devTempMetricGet},
+		{Name: SymCurrentSocketPower, Fn: &l.devCurrentSocketPowerGet},
+		{Name: SymPowerAve, Fn: &l.devPowerAveGet},
+		{Name: SymPowerCap, Fn: &l.devPowerCapGet},
+		{Name: SymEnergyCount, Fn: &l.devEnergyCountGet},
+		{Name: SymFanSpeed, Fn: &l.devFanSpeedGet},
+		{Name: SymFanSpeedMax, Fn: &l.devFanSpeedMaxGet},
+		{Name: SymGPUClkFreq, Fn: &l.devGPUClkFreqGet},
+		{Name: SymPCIThroughput, Fn: &l.devPCIThroughputGet},
+		{Name: SymECCCount, Fn: &l.devECCCountGet},
+		{Name: SymVersionStr, Fn: &l.versionStrGet},
 	}
 }
 
 // Open loads the library at path (a soname the loader searches for, or a
 // path) and binds its functions. It does not call rsmi_init.
 func Open(path string) (*Lib, error) {
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	l := &Lib{}
+	lib, err := dynlib.Open(path, "ROCm SMI", l.bindings())
 	if err != nil {
-		return nil, fmt.Errorf("ROCm SMI library %s cannot be loaded: %w", path, err)
+		return nil, err
 	}
-	l := &Lib{path: path, handle: h}
-	for _, b := range l.bindings() {
-		addr, err := purego.Dlsym(h, b.name)
-		if err != nil || addr == 0 {
-			if b.required {
-				_ = purego.Dlclose(h)
-				return nil, fmt.Errorf("%s is not a usable ROCm SMI library: it lacks %s", path, b.name)
-			}
-			l.missing = append(l.missing, b.name)
-			continue
-		}
-		purego.RegisterFunc(b.fptr, addr)
-	}
+	l.Library = lib
 	return l, nil
-}
-
-// Path is what Open was given.
-func (l *Lib) Path() string { return l.path }
-
-// Missing lists the optional functions the library lacks, in binding order.
-func (l *Lib) Missing() []string { return append([]string(nil), l.missing...) }
-
-// Has reports whether the library exports the function sym.
-func (l *Lib) Has(sym string) bool {
-	for _, m := range l.missing {
-		if m == sym {
-			return false
-		}
-	}
-	for _, b := range l.bindings() {
-		if b.name == sym {
-			return true
-		}
-	}
-	return false
-}
-
-// Close unloads the library. Call Shutdown first if Init succeeded.
-func (l *Lib) Close() error {
-	if err := purego.Dlclose(l.handle); err != nil {
-		return fmt.Errorf("dlclose %s: %w", l.path, err)
-	}
-	return nil
 }
 
 // Init calls rsmi_init(0).
@@ -308,31 +259,11 @@ func (l *Lib) StatusText(s Status) string {
 	if l.statusString(s, &p) != StatusSuccess || p == nil {
 		return ""
 	}
-	return cString(p, maxStatusText)
+	return dynlib.CString(p, maxStatusText)
 }
 
 // maxStatusText bounds a status description read from C memory.
 const maxStatusText = 512
-
-// cString copies the NUL-terminated C string at p, at most max bytes.
-func cString(p *byte, max int) string {
-	n := 0
-	for n < max && *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice(p, n))
-}
-
-// bufString returns the NUL-terminated string in b (all of b if there is no
-// NUL).
-func bufString(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
-}
 
 // nameLen is the buffer for names and version strings; ROCm SMI truncates
 // to it (RSMI_STATUS_INSUFFICIENT_SIZE, still with the prefix written).
@@ -352,7 +283,7 @@ func (l *Lib) Name(dv uint32) (string, Status) {
 	if st == StatusInsufficientSize {
 		st = StatusSuccess
 	}
-	return bufString(b[:]), st
+	return dynlib.BufString(b[:]), st
 }
 
 // PCIID calls rsmi_dev_pci_id_get: the BDFID, see PCIAddress.
@@ -519,7 +450,7 @@ func (l *Lib) DriverVersion() (string, Status) {
 	if st == StatusInsufficientSize {
 		st = StatusSuccess
 	}
-	return bufString(b[:]), st
+	return dynlib.BufString(b[:]), st
 }
 
 // ErrStatus is a failed call, for errors.As.

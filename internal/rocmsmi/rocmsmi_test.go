@@ -300,11 +300,3 @@ func TestCurrentHz(t *testing.T) {
 		assert.False(t, ok, "%+v", bad)
 	}
 }
-
-func TestStrings(t *testing.T) {
-	assert.Equal(t, "ab", bufString([]byte{'a', 'b', 0, 'c'}))
-	assert.Equal(t, "abc", bufString([]byte("abc")))
-	b := []byte("hello\x00world")
-	assert.Equal(t, "hello", cString(&b[0], 100))
-	assert.Equal(t, "hel", cString(&b[0], 3))
-}
