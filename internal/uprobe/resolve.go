@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // maxSymtabBytes bounds the .symtab read when looking for symbols: a huge
@@ -37,15 +38,28 @@ func resolveELF(r io.ReaderAt, wanted map[string]bool, symtab bool) (map[string]
 	if err != nil {
 		return nil, fmt.Errorf("not an ELF file: %w", err)
 	}
+	addrs, err := symbolAddrs(ef, wanted, symtab)
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]uint64{}
+	for name, a := range addrs {
+		if off, ok := fileOffset(ef, a); ok {
+			found[name] = off
+		}
+	}
+	return found, nil
+}
+
+// symbolAddrs returns the virtual addresses of the wanted function symbols
+// ef defines, from .dynsym and, with symtab, from .symtab.
+func symbolAddrs(ef *elf.File, wanted map[string]bool, symtab bool) (map[string]uint64, error) {
 	found := map[string]uint64{}
 	add := func(syms []elf.Symbol) {
 		for _, s := range syms {
 			t := elf.ST_TYPE(s.Info)
-			if !wanted[s.Name] || s.Section == elf.SHN_UNDEF || (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) {
-				continue
-			}
-			if off, ok := fileOffset(ef, s.Value); ok {
-				found[s.Name] = off
+			if wanted[s.Name] && s.Section != elf.SHN_UNDEF && (t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC) {
+				found[s.Name] = s.Value
 			}
 		}
 	}
@@ -64,6 +78,105 @@ func resolveELF(r io.ReaderAt, wanted map[string]bool, symtab bool) (map[string]
 		}
 	}
 	return found, nil
+}
+
+// locate opens the ELF file at path and returns the file offset each
+// probe attaches at, by Symbol; a probe it leaves out is not attached.
+func locate(path string, probes []Probe, symtab bool) (map[string]uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	found, err := locateELF(f, probes, symtab)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return found, nil
+}
+
+// locateELF is locate on an open file. A probe with CalledFrom is placed
+// on its Symbol, or, where the symbol tables lack it, on the function all
+// its wrappers call first; placed, it replaces the wrappers' own probes.
+// Every probe then goes past a leading endbr64 (see place.go).
+func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, error) {
+	ef, err := elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("not an ELF file: %w", err)
+	}
+	wanted := map[string]bool{}
+	for _, p := range probes {
+		wanted[p.Symbol] = true
+		for _, w := range p.CalledFrom {
+			wanted[w] = true
+		}
+	}
+	addrs, err := symbolAddrs(ef, wanted, symtab)
+	if err != nil {
+		return nil, err
+	}
+	code := func(vaddr uint64, n int) []byte {
+		off, ok := fileOffset(ef, vaddr)
+		if !ok {
+			return nil
+		}
+		b := make([]byte, n)
+		k, _ := r.ReadAt(b, int64(off))
+		return b[:k]
+	}
+	placed, replaced := map[string]uint64{}, map[string]bool{}
+	for _, p := range probes {
+		if len(p.CalledFrom) == 0 {
+			continue
+		}
+		a, ok := addrs[p.Symbol]
+		if !ok {
+			a, ok = commonCallee(ef, addrs, p.CalledFrom, code)
+		}
+		if ok {
+			placed[p.Symbol] = a
+			for _, w := range p.CalledFrom {
+				replaced[w] = true
+			}
+		}
+	}
+	for _, p := range probes {
+		if a, ok := addrs[p.Symbol]; ok && !replaced[p.Symbol] {
+			placed[p.Symbol] = a
+		}
+	}
+	found := map[string]uint64{}
+	for name, a := range placed {
+		a += pastEndbr(code(a, len(endbr64)))
+		if off, ok := fileOffset(ef, a); ok {
+			found[name] = off
+		}
+	}
+	return found, nil
+}
+
+// commonCallee returns the function that every one of the wrappers calls
+// first, if they are all defined, all call one function, and it is code
+// of the file outside its PLT.
+func commonCallee(ef *elf.File, addrs map[string]uint64, wrappers []string, code func(uint64, int) []byte) (uint64, bool) {
+	var callee uint64
+	for i, w := range wrappers {
+		a, ok := addrs[w]
+		if !ok {
+			return 0, false
+		}
+		c, ok := firstCall(code(a, wrapperBytes), a)
+		if !ok || (i > 0 && c != callee) {
+			return 0, false
+		}
+		callee = c
+	}
+	for _, s := range ef.Sections {
+		if s.Flags&elf.SHF_EXECINSTR != 0 && s.Addr <= callee && callee < s.Addr+s.Size {
+			return callee, !strings.HasPrefix(s.Name, ".plt")
+		}
+	}
+	return 0, false
 }
 
 // fileOffset converts a symbol's virtual address to its file offset through

@@ -44,9 +44,17 @@ import (
 // attach cookie.
 type Probe struct {
 	Symbol string
-	Cookie uint64
-	Entry  *ebpf.Program
-	Return *ebpf.Program
+	// CalledFrom names exported functions that are thin wrappers of
+	// Symbol: each calls it before any other call, passing on the
+	// arguments the Entry program reads, so a probe on Symbol sees every
+	// call of theirs. Where the symbol tables lack Symbol (an internal
+	// function of a stripped library), it is found as the function they
+	// all call; where it is found, the probes on the wrappers are left
+	// off. See place.go for why.
+	CalledFrom []string
+	Cookie     uint64
+	Entry      *ebpf.Program
+	Return     *ebpf.Program
 }
 
 // Target is one kind of file to probe.
@@ -404,11 +412,7 @@ func (t *Tracer) reject(r Rejection) {
 }
 
 func (t *Tracer) attach(tg Target, pid int, m procmaps.Mapping, path string, isExe bool) bool {
-	wanted := map[string]bool{}
-	for _, p := range tg.Probes {
-		wanted[p.Symbol] = true
-	}
-	offsets, err := resolve(path, wanted, isExe)
+	offsets, err := locate(path, tg.Probes, isExe)
 	if err != nil {
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})
 		return false

@@ -1,0 +1,131 @@
+package uprobe
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
+)
+
+// placedSrc calls wrap_int and wrap_ex (wrapperSrc) n times each once a
+// line arrives on stdin, and prints the sum of what they return.
+const placedSrc = wrapperSrc + `
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+	int n = atoi(argv[1]);
+	char buf[4] = {41};
+	size_t done = 0;
+	long sum = 0;
+	puts("READY");
+	fflush(stdout);
+	if (getchar() == EOF) return 1;
+	for (int i = 0; i < n; i++) {
+		sum += wrap_int(buf, buf, 7);
+		sum += wrap_ex(buf, buf, 9, &done) + (long)done;
+	}
+	printf("%ld\n", sum);
+	return 0;
+}
+`
+
+// hitCounter is a program that adds one to slot of an array map.
+func hitCounter(t *testing.T, m *ebpf.Map, slot int32, attach ebpf.AttachType) *ebpf.Program {
+	t.Helper()
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type: ebpf.Kprobe, AttachType: attach, License: "GPL",
+		Instructions: asm.Instructions{
+			asm.StoreImm(asm.RFP, -4, int64(slot), asm.Word),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -4),
+			asm.LoadMapPtr(asm.R1, m.FD()),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "out"),
+			asm.Mov.Imm(asm.R1, 1),
+			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		testutil.SkipOrFail(t, "load a uprobe program: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// TestTracerPlacedProbesFire: in a program built with CET landing pads,
+// the Tracer's probes on the internal function its wrappers call, placed
+// past endbr64, fire at every call on entry and on return, and the program
+// computes what it does unprobed (a return probe in the wrong place would
+// corrupt its stack).
+func TestTracerPlacedProbesFire(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "attaching uprobes needs root")
+	}
+	exe := buildELF(t, placedSrc, "-O2", "-fcf-protection=full", "-s", "-rdynamic") // inner only through its exported wrappers
+	const n = 1000
+	run := func(attach func(pid int)) string {
+		cmd := exec.Command(exe, "1000")
+		in, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		sc := bufio.NewScanner(out)
+		require.True(t, sc.Scan())
+		require.Equal(t, "READY", sc.Text())
+		attach(cmd.Process.Pid)
+		_, err = in.Write([]byte("\n"))
+		require.NoError(t, err)
+		require.True(t, sc.Scan())
+		require.NoError(t, cmd.Wait())
+		return strings.TrimSpace(sc.Text())
+	}
+	want := run(func(int) {})
+
+	for _, multi := range []bool{false, true} {
+		attachType := ebpf.AttachNone
+		if multi {
+			if err := features.HaveBPFLinkUprobeMulti(); err != nil {
+				continue
+			}
+			attachType = ebpf.AttachTraceUprobeMulti
+		}
+		hits, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2})
+		require.NoError(t, err)
+		defer hits.Close()
+		probes := []Probe{
+			{Symbol: "inner", CalledFrom: []string{"wrap_int", "wrap_ex"},
+				Entry: hitCounter(t, hits, 0, attachType), Return: hitCounter(t, hits, 1, attachType)},
+			{Symbol: "wrap_int", Entry: hitCounter(t, hits, 0, attachType)}, // replaced: must not count
+		}
+		got := run(func(pid int) {
+			tr, err := New(Config{Targets: []Target{{Name: "placed", Anchor: "wrap_ex", Probes: probes, Multi: multi}}})
+			if err != nil {
+				testutil.SkipOrFail(t, "uprobe.New: %v", err)
+			}
+			t.Cleanup(func() { tr.Close() })
+			ok := slices.ContainsFunc(tr.Attachments(), func(a Attachment) bool { return a.PID == pid && a.Target == "placed" })
+			require.True(t, ok, "not attached: %+v %+v", tr.Attachments(), tr.Rejections())
+			i := slices.IndexFunc(tr.Attachments(), func(a Attachment) bool { return a.PID == pid && a.Target == "placed" })
+			assert.Equal(t, []string{"inner"}, tr.Attachments()[i].Symbols)
+		})
+		assert.Equal(t, want, got, "multi=%v: the probed program computed something else", multi)
+		for slot, what := range []string{"entry", "return"} {
+			var v uint64
+			require.NoError(t, hits.Lookup(int32(slot), &v))
+			assert.Equal(t, uint64(2*n), v, "multi=%v: %s hits of inner", multi, what)
+		}
+	}
+}
