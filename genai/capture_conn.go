@@ -49,6 +49,7 @@ type connTable struct {
 	procs map[uint32]*capProc
 
 	frames           httpframe.Stats // all connections'
+	bodies           httpframe.Bodies
 	outcomes         [numOutcomes]int64
 	evicted          int64
 	malformedRecords int64
@@ -137,6 +138,7 @@ func (t *connTable) add(k connKey) *capConn {
 		DropHeaders: SensitiveHeaders,
 		MaxBody:     t.cfg.bodyLimit,
 		Stats:       &t.frames,
+		Bodies:      &t.bodies,
 	})
 	cc.elem = t.lru.PushBack(cc)
 	t.conns[k] = cc

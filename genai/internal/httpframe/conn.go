@@ -18,9 +18,9 @@ const (
 // Config configures a Conn. The zero value is usable: exchanges are
 // framed and counted, and go nowhere.
 type Config struct {
-	// OnExchange receives each completed exchange, which it then owns.
-	// It is called from within Feed and Close, and must not call the
-	// Conn.
+	// OnExchange receives each completed exchange, which it then owns
+	// (but see Bodies). It is called from within Feed and Close, and must
+	// not call the Conn.
 	OnExchange func(*Exchange)
 
 	// DropHeaders names header fields (in any case) to leave out of the
@@ -50,6 +50,43 @@ type Config struct {
 	// safe for concurrent use, and neither is it). nil: the Conn counts
 	// in a Stats of its own.
 	Stats *Stats
+
+	// Bodies, when set, lends the Conn its body buffers and takes back
+	// those of each exchange once OnExchange returns, which then must not
+	// keep the exchange's bodies or pieces. Conns may share one, under
+	// the rule for Stats. nil: each body is allocated anew and OnExchange
+	// owns it.
+	Bodies *Bodies
+}
+
+// Bodies is a free list of body buffers, shared by Conns so that a body
+// after the first costs no allocation. It keeps at most MaxBodies
+// buffers, which no Conn's Retained counts. The zero value is ready to
+// use; it is not safe for concurrent use.
+type Bodies struct {
+	free [][]byte
+}
+
+// MaxBodies bounds the buffers a Bodies keeps: with the default MaxBody,
+// 1 MiB at most.
+const MaxBodies = 16
+
+// get returns an empty buffer, nil when none is free.
+func (b *Bodies) get() []byte {
+	if b == nil || len(b.free) == 0 {
+		return nil
+	}
+	buf := b.free[len(b.free)-1]
+	b.free[len(b.free)-1] = nil
+	b.free = b.free[:len(b.free)-1]
+	return buf
+}
+
+// put keeps buf for reuse, unless the list is full.
+func (b *Bodies) put(buf []byte) {
+	if b != nil && cap(buf) > 0 && len(b.free) < MaxBodies {
+		b.free = append(b.free, buf[:0])
+	}
 }
 
 // Stats counts what Conns saw. The counters only grow.
@@ -689,7 +726,11 @@ func (c *Conn) startBody(s *side, f framing, length int64, ts int64) {
 	case f == sized && length > 0:
 		s.phase, s.remain = phaseBody, length
 		if s.storing() {
-			s.body = make([]byte, 0, min(length, int64(c.cfg.MaxBody)))
+			s.body = c.cfg.Bodies.get()
+			if want := int(min(length, int64(c.cfg.MaxBody))); cap(s.body) < want {
+				c.cfg.Bodies.put(s.body)
+				s.body = make([]byte, 0, want)
+			}
 		}
 	default:
 		c.endMessage(s, ts)
@@ -807,6 +848,9 @@ func (c *Conn) keep(s *side, p []byte, ts int64) {
 	if s.kind == kindResponse {
 		s.mark(len(s.body), ts, c.cfg.MaxPieces)
 	}
+	if s.body == nil {
+		s.body = c.cfg.Bodies.get()
+	}
 	s.body = appendCapped(s.body, p, c.cfg.MaxBody)
 }
 
@@ -839,6 +883,11 @@ func (c *Conn) endMessage(s *side, end int64) {
 			c.stats.Exchanges++
 			if c.cfg.OnExchange != nil {
 				c.cfg.OnExchange(&e.ex)
+			}
+			if b := c.cfg.Bodies; b != nil {
+				b.put(e.ex.RequestBody)
+				b.put(e.ex.ResponseBody)
+				e.ex.RequestBody, e.ex.ResponseBody, e.ex.Pieces = nil, nil, nil
 			}
 		}
 	}

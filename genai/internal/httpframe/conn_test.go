@@ -1,9 +1,11 @@
 package httpframe
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // frameCase is a connection's traffic and what a Conn makes of it.
@@ -845,5 +847,71 @@ func TestFeedAfterClose(t *testing.T) {
 	}
 	if c.Retained() != 0 {
 		t.Errorf("a closed Conn retains %d bytes", c.Retained())
+	}
+}
+
+// TestConnSharedBodies: every framing case, its Conns sharing one Bodies,
+// gives the same exchanges, copied in OnExchange as the contract asks.
+func TestConnSharedBodies(t *testing.T) {
+	var bodies Bodies
+	for _, tc := range append(frameCases, malformedCases...) {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []*Exchange
+			cfg := tc.cfg
+			cfg.Bodies = &bodies
+			cfg.OnExchange = func(e *Exchange) { got = append(got, deepCopy(e)) }
+			c := New(cfg)
+			for _, ev := range tc.evs {
+				switch ev.op {
+				case opFeed:
+					c.Feed(ev.dir, []byte(ev.data), ev.at)
+				case opGap:
+					c.Gap(ev.dir)
+				case opClose:
+					c.Close()
+				}
+			}
+			for _, e := range checkExchanges(got, tc.want) {
+				t.Error(e)
+			}
+		})
+	}
+}
+
+// deepCopy copies an exchange's bodies and pieces out of the Conn's
+// buffers.
+func deepCopy(e *Exchange) *Exchange {
+	x := *e
+	x.RequestBody = bytes.Clone(e.RequestBody)
+	x.ResponseBody = bytes.Clone(e.ResponseBody)
+	x.Pieces = nil
+	for _, p := range e.Pieces {
+		x.Pieces = append(x.Pieces, Piece{At: p.At, Data: bytes.Clone(p.Data)})
+	}
+	return &x
+}
+
+// TestBodiesReused: a keep-alive connection's second exchange reads into
+// the buffers of its first, and a Bodies keeps at most MaxBodies.
+func TestBodiesReused(t *testing.T) {
+	var (
+		bodies Bodies
+		seen   []*byte
+	)
+	c := New(Config{Bodies: &bodies, OnExchange: func(e *Exchange) {
+		seen = append(seen, unsafe.SliceData(e.ResponseBody))
+	}})
+	for i := range 3 {
+		c.Feed(Write, []byte(get("/")), int64(4*i))
+		c.Feed(Read, []byte(ok(strings.Repeat("x", 600))), int64(4*i+1))
+	}
+	if len(seen) != 3 || seen[0] == nil || seen[1] != seen[0] || seen[2] != seen[0] {
+		t.Errorf("response bodies at %v: want one buffer reused", seen)
+	}
+	for range 2 * MaxBodies {
+		bodies.put(make([]byte, 1))
+	}
+	if len(bodies.free) != MaxBodies {
+		t.Errorf("Bodies keeps %d buffers, want at most %d", len(bodies.free), MaxBodies)
 	}
 }
