@@ -17,6 +17,7 @@ import (
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
 	"github.com/xpuscope/xpuscope/internal/ktime"
+	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
 )
 
@@ -173,9 +174,9 @@ const TargetOpenSSL = "libssl"
 
 // Capture captures the LLM API calls of every process on the host from
 // outside them, and emits each through an Emitter: HTTPS through
-// OpenSSL (uprobes on SSL_read and SSL_write of every libssl and every
-// executable that links OpenSSL statically), and plaintext HTTP to the
-// ports of local model servers (syscall tracepoints). Go programs'
+// OpenSSL (uprobes on its read and write functions in every libssl and
+// every executable that links OpenSSL statically), and plaintext HTTP to
+// the ports of local model servers (syscall tracepoints). Go programs'
 // crypto/tls is not captured; they are counted. Create it with
 // NewCapture.
 type Capture struct {
@@ -191,6 +192,9 @@ type Capture struct {
 	conns   *connTable
 	goProcs int64
 	goes    *goCounter // used by the reader only
+	// preexisting: the plaintext gate is held open for sockets older
+	// than the capture (used by the reader only, after start).
+	preexisting bool
 
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -228,21 +232,10 @@ func NewCapture(opts ...Option) (*Capture, error) {
 
 func (c *Capture) start(multi bool) error {
 	cc := &c.cfg.capture
-	if err := c.objs.WatchPorts(cc.ports); err != nil {
-		return fmt.Errorf("genai capture: %w", err)
-	}
-	for _, tp := range []struct {
-		name string
-		prog *ebpf.Program
-	}{{"sys_enter", c.objs.SysEnter}, {"sys_exit", c.objs.SysExit}} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: tp.prog})
-		if err != nil {
-			if uprobe.Denied(err) {
-				return xpuscope.Unavailablef("genai capture: attach tp_btf/%s: %w (needs CAP_BPF and CAP_PERFMON, or root)", tp.name, err)
-			}
-			return xpuscope.Unavailablef("genai capture: attach tp_btf/%s: %w (needs BTF raw tracepoints)", tp.name, err)
+	if len(cc.ports) > 0 {
+		if err := c.startPlaintext(); err != nil {
+			return err
 		}
-		c.sys = append(c.sys, l)
 	}
 	var err error
 	if c.rb, err = ringbuf.NewReader(c.objs.Records); err != nil {
@@ -253,7 +246,7 @@ func (c *Capture) start(multi bool) error {
 	c.goes = newGoCounter(cc.procRoot)
 	probes := make([]uprobe.Probe, 0, len(httpbpf.TLSProbes))
 	for _, p := range httpbpf.TLSProbes {
-		up := uprobe.Probe{Symbol: p.Symbol, Cookie: p.Cookie, Entry: p.Entry(c.objs)}
+		up := uprobe.Probe{Symbol: p.Symbol, CalledFrom: p.CalledFrom, Cookie: p.Cookie, Entry: p.Entry(c.objs)}
 		if p.Return != nil {
 			up.Return = p.Return(c.objs)
 		}
@@ -279,6 +272,57 @@ func (c *Capture) start(multi bool) error {
 	}
 	c.wg.Add(1)
 	go c.read()
+	return nil
+}
+
+// startPlaintext attaches the plaintext capture: the socket state
+// program that opens its gate, then, once the gate knows of the sockets
+// with a watched port that are already open, the syscall programs.
+func (c *Capture) startPlaintext() error {
+	if err := c.objs.WatchPorts(c.cfg.capture.ports); err != nil {
+		return fmt.Errorf("genai capture: %w", err)
+	}
+	attach := func(name string, prog *ebpf.Program) error {
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err != nil {
+			if uprobe.Denied(err) {
+				return xpuscope.Unavailablef("genai capture: attach tp_btf/%s: %w (needs CAP_BPF and CAP_PERFMON, or root)", name, err)
+			}
+			return xpuscope.Unavailablef("genai capture: attach tp_btf/%s: %w (needs BTF raw tracepoints)", name, err)
+		}
+		c.sys = append(c.sys, l)
+		return nil
+	}
+	if err := attach("inet_sock_set_state", c.objs.SockState); err != nil {
+		return err
+	}
+	if err := c.checkPreexisting(); err != nil {
+		return err
+	}
+	if err := attach("sys_enter", c.objs.SysEnter); err != nil {
+		return err
+	}
+	return attach("sys_exit", c.objs.SysExit)
+}
+
+// checkPreexisting opens the plaintext gate while a TCP socket with a
+// watched port that the socket state program may not have seen exists,
+// in any network namespace, and closes it once none does. Unable to tell,
+// it leaves the gate open: the capture fails open.
+func (c *Capture) checkPreexisting() error {
+	watched := map[uint16]bool{}
+	for _, p := range c.cfg.capture.ports {
+		watched[p] = true
+	}
+	found := false
+	err := procfs.FS{Root: c.cfg.capture.procRoot}.TCPSockets(func(s procfs.TCPSocket) bool {
+		found = s.State != procfs.TCPClose && (watched[s.LocalPort] || watched[s.RemotePort])
+		return !found
+	})
+	c.preexisting = found || err != nil
+	if err := c.objs.SetPreexisting(c.preexisting); err != nil {
+		return fmt.Errorf("genai capture: %w", err)
+	}
 	return nil
 }
 
@@ -322,6 +366,9 @@ func (c *Capture) read() {
 const housekeeping = 5 * time.Second
 
 func (c *Capture) housekeep(now time.Time) {
+	if c.preexisting {
+		_ = c.checkPreexisting() // a failure leaves the gate open
+	}
 	goes := c.goes.count() // reads /proc: outside the lock
 	c.mu.Lock()
 	defer c.mu.Unlock()

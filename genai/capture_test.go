@@ -8,6 +8,7 @@ package genai
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
+	"github.com/xpuscope/xpuscope/internal/uprobe"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -55,11 +57,13 @@ func startCapture(t *testing.T, opts ...Option) *captureHarness {
 }
 
 // waitAttached waits until the system libssl is probed.
-func (h *captureHarness) waitAttached(t *testing.T, lib string) {
+func (h *captureHarness) waitAttached(t *testing.T, lib string) uprobe.Attachment {
 	t.Helper()
+	var found uprobe.Attachment
 	ok := poll(10*time.Second, func() bool {
 		for _, a := range h.c.Status().Attachments {
 			if fi, err := os.Stat(lib); err == nil && sameFile(fi, a.Dev, a.Inode) {
+				found = a
 				return true
 			}
 		}
@@ -68,6 +72,7 @@ func (h *captureHarness) waitAttached(t *testing.T, lib string) {
 		return false
 	})
 	require.True(t, ok, "%s not attached: %+v", lib, h.c.Status())
+	return found
 }
 
 // spansTo returns the spans of calls to port, waiting until there are n.
@@ -189,11 +194,13 @@ func checkStreamedCall(t *testing.T, h *captureHarness, s tracetest.SpanStub, pr
 // and Anthropic APIs: one span per request, with provider, model, usage
 // and finish reason; a time to first chunk of at least the server's first
 // delay; a duration covering the stream; the Authorization secret
-// nowhere.
+// nowhere. The probes sit on the internal functions all four call.
 func TestCaptureTLSClients(t *testing.T) {
 	s := llmserver.Start(t, llmserver.Options{TLS: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
 	h := startCapture(t)
-	h.waitAttached(t, systemLibSSL(t))
+	a := h.waitAttached(t, systemLibSSL(t))
+	require.ElementsMatch(t, []string{"ssl_write_internal", "ssl_read_internal", "SSL_free"}, a.Symbols,
+		"Debian's libssl.so.3 (OpenSSL 3.0) has no symbol for the internal functions: they are found through the exported ones")
 
 	python(t, s, "/v1/chat/completions", "gpt-4o-mini", 1)
 	python(t, s, "/v1/messages", "claude-sonnet-4", 1)
@@ -402,4 +409,28 @@ func TestCaptureOptions(t *testing.T) {
 		require.Error(t, err, name)
 		require.NotErrorIs(t, err, xpuscope.ErrUnavailable, name)
 	}
+}
+
+// TestCapturePlaintextGate: a listener on a watched port that predates
+// the capture holds the plaintext gate open, found by the procfs scan;
+// once it is gone the next scan closes the gate, and with no port
+// watched the syscall programs are not attached at all.
+func TestCapturePlaintextGate(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := uint16(l.Addr().(*net.TCPAddr).Port)
+	h := startCapture(t, WithPlaintextPorts(port))
+	g, err := h.c.objs.Gate()
+	require.NoError(t, err)
+	require.True(t, g.Preexisting, "the listener on %d predates the capture: %+v", port, g)
+	require.Len(t, h.c.sys, 3, "the socket state and syscall programs")
+
+	require.NoError(t, l.Close())
+	require.NoError(t, h.c.checkPreexisting())
+	g, err = h.c.objs.Gate()
+	require.NoError(t, err)
+	require.False(t, g.IsOpen(), "no socket on %d is left: %+v", port, g)
+
+	none := startCapture(t, WithPlaintextPorts())
+	require.Empty(t, none.c.sys, "no port watched, no program on every syscall")
 }

@@ -29,13 +29,16 @@
 // Capture (NewCapture) is the Source that feeds them from unmodified
 // processes on the host, with eBPF:
 //
-//   - HTTPS through OpenSSL: uprobes on SSL_write, SSL_write_ex, SSL_read
-//     and SSL_read_ex of every libssl.so (1.1 and 3, in containers and
-//     wheels too) and every executable with OpenSSL linked in (Node),
-//     found as processes exec and dlopen;
+//   - HTTPS through OpenSSL: uprobes on ssl_write_internal and
+//     ssl_read_internal, which SSL_write(_ex) and SSL_read(_ex) call (found
+//     through them in a stripped library; the exported four where they are
+//     not), of every libssl.so (1.1 and 3, in containers and wheels too)
+//     and every executable with OpenSSL linked in (Node), found as
+//     processes exec and dlopen;
 //   - plaintext HTTP to local model servers (WithPlaintextPorts, default
 //     vLLM 8000, TGI and llama.cpp 8080, LiteLLM 4000, Ollama 11434), from
-//     BTF raw tracepoints on the socket syscalls (no kprobes, no tracefs);
+//     BTF raw tracepoints on the socket syscalls (no kprobes, no tracefs),
+//     which stand aside while no TCP socket with a watched port exists;
 //   - HTTP/1.1 framing per connection (Content-Length, chunked, SSE,
 //     keep-alive, pipelining), each response read stamped with the
 //     kernel's time of the read; bodies capped (WithBodyLimit, 64 KiB)

@@ -3,16 +3,21 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 // Captures the plaintext bytes of HTTP connections for the genai capture:
 //
-//   - TLS: uprobes on OpenSSL's SSL_write, SSL_write_ex, SSL_read and
-//     SSL_read_ex. The bytes are read on return, when the count is known;
-//     the entry probe keeps the arguments in task-local storage. SSL_free
-//     ends the connection.
+//   - TLS: uprobes on OpenSSL's ssl_write_internal and ssl_read_internal,
+//     which SSL_write(_ex) and SSL_read(_ex) call, or on those four where
+//     the internal ones are not found. The bytes are read on return, when
+//     the count is known; the entry probe keeps the arguments in
+//     task-local storage. SSL_free ends the connection.
 //   - Plaintext sockets: BTF raw tracepoints on sys_enter and sys_exit (no
 //     kprobes, no tracefs) for write, writev, sendto, sendmsg, read, readv,
 //     recvfrom and recvmsg; close ends the connection. A descriptor is
 //     classified once, at its first such call: a TCP socket with a watched
 //     port at either end (user space fills `ports`), else ignored. Its first
 //     bytes then say whether it speaks HTTP/1.x; if not it is ignored too.
+//     The syscall programs run on every syscall of every process, so they
+//     look at a descriptor only while a TCP socket with a watched port may
+//     exist: inet_sock_set_state counts those (`open_watched`), and user
+//     space says whether any predates the capture (`preexisting`).
 //
 // Connections are keyed by (pid, source, SSL pointer or fd). Each call's
 // bytes go to the ring buffer in records of at most PIECE bytes, at most
@@ -55,7 +60,9 @@ enum counter {
 	COUNTER_MAX,
 };
 
-// The API a TLS probe is attached to: the attach cookie.
+// The API a TLS probe is attached to: the attach cookie. The _EX ones,
+// (ssl, buf, num, size_t *count), are also those of ssl_write_internal and
+// ssl_read_internal.
 enum tls_api {
 	TLS_SSL_WRITE = 1,
 	TLS_SSL_WRITE_EX = 2,
@@ -119,6 +126,16 @@ struct thread {
 // Tunables, set before load.
 volatile const __u64 wakeup_bytes = 1 << 20;
 
+// The plaintext gate. open_watched counts the TCP sockets with a watched
+// port that left TCP_CLOSE after load and have not returned to it;
+// preexisting, set by user space, says sockets with a watched port that
+// predate the load may still be open. While both are 0 the syscall
+// programs skip data syscalls at once. A socket watched_socks has no room
+// for opens the gate for good (gate_overflow): it fails open.
+volatile __u64 open_watched = 0;
+volatile __u32 preexisting = 0;
+volatile __u32 gate_overflow = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
@@ -153,6 +170,14 @@ struct {
 	__type(key, __u16);
 	__type(value, __u8);
 } ports SEC(".maps");
+
+// The sockets open_watched counts, by address.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u8);
+} watched_socks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -216,6 +241,7 @@ struct msghdr___u {
 	__u64 iovlen;
 };
 
+#define TCP_CLOSE 7
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 #define AF_INET 2
@@ -375,7 +401,7 @@ static __always_inline __u32 tls_api(struct pt_regs *ctx)
 }
 
 // SSL_write(ssl, buf, num), SSL_read(ssl, buf, num), and the _ex variants
-// (ssl, buf, num, size_t *count).
+// and internal functions (ssl, buf, num, size_t *count).
 SEC("uprobe")
 int tls_enter(struct pt_regs *ctx)
 {
@@ -402,7 +428,7 @@ int tls_return(struct pt_regs *ctx)
 	int ret = (int)PT_REGS_RC(ctx); // the functions return int: the upper half of rax is not theirs
 	__u64 n = 0;
 	if (api == TLS_SSL_WRITE_EX || api == TLS_SSL_READ_EX) {
-		if (ret != 1 || bpf_probe_read_user(&n, sizeof(n), (void *)p.size))
+		if (ret <= 0 || bpf_probe_read_user(&n, sizeof(n), (void *)p.size))
 			return 0;
 	} else {
 		if (ret <= 0)
@@ -445,6 +471,43 @@ int tls_free(struct pt_regs *ctx)
 
 // ---- Plaintext: socket syscalls -----------------------------------------
 
+// watched_port says whether a watched port is at either end of sk.
+static __always_inline int watched_port(struct sock___k *sk)
+{
+	__u16 local = BPF_CORE_READ(sk, __sk_common.skc_num);
+	__u16 remote = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	return bpf_map_lookup_elem(&ports, &local) || bpf_map_lookup_elem(&ports, &remote);
+}
+
+// gate_open says whether a socket with a watched port may be open.
+static __always_inline int gate_open(void)
+{
+	return open_watched || preexisting || gate_overflow;
+}
+
+// A TCP socket changed state: count those with a watched port from when
+// they leave TCP_CLOSE (connect, listen, or an accepted child's
+// SYN_RECV) to when they return to it.
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(sock_state, struct sock___k *sk, int oldstate, int newstate)
+{
+	__u64 key = (__u64)sk;
+	if (newstate == TCP_CLOSE) {
+		if (bpf_map_delete_elem(&watched_socks, &key) == 0)
+			__sync_fetch_and_add(&open_watched, -1);
+		return 0;
+	}
+	if (!watched_port(sk))
+		return 0;
+	__u8 one = 1;
+	long err = bpf_map_update_elem(&watched_socks, &key, &one, BPF_NOEXIST);
+	if (err == 0)
+		__sync_fetch_and_add(&open_watched, 1);
+	else if (err != -17) // EEXIST: counted already
+		gate_overflow = 1;
+	return 0;
+}
+
 // classify_fd returns CONN_WATCH for a TCP socket with a watched port at
 // either end, else CONN_IGNORE.
 static __always_inline __u32 classify_fd(__u32 fd)
@@ -468,11 +531,7 @@ static __always_inline __u32 classify_fd(__u32 fd)
 	unsigned short family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	if (family != AF_INET && family != AF_INET6)
 		return CONN_IGNORE;
-	__u16 local = BPF_CORE_READ(sk, __sk_common.skc_num);
-	__u16 remote = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
-	if (bpf_map_lookup_elem(&ports, &local) || bpf_map_lookup_elem(&ports, &remote))
-		return CONN_WATCH;
-	return CONN_IGNORE;
+	return watched_port(sk) ? CONN_WATCH : CONN_IGNORE;
 }
 
 static __always_inline int data_syscall(long nr)
@@ -504,7 +563,7 @@ int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
 		}
 		return 0;
 	}
-	if (!data_syscall(nr))
+	if (!data_syscall(nr) || !gate_open())
 		return 0;
 	__u32 fd = regs->di;
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = fd};
@@ -565,12 +624,12 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
 {
 	long nr = regs->orig_ax;
-	if (!data_syscall(nr))
+	if (!data_syscall(nr) || !gate_open())
 		return 0;
-	__u64 ts = bpf_ktime_get_ns();
 	struct thread *t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
 	if (!t || t->sys.api != nr + 1)
 		return 0;
+	__u64 ts = bpf_ktime_get_ns();
 	struct pending p = t->sys;
 	t->sys.api = 0;
 	if (ret <= 0)

@@ -126,11 +126,16 @@ const (
 	captureMapRecords            = "records"
 	captureMapScratch            = "scratch"
 	captureMapThreads            = "threads"
+	captureMapWatchedSocks       = "watched_socks"
+	captureProgSockState         = "sock_state"
 	captureProgSysEnter          = "sys_enter"
 	captureProgSysExit           = "sys_exit"
 	captureProgTlsEnter          = "tls_enter"
 	captureProgTlsFree           = "tls_free"
 	captureProgTlsReturn         = "tls_return"
+	captureVarGateOverflow       = "gate_overflow"
+	captureVarOpenWatched        = "open_watched"
+	captureVarPreexisting        = "preexisting"
 	captureVarUnusedConnState    = "unused_conn_state"
 	captureVarUnusedCounter      = "unused_counter"
 	captureVarUnusedDirection    = "unused_direction"
@@ -183,6 +188,7 @@ type captureSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type captureProgramSpecs struct {
+	SockState *ebpf.ProgramSpec `ebpf:"sock_state"`
 	SysEnter  *ebpf.ProgramSpec `ebpf:"sys_enter"`
 	SysExit   *ebpf.ProgramSpec `ebpf:"sys_exit"`
 	TlsEnter  *ebpf.ProgramSpec `ebpf:"tls_enter"`
@@ -194,18 +200,22 @@ type captureProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type captureMapSpecs struct {
-	Conns    *ebpf.MapSpec `ebpf:"conns"`
-	Counters *ebpf.MapSpec `ebpf:"counters"`
-	Ports    *ebpf.MapSpec `ebpf:"ports"`
-	Records  *ebpf.MapSpec `ebpf:"records"`
-	Scratch  *ebpf.MapSpec `ebpf:"scratch"`
-	Threads  *ebpf.MapSpec `ebpf:"threads"`
+	Conns        *ebpf.MapSpec `ebpf:"conns"`
+	Counters     *ebpf.MapSpec `ebpf:"counters"`
+	Ports        *ebpf.MapSpec `ebpf:"ports"`
+	Records      *ebpf.MapSpec `ebpf:"records"`
+	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
+	Threads      *ebpf.MapSpec `ebpf:"threads"`
+	WatchedSocks *ebpf.MapSpec `ebpf:"watched_socks"`
 }
 
 // captureVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type captureVariableSpecs struct {
+	GateOverflow       *ebpf.VariableSpec `ebpf:"gate_overflow"`
+	OpenWatched        *ebpf.VariableSpec `ebpf:"open_watched"`
+	Preexisting        *ebpf.VariableSpec `ebpf:"preexisting"`
 	UnusedConnState    *ebpf.VariableSpec `ebpf:"unused_conn_state"`
 	UnusedCounter      *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
@@ -236,12 +246,13 @@ func (o *captureObjects) Close() error {
 //
 // It can be passed to loadCaptureObjects or ebpf.CollectionSpec.LoadAndAssign.
 type captureMaps struct {
-	Conns    *ebpf.Map `ebpf:"conns"`
-	Counters *ebpf.Map `ebpf:"counters"`
-	Ports    *ebpf.Map `ebpf:"ports"`
-	Records  *ebpf.Map `ebpf:"records"`
-	Scratch  *ebpf.Map `ebpf:"scratch"`
-	Threads  *ebpf.Map `ebpf:"threads"`
+	Conns        *ebpf.Map `ebpf:"conns"`
+	Counters     *ebpf.Map `ebpf:"counters"`
+	Ports        *ebpf.Map `ebpf:"ports"`
+	Records      *ebpf.Map `ebpf:"records"`
+	Scratch      *ebpf.Map `ebpf:"scratch"`
+	Threads      *ebpf.Map `ebpf:"threads"`
+	WatchedSocks *ebpf.Map `ebpf:"watched_socks"`
 }
 
 func (m *captureMaps) Close() error {
@@ -252,6 +263,7 @@ func (m *captureMaps) Close() error {
 		m.Records,
 		m.Scratch,
 		m.Threads,
+		m.WatchedSocks,
 	)
 }
 
@@ -259,6 +271,9 @@ func (m *captureMaps) Close() error {
 //
 // It can be passed to loadCaptureObjects or ebpf.CollectionSpec.LoadAndAssign.
 type captureVariables struct {
+	GateOverflow       *ebpf.Variable `ebpf:"gate_overflow"`
+	OpenWatched        *ebpf.Variable `ebpf:"open_watched"`
+	Preexisting        *ebpf.Variable `ebpf:"preexisting"`
 	UnusedConnState    *ebpf.Variable `ebpf:"unused_conn_state"`
 	UnusedCounter      *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
@@ -273,6 +288,7 @@ type captureVariables struct {
 //
 // It can be passed to loadCaptureObjects or ebpf.CollectionSpec.LoadAndAssign.
 type capturePrograms struct {
+	SockState *ebpf.Program `ebpf:"sock_state"`
 	SysEnter  *ebpf.Program `ebpf:"sys_enter"`
 	SysExit   *ebpf.Program `ebpf:"sys_exit"`
 	TlsEnter  *ebpf.Program `ebpf:"tls_enter"`
@@ -282,6 +298,7 @@ type capturePrograms struct {
 
 func (p *capturePrograms) Close() error {
 	return _CaptureClose(
+		p.SockState,
 		p.SysEnter,
 		p.SysExit,
 		p.TlsEnter,

@@ -124,19 +124,32 @@ func Decode(b []byte, r *Record) error {
 }
 
 // TLSProbe is a uprobe on an OpenSSL function: Entry is attached at the
-// symbol, Return (when set) at its return, with Cookie.
+// symbol, Return (when set) at its return, with Cookie. CalledFrom is
+// uprobe.Probe's.
 type TLSProbe struct {
-	Symbol string
-	Cookie uint64
-	Entry  func(*Objects) *ebpf.Program
-	Return func(*Objects) *ebpf.Program
+	Symbol     string
+	CalledFrom []string
+	Cookie     uint64
+	Entry      func(*Objects) *ebpf.Program
+	Return     func(*Objects) *ebpf.Program
 }
 
 // TLSAnchor is the symbol that makes a file an OpenSSL to probe.
 const TLSAnchor = "SSL_write"
 
-// TLSProbes are the OpenSSL functions probed.
+// TLSProbes are the OpenSSL functions probed. OpenSSL 1.1.1 and 3 route
+// SSL_write and SSL_write_ex through ssl_write_internal(ssl, buf, num,
+// *written), and the reads through ssl_read_internal, which take the _ex
+// variants' arguments. The internal functions start with pushes, which the
+// kernel emulates at a probe, where the exported ones start with a stack
+// adjustment, which it single-steps: probing the internal ones, where they
+// are found, costs a tenth as much on a VM (see internal/uprobe). The
+// exported four are probed where they are not.
 var TLSProbes = []TLSProbe{
+	{Symbol: "ssl_write_internal", CalledFrom: []string{"SSL_write", "SSL_write_ex"},
+		Cookie: uint64(captureTlsApiTLS_SSL_WRITE_EX), Entry: tlsEnter, Return: tlsReturn},
+	{Symbol: "ssl_read_internal", CalledFrom: []string{"SSL_read", "SSL_read_ex"},
+		Cookie: uint64(captureTlsApiTLS_SSL_READ_EX), Entry: tlsEnter, Return: tlsReturn},
 	{Symbol: "SSL_write", Cookie: uint64(captureTlsApiTLS_SSL_WRITE), Entry: tlsEnter, Return: tlsReturn},
 	{Symbol: "SSL_write_ex", Cookie: uint64(captureTlsApiTLS_SSL_WRITE_EX), Entry: tlsEnter, Return: tlsReturn},
 	{Symbol: "SSL_read", Cookie: uint64(captureTlsApiTLS_SSL_READ), Entry: tlsEnter, Return: tlsReturn},
@@ -201,6 +214,54 @@ func (o *Objects) WatchPorts(ports []uint16) error {
 		}
 	}
 	return nil
+}
+
+// Gate is the state of the plaintext gate: the syscall programs look at
+// a data syscall only while a TCP socket with a watched port may exist.
+type Gate struct {
+	// Open counts the sockets with a watched port that the
+	// inet_sock_set_state program saw leave TCP_CLOSE and not return.
+	Open uint64
+	// Preexisting is what SetPreexisting set.
+	Preexisting bool
+	// Overflow says the program ran out of room to track sockets: the
+	// gate is open for good.
+	Overflow bool
+}
+
+// IsOpen says whether the syscall programs capture.
+func (g Gate) IsOpen() bool { return g.Open > 0 || g.Preexisting || g.Overflow }
+
+// SetPreexisting tells the syscall programs whether sockets with a
+// watched port that predate the load may be open. The
+// inet_sock_set_state program only sees those created after it attached.
+func (o *Objects) SetPreexisting(open bool) error {
+	var v uint32
+	if open {
+		v = 1
+	}
+	if err := o.captureVariables.Preexisting.Set(v); err != nil {
+		return fmt.Errorf("httpbpf: set preexisting: %w", err)
+	}
+	return nil
+}
+
+// Gate reads the plaintext gate.
+func (o *Objects) Gate() (Gate, error) {
+	var (
+		g             Gate
+		pre, overflow uint32
+	)
+	for _, v := range []struct {
+		v   *ebpf.Variable
+		out any
+	}{{o.captureVariables.OpenWatched, &g.Open}, {o.captureVariables.Preexisting, &pre}, {o.captureVariables.GateOverflow, &overflow}} {
+		if err := v.v.Get(v.out); err != nil {
+			return g, fmt.Errorf("httpbpf: read %s: %w", v.v, err)
+		}
+	}
+	g.Preexisting, g.Overflow = pre != 0, overflow != 0
+	return g, nil
 }
 
 // Ignore stops the capture of a connection user space has no use for.

@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -84,6 +85,76 @@ func FuzzExeBase(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if len(ExeBase(s)) > len(s) {
 			t.Fatal("grew")
+		}
+	})
+}
+
+func TestParseNetTCPLine(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want TCPSocket
+		ok   bool
+	}{
+		{"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode", TCPSocket{}, false},
+		{"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 24467 1 0000000000000000 100 0 0 10 0",
+			TCPSocket{LocalPort: 8000, State: TCPListen}, true},
+		{"   7: 0100007F:D3A2 0100007F:2CAB 01 00000000:00000000 00:00000000 00000000  1000        0 99 1",
+			TCPSocket{LocalPort: 0xd3a2, RemotePort: 11435, State: TCPEstablished}, true},
+		// tcp6: 32 hex digits of address.
+		{"   1: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0 0 1",
+			TCPSocket{LocalPort: 8080, State: TCPListen}, true},
+		{"   0: 0100007F:1F40 00000000:0000 A 0", TCPSocket{}, false},  // one-digit state
+		{"   0: 0100007F:1F4 00000000:0000 0A 0", TCPSocket{}, false},  // three-digit port
+		{"   0: 0100007F:XYZW 00000000:0000 0A 0", TCPSocket{}, false}, // not hex
+		{"   0: 0100007F1F40 00000000:0000 0A 0", TCPSocket{}, false},  // no colon
+		{"0100007F:1F40 00000000:0000 0A 0 0", TCPSocket{}, false},     // no slot
+		{"", TCPSocket{}, false},
+	} {
+		got, ok := ParseNetTCPLine([]byte(tc.line))
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("ParseNetTCPLine(%q) = %+v, %v; want %+v, %v", tc.line, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestTCPSockets: a listener this test opens is found through the real
+// procfs, and each namespace is read once.
+func TestTCPSockets(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := uint16(l.Addr().(*net.TCPAddr).Port)
+	found := 0
+	if err := (FS{Root: DefaultRoot}).TCPSockets(func(s TCPSocket) bool {
+		if s.LocalPort == port && s.State == TCPListen {
+			found++
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if found != 1 {
+		t.Errorf("the listener on port %d was found %d times, want once", port, found)
+	}
+	// Stopping early stops.
+	calls := 0
+	_ = FS{Root: DefaultRoot}.TCPSockets(func(TCPSocket) bool { calls++; return false })
+	if calls != 1 {
+		t.Errorf("%d calls after f returned false", calls)
+	}
+	if err := (FS{Root: filepath.Join(t.TempDir(), "none")}).TCPSockets(func(TCPSocket) bool { return true }); err == nil {
+		t.Error("a missing root is no error")
+	}
+}
+
+func FuzzParseNetTCPLine(f *testing.F) {
+	f.Add([]byte("   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 24467 1"))
+	f.Add([]byte("   1: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if s, ok := ParseNetTCPLine(b); !ok && s != (TCPSocket{}) {
+			t.Fatalf("not a socket line, yet %+v", s)
 		}
 	})
 }

@@ -66,6 +66,17 @@ type Server struct {
 // Start serves the mock until the test ends.
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
+	s, err := Serve(o, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// Serve serves the mock until Close, outside a test (a benchmark's server
+// process); a TLS mock writes its CA file into dir.
+func Serve(o Options, dir string) (*Server, error) {
 	if o.Chunks == 0 {
 		o.Chunks = 3
 	}
@@ -73,7 +84,7 @@ func Start(t testing.TB, o Options) *Server {
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	s := &Server{opts: o, Port: ln.Addr().(*net.TCPAddr).Port}
@@ -85,16 +96,22 @@ func Start(t testing.TB, o Options) *Server {
 	scheme := "http"
 	if o.TLS {
 		scheme = "https"
-		cert, caFile := selfSigned(t)
+		cert, caFile, err := selfSigned(dir)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
 		s.CAFile = caFile
 		s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
 		ln = tls.NewListener(ln, s.srv.TLSConfig)
 	}
 	s.URL = scheme + "://127.0.0.1:" + strconv.Itoa(s.Port)
 	go func() { _ = s.srv.Serve(ln) }()
-	t.Cleanup(func() { _ = s.srv.Close() })
-	return s
+	return s, nil
 }
+
+// Close stops the mock.
+func (s *Server) Close() error { return s.srv.Close() }
 
 // Authorizations returns the Authorization and x-api-key header values the
 // server received, in order.
@@ -212,11 +229,10 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 
 // selfSigned makes a certificate for 127.0.0.1 and localhost, and writes
 // it as PEM to a file for clients to trust.
-func selfSigned(t testing.TB) (tls.Certificate, string) {
-	t.Helper()
+func selfSigned(dir string) (tls.Certificate, string, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, "", err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
@@ -232,20 +248,20 @@ func selfSigned(t testing.TB) (tls.Certificate, string) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, "", err
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, "", err
 	}
 	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, "", err
 	}
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	caFile := filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(caFile, certPEM, 0o644); err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, "", err
 	}
-	return cert, caFile
+	return cert, caFile, nil
 }

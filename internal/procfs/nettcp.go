@@ -1,0 +1,106 @@
+package procfs
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// TCPSocket is a socket as a line of /proc/<pid>/net/tcp or tcp6 gives
+// it: the ports in host order, and the state (TCPClose, TCPListen, …).
+type TCPSocket struct {
+	LocalPort, RemotePort uint16
+	State                 uint8
+}
+
+// TCP states in /proc/net/tcp (include/net/tcp_states.h).
+const (
+	TCPEstablished = 0x01
+	TCPClose       = 0x07
+	TCPListen      = 0x0a
+)
+
+// ParseNetTCPLine reads one socket line of /proc/<pid>/net/tcp or tcp6,
+// "  0: 0100007F:1F40 00000000:0000 0A …": the address fields end in a
+// colon and four hex digits of port, the state is two hex digits. It
+// reports false for the header line and anything else it cannot read.
+func ParseNetTCPLine(line []byte) (TCPSocket, bool) {
+	f := bytes.Fields(line)
+	if len(f) < 4 || !bytes.HasSuffix(f[0], []byte(":")) {
+		return TCPSocket{}, false
+	}
+	local, ok1 := addrPort(f[1])
+	remote, ok2 := addrPort(f[2])
+	st, err := strconv.ParseUint(string(f[3]), 16, 8)
+	if !ok1 || !ok2 || err != nil || len(f[3]) != 2 {
+		return TCPSocket{}, false
+	}
+	return TCPSocket{LocalPort: local, RemotePort: remote, State: uint8(st)}, true
+}
+
+// addrPort returns the port of "ADDRHEX:PORTHEX".
+func addrPort(b []byte) (uint16, bool) {
+	i := bytes.IndexByte(b, ':')
+	if i < 0 || len(b)-i-1 != 4 {
+		return 0, false
+	}
+	p, err := strconv.ParseUint(string(b[i+1:]), 16, 16)
+	return uint16(p), err == nil
+}
+
+// TCPSockets calls f with every TCP socket (IPv4 and IPv6) of every
+// network namespace that a process under the root is in: each namespace's
+// /proc/<pid>/net/tcp and tcp6 are read once, through the first process
+// found in it. f returns false to stop. Processes that exit on the way
+// are skipped; an error is returned only when the root cannot be listed.
+func (fs FS) TCPSockets(f func(TCPSocket) bool) error {
+	entries, err := os.ReadDir(fs.Root)
+	if err != nil {
+		return fmt.Errorf("procfs: list %s: %w", fs.Root, err)
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		dir := filepath.Join(fs.Root, e.Name())
+		ns, err := os.Readlink(filepath.Join(dir, "ns", "net"))
+		if err != nil || seen[ns] {
+			continue
+		}
+		read := true
+		for _, name := range []string{"tcp", "tcp6"} {
+			more, err := readNetTCP(filepath.Join(dir, "net", name), f)
+			if !more {
+				return nil
+			}
+			// A process that exits mid-read leaves its namespace to the
+			// next process in it; a missing tcp6 (no IPv6) is no loss.
+			read = read && (err == nil || errors.Is(err, os.ErrNotExist) && name == "tcp6")
+		}
+		seen[ns] = read
+	}
+	return nil
+}
+
+// readNetTCP calls f for each socket line of the file at path, and reports
+// whether f asked for more.
+func readNetTCP(path string, f func(TCPSocket) bool) (bool, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return true, err
+	}
+	defer file.Close()
+	sc := bufio.NewScanner(file)
+	sc.Buffer(make([]byte, 0, 512), 4096) // lines are ~150 bytes
+	for sc.Scan() {
+		if s, ok := ParseNetTCPLine(sc.Bytes()); ok && !f(s) {
+			return false, nil
+		}
+	}
+	return true, sc.Err()
+}
