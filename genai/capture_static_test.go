@@ -220,3 +220,48 @@ func benchEnv(name string, def int) int {
 	}
 	return def
 }
+
+// TestCaptureLibssl11Shape: OpenSSL 1.1.1's libssl.so.1.1, which Debian
+// 12 does not ship, stood in for by testdata/capture/fakessl11.c (no TLS;
+// 1.1.1's exported functions, symbol versions and wrapper shape, built by
+// gcc): a process that loads it is probed, on the internal functions
+// found through the versioned exports, and its calls become spans.
+func TestCaptureLibssl11Shape(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "libssl.map")
+	require.NoError(t, os.WriteFile(script, []byte(
+		"OPENSSL_1_1_0 { global: SSL_read; SSL_write; SSL_free; local: *; };\n"+
+			"OPENSSL_1_1_1 { global: SSL_read_ex; SSL_write_ex; } OPENSSL_1_1_0;\n"), 0o644))
+	lib := filepath.Join(dir, "libssl.so.1.1")
+	client := filepath.Join(dir, "client")
+	for _, args := range [][]string{
+		{"-O2", "-Wall", "-shared", "-fPIC", "-Wl,-soname,libssl.so.1.1", "-Wl,--version-script=" + script, "-o", lib, "testdata/capture/fakessl11.c"},
+		{"-O2", "-Wall", "-o", client, "testdata/capture/fakessl11client.c", lib, "-Wl,-rpath," + dir},
+	} {
+		out, err := exec.Command("gcc", args...).CombinedOutput()
+		require.NoError(t, err, "gcc: %s", out)
+	}
+	h := startCapture(t)
+	const port, calls = 4242, 2
+	cmd := exec.Command(client, strconv.Itoa(port), strconv.Itoa(calls))
+	cmd.Env = append(os.Environ(), "CAPTURE_SECRET="+captureSecret)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stdout)
+	require.True(t, sc.Scan() && sc.Text() == "READY", "the client did not start")
+	a := h.waitAttached(t, lib)
+	require.ElementsMatch(t, []string{"ssl_write_internal", "ssl_read_internal", "SSL_free"}, a.Symbols)
+	_, err = io.WriteString(stdin, "go\n")
+	require.NoError(t, err)
+	require.NoError(t, cmd.Wait())
+	for _, sp := range h.spansTo(t, port, calls) {
+		a := attrs(sp)
+		require.Equal(t, "gpt-4o-mini", a[semconv.GenAIRequestModel].AsString())
+		require.Equal(t, int64(2), a[semconv.GenAIUsageOutputTokens].AsInt64())
+		require.Equal(t, []string{"stop"}, a[semconv.GenAIResponseFinishReasons].AsStringSlice())
+	}
+	h.requireNoSecret(t)
+}
