@@ -18,16 +18,21 @@ const maxSymtabBytes = 64 << 20
 // .symtab too (a statically linked runtime need not export its symbols).
 // The offsets are what a uprobe attaches to.
 func resolve(path string, wanted map[string]bool, symtab bool) (map[string]uint64, error) {
-	f, err := os.Open(path)
+	return onFile(path, func(r io.ReaderAt) (map[string]uint64, error) { return resolveELF(r, wanted, symtab) })
+}
+
+// onFile runs f on the file at path, and names the path in its error.
+func onFile(path string, f func(io.ReaderAt) (map[string]uint64, error)) (map[string]uint64, error) {
+	file, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	found, err := resolveELF(f, wanted, symtab)
+	defer file.Close()
+	v, err := f(file)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return v, fmt.Errorf("%s: %w", path, err)
 	}
-	return found, nil
+	return v, nil
 }
 
 // resolveELF is resolve on an open file. It reads only the symbol tables
@@ -83,16 +88,7 @@ func symbolAddrs(ef *elf.File, wanted map[string]bool, symtab bool) (map[string]
 // locate opens the ELF file at path and returns the file offset each
 // probe attaches at, by Symbol; a probe it leaves out is not attached.
 func locate(path string, probes []Probe, symtab bool) (map[string]uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	found, err := locateELF(f, probes, symtab)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return found, nil
+	return onFile(path, func(r io.ReaderAt) (map[string]uint64, error) { return locateELF(r, probes, symtab) })
 }
 
 // locateELF is locate on an open file. A probe with CalledFrom is placed
