@@ -55,8 +55,9 @@ func addrPort(b []byte) (uint16, bool) {
 // TCPSockets calls f with every TCP socket (IPv4 and IPv6) of every
 // network namespace that a process under the root is in: each namespace's
 // /proc/<pid>/net/tcp and tcp6 are read once, through the first process
-// found in it. f returns false to stop. Processes that exit on the way
-// are skipped; an error is returned only when the root cannot be listed.
+// in it whose files can be read. f returns false to stop. It returns an
+// error when the root cannot be listed, or a namespace could be read
+// through none of its processes (no privilege, say).
 func (fs FS) TCPSockets(f func(TCPSocket) bool) error {
 	entries, err := os.ReadDir(fs.Root)
 	if err != nil {
@@ -83,6 +84,15 @@ func (fs FS) TCPSockets(f func(TCPSocket) bool) error {
 			read = read && (err == nil || errors.Is(err, os.ErrNotExist) && name == "tcp6")
 		}
 		seen[ns] = read
+	}
+	unread := 0
+	for _, read := range seen {
+		if !read {
+			unread++
+		}
+	}
+	if unread > 0 {
+		return fmt.Errorf("procfs: the TCP sockets of %d network namespaces under %s could not be read", unread, fs.Root)
 	}
 	return nil
 }

@@ -158,3 +158,40 @@ func FuzzParseNetTCPLine(f *testing.F) {
 		}
 	})
 }
+
+// TestTCPSocketsUnreadable: a namespace whose sockets no process gives
+// is an error, so that a caller can fail open; one read through any of
+// its processes is not.
+func TestTCPSocketsUnreadable(t *testing.T) {
+	root := t.TempDir()
+	proc := func(pid, ns string, tcp bool) {
+		dir := filepath.Join(root, pid)
+		for _, d := range []string{"ns", "net"} {
+			if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Symlink("net:["+ns+"]", filepath.Join(dir, "ns", "net")); err != nil {
+			t.Fatal(err)
+		}
+		if tcp {
+			line := "   0: 0100007F:1F40 00000000:0000 0A 0\n"
+			for _, f := range []string{"tcp", "tcp6"} {
+				if err := os.WriteFile(filepath.Join(dir, "net", f), []byte("  sl  local_address\n"+line), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	proc("10", "1", false) // exited before its files were read...
+	proc("11", "1", true)  // ...but this one is in the same namespace
+	n := 0
+	count := func(TCPSocket) bool { n++; return true }
+	if err := (FS{Root: root}).TCPSockets(count); err != nil || n != 2 {
+		t.Fatalf("TCPSockets: %v, %d sockets; want no error, 2", err, n)
+	}
+	proc("12", "2", false) // a namespace nothing gives
+	if err := (FS{Root: root}).TCPSockets(count); err == nil {
+		t.Error("an unreadable namespace is no error")
+	}
+}
