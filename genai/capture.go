@@ -192,8 +192,9 @@ type Capture struct {
 	conns   *connTable
 	goProcs int64
 	goes    *goCounter // used by the reader only
-	// preexisting: the plaintext gate is held open for sockets older
-	// than the capture (used by the reader only, after start).
+	// gateMu guards preexisting: the plaintext gate is held open for
+	// sockets older than the capture.
+	gateMu      sync.Mutex
 	preexisting bool
 
 	wg        sync.WaitGroup
@@ -310,6 +311,8 @@ func (c *Capture) startPlaintext() error {
 // in any network namespace, and closes it once none does. Unable to tell,
 // it leaves the gate open: the capture fails open.
 func (c *Capture) checkPreexisting() error {
+	c.gateMu.Lock()
+	defer c.gateMu.Unlock()
 	watched := map[uint16]bool{}
 	for _, p := range c.cfg.capture.ports {
 		watched[p] = true
@@ -366,7 +369,10 @@ func (c *Capture) read() {
 const housekeeping = 5 * time.Second
 
 func (c *Capture) housekeep(now time.Time) {
-	if c.preexisting {
+	c.gateMu.Lock()
+	pre := c.preexisting
+	c.gateMu.Unlock()
+	if pre {
 		_ = c.checkPreexisting() // a failure leaves the gate open
 	}
 	goes := c.goes.count() // reads /proc: outside the lock
