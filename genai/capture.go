@@ -192,10 +192,9 @@ type Capture struct {
 	conns   *connTable
 	goProcs int64
 	goes    *goCounter // used by the reader only
-	// gateMu guards preexisting: the plaintext gate is held open for
-	// sockets older than the capture.
-	gateMu      sync.Mutex
-	preexisting bool
+	// scanMu serialises the scans for sockets older than the capture,
+	// whose finding lives in the BPF side's gate.
+	scanMu sync.Mutex
 
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -311,8 +310,8 @@ func (c *Capture) startPlaintext() error {
 // in any network namespace, and closes it once none does. Unable to tell,
 // it leaves the gate open: the capture fails open.
 func (c *Capture) checkPreexisting() error {
-	c.gateMu.Lock()
-	defer c.gateMu.Unlock()
+	c.scanMu.Lock()
+	defer c.scanMu.Unlock()
 	watched := map[uint16]bool{}
 	for _, p := range c.cfg.capture.ports {
 		watched[p] = true
@@ -322,8 +321,7 @@ func (c *Capture) checkPreexisting() error {
 		found = s.State != procfs.TCPClose && (watched[s.LocalPort] || watched[s.RemotePort])
 		return !found
 	})
-	c.preexisting = found || err != nil
-	if err := c.objs.SetPreexisting(c.preexisting); err != nil {
+	if err := c.objs.SetPreexisting(found || err != nil); err != nil {
 		return fmt.Errorf("genai capture: %w", err)
 	}
 	return nil
@@ -369,10 +367,7 @@ func (c *Capture) read() {
 const housekeeping = 5 * time.Second
 
 func (c *Capture) housekeep(now time.Time) {
-	c.gateMu.Lock()
-	pre := c.preexisting
-	c.gateMu.Unlock()
-	if pre {
+	if g, err := c.objs.Gate(); err != nil || g.Preexisting {
 		_ = c.checkPreexisting() // a failure leaves the gate open
 	}
 	goes := c.goes.count() // reads /proc: outside the lock
