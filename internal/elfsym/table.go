@@ -312,10 +312,7 @@ func newTable(r io.ReaderAt, size int64, lim Limits) (*Table, error) {
 	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
 		return nil, fmt.Errorf("ELF type %s: want an executable or a shared object", f.Type)
 	}
-	b := &builder{r: r, size: uint64(size), f: f, lim: lim, entsize: elf.Sym64Size}
-	if f.Class == elf.ELFCLASS32 {
-		b.entsize = elf.Sym32Size
-	}
+	b := &builder{r: r, size: uint64(size), f: f, lim: lim, entsize: entrySize(f)}
 
 	var symtab, dynsym *elf.Section
 	for _, s := range f.Sections {
@@ -383,18 +380,57 @@ func newTable(r io.ReaderAt, size int64, lim Limits) (*Table, error) {
 // read collects the defined function symbols of sec, up to MaxSymbols.
 // Symbols of .dynsym at an address .symtab already has are skipped.
 func (b *builder) read(sec *elf.Section, src uint8) error {
-	entsize := b.entsize
-	if err := b.check(sec, entsize); err != nil {
-		return err
-	}
 	if _, err := b.strtab(sec); err != nil {
 		return err
 	}
 	nsymtab := len(b.syms)
+	return b.entries(sec, func(e symEntry) {
+		if !e.definedFunc() {
+			return
+		}
+		if src == srcDynsym && nsymtab > 0 {
+			if _, found := slices.BinarySearchFunc(b.syms[:nsymtab], e.addr,
+				func(a sym, v uint64) int { return cmp.Compare(a.addr, v) }); found {
+				return
+			}
+		}
+		if len(b.syms) >= b.lim.MaxSymbols {
+			b.dropped++
+			return
+		}
+		b.syms = append(b.syms, sym{
+			addr: e.addr, size: e.size, name: e.name, src: src,
+			rank: bindRank(elf.SymBind(e.info>>4))<<1 | src,
+		})
+	})
+}
+
+// symEntry is one entry of a symbol table.
+type symEntry struct {
+	name       uint32 // offset in the linked string table
+	info       byte
+	shndx      uint16
+	addr, size uint64
+}
+
+// definedFunc reports whether e is a named function (or ifunc) that its
+// file defines at a non-zero address.
+func (e symEntry) definedFunc() bool {
+	typ := elf.SymType(e.info & 0xf)
+	return (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) &&
+		e.shndx != uint16(elf.SHN_UNDEF) && e.addr != 0 && e.name != 0
+}
+
+// entries calls fn with every entry of the symbol table sec after the null
+// one, in order, reading through a fixed buffer.
+func (b *builder) entries(sec *elf.Section, fn func(symEntry)) error {
+	entsize := b.entsize
+	if err := b.check(sec, entsize); err != nil {
+		return err
+	}
 	bo := b.f.ByteOrder
 	var buf [256 * elf.Sym64Size]byte
 	chunk := uint64(len(buf)) / entsize * entsize
-	// Entry 0 is the null symbol.
 	for pos := entsize; pos+entsize <= sec.Size; {
 		n := min(chunk, (sec.Size-pos)/entsize*entsize)
 		if err := readFull(b.r, buf[:n], sec.Offset+pos); err != nil {
@@ -402,40 +438,13 @@ func (b *builder) read(sec *elf.Section, src uint8) error {
 		}
 		pos += n
 		for e := buf[:n]; len(e) > 0; e = e[entsize:] {
-			var s sym
-			var info byte
-			var shndx uint16
 			if entsize == elf.Sym64Size {
-				s.name = bo.Uint32(e[0:4])
-				info = e[4]
-				shndx = bo.Uint16(e[6:8])
-				s.addr = bo.Uint64(e[8:16])
-				s.size = bo.Uint64(e[16:24])
+				fn(symEntry{name: bo.Uint32(e[0:4]), info: e[4], shndx: bo.Uint16(e[6:8]),
+					addr: bo.Uint64(e[8:16]), size: bo.Uint64(e[16:24])})
 			} else {
-				s.name = bo.Uint32(e[0:4])
-				s.addr = uint64(bo.Uint32(e[4:8]))
-				s.size = uint64(bo.Uint32(e[8:12]))
-				info = e[12]
-				shndx = bo.Uint16(e[14:16])
+				fn(symEntry{name: bo.Uint32(e[0:4]), addr: uint64(bo.Uint32(e[4:8])),
+					size: uint64(bo.Uint32(e[8:12])), info: e[12], shndx: bo.Uint16(e[14:16])})
 			}
-			typ := elf.SymType(info & 0xf)
-			if typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC ||
-				shndx == uint16(elf.SHN_UNDEF) || s.addr == 0 || s.name == 0 {
-				continue
-			}
-			if src == srcDynsym && nsymtab > 0 {
-				if _, found := slices.BinarySearchFunc(b.syms[:nsymtab], s.addr,
-					func(a sym, v uint64) int { return cmp.Compare(a.addr, v) }); found {
-					continue
-				}
-			}
-			if len(b.syms) >= b.lim.MaxSymbols {
-				b.dropped++
-				continue
-			}
-			s.src = src
-			s.rank = bindRank(elf.SymBind(info>>4))<<1 | src
-			b.syms = append(b.syms, s)
 		}
 	}
 	return nil
@@ -469,6 +478,14 @@ func (b *builder) check(sec *elf.Section, entsize uint64) error {
 		return fmt.Errorf("section %s has entries of %d bytes, want %d", sec.Name, sec.Entsize, entsize)
 	}
 	return nil
+}
+
+// entrySize is the size of a symbol table symEntry of f's class.
+func entrySize(f *elf.File) uint64 {
+	if f.Class == elf.ELFCLASS32 {
+		return elf.Sym32Size
+	}
+	return elf.Sym64Size
 }
 
 // strtab returns the string table section that sec links to.

@@ -2,15 +2,16 @@ package uprobe
 
 import (
 	"debug/elf"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/xpuscope/xpuscope/internal/elfsym"
 )
 
-// maxSymtabBytes bounds the .symtab read when looking for symbols: a huge
-// unstripped library must not cost hundreds of megabytes to classify.
+// maxSymtabBytes bounds the .symtab searched for symbols: a huge
+// unstripped library must not cost seconds to classify.
 const maxSymtabBytes = 64 << 20
 
 // resolve opens the ELF file at path and returns the file offsets of the
@@ -36,14 +37,14 @@ func onFile(path string, f func(io.ReaderAt) (map[string]uint64, error)) (map[st
 }
 
 // resolveELF is resolve on an open file. It reads only the symbol tables
-// and keeps only the wanted names, so classifying a large library stays
-// cheap (internal/elfsym builds the full table symbolization needs).
+// and keeps only the wanted names, in memory that does not grow with the
+// file (elfsym.FuncAddrs), so classifying a large library stays cheap.
 func resolveELF(r io.ReaderAt, wanted map[string]bool, symtab bool) (map[string]uint64, error) {
 	ef, err := elf.NewFile(r)
 	if err != nil {
 		return nil, fmt.Errorf("not an ELF file: %w", err)
 	}
-	addrs, err := symbolAddrs(ef, wanted, symtab)
+	addrs, err := symbolAddrs(r, ef, wanted, symtab)
 	if err != nil {
 		return nil, err
 	}
@@ -56,33 +57,14 @@ func resolveELF(r io.ReaderAt, wanted map[string]bool, symtab bool) (map[string]
 	return found, nil
 }
 
-// symbolAddrs returns the virtual addresses of the wanted function symbols
-// ef defines, from .dynsym and, with symtab, from .symtab.
-func symbolAddrs(ef *elf.File, wanted map[string]bool, symtab bool) (map[string]uint64, error) {
-	found := map[string]uint64{}
-	add := func(syms []elf.Symbol) {
-		for _, s := range syms {
-			t := elf.ST_TYPE(s.Info)
-			if wanted[s.Name] && s.Section != elf.SHN_UNDEF && (t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC) {
-				found[s.Name] = s.Value
-			}
-		}
+// symbolAddrs returns the link-time addresses of the wanted function
+// symbols ef defines, from .dynsym and, with symtab, from .symtab unless it
+// is larger than maxSymtabBytes.
+func symbolAddrs(r io.ReaderAt, ef *elf.File, wanted map[string]bool, symtab bool) (map[string]uint64, error) {
+	if sec := ef.SectionByType(elf.SHT_SYMTAB); sec != nil && sec.Size > maxSymtabBytes {
+		symtab = false
 	}
-	dyn, err := ef.DynamicSymbols()
-	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-		return nil, fmt.Errorf("read .dynsym: %w", err)
-	}
-	add(dyn)
-	if symtab {
-		if sec := ef.Section(".symtab"); sec != nil && sec.Size <= maxSymtabBytes {
-			syms, err := ef.Symbols()
-			if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-				return nil, fmt.Errorf("read .symtab: %w", err)
-			}
-			add(syms)
-		}
-	}
-	return found, nil
+	return elfsym.FuncAddrs(r, ef, wanted, symtab)
 }
 
 // locate opens the ELF file at path and returns the file offset each
@@ -107,7 +89,7 @@ func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, e
 			wanted[w] = true
 		}
 	}
-	addrs, err := symbolAddrs(ef, wanted, symtab)
+	addrs, err := symbolAddrs(r, ef, wanted, symtab)
 	if err != nil {
 		return nil, err
 	}
