@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 const (
@@ -186,9 +187,18 @@ func RootPath(procRoot string, pid int, path string) string {
 	return filepath.Join(procRoot, strconv.Itoa(pid), "root", filepath.Clean("/"+path))
 }
 
+// readers keeps the line buffers of parse: a scan of every process's maps
+// would otherwise allocate one of MaxLineLen bytes per process.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, MaxLineLen) }}
+
 // parse is Parse with the mapping cap as a parameter, for tests.
 func parse(r io.Reader, maxMappings int) ([]Mapping, error) {
-	br := bufio.NewReaderSize(r, MaxLineLen)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() {
+		br.Reset(nil)
+		readers.Put(br)
+	}()
 	var (
 		ms     []Mapping
 		sorted = true
