@@ -23,9 +23,12 @@ struct watch_event {
 	__u32 what;
 };
 
+// 4096 events of 16 bytes. Each wakes the reader, so a backlog means
+// thousands of execs at once; what does not fit is counted in watch_drops,
+// and the periodic full rescan finds it.
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, 64 * 1024);
 } watch_events SEC(".maps");
 
 struct {
