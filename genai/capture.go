@@ -18,6 +18,7 @@ import (
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
 	"github.com/xpuscope/xpuscope/internal/ktime"
 	"github.com/xpuscope/xpuscope/internal/procfs"
+	"github.com/xpuscope/xpuscope/internal/ringpoll"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
 )
 
@@ -327,19 +328,23 @@ func (c *Capture) checkPreexisting() error {
 	return nil
 }
 
-// read drains the ring buffer: it wakes every poll interval, or sooner
-// when the BPF side finds the buffer a quarter full, and evicts idle
-// connections and recounts Go programs on the way.
+// read drains the ring buffer: it wakes every poll interval (backing off
+// to a second while nothing comes, see ringpoll), or sooner when the BPF
+// side finds the buffer a quarter full, and evicts idle connections and
+// recounts Go programs on the way.
 func (c *Capture) read() {
 	defer c.wg.Done()
 	var (
 		rec  ringbuf.Record
 		r    httpbpf.Record
 		next time.Time
+		pace = ringpoll.New(c.cfg.capture.pollInterval)
+		wait = c.cfg.capture.pollInterval
 	)
 	for {
-		c.rb.SetDeadline(time.Now().Add(c.cfg.capture.pollInterval))
-		for {
+		c.rb.SetDeadline(time.Now().Add(wait))
+		n := 0
+		for ; ; n++ {
 			err := c.rb.ReadInto(&rec)
 			if errors.Is(err, ringbuf.ErrClosed) {
 				return
@@ -355,6 +360,7 @@ func (c *Capture) read() {
 			}
 			c.mu.Unlock()
 		}
+		wait = pace.Next(n)
 		if now := time.Now(); now.After(next) {
 			c.housekeep(now)
 			next = now.Add(housekeeping)

@@ -20,6 +20,7 @@ import (
 	"github.com/xpuscope/xpuscope/internal/cudabpf"
 	"github.com/xpuscope/xpuscope/internal/ktime"
 	"github.com/xpuscope/xpuscope/internal/meterx"
+	"github.com/xpuscope/xpuscope/internal/ringpoll"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -199,8 +200,9 @@ func targets(rt Runtime, o *cudabpf.Objects, multi bool) []uprobe.Target {
 	return out
 }
 
-// read drains the ring buffer: it wakes every poll interval, or sooner
-// when the BPF side finds the buffer a quarter full.
+// read drains the ring buffer: it wakes every poll interval (backing off
+// to a second while nothing comes, see ringpoll), or sooner when the BPF
+// side finds the buffer a quarter full.
 func (s *Source) read() {
 	defer s.wg.Done()
 	ctx := context.Background()
@@ -208,6 +210,8 @@ func (s *Source) read() {
 		rec  ringbuf.Record
 		ev   cudabpf.Event
 		next = time.Now().Add(housekeeping)
+		pace = ringpoll.New(s.cfg.pollInterval)
+		wait = s.cfg.pollInterval
 	)
 	housekeepIfDue := func() {
 		if now := time.Now(); now.After(next) {
@@ -216,8 +220,9 @@ func (s *Source) read() {
 		}
 	}
 	for {
-		s.rb.SetDeadline(time.Now().Add(s.cfg.pollInterval))
-		for n := 1; ; n++ {
+		s.rb.SetDeadline(time.Now().Add(wait))
+		n := 0
+		for ; ; n++ {
 			err := s.rb.ReadInto(&rec)
 			if errors.Is(err, ringbuf.ErrClosed) {
 				return
@@ -237,10 +242,11 @@ func (s *Source) read() {
 			s.mu.Unlock()
 			// A batch lasts as long as records keep coming: under a
 			// steady stream, housekeeping must not wait for its end.
-			if n%housekeepCheck == 0 {
+			if (n+1)%housekeepCheck == 0 {
 				housekeepIfDue()
 			}
 		}
+		wait = pace.Next(n)
 		housekeepIfDue()
 	}
 }
