@@ -80,6 +80,8 @@ func WithSpanRate(perSecond float64) Option { return gputrace.WithSpanRate(perSe
 
 // WithPollInterval sets how often the reader drains the ring buffer when
 // it has not been woken (it is woken once the buffer is a quarter full).
+// After a poll that finds nothing the wait doubles, up to a second, until
+// records come again.
 func WithPollInterval(d time.Duration) Option { return gputrace.WithPollInterval(d) }
 
 // WithRingBufferSize sets the ring buffer's size in bytes, a power of two.

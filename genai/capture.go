@@ -94,7 +94,9 @@ func WithProcRoot(path string) Option {
 }
 
 // WithPollInterval sets how often the reader drains the ring buffer when
-// it is not woken sooner (default DefaultPollInterval).
+// it is not woken sooner (default DefaultPollInterval). After a poll that
+// finds nothing the wait doubles, up to a second, until records come
+// again.
 func WithPollInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.capture.pollInterval = d })
 }
