@@ -37,6 +37,9 @@ type settings struct {
 	bodyLimit      int
 	contentCapture int // bytes per attribute; 0: off
 
+	// gpus are the devices gpu found; nil when it did not start, and then
+	// nothing is known of the node's GPUs.
+	gpus []gpu.Device
 	// nvidiaCapacity and amdCapacity are the capacity of the node's
 	// NVIDIA and of its AMD GPUs, when gpu found each vendor's all alike.
 	nvidiaCapacity, amdCapacity *occupancy.Capacity
@@ -178,6 +181,10 @@ func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {
 	if s.nvidiaCapacity != nil {
 		opts = append(opts, cudatrace.WithDeviceCapacity(*s.nvidiaCapacity, occupancy.CapacityNVML))
 	}
+	ring, why := ringFor(s.gpus, semconv.VendorNVIDIA)
+	if ring != 0 {
+		opts = append(opts, cudatrace.WithRingBufferSize(ring))
+	}
 	if s.resolver != nil {
 		opts = append(opts, cudatrace.WithResolver(s.resolver))
 	}
@@ -185,7 +192,7 @@ func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return src, describeTrace(src.Status(), "CUDA"), nil
+	return src, describeTrace(src.Status(), "CUDA", why), nil
 }
 
 // startHIPTrace starts the HIP tracer, its occupancy model clamped to the
@@ -199,6 +206,10 @@ func startHIPTrace(s settings, p providers) (xpuscope.Source, string, error) {
 	if s.amdCapacity != nil {
 		opts = append(opts, hiptrace.WithDeviceCapacity(*s.amdCapacity, occupancy.CapacityKFD))
 	}
+	ring, why := ringFor(s.gpus, semconv.VendorAMD)
+	if ring != 0 {
+		opts = append(opts, hiptrace.WithRingBufferSize(ring))
+	}
 	if s.resolver != nil {
 		opts = append(opts, hiptrace.WithResolver(s.resolver))
 	}
@@ -206,13 +217,36 @@ func startHIPTrace(s settings, p providers) (xpuscope.Source, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return src, describeTrace(src.Status(), "HIP"), nil
+	return src, describeTrace(src.Status(), "HIP", why), nil
+}
+
+// idleRingBytes is the ring buffer of a runtime tracer when the node has
+// GPUs, but none of its runtime's vendor: a process there has no device to
+// launch work on. It holds about 3,000 calls of 80 bytes, which the reader
+// empties every 50 ms, or at a quarter full: enough unless processes there
+// make 60,000 calls a second, and what does not fit is counted as dropped.
+// The default ring is 4 MiB, and costs twice its size in RSS (the reader
+// maps its pages twice).
+const idleRingBytes = 256 << 10
+
+// ringFor returns the ring buffer size for the tracer of vendor's runtime,
+// and why, or 0 for the tracer's default: where gpu found GPUs (gpus is not
+// nil), but none of vendor.
+func ringFor(gpus []gpu.Device, vendor string) (bytes uint32, why string) {
+	if gpus == nil || slices.ContainsFunc(gpus, func(d gpu.Device) bool { return d.Vendor == vendor }) {
+		return 0, ""
+	}
+	return idleRingBytes, fmt.Sprintf("ring buffer %d KiB, as the node has no %s GPU", idleRingBytes>>10, vendor)
 }
 
 // describeTrace says which of runtime's libraries (and in which
-// processes) the probes are attached to, and which could not be probed.
-func describeTrace(st cudatrace.Status, runtime string) string {
+// processes) the probes are attached to, and which could not be probed;
+// note, if any, comes first.
+func describeTrace(st cudatrace.Status, runtime, note string) string {
 	var b strings.Builder
+	if note != "" {
+		b.WriteString(note + "; ")
+	}
 	if len(st.Attachments) == 0 {
 		fmt.Fprintf(&b, "uprobes: no %s library mapped yet; new processes and dlopen are watched", runtime)
 	} else {
@@ -305,6 +339,7 @@ func startAll(s settings, p providers) []result {
 		case *podjoin.Resolver:
 			s.resolver = src
 		case *gpu.Source:
+			s.gpus = src.Devices()
 			s.nvidiaCapacity = commonCapacity(src.Devices(), semconv.VendorNVIDIA)
 			s.amdCapacity = commonCapacity(src.Devices(), semconv.VendorAMD)
 		}

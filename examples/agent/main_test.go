@@ -103,6 +103,11 @@ func TestRunWithGPUs(t *testing.T) {
 	stdout, stderr, code := output(t, agent(t, "-check", "-nvml-library", lib))
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	assert.Regexp(t, `(?m)^gpu +active +NVIDIA: 2 GPU\(s\), driver 535\.999\.01: 0:NVIDIA Fake H100 80GB HBM3, 1:NVIDIA Fake A100-SXM4-40GB$`, stdout)
+	if os.Geteuid() == 0 {
+		// An NVIDIA node: the HIP tracer's ring is the small one.
+		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
+		assert.Regexp(t, `(?m)^hiptrace +active +ring buffer 256 KiB, as the node has no AMD GPU; uprobes`, stdout)
+	}
 
 	// Run for a while: scrape the endpoint while it runs, then read the
 	// final metrics it prints.
@@ -184,6 +189,36 @@ func TestCommonCapacity(t *testing.T) {
 	assert.Equal(t, &occupancy.Capacity{SMs: 132, ThreadsPerSM: 2048}, commonCapacity(mixed, nv))
 	assert.Equal(t, &occupancy.Capacity{SMs: 304, ThreadsPerSM: 2048}, commonCapacity(mixed, amd))
 	assert.Nil(t, commonCapacity([]gpu.Device{h100}, amd), "no AMD GPU")
+}
+
+// A runtime tracer gets the small ring only where gpu found GPUs, none of
+// its runtime's vendor.
+func TestRingFor(t *testing.T) {
+	nv, amd := semconv.VendorNVIDIA, semconv.VendorAMD
+	h100 := gpu.Device{UUID: "GPU-a", Vendor: nv}
+	mig := gpu.Device{UUID: "MIG-c", Vendor: nv, Parent: "GPU-a"}
+	mi300x := gpu.Device{UUID: "0x7a3c000000000000", Vendor: amd}
+	for _, tc := range []struct {
+		name   string
+		gpus   []gpu.Device
+		vendor string
+		want   uint32
+	}{
+		{"gpu did not start: nothing known", nil, nv, 0},
+		{"gpu did not start, AMD: nothing known", nil, amd, 0},
+		{"NVIDIA node, CUDA", []gpu.Device{h100, h100}, nv, 0},
+		{"NVIDIA node, HIP", []gpu.Device{h100, h100}, amd, idleRingBytes},
+		{"MIG node, CUDA", []gpu.Device{h100, mig}, nv, 0},
+		{"AMD node, CUDA", []gpu.Device{mi300x}, nv, idleRingBytes},
+		{"mixed node, HIP", []gpu.Device{h100, mi300x}, amd, 0},
+		{"gpu found no GPU", []gpu.Device{}, nv, idleRingBytes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, why := ringFor(tc.gpus, tc.vendor)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, got != 0, strings.Contains(why, "no "+tc.vendor+" GPU"), "why: %q", why)
+		})
+	}
 }
 
 func TestDescribePodjoin(t *testing.T) {
