@@ -49,6 +49,7 @@ func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange, p *capProc) outco
 type captureInstruments struct {
 	exchanges, abandoned, dropped, skipped metric.Int64ObservableCounter
 	connections, goProcs, attached         metric.Int64ObservableUpDownCounter
+	waiting                                metric.Int64ObservableUpDownCounter
 
 	outcome [numOutcomes]meterx.Attrs
 	reason  map[string]meterx.Attrs
@@ -63,6 +64,7 @@ func (in *captureInstruments) create(m metric.Meter) error {
 	in.connections = b.UpDownCounter(semconv.XpuscopeGenAICaptureConnections)
 	in.goProcs = b.UpDownCounter(semconv.XpuscopeGenAICaptureGoProcesses)
 	in.attached = b.UpDownCounter(semconv.XpuscopeGenAICaptureAttachedFiles)
+	in.waiting = b.UpDownCounter(semconv.XpuscopeGenAIClientWaitingRequests)
 	for o, v := range [numOutcomes]string{
 		outcomeEmitted: semconv.CaptureOutcomeEmitted, outcomeNotLLM: semconv.CaptureOutcomeNotLLM,
 		outcomeServerSide: semconv.CaptureOutcomeServerSide, outcomeParseError: semconv.CaptureOutcomeParseError,
@@ -79,7 +81,7 @@ func (in *captureInstruments) create(m metric.Meter) error {
 }
 
 func (in *captureInstruments) observables() []metric.Observable {
-	return []metric.Observable{in.exchanges, in.abandoned, in.dropped, in.skipped, in.connections, in.goProcs, in.attached}
+	return []metric.Observable{in.exchanges, in.abandoned, in.dropped, in.skipped, in.connections, in.goProcs, in.attached, in.waiting}
 }
 
 // observe reports the self-metrics; it reads the kernel's counters, then
@@ -91,6 +93,7 @@ func (c *Capture) observe(in *captureInstruments, o metric.Observer) error {
 	t := c.conns
 	outcomes, f := t.outcomes, t.frames
 	conns, evicted, goProcs := int64(len(t.conns)), t.evicted, c.goProcs
+	waiting := c.waiting()
 	c.mu.Unlock()
 
 	for i, n := range outcomes {
@@ -114,7 +117,60 @@ func (c *Capture) observe(in *captureInstruments, o metric.Observer) error {
 	o.ObserveInt64(in.connections, conns)
 	o.ObserveInt64(in.goProcs, goProcs)
 	o.ObserveInt64(in.attached, attached)
+	for k, n := range waiting {
+		o.ObserveInt64(in.waiting, n, metric.WithAttributes(k.attrs()...))
+	}
 	return nil
+}
+
+// waitingKey is the attributes of a waiting call.
+type waitingKey struct {
+	operation, provider, model, server string
+	port                               int
+}
+
+func (k waitingKey) attrs() []attribute.KeyValue {
+	kv := []attribute.KeyValue{semconv.GenAIOperationName.String(k.operation), semconv.GenAIProviderName.String(k.provider)}
+	if k.model != "" {
+		kv = append(kv, semconv.GenAIRequestModel.String(k.model))
+	}
+	if k.server != "" {
+		kv = append(kv, semconv.ServerAddress.String(k.server))
+	}
+	if k.port != 0 {
+		kv = append(kv, semconv.ServerPort.Int(k.port))
+	}
+	return kv
+}
+
+// waiting counts the streaming LLM API calls whose request the traced
+// clients sent in full and whose response has not brought a body byte
+// yet, by the attributes of the GenAI metrics (request model and server
+// under the same caps). It reads each such request anew, as the exchange
+// path would; the caller holds c.mu.
+func (c *Capture) waiting() map[waitingKey]int64 {
+	out := map[waitingKey]int64{}
+	var x Exchange
+	for _, cc := range c.conns.conns {
+		cc.frame.Waiting(func(fx *httpframe.Exchange) {
+			if fx.Role != httpframe.Client {
+				return // the server's end: its clients' capture counts it
+			}
+			toExchange(fx, c.conns.wall, &x)
+			ep, ok := Detect(&x, c.cfg.capture.hosts)
+			if !ok {
+				return
+			}
+			call, err := Parse(&x, ep)
+			if err != nil || !call.Stream {
+				return
+			}
+			out[waitingKey{operation: ep.Operation, provider: ep.Provider,
+				model: c.emitter.models.value(call.RequestModel), server: c.emitter.servers.value(ep.ServerAddress),
+				port: ep.ServerPort}]++
+		})
+	}
+	return out
 }
 
 // goCounter counts the running Go programs, whose crypto/tls the capture

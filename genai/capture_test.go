@@ -6,6 +6,7 @@ package genai
 // in for the providers a test cannot reach.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -151,6 +152,12 @@ func python(t *testing.T, s *llmserver.Server, path, model string, n int) {
 // connections.
 func curlChat(t *testing.T, s *llmserver.Server, n int) {
 	t.Helper()
+	out, err := curlChatCmd(s, n).CombinedOutput()
+	require.NoError(t, err, "curl: %s", out)
+}
+
+// curlChatCmd is the command curlChat runs.
+func curlChatCmd(s *llmserver.Server, n int) *exec.Cmd {
 	args := []string{"-sS", "--http1.1", "-N", "--fail", "-H", "Authorization: Bearer " + captureSecret,
 		"-H", "Content-Type: application/json", "-d", `{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`,
 		"-o", "/dev/null"}
@@ -163,8 +170,7 @@ func curlChat(t *testing.T, s *llmserver.Server, n int) {
 	for range n {
 		args = append(args, s.URL+"/v1/chat/completions")
 	}
-	out, err := exec.Command("curl", args...).CombinedOutput()
-	require.NoError(t, err, "curl: %s", out)
+	return exec.Command("curl", args...)
 }
 
 const (
@@ -275,6 +281,42 @@ func TestCapturePlaintextKeepAlive(t *testing.T) {
 		checkStreamedCall(t, h, sp, "openai", "gpt-4o-mini", "stop")
 	}
 	h.requireNoSecret(t)
+}
+
+// TestCaptureWaitingRequests: streaming calls count as waiting from their
+// request until their first chunk (the mock holds it for 3 s, as a
+// server with a queue would), and no longer once it came.
+func TestCaptureWaitingRequests(t *testing.T) {
+	const n = 4
+	s := llmserver.Start(t, llmserver.Options{FirstDelay: 3 * time.Second, ChunkDelay: chunkDelay, Chunks: chunks})
+	hosts, err := NewHostMap(map[string]string{"127.0.0.1:" + strconv.Itoa(s.Port): "openai"})
+	require.NoError(t, err)
+	h := startCapture(t, WithHostMap(hosts), WithPlaintextPorts(uint16(s.Port)))
+	waiting := func() float64 {
+		var sum float64
+		for _, p := range testutil.Collect(t, h.reader).Find(semconv.XpuscopeGenAIClientWaitingRequests.Name) {
+			if p.Get(semconv.ServerPort) == strconv.Itoa(s.Port) {
+				require.Equal(t, "openai", p.Get(semconv.GenAIProviderName))
+				require.Equal(t, "chat", p.Get(semconv.GenAIOperationName))
+				require.Equal(t, "gpt-4o-mini", p.Get(semconv.GenAIRequestModel))
+				require.Equal(t, "127.0.0.1", p.Get(semconv.ServerAddress))
+				sum += p.Value
+			}
+		}
+		return sum
+	}
+
+	curl := curlChatCmd(s, n)
+	var out bytes.Buffer
+	curl.Stdout, curl.Stderr = &out, &out
+	require.NoError(t, curl.Start())
+	var got float64
+	ok := poll(2500*time.Millisecond, func() bool { got = waiting(); return got == n })
+	require.NoError(t, curl.Wait(), "curl: %s", &out)
+	require.True(t, ok, "%v calls waiting for their first chunk, want %d", got, n)
+	require.True(t, poll(5*time.Second, func() bool { got = waiting(); return got == 0 }),
+		"%v calls still waiting after their responses", got)
+	h.spansTo(t, s.Port, n)
 }
 
 // TestCaptureLoad: 200 concurrent streaming requests over TLS, each on its

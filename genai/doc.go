@@ -45,7 +45,10 @@
 //     and still parsed when cut; memory bounded per connection and in
 //     total (WithMaxConnections, WithIdleTimeout), evictions counted;
 //   - calls lost to a full ring buffer abandon the exchange they belong
-//     to, counted: an exchange is never assembled from the wrong bytes.
+//     to, counted: an exchange is never assembled from the wrong bytes;
+//   - the streaming calls sent and waiting for their first chunk, counted
+//     at each collection (xpuscope.genai.client.waiting_requests): the
+//     server's queue as the clients see it.
 //
 // With WithResolver (a *podjoin.Resolver, or any Resolver), each call's
 // span carries the attributes of the calling process's container and pod,

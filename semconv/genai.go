@@ -214,6 +214,14 @@ var (
 		Buckets:     genaiDurationBuckets,
 		Note:        genaiNote + " Streaming calls only. Chunks are the capture's reads, which may merge or split the server's events.",
 	}
+	XpuscopeGenAIClientWaitingRequests = Metric{
+		Name: "xpuscope.genai.client.waiting_requests", Kind: UpDownCounter, Unit: "{request}", Origin: Extension,
+		Description: "Streaming GenAI calls sent in full whose response has not brought a body byte yet: calls the server is queueing, or reading the prompt of.",
+		Attributes: []attribute.Key{
+			GenAIOperationName, GenAIProviderName, GenAIRequestModel, ServerAddress, ServerPort,
+		},
+		Note: genaiNote + " Read at each collection from the calls in progress on the captured connections (Capture only; an Emitter fed by the caller has none). Streaming calls only: a call that is not streamed gets its response whole, so it would wait for all of its generation. It counts what the clients on the node wait for, network included: a server's own queue metric (vLLM's num_requests_waiting) leaves out the calls in prefill, and counts those of every client.",
+	}
 	XpuscopeGenAICost = Metric{
 		Name: "xpuscope.genai.cost", Kind: Counter, Unit: "{USD}", Origin: Extension,
 		Description: "Estimated cost of GenAI operations in US dollars, from user-given per-token rates.",
@@ -225,7 +233,7 @@ var (
 var genaiMetrics = []Metric{
 	GenAIClientTokenUsage, GenAIClientOperationDuration,
 	GenAIClientOperationTimeToFirstChunk, GenAIClientOperationTimePerOutputChunk,
-	XpuscopeGenAICost,
+	XpuscopeGenAIClientWaitingRequests, XpuscopeGenAICost,
 }
 
 // SpanGenAIClient documents the GenAI inference span. Its name is not

@@ -331,6 +331,28 @@ func (c *Conn) Close() {
 	c.release()
 }
 
+// Waiting calls f with the exchange of each request sent in full whose
+// response has not brought a body byte yet: not begun, or only its head.
+// For a streamed LLM response that is the time the server queued the call
+// and read its prompt, before the first token. The exchange holds the
+// request's fields and body only; f must not keep it or call the Conn.
+func (c *Conn) Waiting(f func(*Exchange)) {
+	if c.state != live {
+		return
+	}
+	for _, e := range c.queue {
+		if e.reqDone && !e.abandoned {
+			f(&e.ex)
+		}
+	}
+	for i := range c.sides {
+		s := &c.sides[i]
+		if e := s.cur; s.kind == kindResponse && e != nil && e.reqDone && !e.abandoned && len(s.marks) == 0 {
+			f(&e.ex)
+		}
+	}
+}
+
 // Retained returns the bytes the Conn holds for messages in progress:
 // its buffers, and the exchanges waiting for their other half. Each
 // direction holds at most MaxHeader + MaxBody bytes and MaxPieces piece

@@ -2,6 +2,7 @@ package httpframe
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -913,5 +914,52 @@ func TestBodiesReused(t *testing.T) {
 	}
 	if len(bodies.free) != MaxBodies {
 		t.Errorf("Bodies keeps %d buffers, want at most %d", len(bodies.free), MaxBodies)
+	}
+}
+
+// TestWaiting: a request counts as waiting from its last byte until the
+// first byte of its response body, in either role, pipelined or not.
+func TestWaiting(t *testing.T) {
+	const (
+		post       = "POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\nContent-Length: 13\r\n\r\n"
+		postBody   = `{"stream":1}` + "\n"
+		streamHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+		chunk      = "6\r\ndata: \r\n"
+	)
+	for _, tc := range []struct {
+		name string
+		evs  []event
+		want []string // the waiting requests' bodies
+	}{
+		{"nothing sent", nil, nil},
+		{"request head only", []event{w(1, post)}, nil},
+		{"request sent", []event{w(1, post+postBody)}, []string{postBody}},
+		{"response head only", []event{w(1, post+postBody), r(2, streamHead)}, []string{postBody}},
+		{"first body byte", []event{w(1, post+postBody), r(2, streamHead), r(3, chunk)}, nil},
+		{"complete", []event{w(1, post+postBody), r(2, ok("x"))}, nil},
+		{"pipelined, the first answered", []event{w(1, post+postBody+get("/b")), r(2, streamHead+chunk)}, []string{""}},
+		{"pipelined, none answered", []event{w(1, post+postBody+get("/b"))}, []string{postBody, ""}},
+		{"server side: read, not yet answered", []event{r(1, post+postBody)}, []string{postBody}},
+		{"server side: head written", []event{r(1, post+postBody), w(2, streamHead)}, []string{postBody}},
+		{"server side: streaming", []event{r(1, post+postBody), w(2, streamHead+chunk)}, nil},
+		{"not HTTP", []event{w(1, "\x16\x03\x01 tls hello"), r(2, "x")}, nil},
+		{"closed", []event{w(1, post+postBody), hangUp()}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{})
+			for _, ev := range tc.evs {
+				switch ev.op {
+				case opFeed:
+					c.Feed(ev.dir, []byte(ev.data), ev.at)
+				case opClose:
+					c.Close()
+				}
+			}
+			var got []string
+			c.Waiting(func(x *Exchange) { got = append(got, string(x.RequestBody)) })
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("waiting request bodies %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

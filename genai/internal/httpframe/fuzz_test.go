@@ -84,6 +84,11 @@ func playChecked(t *testing.T, cfg Config, evs []event, split func([]byte) [][]b
 				if n := c.Retained(); n > limit {
 					t.Fatalf("event %d: the Conn retains %d bytes, over the bound %d", i, n, limit)
 				}
+				waiting := 0
+				c.Waiting(func(*Exchange) { waiting++ })
+				if most := withDefaults(cfg).MaxPending + 2; waiting > most {
+					t.Fatalf("event %d: %d requests waiting, over MaxPending + 2 = %d", i, waiting, most)
+				}
 			}
 		case opGap:
 			c.Gap(ev.dir)
