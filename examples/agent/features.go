@@ -225,7 +225,7 @@ func startHIPTrace(s settings, p providers) (xpuscope.Source, string, error) {
 // launch work on. It holds about 3,000 calls of 80 bytes, which the reader
 // empties every 50 ms, or at a quarter full: enough unless processes there
 // make 60,000 calls a second, and what does not fit is counted as dropped.
-// The default ring is 4 MiB, and costs twice its size in RSS (the reader
+// The default ring is 2 MiB, and costs twice its size in RSS (the reader
 // maps its pages twice).
 const idleRingBytes = 256 << 10
 

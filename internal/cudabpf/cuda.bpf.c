@@ -214,7 +214,7 @@ volatile const __u64 launch_window_ns = 5000000000; // the same, for a driver la
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);
+	__uint(max_entries, 2 << 20); // gputrace.DefaultRingBytes
 } events SEC(".maps");
 
 struct {

@@ -541,8 +541,8 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer objs.Close()
-	if got := objs.Events().MaxEntries(); got != 4<<20 {
-		t.Errorf("ring buffer of %d bytes, want the default 4 MiB", got)
+	if got := objs.Events().MaxEntries(); got != 2<<20 {
+		t.Errorf("ring buffer of %d bytes, want the default 2 MiB", got)
 	}
 	c, err := objs.Counters()
 	if err != nil {
