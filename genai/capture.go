@@ -191,9 +191,13 @@ type Capture struct {
 	rb      *ringbuf.Reader
 	reg     metric.Registration
 
-	mu      sync.Mutex // guards conns and goProcs
+	mu      sync.Mutex // guards conns, goProcs and waitKeys
 	conns   *connTable
 	goProcs int64
+	// waitKeys are the attribute sets of waiting calls seen so far: each
+	// is reported, 0 when no call waits, so that its series does not
+	// vanish between calls (see waiting).
+	waitKeys map[waitingKey]bool
 	goes    *goCounter // used by the reader only
 	// scanMu serialises the scans for sockets older than the capture,
 	// whose finding lives in the BPF side's gate.
@@ -213,7 +217,7 @@ func NewCapture(opts ...Option) (*Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Capture{cfg: e.cfg, emitter: e}
+	c := &Capture{cfg: e.cfg, emitter: e, waitKeys: map[waitingKey]bool{}}
 	if err := c.cfg.capture.check(); err != nil {
 		return nil, err
 	}

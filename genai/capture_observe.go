@@ -143,11 +143,18 @@ func (k waitingKey) attrs() []attribute.KeyValue {
 	return kv
 }
 
+// maxWaitKeys bounds the attribute sets of waiting calls reported at 0
+// when no call waits.
+const maxWaitKeys = 256
+
 // waiting counts the streaming LLM API calls whose request the traced
 // clients sent in full and whose response has not brought a body byte
 // yet, by the attributes of the GenAI metrics (request model and server
 // under the same caps). It reads each such request anew, as the exchange
-// path would; the caller holds c.mu.
+// path would. The first maxWaitKeys attribute sets seen are reported
+// from then on, at 0 when no call waits: a series that vanished instead
+// would leave an average over time (the queue alert's) to the moments
+// calls waited. The caller holds c.mu.
 func (c *Capture) waiting() map[waitingKey]int64 {
 	out := map[waitingKey]int64{}
 	var x Exchange
@@ -169,6 +176,16 @@ func (c *Capture) waiting() map[waitingKey]int64 {
 				model: c.emitter.models.value(call.RequestModel), server: c.emitter.servers.value(ep.ServerAddress),
 				port: ep.ServerPort}]++
 		})
+	}
+	for k := range out {
+		if len(c.waitKeys) < maxWaitKeys {
+			c.waitKeys[k] = true
+		}
+	}
+	for k := range c.waitKeys {
+		if _, ok := out[k]; !ok {
+			out[k] = 0
+		}
 	}
 	return out
 }

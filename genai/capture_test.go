@@ -292,30 +292,35 @@ func TestCaptureWaitingRequests(t *testing.T) {
 	hosts, err := NewHostMap(map[string]string{"127.0.0.1:" + strconv.Itoa(s.Port): "openai"})
 	require.NoError(t, err)
 	h := startCapture(t, WithHostMap(hosts), WithPlaintextPorts(uint16(s.Port)))
-	waiting := func() float64 {
+	// waiting returns the calls waiting on s, and whether the series is
+	// there at all.
+	waiting := func() (float64, bool) {
 		var sum float64
-		for _, p := range testutil.Collect(t, h.reader).Find(semconv.XpuscopeGenAIClientWaitingRequests.Name) {
-			if p.Get(semconv.ServerPort) == strconv.Itoa(s.Port) {
-				require.Equal(t, "openai", p.Get(semconv.GenAIProviderName))
-				require.Equal(t, "chat", p.Get(semconv.GenAIOperationName))
-				require.Equal(t, "gpt-4o-mini", p.Get(semconv.GenAIRequestModel))
-				require.Equal(t, "127.0.0.1", p.Get(semconv.ServerAddress))
-				sum += p.Value
-			}
+		pts := testutil.Collect(t, h.reader).Find(semconv.XpuscopeGenAIClientWaitingRequests.Name,
+			semconv.ServerPort.Int(s.Port))
+		for _, p := range pts {
+			require.Equal(t, "openai", p.Get(semconv.GenAIProviderName))
+			require.Equal(t, "chat", p.Get(semconv.GenAIOperationName))
+			require.Equal(t, "gpt-4o-mini", p.Get(semconv.GenAIRequestModel))
+			require.Equal(t, "127.0.0.1", p.Get(semconv.ServerAddress))
+			sum += p.Value
 		}
-		return sum
+		return sum, len(pts) > 0
 	}
+	_, seen := waiting()
+	require.False(t, seen, "a series before any call")
 
 	curl := curlChatCmd(s, n)
 	var out bytes.Buffer
 	curl.Stdout, curl.Stderr = &out, &out
 	require.NoError(t, curl.Start())
 	var got float64
-	ok := poll(2500*time.Millisecond, func() bool { got = waiting(); return got == n })
+	ok := poll(2500*time.Millisecond, func() bool { got, _ = waiting(); return got == n })
 	require.NoError(t, curl.Wait(), "curl: %s", &out)
 	require.True(t, ok, "%v calls waiting for their first chunk, want %d", got, n)
-	require.True(t, poll(5*time.Second, func() bool { got = waiting(); return got == 0 }),
-		"%v calls still waiting after their responses", got)
+	// Then 0, reported: the series stays.
+	require.True(t, poll(5*time.Second, func() bool { got, seen = waiting(); return got == 0 && seen }),
+		"%v calls still waiting after their responses (series there: %v)", got, seen)
 	h.spansTo(t, s.Port, n)
 }
 

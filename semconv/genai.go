@@ -220,7 +220,7 @@ var (
 		Attributes: []attribute.Key{
 			GenAIOperationName, GenAIProviderName, GenAIRequestModel, ServerAddress, ServerPort,
 		},
-		Note: genaiNote + " Read at each collection from the calls in progress on the captured connections (Capture only; an Emitter fed by the caller has none). Streaming calls only: a call that is not streamed gets its response whole, so it would wait for all of its generation. It counts what the clients on the node wait for, network included: a server's own queue metric (vLLM's num_requests_waiting) leaves out the calls in prefill, and counts those of every client.",
+		Note: genaiNote + " Read at each collection from the calls in progress on the captured connections (Capture only; an Emitter fed by the caller has none). An attribute set once seen is reported at 0 while no call waits (the first 256 sets), so that averages over time see the empty moments. Streaming calls only: a call that is not streamed gets its response whole, so it would wait for all of its generation. It counts what the clients on the node wait for, network included: a server's own queue metric (vLLM's num_requests_waiting) leaves out the calls in prefill, and counts those of every client.",
 	}
 	XpuscopeGenAICost = Metric{
 		Name: "xpuscope.genai.cost", Kind: Counter, Unit: "{USD}", Origin: Extension,
