@@ -27,6 +27,12 @@
 // most a fixed number of Tables, keyed by file identity (device, inode),
 // and evicts the least recently used by a clock sweep.
 //
+// FuncAddrs answers a narrower question without a Table: where a few
+// named functions are, in a file that almost never has them (a tracer asks
+// it of every file every process maps). It looks for the names in the
+// string tables through a fixed window first, and reads a symbol table's
+// entries only where one is there.
+//
 // A file that is not ELF, or has no function symbols at all (stripped of
 // .symtab and exporting nothing), fails with an error wrapping ErrNoSymbols,
 // so that a caller can report "stripped" rather than a fault.
