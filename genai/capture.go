@@ -198,7 +198,7 @@ type Capture struct {
 	// is reported, 0 when no call waits, so that its series does not
 	// vanish between calls (see waiting).
 	waitKeys map[waitingKey]bool
-	goes    *goCounter // used by the reader only
+	goes     *goCounter // used by the reader only
 	// scanMu serialises the scans for sockets older than the capture,
 	// whose finding lives in the BPF side's gate.
 	scanMu sync.Mutex
@@ -313,9 +313,13 @@ func (c *Capture) startPlaintext() error {
 }
 
 // checkPreexisting opens the plaintext gate while a TCP socket with a
-// watched port that the socket state program may not have seen exists,
-// in any network namespace, and closes it once none does. Unable to tell,
-// it leaves the gate open: the capture fails open.
+// watched port that the socket state program may not have seen carries
+// data, in any network namespace, and closes it once none does. A socket
+// that listens, or is still connecting, changes state before a byte
+// passes, and that program sees the change: so a model server listening
+// from before the capture holds the gate open only through its
+// connections of then. Unable to tell, it leaves the gate open: the
+// capture fails open.
 func (c *Capture) checkPreexisting() error {
 	c.scanMu.Lock()
 	defer c.scanMu.Unlock()
@@ -325,7 +329,7 @@ func (c *Capture) checkPreexisting() error {
 	}
 	found := false
 	err := procfs.FS{Root: c.cfg.capture.procRoot}.TCPSockets(func(s procfs.TCPSocket) bool {
-		found = s.State != procfs.TCPClose && (watched[s.LocalPort] || watched[s.RemotePort])
+		found = s.CarriesData() && (watched[s.LocalPort] || watched[s.RemotePort])
 		return !found
 	})
 	if err := c.objs.SetPreexisting(found || err != nil); err != nil {

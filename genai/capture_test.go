@@ -27,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/httpbpf"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
@@ -465,18 +466,46 @@ func TestCaptureOptions(t *testing.T) {
 func TestCapturePlaintextGate(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	defer l.Close()
 	port := uint16(l.Addr().(*net.TCPAddr).Port)
-	h := startCapture(t, WithPlaintextPorts(port))
-	g, err := h.c.objs.Gate()
+	// A connection from before the capture: bytes may pass through it
+	// that the capture must read, with no change of state to see.
+	client, err := net.Dial("tcp", l.Addr().String())
 	require.NoError(t, err)
-	require.True(t, g.Preexisting, "the listener on %d predates the capture: %+v", port, g)
+	server, err := l.Accept()
+	require.NoError(t, err)
+
+	h := startCapture(t, WithPlaintextPorts(port))
+	gate := func() httpbpf.Gate {
+		g, err := h.c.objs.Gate()
+		require.NoError(t, err)
+		return g
+	}
+	g := gate()
+	require.True(t, g.Preexisting, "a connection on %d predates the capture: %+v", port, g)
 	require.Len(t, h.c.sys, 3, "the socket state and syscall programs")
 
-	require.NoError(t, l.Close())
-	require.NoError(t, h.c.checkPreexisting())
-	g, err = h.c.objs.Gate()
+	// Closed, it no longer holds the gate open, and neither does the
+	// listener: a new connection changes state before a byte passes.
+	require.NoError(t, client.Close())
+	require.NoError(t, server.Close())
+	require.True(t, poll(5*time.Second, func() bool {
+		require.NoError(t, h.c.checkPreexisting())
+		g = gate()
+		return !g.IsOpen()
+	}), "only the listener on %d is left: %+v", port, g)
+
+	// A new connection opens it, and its close shuts it again.
+	client, err = net.Dial("tcp", l.Addr().String())
 	require.NoError(t, err)
-	require.False(t, g.IsOpen(), "no socket on %d is left: %+v", port, g)
+	server, err = l.Accept()
+	require.NoError(t, err)
+	g = gate()
+	require.True(t, g.IsOpen() && !g.Preexisting, "a new connection on %d: %+v", port, g)
+	require.NoError(t, client.Close())
+	require.NoError(t, server.Close())
+	require.True(t, poll(5*time.Second, func() bool { g = gate(); return !g.IsOpen() }),
+		"the new connection closed: %+v", g)
 
 	none := startCapture(t, WithPlaintextPorts())
 	require.Empty(t, none.c.sys, "no port watched, no program on every syscall")

@@ -38,7 +38,8 @@
 //   - plaintext HTTP to local model servers (WithPlaintextPorts, default
 //     vLLM 8000, TGI and llama.cpp 8080, LiteLLM 4000, Ollama 11434), from
 //     BTF raw tracepoints on the socket syscalls (no kprobes, no tracefs),
-//     which stand aside while no TCP socket with a watched port exists;
+//     which stand aside while no TCP connection with a watched port
+//     exists (a listener does not count);
 //   - HTTP/1.1 framing per connection (Content-Length, chunked, SSE,
 //     keep-alive, pipelining), each response read stamped with the
 //     kernel's time of the read; bodies capped (WithBodyLimit, 64 KiB)

@@ -20,9 +20,29 @@ type TCPSocket struct {
 // TCP states in /proc/net/tcp (include/net/tcp_states.h).
 const (
 	TCPEstablished = 0x01
+	TCPSynSent     = 0x02
+	TCPSynRecv     = 0x03
+	TCPFinWait1    = 0x04
+	TCPFinWait2    = 0x05
+	TCPTimeWait    = 0x06
 	TCPClose       = 0x07
+	TCPCloseWait   = 0x08
+	TCPLastAck     = 0x09
 	TCPListen      = 0x0a
+	TCPClosing     = 0x0b
 )
+
+// CarriesData reports whether bytes can pass through s, one way at least,
+// with no further change of state: established, or half closed. A
+// listening or connecting socket changes state before a byte passes; a
+// closing one passes none.
+func (s TCPSocket) CarriesData() bool {
+	switch s.State {
+	case TCPEstablished, TCPFinWait1, TCPFinWait2, TCPCloseWait:
+		return true
+	}
+	return false
+}
 
 // ParseNetTCPLine reads one socket line of /proc/<pid>/net/tcp or tcp6,
 // "  0: 0100007F:1F40 00000000:0000 0A …": the address fields end in a

@@ -117,6 +117,17 @@ func TestParseNetTCPLine(t *testing.T) {
 	}
 }
 
+// Bytes pass with no change of state only through an established or half
+// closed socket.
+func TestCarriesData(t *testing.T) {
+	carries := map[uint8]bool{TCPEstablished: true, TCPFinWait1: true, TCPFinWait2: true, TCPCloseWait: true}
+	for st := range uint8(0x10) {
+		if got := (TCPSocket{State: st}).CarriesData(); got != carries[st] {
+			t.Errorf("state %#02x: CarriesData %v, want %v", st, got, carries[st])
+		}
+	}
+}
+
 // TestTCPSockets: a listener this test opens is found through the real
 // procfs, and each namespace is read once.
 func TestTCPSockets(t *testing.T) {
