@@ -14,6 +14,10 @@
 //     have mapped new code, and only those are rescanned, at once;
 //   - a periodic full rescan is the fallback for what both miss.
 //
+// The Tracers on one procfs root share that discovery (hub.go): one
+// watcher, and one read of a process's maps per event and per rescan,
+// whatever Sources they serve.
+//
 // Files are opened through /proc/<pid>/map_files (or /proc/<pid>/root), so
 // libraries inside containers and pip-wheel copies are found by identity,
 // wherever they live.
@@ -33,8 +37,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/procmaps"
@@ -119,21 +121,16 @@ type seenFile struct {
 
 // Tracer finds and probes target files. Create it with New.
 type Tracer struct {
-	cfg     Config
-	watch   watchObjects
-	execRT  link.Link
-	watchRB *ringbuf.Reader
-
-	scans     chan int // pids to rescan
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	cfg       Config
+	hub       *hub // nil for the hub's own loader Tracer
 	closeOnce sync.Once
 
-	// scanMu serialises scans (the worker's, and New's and Rescan's) and
-	// guards seen and links.
+	// scanMu serialises the looks at processes (the hub's worker's, and
+	// New's and Rescan's) and guards seen, links and closed.
 	scanMu sync.Mutex
 	seen   map[fileID]seenFile // classified files
 	links  []link.Link
+	closed bool
 
 	// statusMu guards the report, so that reading it never waits for a
 	// scan (which can take a while on a busy host), and the executables.
@@ -184,9 +181,10 @@ func isLoader(base string) bool {
 	return strings.HasPrefix(base, "ld-linux") || strings.HasPrefix(base, "ld-musl") || (strings.HasPrefix(base, "ld-") && strings.Contains(base, ".so"))
 }
 
-// New loads the watcher, scans every process once and attaches to every
-// target file found, then keeps watching. Missing privilege or kernel
-// support is xpuscope.ErrUnavailable.
+// New scans every process once and attaches to every target file found,
+// then keeps watching through the hub of its procfs root (see hub), which
+// it starts if it is the first. Missing privilege or kernel support is
+// xpuscope.ErrUnavailable.
 func New(cfg Config) (*Tracer, error) {
 	if cfg.ProcRoot == "" {
 		cfg.ProcRoot = "/proc"
@@ -194,43 +192,17 @@ func New(cfg Config) (*Tracer, error) {
 	if cfg.Rescan <= 0 {
 		cfg.Rescan = defaultRescan
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, xpuscope.Unavailablef("uprobe: remove memlock limit: %w", err)
-	}
-	t := &Tracer{
-		cfg:   cfg,
-		scans: make(chan int, 4096),
-		stop:  make(chan struct{}),
-		seen:  map[fileID]seenFile{},
-	}
-	if err := loadWatchObjects(&t.watch, nil); err != nil {
-		return nil, unavailableIfDenied("uprobe: load the exec/dlopen watcher", err)
-	}
-	var err error
-	t.execRT, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exec", Program: t.watch.OnExec})
+	t := &Tracer{cfg: cfg, seen: map[fileID]seenFile{}}
+	// Joined first, so that no event between the scan and the joining is
+	// lost: the hub's worker and the scan may look at a process twice.
+	h, err := join(t)
 	if err != nil {
-		t.watch.Close()
-		return nil, unavailableIfDenied("uprobe: attach raw tracepoint sched_process_exec", err)
-	}
-	t.watchRB, err = ringbuf.NewReader(t.watch.WatchEvents)
-	if err != nil {
-		t.execRT.Close()
-		t.watch.Close()
-		return nil, fmt.Errorf("uprobe: watcher ring buffer: %w", err)
-	}
-	t.cfg.Targets = append(slices.Clone(cfg.Targets), Target{
-		Name: loaderTarget, Anchor: "_dl_debug_state", Hint: isLoader,
-		Probes: []Probe{{Symbol: "_dl_debug_state", Entry: t.watch.OnLoaderChange}},
-	})
-	if err := t.scanAll(); err != nil {
-		t.watchRB.Close()
-		t.execRT.Close()
-		t.watch.Close()
 		return nil, err
 	}
-	t.wg.Add(2)
-	go t.readWatch()
-	go t.work()
+	t.hub = h
+	if err := h.scanAll([]*Tracer{t}); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
 	return t, nil
 }
 
@@ -253,98 +225,19 @@ func unavailableIfDenied(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// readWatch forwards the pids the watcher names to the worker.
-func (t *Tracer) readWatch() {
-	defer t.wg.Done()
-	var rec ringbuf.Record
-	for {
-		if err := t.watchRB.ReadInto(&rec); err != nil {
-			if errors.Is(err, ringbuf.ErrClosed) {
-				return
-			}
-			continue
-		}
-		if len(rec.RawSample) < 8 {
-			continue
-		}
-		pid := int(uint32(rec.RawSample[0]) | uint32(rec.RawSample[1])<<8 | uint32(rec.RawSample[2])<<16 | uint32(rec.RawSample[3])<<24)
-		what := uint32(rec.RawSample[4]) | uint32(rec.RawSample[5])<<8
-		t.request(pid)
-		if what == uint32(watchWatchWhatWATCH_EXEC) {
-			// At exec the new image has not mapped its libraries yet;
-			// the loader hook catches them, these catch a loader not
-			// yet probed (a container's own ld.so).
-			for _, d := range [...]time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond} {
-				time.AfterFunc(d, func() { t.request(pid) })
-			}
-		}
-	}
-}
-
-func (t *Tracer) request(pid int) {
-	select {
-	case <-t.stop:
-	case t.scans <- pid:
-	default:
-		// Full queue: the periodic rescan catches up.
-	}
-}
-
-func (t *Tracer) work() {
-	defer t.wg.Done()
-	tick := time.NewTicker(t.cfg.Rescan)
-	defer tick.Stop()
-	for {
-		select {
-		case <-t.stop:
-			return
-		case <-tick.C:
-			_ = t.scanAll() // it listed procfs at New; a passing failure waits for the next tick
-		case pid := <-t.scans:
-			pids := map[int]bool{pid: true}
-		drain:
-			for {
-				select {
-				case p := <-t.scans:
-					pids[p] = true
-				default:
-					break drain
-				}
-			}
-			for p := range pids {
-				t.scanPID(p)
-			}
-		}
-	}
-}
-
 // Rescan scans every process now and returns when done. It is for tests
 // and for callers that know something changed.
-func (t *Tracer) Rescan() error { return t.scanAll() }
+func (t *Tracer) Rescan() error { return t.hub.scanAll([]*Tracer{t}) }
 
-// scanAll scans every process; it fails only when procfs cannot be listed.
-func (t *Tracer) scanAll() error {
-	entries, err := os.ReadDir(t.cfg.ProcRoot)
-	if err != nil {
-		return fmt.Errorf("uprobe: list processes: %w", err)
-	}
-	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			t.scanPID(pid)
-		}
-	}
-	return nil
-}
-
-func (t *Tracer) scanPID(pid int) {
-	t.scanMu.Lock() // scans run on the worker and, at start and in Rescan, the caller
+// consider classifies the files process pid maps, as the hub read them,
+// that t has not classified before, and attaches to those that are
+// targets.
+func (t *Tracer) consider(pid int, maps []procmaps.Mapping, exe string) {
+	t.scanMu.Lock()
 	defer t.scanMu.Unlock()
-	maps, err := procmaps.ReadPID(t.cfg.ProcRoot, pid)
-	if err != nil {
-		return // the process is gone, or a kernel thread
+	if t.closed {
+		return
 	}
-	exe, _ := os.Readlink(filepath.Join(t.cfg.ProcRoot, strconv.Itoa(pid), "exe"))
-	exe = strings.TrimSuffix(exe, " (deleted)")
 	t.remember(pid, exe)
 	for _, m := range maps {
 		if m.Perms&procmaps.PermExec == 0 || m.Inode == 0 || !strings.HasPrefix(m.Path, "/") {
@@ -517,36 +410,53 @@ func (t *Tracer) attachMulti(ex *link.Executable, tg Target, offsets map[string]
 	}
 }
 
-// Attachments lists the files probed so far, the loader's included.
+// Attachments lists the files probed so far, the hub's dynamic loaders
+// included (Target "loader").
 func (t *Tracer) Attachments() []Attachment {
 	t.statusMu.Lock()
-	defer t.statusMu.Unlock()
-	return slices.Clone(t.attachments)
+	out := slices.Clone(t.attachments)
+	t.statusMu.Unlock()
+	if t.hub != nil {
+		out = append(out, t.hub.loader.Attachments()...)
+	}
+	return out
 }
 
-// Rejections lists files that looked like targets but could not be probed.
+// Rejections lists files that looked like targets but could not be
+// probed, the hub's dynamic loaders included.
 func (t *Tracer) Rejections() []Rejection {
 	t.statusMu.Lock()
-	defer t.statusMu.Unlock()
-	return slices.Clone(t.rejections)
+	out := slices.Clone(t.rejections)
+	t.statusMu.Unlock()
+	if t.hub != nil {
+		out = append(out, t.hub.loader.Rejections()...)
+	}
+	return out
 }
 
-// Close detaches everything and stops the goroutines. Calls after the
-// first return nil.
+// Close detaches t's probes and leaves the hub, which stops with its last
+// Tracer. Calls after the first return nil.
 func (t *Tracer) Close() error {
 	var err error
 	t.closeOnce.Do(func() {
-		close(t.stop)
-		errs := []error{t.watchRB.Close()}
-		t.wg.Wait()
-		t.scanMu.Lock()
-		defer t.scanMu.Unlock()
-		for _, l := range t.links {
-			errs = append(errs, l.Close())
+		var errs []error
+		if t.hub != nil {
+			errs = append(errs, t.hub.leave(t))
 		}
-		t.links = nil
-		errs = append(errs, t.execRT.Close(), t.watch.Close())
-		err = errors.Join(errs...)
+		err = errors.Join(append(errs, t.closeLinks())...)
 	})
 	return err
+}
+
+// closeLinks detaches t's probes; t looks at no process after.
+func (t *Tracer) closeLinks() error {
+	t.scanMu.Lock()
+	defer t.scanMu.Unlock()
+	t.closed = true
+	var errs []error
+	for _, l := range t.links {
+		errs = append(errs, l.Close())
+	}
+	t.links = nil
+	return errors.Join(errs...)
 }

@@ -1,0 +1,259 @@
+package uprobe
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/procmaps"
+)
+
+// hub is the discovery that every Tracer on one procfs root shares: one
+// watcher (the exec raw tracepoint, and a uprobe on each dynamic loader,
+// itself a Tracer of the loader), and one worker that reads a process's
+// maps once, at each event and in the periodic full rescan, and hands them
+// to every Tracer. Without it each Source traced its own: an agent with
+// three paid three traps in a process at each dlopen, and three reads of
+// its maps at each exec. A hub lives while a Tracer holds it.
+type hub struct {
+	procRoot string
+	watch    watchObjects
+	execRT   link.Link
+	watchRB  *ringbuf.Reader
+	loader   *Tracer
+
+	scans chan int // pids to rescan
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	tick  *time.Ticker
+
+	mu      sync.Mutex // guards tracers
+	tracers map[*Tracer]time.Duration // each one's rescan period
+}
+
+// hubs are the live hubs by procfs root.
+var hubs = struct {
+	sync.Mutex
+	byRoot map[string]*hub
+}{byRoot: map[string]*hub{}}
+
+// join registers t with the hub of its procfs root, starting one if there
+// is none: its events reach t from then on.
+func join(t *Tracer) (*hub, error) {
+	hubs.Lock()
+	defer hubs.Unlock()
+	h := hubs.byRoot[t.cfg.ProcRoot]
+	if h == nil {
+		var err error
+		if h, err = newHub(t.cfg.ProcRoot); err != nil {
+			return nil, err
+		}
+		hubs.byRoot[t.cfg.ProcRoot] = h
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tracers[t] = t.cfg.Rescan
+	h.tick.Reset(h.period())
+	return h, nil
+}
+
+// leave unregisters t, and closes the hub when t was the last.
+func (h *hub) leave(t *Tracer) error {
+	hubs.Lock()
+	defer hubs.Unlock()
+	h.mu.Lock()
+	delete(h.tracers, t)
+	left := len(h.tracers)
+	if left > 0 {
+		h.tick.Reset(h.period())
+	}
+	h.mu.Unlock()
+	if left > 0 {
+		return nil
+	}
+	delete(hubs.byRoot, h.procRoot)
+	return h.close()
+}
+
+// period is the shortest rescan period the Tracers ask for; h.mu held.
+func (h *hub) period() time.Duration {
+	d := defaultRescan
+	for _, r := range h.tracers {
+		d = min(d, r)
+	}
+	return d
+}
+
+// newHub loads the watcher, probes every dynamic loader on the host, and
+// starts the worker. Missing privilege or kernel support is
+// xpuscope.ErrUnavailable.
+func newHub(procRoot string) (*hub, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, xpuscope.Unavailablef("uprobe: remove memlock limit: %w", err)
+	}
+	h := &hub{
+		procRoot: procRoot,
+		scans:    make(chan int, 4096),
+		stop:     make(chan struct{}),
+		tracers:  map[*Tracer]time.Duration{},
+	}
+	if err := loadWatchObjects(&h.watch, nil); err != nil {
+		return nil, unavailableIfDenied("uprobe: load the exec/dlopen watcher", err)
+	}
+	var err error
+	h.execRT, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exec", Program: h.watch.OnExec})
+	if err != nil {
+		h.watch.Close()
+		return nil, unavailableIfDenied("uprobe: attach raw tracepoint sched_process_exec", err)
+	}
+	h.watchRB, err = ringbuf.NewReader(h.watch.WatchEvents)
+	if err != nil {
+		h.execRT.Close()
+		h.watch.Close()
+		return nil, fmt.Errorf("uprobe: watcher ring buffer: %w", err)
+	}
+	h.loader = &Tracer{
+		cfg: Config{ProcRoot: procRoot, Targets: []Target{{
+			Name: loaderTarget, Anchor: "_dl_debug_state", Hint: isLoader,
+			Probes: []Probe{{Symbol: "_dl_debug_state", Entry: h.watch.OnLoaderChange}},
+		}}},
+		seen: map[fileID]seenFile{},
+	}
+	if err := h.scanAll(nil); err != nil {
+		h.watchRB.Close()
+		h.execRT.Close()
+		h.loader.closeLinks()
+		h.watch.Close()
+		return nil, err
+	}
+	h.tick = time.NewTicker(defaultRescan)
+	h.wg.Add(2)
+	go h.readWatch()
+	go h.work()
+	return h, nil
+}
+
+// readWatch forwards the pids the watcher names to the worker.
+func (h *hub) readWatch() {
+	defer h.wg.Done()
+	var rec ringbuf.Record
+	for {
+		if err := h.watchRB.ReadInto(&rec); err != nil {
+			if errors.Is(err, ringbuf.ErrClosed) {
+				return
+			}
+			continue
+		}
+		if len(rec.RawSample) < 8 {
+			continue
+		}
+		pid := int(uint32(rec.RawSample[0]) | uint32(rec.RawSample[1])<<8 | uint32(rec.RawSample[2])<<16 | uint32(rec.RawSample[3])<<24)
+		what := uint32(rec.RawSample[4]) | uint32(rec.RawSample[5])<<8
+		h.request(pid)
+		if what == uint32(watchWatchWhatWATCH_EXEC) {
+			// At exec the new image has not mapped its libraries yet;
+			// the loader hook catches them, these catch a loader not
+			// yet probed (a container's own ld.so).
+			for _, d := range [...]time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond} {
+				time.AfterFunc(d, func() { h.request(pid) })
+			}
+		}
+	}
+}
+
+func (h *hub) request(pid int) {
+	select {
+	case <-h.stop:
+	case h.scans <- pid:
+	default:
+		// Full queue: the periodic rescan catches up.
+	}
+}
+
+func (h *hub) work() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-h.tick.C:
+			_ = h.scanAll(h.members()) // procfs was listed at start; a passing failure waits for the next tick
+		case pid := <-h.scans:
+			pids := map[int]bool{pid: true}
+		drain:
+			for {
+				select {
+				case p := <-h.scans:
+					pids[p] = true
+				default:
+					break drain
+				}
+			}
+			ts := h.members()
+			for p := range pids {
+				h.scanPID(p, ts)
+			}
+		}
+	}
+}
+
+// members returns the Tracers registered now.
+func (h *hub) members() []*Tracer {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ts := make([]*Tracer, 0, len(h.tracers))
+	for t := range h.tracers {
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// scanAll scans every process for the loader and ts; it fails only when
+// procfs cannot be listed.
+func (h *hub) scanAll(ts []*Tracer) error {
+	entries, err := os.ReadDir(h.procRoot)
+	if err != nil {
+		return fmt.Errorf("uprobe: list processes: %w", err)
+	}
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			h.scanPID(pid, ts)
+		}
+	}
+	return nil
+}
+
+// scanPID reads pid's maps and executable once, and has the loader, then
+// each of ts, look at them.
+func (h *hub) scanPID(pid int, ts []*Tracer) {
+	maps, err := procmaps.ReadPID(h.procRoot, pid)
+	if err != nil {
+		return // the process is gone, or a kernel thread
+	}
+	exe, _ := os.Readlink(filepath.Join(h.procRoot, strconv.Itoa(pid), "exe"))
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	h.loader.consider(pid, maps, exe)
+	for _, t := range ts {
+		t.consider(pid, maps, exe)
+	}
+}
+
+// close stops the worker and detaches the watcher.
+func (h *hub) close() error {
+	close(h.stop)
+	errs := []error{h.watchRB.Close()}
+	h.wg.Wait()
+	h.tick.Stop()
+	errs = append(errs, h.loader.closeLinks(), h.execRT.Close(), h.watch.Close())
+	return errors.Join(errs...)
+}
