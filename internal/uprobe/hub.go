@@ -37,7 +37,7 @@ type hub struct {
 	wg    sync.WaitGroup
 	tick  *time.Ticker
 
-	mu      sync.Mutex // guards tracers
+	mu      sync.Mutex                // guards tracers
 	tracers map[*Tracer]time.Duration // each one's rescan period
 }
 
