@@ -349,10 +349,9 @@ func (c *Capture) read() {
 		r    httpbpf.Record
 		next time.Time
 		pace = ringpoll.New(c.cfg.capture.pollInterval)
-		wait = c.cfg.capture.pollInterval
 	)
 	for {
-		c.rb.SetDeadline(time.Now().Add(wait))
+		c.rb.SetDeadline(time.Now().Add(pace.Wait()))
 		n := 0
 		for ; ; n++ {
 			err := c.rb.ReadInto(&rec)
@@ -370,7 +369,7 @@ func (c *Capture) read() {
 			}
 			c.mu.Unlock()
 		}
-		wait = pace.Next(n)
+		pace.Next(n)
 		if now := time.Now(); now.After(next) {
 			c.housekeep(now)
 			next = now.Add(housekeeping)

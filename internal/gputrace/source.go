@@ -211,7 +211,6 @@ func (s *Source) read() {
 		ev   cudabpf.Event
 		next = time.Now().Add(housekeeping)
 		pace = ringpoll.New(s.cfg.pollInterval)
-		wait = s.cfg.pollInterval
 	)
 	housekeepIfDue := func() {
 		if now := time.Now(); now.After(next) {
@@ -220,7 +219,7 @@ func (s *Source) read() {
 		}
 	}
 	for {
-		s.rb.SetDeadline(time.Now().Add(wait))
+		s.rb.SetDeadline(time.Now().Add(pace.Wait()))
 		n := 0
 		for ; ; n++ {
 			err := s.rb.ReadInto(&rec)
@@ -246,7 +245,7 @@ func (s *Source) read() {
 				housekeepIfDue()
 			}
 		}
-		wait = pace.Next(n)
+		pace.Next(n)
 		housekeepIfDue()
 	}
 }

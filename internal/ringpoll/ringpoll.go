@@ -16,6 +16,9 @@ func New(interval time.Duration) *Pacer {
 	return &Pacer{interval: interval, idle: max(interval, IdleWait), wait: interval}
 }
 
+// Wait returns how long to wait for records now.
+func (p *Pacer) Wait() time.Duration { return p.wait }
+
 // Next returns how long to wait for records next, given how many the last
 // wait brought.
 func (p *Pacer) Next(records int) time.Duration {

@@ -23,9 +23,12 @@ func TestPacer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := New(tc.interval)
+			if p.Wait() != tc.interval {
+				t.Fatalf("a new Pacer waits %v, want the interval %v", p.Wait(), tc.interval)
+			}
 			for i, n := range tc.records {
-				if got := p.Next(n); got != tc.want[i] {
-					t.Fatalf("Next(%d) after %v = %v, want %v", n, tc.records[:i], got, tc.want[i])
+				if got := p.Next(n); got != tc.want[i] || p.Wait() != got {
+					t.Fatalf("Next(%d) after %v = %v (Wait %v), want %v", n, tc.records[:i], got, p.Wait(), tc.want[i])
 				}
 			}
 		})
