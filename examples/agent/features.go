@@ -340,8 +340,8 @@ func startAll(s settings, p providers) []result {
 			s.resolver = src
 		case *gpu.Source:
 			s.gpus = src.Devices()
-			s.nvidiaCapacity = commonCapacity(src.Devices(), semconv.VendorNVIDIA)
-			s.amdCapacity = commonCapacity(src.Devices(), semconv.VendorAMD)
+			s.nvidiaCapacity = commonCapacity(s.gpus, semconv.VendorNVIDIA)
+			s.amdCapacity = commonCapacity(s.gpus, semconv.VendorAMD)
 		}
 		r := result{name: f.name, state: active, detail: detail, src: src}
 		switch {
