@@ -85,26 +85,13 @@ type Config struct {
 	Rescan time.Duration
 }
 
-// Attachment is a file the Tracer probes.
-type Attachment struct {
-	Target string
-	// Path is the file's path as the first process that mapped it sees it.
-	Path string
-	// PID is that process.
-	PID          int
-	Dev, Inode   uint64
-	Symbols      []string
-	AttachedAt   time.Time
-	AttachErrors []string
-}
-
-// Rejection is a file that looks like a target but cannot be probed.
-type Rejection struct {
-	Target string
-	Path   string
-	PID    int
-	Reason string
-}
+// Attachment is a file the Tracer probes; Rejection a file that looks
+// like a target but cannot be probed. They are the public reports of
+// every uprobe-based Source.
+type (
+	Attachment = xpuscope.Attachment
+	Rejection  = xpuscope.Rejection
+)
 
 type fileID struct{ dev, inode uint64 }
 
