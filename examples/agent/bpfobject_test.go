@@ -16,7 +16,7 @@ import (
 )
 
 // cudaObject is the BPF object bpf2go embeds in the CUDA and HIP tracers.
-const cudaObject = "../../internal/cudabpf/cuda_x86_bpfel.o"
+const cudaObject = "../../internal/gputracebpf/gputrace_x86_bpfel.o"
 
 // buildWithObject builds the agent as users do, with the embedded CUDA BPF
 // object replaced by obj through go build's -overlay: the binary is the
@@ -74,8 +74,8 @@ func TestCorruptBPFObjectIsAFault(t *testing.T) {
 		obj    []byte
 		reason string
 	}{
-		{"bytes overwritten", garbage, `cudabpf: parse embedded object: `},
-		{"an instruction the verifier rejects", rejectedInstruction(t, obj), `cudabpf: load: .*program \w+: load program: invalid argument: unknown opcode f7`},
+		{"bytes overwritten", garbage, `gputracebpf: parse embedded object: `},
+		{"an instruction the verifier rejects", rejectedInstruction(t, obj), `gputracebpf: load: .*program \w+: load program: invalid argument: unknown opcode f7`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			exe := buildWithObject(t, tc.obj)

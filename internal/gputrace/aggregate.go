@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -30,7 +30,7 @@ type alloc struct {
 	size   uint64
 	at     uint64 // ktime of the allocation
 	device int32
-	api    cudabpf.API
+	api    gputracebpf.API
 }
 
 // proc is what the aggregator knows of one traced process.
@@ -44,7 +44,7 @@ type proc struct {
 	// uncached stands for a function past maxFuncs.
 	uncached kernelRef
 	// calls indexes the process's series of a.calls by API.
-	calls [cudabpf.NumAPIs]*calls
+	calls [gputracebpf.NumAPIs]*calls
 	// The launch histograms' attributes of the device last launched on.
 	hist    *histAttrs
 	histDev int32
@@ -94,7 +94,7 @@ type launchKey struct {
 	pid    uint32
 	kernel int32
 	device int32
-	api    cudabpf.API
+	api    gputracebpf.API
 }
 
 type devKey struct {
@@ -105,20 +105,20 @@ type devKey struct {
 type apiKey struct {
 	pid    uint32
 	device int32
-	api    cudabpf.API
+	api    gputracebpf.API
 }
 
 type memcpyKey struct {
 	pid    uint32
 	device int32
 	kind   uint8
-	api    cudabpf.API
+	api    gputracebpf.API
 }
 
 // callKey is a series of API calls.
 type callKey struct {
 	pid uint32
-	api cudabpf.API
+	api gputracebpf.API
 }
 
 // calls counts one API's calls by one process: the records read, plus the
@@ -131,7 +131,7 @@ type calls struct {
 
 type errKey struct {
 	pid  uint32
-	api  cudabpf.API
+	api  gputracebpf.API
 	code int32
 }
 
@@ -302,7 +302,7 @@ func clip(s string) string {
 var memcpyKinds = [...]string{"host_to_host", "host_to_device", "device_to_host", "device_to_device", "default"}
 
 // handle aggregates one event.
-func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
+func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 	p := a.proc(e.PID)
 	if p == nil {
 		return
@@ -312,9 +312,9 @@ func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
 	}
 	a.model(e)
 	switch e.Kind {
-	case cudabpf.KindLaunch:
+	case gputracebpf.KindLaunch:
 		a.launch(ctx, p, e)
-	case cudabpf.KindGraphLaunch:
+	case gputracebpf.KindGraphLaunch:
 		k := apiKey{e.PID, e.Device, e.API}
 		c := a.graphs[k]
 		if c == nil {
@@ -323,8 +323,8 @@ func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
 		}
 		c.n++
 		a.spans.graph(ctx, a, p, e)
-	case cudabpf.KindMemcpy:
-		kind := uint8(cudabpf.MemcpyDefault)
+	case gputracebpf.KindMemcpy:
+		kind := uint8(gputracebpf.MemcpyDefault)
 		if e.A[3] < uint64(len(memcpyKinds)) {
 			kind = uint8(e.A[3])
 		}
@@ -337,17 +337,17 @@ func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
 		}
 		c.n += int64(e.A[2])
 		a.spans.memcpy(ctx, a, p, e, memcpyKinds[kind])
-	case cudabpf.KindMemset:
+	case gputracebpf.KindMemset:
 		a.spans.memset(ctx, a, p, e)
-	case cudabpf.KindCopyDone:
+	case gputracebpf.KindCopyDone:
 		if e.Ret != 0 {
 			a.apiError(p, e)
 		}
-	case cudabpf.KindMalloc:
+	case gputracebpf.KindMalloc:
 		a.malloc(ctx, p, e)
-	case cudabpf.KindFree:
+	case gputracebpf.KindFree:
 		a.free(ctx, p, e)
-	case cudabpf.KindSync:
+	case gputracebpf.KindSync:
 		k := apiKey{e.PID, e.Device, e.API}
 		h := a.syncHist[k]
 		if h == nil {
@@ -360,7 +360,7 @@ func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
 			a.apiError(p, e)
 		}
 		a.spans.sync(ctx, a, p, e)
-	case cudabpf.KindFuncName:
+	case gputracebpf.KindFuncName:
 		if len(p.registered) >= maxLearned || len(p.driverNames) >= maxLearned {
 			return
 		}
@@ -371,7 +371,7 @@ func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
 			p.registered[e.A[0]] = string(e.Name)
 		}
 		delete(p.kernels[driverIndex(driver)], e.A[0])
-	case cudabpf.KindKernelHandle:
+	case gputracebpf.KindKernelHandle:
 		if e.Ret == 0 && len(p.kernelHandles) < maxLearned {
 			p.kernelHandles[e.A[0]] = e.A[1]
 			delete(p.kernels[1], e.A[0])
@@ -379,7 +379,7 @@ func (a *aggregator) handle(ctx context.Context, e *cudabpf.Event) {
 	}
 }
 
-func (a *aggregator) launch(ctx context.Context, p *proc, e *cudabpf.Event) {
+func (a *aggregator) launch(ctx context.Context, p *proc, e *gputracebpf.Event) {
 	ref := a.kernel(p, e.Func(), e.API.Handle())
 	switch ref.name {
 	case kernelUnknown:
@@ -423,7 +423,7 @@ func (a *aggregator) launchHist(p *proc, device int32) *histAttrs {
 }
 
 // call returns the series of p's calls of api.
-func (a *aggregator) call(p *proc, api cudabpf.API) *calls {
+func (a *aggregator) call(p *proc, api gputracebpf.API) *calls {
 	inRange := int(api) < len(p.calls)
 	if inRange && p.calls[api] != nil {
 		return p.calls[api]
@@ -450,7 +450,7 @@ func (a *aggregator) devCounter(m map[devKey]*count, p *proc, device int32) *cou
 	return c
 }
 
-func (a *aggregator) apiError(p *proc, e *cudabpf.Event) {
+func (a *aggregator) apiError(p *proc, e *gputracebpf.Event) {
 	k := errKey{e.PID, e.API, e.Ret}
 	c := a.errors[k]
 	if c == nil {
@@ -460,7 +460,7 @@ func (a *aggregator) apiError(p *proc, e *cudabpf.Event) {
 	c.n++
 }
 
-func (a *aggregator) malloc(ctx context.Context, p *proc, e *cudabpf.Event) {
+func (a *aggregator) malloc(ctx context.Context, p *proc, e *gputracebpf.Event) {
 	a.spans.malloc(ctx, a, p, e)
 	if e.Ret != 0 {
 		a.apiError(p, e)
@@ -481,7 +481,7 @@ func (a *aggregator) malloc(ctx context.Context, p *proc, e *cudabpf.Event) {
 	p.outstanding += int64(size)
 }
 
-func (a *aggregator) free(ctx context.Context, p *proc, e *cudabpf.Event) {
+func (a *aggregator) free(ctx context.Context, p *proc, e *gputracebpf.Event) {
 	a.spans.free(ctx, a, p, e)
 	old, ok := p.allocs[e.A[0]]
 	if !ok {

@@ -1,7 +1,7 @@
 package gputrace
 
 // Aggregation tests on synthetic events: no kernel, no BPF. The events are
-// what cudabpf.Decode produces from the probes' records.
+// what gputracebpf.Decode produces from the probes' records.
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -67,7 +67,7 @@ func newHarness(t *testing.T, opts ...Option) *harness {
 	return h
 }
 
-func (h *harness) feed(evs ...cudabpf.Event) {
+func (h *harness) feed(evs ...gputracebpf.Event) {
 	for i := range evs {
 		h.s.agg.handle(context.Background(), &evs[i])
 	}
@@ -75,14 +75,14 @@ func (h *harness) feed(evs ...cudabpf.Event) {
 
 func (h *harness) collect(t *testing.T) testutil.Points { return testutil.Collect(t, h.reader) }
 
-func launch(pid uint32, fn uint64, grid, block [3]uint32, smem uint64, ts uint64) cudabpf.Event {
-	return cudabpf.Event{TS: ts, PID: pid, TID: pid, Kind: cudabpf.KindLaunch, API: apiOf("cudaLaunchKernel"),
+func launch(pid uint32, fn uint64, grid, block [3]uint32, smem uint64, ts uint64) gputracebpf.Event {
+	return gputracebpf.Event{TS: ts, PID: pid, TID: pid, Kind: gputracebpf.KindLaunch, API: apiOf("cudaLaunchKernel"),
 		A: [6]uint64{fn, uint64(grid[0]) | uint64(grid[1])<<32, uint64(grid[2]) | uint64(block[2])<<32,
 			uint64(block[0]) | uint64(block[1])<<32, smem, 0x1111}}
 }
 
-func apiOf(symbol string) cudabpf.API {
-	for _, p := range cudabpf.Probes {
+func apiOf(symbol string) gputracebpf.API {
+	for _, p := range gputracebpf.Probes {
 		if p.Symbol == symbol {
 			return p.API
 		}
@@ -128,7 +128,7 @@ func TestLaunchesByKernel(t *testing.T) {
 func TestRegisteredNameWinsAndResolvesUnknown(t *testing.T) {
 	h := newHarness(t)
 	h.feed(launch(100, 0x5000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 1))
-	name := cudabpf.Event{PID: 100, Kind: cudabpf.KindFuncName, API: apiOf("__cudaRegisterFunction"),
+	name := gputracebpf.Event{PID: 100, Kind: gputracebpf.KindFuncName, API: apiOf("__cudaRegisterFunction"),
 		A: [6]uint64{0x5000, 0}, Name: []byte("_Z9vectorAddPfS_S_i")}
 	h.feed(name, launch(100, 0x5000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 2))
 	pts := h.collect(t)
@@ -142,12 +142,12 @@ func TestDriverLaunchNames(t *testing.T) {
 	h.names.symbols[0x7000] = "stub()"
 	h.feed(
 		// cuModuleGetFunction named handle 0xa.
-		cudabpf.Event{PID: 100, Kind: cudabpf.KindFuncName, API: apiOf("cuModuleGetFunction"), A: [6]uint64{0xa, 1}, Name: []byte("_Z4gemmv")},
+		gputracebpf.Event{PID: 100, Kind: gputracebpf.KindFuncName, API: apiOf("cuModuleGetFunction"), A: [6]uint64{0xa, 1}, Name: []byte("_Z4gemmv")},
 		// cudaGetKernel mapped handle 0xb to host stub 0x7000.
-		cudabpf.Event{PID: 100, Kind: cudabpf.KindKernelHandle, API: apiOf("cudaGetKernel"), A: [6]uint64{0xb, 0x7000}},
-		cudabpf.Event{PID: 100, Kind: cudabpf.KindLaunch, API: drv, A: [6]uint64{0xa, 1 | 1<<32, 1 | 1<<32, 1 | 1<<32}},
-		cudabpf.Event{PID: 100, Kind: cudabpf.KindLaunch, API: drv, A: [6]uint64{0xb, 1 | 1<<32, 1 | 1<<32, 1 | 1<<32}},
-		cudabpf.Event{PID: 100, Kind: cudabpf.KindLaunch, API: drv, A: [6]uint64{0x7000, 1 | 1<<32, 1 | 1<<32, 1 | 1<<32}},
+		gputracebpf.Event{PID: 100, Kind: gputracebpf.KindKernelHandle, API: apiOf("cudaGetKernel"), A: [6]uint64{0xb, 0x7000}},
+		gputracebpf.Event{PID: 100, Kind: gputracebpf.KindLaunch, API: drv, A: [6]uint64{0xa, 1 | 1<<32, 1 | 1<<32, 1 | 1<<32}},
+		gputracebpf.Event{PID: 100, Kind: gputracebpf.KindLaunch, API: drv, A: [6]uint64{0xb, 1 | 1<<32, 1 | 1<<32, 1 | 1<<32}},
+		gputracebpf.Event{PID: 100, Kind: gputracebpf.KindLaunch, API: drv, A: [6]uint64{0x7000, 1 | 1<<32, 1 | 1<<32, 1 | 1<<32}},
 	)
 	pts := h.collect(t)
 	launches := semconv.CUDAKernelLaunches.Name
@@ -171,11 +171,11 @@ func TestKernelNameCap(t *testing.T) {
 
 func TestMemoryAccounting(t *testing.T) {
 	h := newHarness(t)
-	malloc := func(ptr, size uint64, ret int32, ts uint64) cudabpf.Event {
-		return cudabpf.Event{TS: ts, PID: 100, Kind: cudabpf.KindMalloc, API: apiOf("cudaMalloc"), Ret: ret, A: [6]uint64{ptr, size}}
+	malloc := func(ptr, size uint64, ret int32, ts uint64) gputracebpf.Event {
+		return gputracebpf.Event{TS: ts, PID: 100, Kind: gputracebpf.KindMalloc, API: apiOf("cudaMalloc"), Ret: ret, A: [6]uint64{ptr, size}}
 	}
-	free := func(ptr uint64) cudabpf.Event {
-		return cudabpf.Event{TS: 10, PID: 100, Kind: cudabpf.KindFree, API: apiOf("cudaFree"), A: [6]uint64{ptr}}
+	free := func(ptr uint64) gputracebpf.Event {
+		return gputracebpf.Event{TS: 10, PID: 100, Kind: gputracebpf.KindFree, API: apiOf("cudaFree"), A: [6]uint64{ptr}}
 	}
 	h.now = 10e9
 	h.feed(
@@ -202,11 +202,11 @@ func TestMemoryAccounting(t *testing.T) {
 
 func TestMemcpyBytesByDirection(t *testing.T) {
 	h := newHarness(t)
-	cp := func(kind, n uint64, api string) cudabpf.Event {
-		return cudabpf.Event{PID: 100, Kind: cudabpf.KindMemcpy, API: apiOf(api), A: [6]uint64{1, 2, n, kind}}
+	cp := func(kind, n uint64, api string) gputracebpf.Event {
+		return gputracebpf.Event{PID: 100, Kind: gputracebpf.KindMemcpy, API: apiOf(api), A: [6]uint64{1, 2, n, kind}}
 	}
 	h.feed(cp(1, 100, "cudaMemcpy"), cp(1, 50, "cudaMemcpy"), cp(2, 7, "cudaMemcpyAsync"), cp(99, 3, "cudaMemcpy"),
-		cp(cudabpf.MemcpyHostToDevice, 11, "cuMemcpyHtoD_v2"))
+		cp(gputracebpf.MemcpyHostToDevice, 11, "cuMemcpyHtoD_v2"))
 	pts := h.collect(t)
 	b := semconv.CUDAMemcpyTransferred.Name
 	kind := semconv.CUDAMemcpyKind
@@ -218,7 +218,7 @@ func TestMemcpyBytesByDirection(t *testing.T) {
 
 func TestSyncAndErrors(t *testing.T) {
 	h := newHarness(t)
-	h.feed(cudabpf.Event{TS: 5e9, PID: 200, Device: 3, Kind: cudabpf.KindSync, API: apiOf("cudaStreamSynchronize"), Ret: 100, A: [6]uint64{0x1111, 2e6}})
+	h.feed(gputracebpf.Event{TS: 5e9, PID: 200, Device: 3, Kind: gputracebpf.KindSync, API: apiOf("cudaStreamSynchronize"), Ret: 100, A: [6]uint64{0x1111, 2e6}})
 	pts := h.collect(t)
 	d := pts.One(t, semconv.CUDASyncDuration.Name)
 	assert.Equal(t, uint64(1), d.Count)
@@ -296,8 +296,8 @@ func TestAPICallCounts(t *testing.T) {
 		launch(100, 0x1000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 1),
 		launch(100, 0x1000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 2),
 		launch(200, 0x1000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 3),
-		cudabpf.Event{TS: 4, PID: 100, TID: 100, Kind: cudabpf.KindMemcpy, API: copyAPI, A: [6]uint64{1, 2, 64, 1}},
-		cudabpf.Event{TS: 5, PID: 100, TID: 100, Kind: cudabpf.KindCopyDone, API: copyAPI, A: [6]uint64{0, 10, 0, 1}},
+		gputracebpf.Event{TS: 4, PID: 100, TID: 100, Kind: gputracebpf.KindMemcpy, API: copyAPI, A: [6]uint64{1, 2, 64, 1}},
+		gputracebpf.Event{TS: 5, PID: 100, TID: 100, Kind: gputracebpf.KindCopyDone, API: copyAPI, A: [6]uint64{0, 10, 0, 1}},
 		launch(100, 0x1000, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 6),
 	)
 	// As housekeep sets it from the unrecorded_calls map: 5 launches of

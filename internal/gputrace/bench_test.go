@@ -32,7 +32,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/sys/unix"
 
-	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
@@ -41,10 +41,10 @@ import (
 // benchEncode appends e to buf as the BPF programs write it: struct event
 // (80 bytes, little-endian), followed for a KindFuncName record by the
 // name NUL-padded to 240 bytes (struct name_event).
-func benchEncode(buf []byte, e *cudabpf.Event, name string) []byte {
-	size := cudabpf.EventSize
-	if e.Kind == cudabpf.KindFuncName {
-		size = cudabpf.NameEventSize
+func benchEncode(buf []byte, e *gputracebpf.Event, name string) []byte {
+	size := gputracebpf.EventSize
+	if e.Kind == gputracebpf.KindFuncName {
+		size = gputracebpf.NameEventSize
 	}
 	off := len(buf)
 	buf = append(buf, make([]byte, size)...)
@@ -60,8 +60,8 @@ func benchEncode(buf []byte, e *cudabpf.Event, name string) []byte {
 	for i, a := range e.A {
 		le.PutUint64(b[32+8*i:], a)
 	}
-	if e.Kind == cudabpf.KindFuncName {
-		copy(b[cudabpf.EventSize:size-1], name)
+	if e.Kind == gputracebpf.KindFuncName {
+		copy(b[gputracebpf.EventSize:size-1], name)
 	}
 	return buf
 }
@@ -71,7 +71,7 @@ func benchEncode(buf []byte, e *cudabpf.Event, name string) []byte {
 type benchStream struct {
 	names  [][]byte // KindFuncName records
 	cycle  [][]byte // each an 80-byte record, slices of one buffer
-	counts map[cudabpf.Kind]int
+	counts map[gputracebpf.Kind]int
 }
 
 const (
@@ -86,22 +86,22 @@ const (
 // records and graph launches.
 func newBenchStream() *benchStream {
 	r := rand.New(rand.NewPCG(1, 2))
-	s := &benchStream{counts: map[cudabpf.Kind]int{}}
+	s := &benchStream{counts: map[gputracebpf.Kind]int{}}
 	pids := []uint32{100, 200}
 	fn := func(pid uint32, k int) uint64 { return 0x400000 + uint64(pid)<<20 + uint64(k)*0x140 }
 	var buf []byte
 	for _, pid := range pids {
 		for k := range benchKernels {
-			e := cudabpf.Event{PID: pid, TID: pid, Kind: cudabpf.KindFuncName, API: apiOf("__cudaRegisterFunction"),
+			e := gputracebpf.Event{PID: pid, TID: pid, Kind: gputracebpf.KindFuncName, API: apiOf("__cudaRegisterFunction"),
 				A: [6]uint64{fn(pid, k), 0}}
 			// Template-heavy mangled names, as nvcc emits.
 			name := fmt.Sprintf("_ZN5torch4cuda6kernel%dILi%dEEEvPKfPfi", k, 32<<(k%4))
 			buf = benchEncode(buf, &e, name)
-			s.names = append(s.names, buf[len(buf)-cudabpf.NameEventSize:])
+			s.names = append(s.names, buf[len(buf)-gputracebpf.NameEventSize:])
 		}
 	}
 	buf = nil // the names keep their own backing array
-	var recs []cudabpf.Event
+	var recs []gputracebpf.Event
 	var live [][2]uint64 // pid, pointer
 	nextPtr := uint64(0xd00000000)
 	shapes := [][2][3]uint32{
@@ -111,21 +111,21 @@ func newBenchStream() *benchStream {
 	for len(recs) < benchCycle {
 		pid := pids[r.IntN(len(pids))]
 		dev := int32(r.IntN(2))
-		e := cudabpf.Event{PID: pid, TID: pid + uint32(r.IntN(4)), Device: dev}
+		e := gputracebpf.Event{PID: pid, TID: pid + uint32(r.IntN(4)), Device: dev}
 		stream := streams[r.IntN(len(streams))]
 		switch x := r.IntN(1000); {
 		case x < 850: // launch: a few hot kernels, a long tail
 			k := min(int(r.ExpFloat64()*8), benchKernels-1)
 			sh := shapes[r.IntN(len(shapes))]
 			g, bl := sh[0], sh[1]
-			e.Kind, e.API = cudabpf.KindLaunch, apiOf("cudaLaunchKernel")
+			e.Kind, e.API = gputracebpf.KindLaunch, apiOf("cudaLaunchKernel")
 			e.A = [6]uint64{fn(pid, k), uint64(g[0]) | uint64(g[1])<<32, uint64(g[2]) | uint64(bl[2])<<32,
 				uint64(bl[0]) | uint64(bl[1])<<32, uint64(r.IntN(3)) * 4096, stream}
 		case x < 900: // copies
-			e.Kind, e.API = cudabpf.KindMemcpy, apiOf("cudaMemcpyAsync")
+			e.Kind, e.API = gputracebpf.KindMemcpy, apiOf("cudaMemcpyAsync")
 			e.A = [6]uint64{nextPtr, 0x7f0000000000, uint64(1+r.IntN(64)) << 16, uint64(1 + r.IntN(2)), stream}
 		case x < 920:
-			e.Kind, e.API = cudabpf.KindMalloc, apiOf("cudaMalloc")
+			e.Kind, e.API = gputracebpf.KindMalloc, apiOf("cudaMalloc")
 			nextPtr += 1 << 20
 			e.A = [6]uint64{nextPtr, uint64(1+r.IntN(256)) << 20, 20000}
 			live = append(live, [2]uint64{uint64(pid), nextPtr})
@@ -134,20 +134,20 @@ func newBenchStream() *benchStream {
 				continue
 			}
 			i := r.IntN(len(live))
-			e.PID, e.Kind, e.API = uint32(live[i][0]), cudabpf.KindFree, apiOf("cudaFree")
+			e.PID, e.Kind, e.API = uint32(live[i][0]), gputracebpf.KindFree, apiOf("cudaFree")
 			e.A[0] = live[i][1]
 			live = slices.Delete(live, i, i+1)
 		case x < 970:
-			e.Kind, e.API = cudabpf.KindSync, apiOf("cudaStreamSynchronize")
+			e.Kind, e.API = gputracebpf.KindSync, apiOf("cudaStreamSynchronize")
 			e.A = [6]uint64{stream, uint64(r.IntN(5_000_000))}
 		case x < 980:
-			e.Kind, e.API = cudabpf.KindMemset, apiOf("cudaMemsetAsync")
+			e.Kind, e.API = gputracebpf.KindMemset, apiOf("cudaMemsetAsync")
 			e.A = [6]uint64{nextPtr, 0, 1 << 20, 0, stream}
 		case x < 990:
-			e.Kind, e.API = cudabpf.KindEventRecord, apiOf("cudaEventRecord")
+			e.Kind, e.API = gputracebpf.KindEventRecord, apiOf("cudaEventRecord")
 			e.A = [6]uint64{cudaprog.EventA, stream}
 		default:
-			e.Kind, e.API = cudabpf.KindGraphLaunch, apiOf("cudaGraphLaunch")
+			e.Kind, e.API = gputracebpf.KindGraphLaunch, apiOf("cudaGraphLaunch")
 			e.A = [6]uint64{cudaprog.GraphExec, stream}
 		}
 		recs = append(recs, e)
@@ -155,15 +155,15 @@ func newBenchStream() *benchStream {
 	// Free what is left, so that a cycle leaves the allocation maps as
 	// it found them.
 	for _, l := range live {
-		recs = append(recs, cudabpf.Event{PID: uint32(l[0]), TID: uint32(l[0]), Kind: cudabpf.KindFree,
+		recs = append(recs, gputracebpf.Event{PID: uint32(l[0]), TID: uint32(l[0]), Kind: gputracebpf.KindFree,
 			API: apiOf("cudaFree"), A: [6]uint64{l[1]}})
 	}
 	for i := range recs {
 		buf = benchEncode(buf, &recs[i], "")
 		s.counts[recs[i].Kind]++
 	}
-	for off := 0; off < len(buf); off += cudabpf.EventSize {
-		s.cycle = append(s.cycle, buf[off:off+cudabpf.EventSize:off+cudabpf.EventSize])
+	for off := 0; off < len(buf); off += gputracebpf.EventSize {
+		s.cycle = append(s.cycle, buf[off:off+gputracebpf.EventSize:off+gputracebpf.EventSize])
 	}
 	return s
 }
@@ -196,9 +196,9 @@ func newBenchSource(tb testing.TB, mp metric.MeterProvider) *Source {
 const benchTick = 200
 
 // benchHandle is what Source.read does with one ring-buffer record.
-func benchHandle(ctx context.Context, s *Source, raw []byte, ev *cudabpf.Event) {
+func benchHandle(ctx context.Context, s *Source, raw []byte, ev *gputracebpf.Event) {
 	s.mu.Lock()
-	if cudabpf.Decode(raw, ev) == nil {
+	if gputracebpf.Decode(raw, ev) == nil {
 		s.agg.handle(ctx, ev)
 	} else {
 		s.decodeErrors++
@@ -206,7 +206,7 @@ func benchHandle(ctx context.Context, s *Source, raw []byte, ev *cudabpf.Event) 
 	s.mu.Unlock()
 }
 
-// BenchmarkDecodeAggregate: synthetic records through cudabpf.Decode and
+// BenchmarkDecodeAggregate: synthetic records through gputracebpf.Decode and
 // the aggregator, as the Source's reader loop runs them (lock, decode,
 // handle, unlock), one record per op, in steady state (kernel names
 // learned, every series created). Sub-benchmarks split the cost:
@@ -221,13 +221,13 @@ func benchHandle(ctx context.Context, s *Source, raw []byte, ev *cudabpf.Event) 
 //     record go through the SDK's synchronous aggregation, whose cost is
 //     the SDK's (the API has no way to record a pre-aggregated
 //     histogram);
-//   - "decode": cudabpf.Decode alone.
+//   - "decode": gputracebpf.Decode alone.
 func BenchmarkDecodeAggregate(b *testing.B) {
 	stream := newBenchStream()
 	b.Logf("cycle of %d records: %v", len(stream.cycle), stream.counts)
 	run := func(b *testing.B, s *Source, decodeOnly bool) {
 		ctx := context.Background()
-		var ev cudabpf.Event
+		var ev gputracebpf.Event
 		ts := uint64(time.Hour)
 		for _, rec := range stream.names {
 			benchHandle(ctx, s, rec, &ev)
@@ -248,7 +248,7 @@ func BenchmarkDecodeAggregate(b *testing.B) {
 			ts += benchTick
 			binary.LittleEndian.PutUint64(rec, ts)
 			if decodeOnly {
-				if err := cudabpf.Decode(rec, &ev); err != nil {
+				if err := gputracebpf.Decode(rec, &ev); err != nil {
 					b.Fatal(err)
 				}
 				continue
@@ -349,7 +349,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	calls := benchEnvInt("XPUSCOPE_BENCH_CALLS", 300_000)
 	rounds := benchEnvInt("XPUSCOPE_BENCH_ROUNDS", 5)
 
-	objs, err := cudabpf.Load(cudabpf.LoadOptions{WakeupBytes: DefaultRingBytes / 4})
+	objs, err := gputracebpf.Load(gputracebpf.LoadOptions{WakeupBytes: DefaultRingBytes / 4})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		wg.Go(func() {
 			var (
 				rec ringbuf.Record
-				ev  cudabpf.Event
+				ev  gputracebpf.Event
 			)
 			for {
 				if !blocking {
@@ -410,7 +410,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 				if errors.Is(err, ringbuf.ErrClosed) {
 					return
 				}
-				if err == nil && cudabpf.Decode(rec.RawSample, &ev) == nil {
+				if err == nil && gputracebpf.Decode(rec.RawSample, &ev) == nil {
 					n.Add(1)
 				}
 			}
@@ -426,7 +426,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		}
 	}
 	launchCookie := func() uint64 {
-		for _, p := range cudabpf.Probes {
+		for _, p := range gputracebpf.Probes {
 			if p.Symbol == "cudaLaunchKernel" {
 				return p.Cookie()
 			}
@@ -457,8 +457,8 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 			var err error
 			src, err = New(CUDA, WithMeterProvider(mp),
 				WithTracerProvider(tracenoop.NewTracerProvider()),
-				withEventHook(func(e *cudabpf.Event) {
-					if e.Kind == cudabpf.KindLaunch {
+				withEventHook(func(e *gputracebpf.Event) {
+					if e.Kind == gputracebpf.KindLaunch {
 						launches.Add(1)
 					}
 				}))
@@ -480,7 +480,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				oursDrops.Add(int64(c[cudabpf.CounterDrops]))
+				oursDrops.Add(int64(c[gputracebpf.CounterDrops]))
 				t0 := time.Now()
 				if err := src.Close(); err != nil {
 					b.Error(err)

@@ -25,8 +25,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/xpuscope/xpuscope"
-	"github.com/xpuscope/xpuscope/internal/cudabpf"
 	"github.com/xpuscope/xpuscope/internal/elfsym"
+	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
@@ -46,17 +46,17 @@ func requireRoot(t testing.TB) {
 type recorder struct {
 	mu     sync.Mutex
 	watch  map[uint32]bool
-	events map[uint32][]cudabpf.Event
+	events map[uint32][]gputracebpf.Event
 	counts map[uint32]int
 }
 
 func newRecorder() *recorder {
-	return &recorder{watch: map[uint32]bool{}, events: map[uint32][]cudabpf.Event{}, counts: map[uint32]int{}}
+	return &recorder{watch: map[uint32]bool{}, events: map[uint32][]gputracebpf.Event{}, counts: map[uint32]int{}}
 }
 
 // hook is the Source's event hook. e.Name points into a reused buffer:
 // it is copied.
-func (r *recorder) hook(e *cudabpf.Event) {
+func (r *recorder) hook(e *gputracebpf.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.counts[e.PID]++
@@ -77,7 +77,7 @@ func (r *recorder) Watch(pid int) {
 }
 
 // Events returns the events of pid so far.
-func (r *recorder) Events(pid int) []cudabpf.Event {
+func (r *recorder) Events(pid int) []gputracebpf.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events[uint32(pid)])
@@ -185,7 +185,7 @@ func (tr *traced) waitAttached(t testing.TB, target, path string) uprobe.Attachm
 
 // waitEvents waits until pid produced n events, then a little longer
 // to make sure no more come, and returns them.
-func (tr *traced) waitEvents(t testing.TB, pid, n int) []cudabpf.Event {
+func (tr *traced) waitEvents(t testing.TB, pid, n int) []gputracebpf.Event {
 	t.Helper()
 	if !poll(10*time.Second, func() bool { return len(tr.rec.Events(pid)) >= n }) {
 		evs := tr.rec.Events(pid)
@@ -212,7 +212,7 @@ func (tr *traced) waitPoints(t testing.TB, ok func(testutil.Points) bool) testut
 	return pts
 }
 
-func dumpEvents(evs []cudabpf.Event) string {
+func dumpEvents(evs []gputracebpf.Event) string {
 	var b strings.Builder
 	for _, e := range evs {
 		fmt.Fprintf(&b, "  %s\n", fmtEvent(e))
@@ -220,7 +220,7 @@ func dumpEvents(evs []cudabpf.Event) string {
 	return b.String()
 }
 
-func fmtEvent(e cudabpf.Event) string {
+func fmtEvent(e gputracebpf.Event) string {
 	s := fmt.Sprintf("tid=%d kind=%d api=%s dev=%d ret=%d a=%#x", e.TID, e.Kind, e.API, e.Device, e.Ret, e.A)
 	if e.Name != nil {
 		s += fmt.Sprintf(" name=%q", e.Name)
@@ -229,14 +229,14 @@ func fmtEvent(e cudabpf.Event) string {
 }
 
 // probeOf returns the probe of the exported function symbol.
-func probeOf(symbol string) (cudabpf.Probe, bool) {
+func probeOf(symbol string) (gputracebpf.Probe, bool) {
 	symbol = strings.TrimSuffix(symbol, copyDone)
-	for _, p := range cudabpf.Probes {
+	for _, p := range gputracebpf.Probes {
 		if p.Symbol == symbol {
 			return p, true
 		}
 	}
-	return cudabpf.Probe{}, false
+	return gputracebpf.Probe{}, false
 }
 
 // copyDone marks, in an expected sequence, the second record of a
@@ -244,34 +244,34 @@ func probeOf(symbol string) (cudabpf.Probe, bool) {
 const copyDone = "#done"
 
 // kindOf is the kind of record a call of api makes.
-func kindOf(api string) cudabpf.Kind {
+func kindOf(api string) gputracebpf.Kind {
 	switch {
 	case strings.HasSuffix(api, copyDone):
-		return cudabpf.KindCopyDone
+		return gputracebpf.KindCopyDone
 	case strings.Contains(api, "GraphLaunch"):
-		return cudabpf.KindGraphLaunch
+		return gputracebpf.KindGraphLaunch
 	case strings.Contains(api, "Launch"):
-		return cudabpf.KindLaunch
+		return gputracebpf.KindLaunch
 	case strings.HasPrefix(api, "cudaMemcpy"), strings.HasPrefix(api, "cuMemcpy"):
-		return cudabpf.KindMemcpy
+		return gputracebpf.KindMemcpy
 	case strings.HasPrefix(api, "cudaMemset"):
-		return cudabpf.KindMemset
+		return gputracebpf.KindMemset
 	case strings.HasPrefix(api, "cudaMalloc"), strings.HasPrefix(api, "cuMemAlloc"):
-		return cudabpf.KindMalloc
+		return gputracebpf.KindMalloc
 	case strings.HasPrefix(api, "cudaFree"), strings.HasPrefix(api, "cuMemFree"):
-		return cudabpf.KindFree
+		return gputracebpf.KindFree
 	case strings.Contains(api, "Synchronize"):
-		return cudabpf.KindSync
+		return gputracebpf.KindSync
 	case strings.HasPrefix(api, "cudaEventRecord"):
-		return cudabpf.KindEventRecord
+		return gputracebpf.KindEventRecord
 	case api == "cudaEventQuery":
-		return cudabpf.KindEventQuery
+		return gputracebpf.KindEventQuery
 	case strings.HasPrefix(api, "cudaStreamWaitEvent"):
-		return cudabpf.KindStreamWait
+		return gputracebpf.KindStreamWait
 	case api == "cudaSetDevice":
-		return cudabpf.KindSetDevice
+		return gputracebpf.KindSetDevice
 	case api == "__cudaRegisterFunction", api == "cuModuleGetFunction":
-		return cudabpf.KindFuncName
+		return gputracebpf.KindFuncName
 	}
 	panic("no record kind for " + api)
 }
@@ -280,7 +280,7 @@ func kindOf(api string) cudabpf.Kind {
 // code (made by a return probe).
 func hasReturnValue(api string) bool {
 	k := kindOf(api)
-	return k == cudabpf.KindMalloc || k == cudabpf.KindSync || k == cudabpf.KindEventQuery || k == cudabpf.KindCopyDone
+	return k == gputracebpf.KindMalloc || k == gputracebpf.KindSync || k == gputracebpf.KindEventQuery || k == gputracebpf.KindCopyDone
 }
 
 // traceable lists the records the probes make for the calls of seq, in
@@ -319,7 +319,7 @@ func devices(seq []cudaprog.Call) []int32 {
 
 // checkEvent compares a decoded record with the call that made it, on
 // device dev, in the process whose kernel stubs are at stubs.
-func checkEvent(e cudabpf.Event, c cudaprog.Call, dev int32, stubs map[string]uint64) error {
+func checkEvent(e gputracebpf.Event, c cudaprog.Call, dev int32, stubs map[string]uint64) error {
 	p, _ := probeOf(c.API)
 	var errs []string
 	eq := func(what string, got, want any) {
@@ -349,7 +349,7 @@ func checkEvent(e cudabpf.Event, c cudaprog.Call, dev int32, stubs map[string]ui
 		eq("ret", e.Ret, int32(0))
 	}
 	switch kind {
-	case cudabpf.KindLaunch:
+	case gputracebpf.KindLaunch:
 		fn := c.Handle
 		if c.Func != "" {
 			fn = stubs[c.Func]
@@ -359,18 +359,18 @@ func checkEvent(e cudabpf.Event, c cudaprog.Call, dev int32, stubs map[string]ui
 		eq("block", e.Block(), [3]uint32(c.Block))
 		eq("shared memory", e.SharedMem(), uint64(c.SharedMem))
 		eq("stream", e.LaunchStream(), c.Stream)
-	case cudabpf.KindMemcpy:
+	case gputracebpf.KindMemcpy:
 		ptr("dst", e.A[0], c.Dst)
 		ptr("src", e.A[1], c.Src)
 		eq("bytes", e.A[2], c.Size)
 		eq("copy kind", e.A[3], uint64(c.Kind))
 		eq("stream", e.Stream(), c.Stream)
-	case cudabpf.KindMemset:
+	case gputracebpf.KindMemset:
 		eq("ptr", e.A[0], c.Ptr)
 		eq("value", e.A[1], uint64(c.Value))
 		eq("bytes", e.A[2], c.Size)
 		eq("stream", e.Stream(), c.Stream)
-	case cudabpf.KindMalloc:
+	case gputracebpf.KindMalloc:
 		if c.Ret == 0 {
 			nonzero("pointer", e.A[0])
 		} else {
@@ -378,10 +378,10 @@ func checkEvent(e cudabpf.Event, c cudaprog.Call, dev int32, stubs map[string]ui
 		}
 		eq("bytes", e.A[1], c.Size)
 		eq("stream", e.Stream(), c.Stream)
-	case cudabpf.KindFree:
+	case gputracebpf.KindFree:
 		eq("ptr", e.A[0], c.Ptr)
 		eq("stream", e.Stream(), c.Stream)
-	case cudabpf.KindSync:
+	case gputracebpf.KindSync:
 		on := c.Stream // the stream, or cudaEventSynchronize's event
 		if c.Handle != 0 {
 			on = c.Handle
@@ -390,20 +390,20 @@ func checkEvent(e cudabpf.Event, c cudaprog.Call, dev int32, stubs map[string]ui
 		if e.TS < e.A[1] {
 			errs = append(errs, fmt.Sprintf("duration %d ns longer than the clock", e.A[1]))
 		}
-	case cudabpf.KindEventRecord:
+	case gputracebpf.KindEventRecord:
 		eq("event", e.A[0], c.Handle)
 		eq("stream", e.A[1], c.Stream)
-	case cudabpf.KindStreamWait:
+	case gputracebpf.KindStreamWait:
 		eq("stream", e.A[0], c.Stream)
 		eq("event", e.A[1], c.Handle)
-	case cudabpf.KindEventQuery:
+	case gputracebpf.KindEventQuery:
 		eq("event", e.A[0], c.Handle)
-	case cudabpf.KindSetDevice:
+	case gputracebpf.KindSetDevice:
 		eq("device arg", e.A[0], uint64(int64(c.Value)))
-	case cudabpf.KindGraphLaunch:
+	case gputracebpf.KindGraphLaunch:
 		eq("graph exec", e.A[0], c.Handle)
 		eq("stream", e.A[1], c.Stream)
-	case cudabpf.KindFuncName:
+	case gputracebpf.KindFuncName:
 		eq("host function", e.A[0], stubs[c.Func])
 		eq("driver flag", e.A[1], uint64(0))
 		eq("name", string(e.Name), c.Func)
@@ -417,9 +417,9 @@ func checkEvent(e cudabpf.Event, c cudaprog.Call, dev int32, stubs map[string]ui
 // checkThreads checks that the events of each thread are exactly the
 // traceable calls of its sequence, in order, with their arguments.
 // tids[i] is the thread running threads[i].
-func checkThreads(t *testing.T, evs []cudabpf.Event, pid int, threads [][]cudaprog.Call, tids map[int]int, stubs map[string]uint64) {
+func checkThreads(t *testing.T, evs []gputracebpf.Event, pid int, threads [][]cudaprog.Call, tids map[int]int, stubs map[string]uint64) {
 	t.Helper()
-	byTid := map[uint32][]cudabpf.Event{}
+	byTid := map[uint32][]gputracebpf.Event{}
 	for _, e := range evs {
 		require.Equal(t, uint32(pid), e.PID)
 		byTid[e.TID] = append(byTid[e.TID], e)
@@ -498,30 +498,30 @@ func expect(t testing.TB, threads [][]cudaprog.Call, kernelName func(cudaprog.Ca
 				x.errors[key(api, strconv.Itoa(c.Ret))]++
 			}
 			switch kindOf(c.API) {
-			case cudabpf.KindLaunch:
+			case gputracebpf.KindLaunch:
 				x.launches[key(kernelName(c), dev, c.API)]++
 				x.gridCount[dev]++
 				x.gridSum[dev] += dim(c.Grid)
 				x.blockSum[dev] += dim(c.Block)
 				x.smemSum[dev] += float64(c.SharedMem)
 				x.spans[semconv.SpanCUDAKernelLaunch]++
-			case cudabpf.KindMemcpy:
+			case gputracebpf.KindMemcpy:
 				x.memcpy[key(memcpyKindName(t, c.Kind), dev, c.API)] += float64(c.Size)
 				x.spans[semconv.SpanCUDAMemcpy]++
-			case cudabpf.KindMemset:
+			case gputracebpf.KindMemset:
 				x.spans[semconv.SpanCUDAMemset]++
-			case cudabpf.KindGraphLaunch:
+			case gputracebpf.KindGraphLaunch:
 				x.graphs[key(dev, c.API)]++
 				x.spans[semconv.SpanCUDAGraphLaunch]++
-			case cudabpf.KindSync:
+			case gputracebpf.KindSync:
 				x.syncs[key(dev, c.API)]++
 				x.spans[semconv.SpanCUDASync]++
-			case cudabpf.KindMalloc:
+			case gputracebpf.KindMalloc:
 				if c.Ret == 0 {
 					x.allocated += float64(c.Size)
 				}
 				x.spans[semconv.SpanCUDAMalloc]++
-			case cudabpf.KindFree:
+			case gputracebpf.KindFree:
 				x.spans[semconv.SpanCUDAFree]++
 			}
 		}

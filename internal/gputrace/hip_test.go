@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -81,7 +81,7 @@ func TestHIPRuntime(t *testing.T) {
 	// hipSetDevice(1), its own included.
 	const stream, event = 0x1234, 0x888
 	type rec struct {
-		kind cudabpf.Kind
+		kind gputracebpf.Kind
 		api  string
 		ret  int32
 		a    [6]uint64
@@ -90,30 +90,30 @@ func TestHIPRuntime(t *testing.T) {
 		return [6]uint64{fn, grid[0] | grid[1]<<32, grid[2] | block[2]<<32, block[0] | block[1]<<32, smem, stream}
 	}
 	want := []rec{
-		{cudabpf.KindSetDevice, "hipSetDevice", 0, [6]uint64{1}},
-		{cudabpf.KindMalloc, "hipMalloc", 101, [6]uint64{0, 4096}}, // a[2] (duration) checked below
-		{cudabpf.KindLaunch, "hipLaunchKernel", 0, launch(stub, [3]uint64{7, 3, 2}, [3]uint64{64, 2, 1}, 128)},
-		{cudabpf.KindLaunch, "hipExtLaunchKernel", 0, launch(stub, [3]uint64{7, 3, 2}, [3]uint64{64, 2, 1}, 256)},
-		{cudabpf.KindLaunch, "hipModuleLaunchKernel", 0, launch(0x5678, [3]uint64{4, 5, 6}, [3]uint64{32, 4, 2}, 512)},
-		{cudabpf.KindMemcpy, "hipMemcpy", 0, [6]uint64{dev, host, 64, cudabpf.MemcpyHostToDevice, 0}},
-		{cudabpf.KindCopyDone, "hipMemcpy", 101, [6]uint64{0, 0, 0, cudabpf.MemcpyHostToDevice}},
-		{cudabpf.KindMemcpy, "hipMemcpyAsync", 0, [6]uint64{host, dev, 32, cudabpf.MemcpyDeviceToHost, stream}},
-		{cudabpf.KindFree, "hipFree", 0, [6]uint64{0xabc000}},
-		{cudabpf.KindSync, "hipStreamSynchronize", 101, [6]uint64{stream}},
-		{cudabpf.KindSync, "hipDeviceSynchronize", 101, [6]uint64{0}},
-		{cudabpf.KindGraphLaunch, "hipGraphLaunch", 0, [6]uint64{0x777, stream}},
-		{cudabpf.KindEventRecord, "hipEventRecord", 0, [6]uint64{event, stream}},
-		{cudabpf.KindSync, "hipEventSynchronize", 101, [6]uint64{event}},
-		{cudabpf.KindStreamWait, "hipStreamWaitEvent", 0, [6]uint64{stream, event}},
+		{gputracebpf.KindSetDevice, "hipSetDevice", 0, [6]uint64{1}},
+		{gputracebpf.KindMalloc, "hipMalloc", 101, [6]uint64{0, 4096}}, // a[2] (duration) checked below
+		{gputracebpf.KindLaunch, "hipLaunchKernel", 0, launch(stub, [3]uint64{7, 3, 2}, [3]uint64{64, 2, 1}, 128)},
+		{gputracebpf.KindLaunch, "hipExtLaunchKernel", 0, launch(stub, [3]uint64{7, 3, 2}, [3]uint64{64, 2, 1}, 256)},
+		{gputracebpf.KindLaunch, "hipModuleLaunchKernel", 0, launch(0x5678, [3]uint64{4, 5, 6}, [3]uint64{32, 4, 2}, 512)},
+		{gputracebpf.KindMemcpy, "hipMemcpy", 0, [6]uint64{dev, host, 64, gputracebpf.MemcpyHostToDevice, 0}},
+		{gputracebpf.KindCopyDone, "hipMemcpy", 101, [6]uint64{0, 0, 0, gputracebpf.MemcpyHostToDevice}},
+		{gputracebpf.KindMemcpy, "hipMemcpyAsync", 0, [6]uint64{host, dev, 32, gputracebpf.MemcpyDeviceToHost, stream}},
+		{gputracebpf.KindFree, "hipFree", 0, [6]uint64{0xabc000}},
+		{gputracebpf.KindSync, "hipStreamSynchronize", 101, [6]uint64{stream}},
+		{gputracebpf.KindSync, "hipDeviceSynchronize", 101, [6]uint64{0}},
+		{gputracebpf.KindGraphLaunch, "hipGraphLaunch", 0, [6]uint64{0x777, stream}},
+		{gputracebpf.KindEventRecord, "hipEventRecord", 0, [6]uint64{event, stream}},
+		{gputracebpf.KindSync, "hipEventSynchronize", 101, [6]uint64{event}},
+		{gputracebpf.KindStreamWait, "hipStreamWaitEvent", 0, [6]uint64{stream, event}},
 	}
 	evs := tr.waitEvents(t, p.Pid, len(want))
 	var got []rec
 	for _, e := range evs {
 		r := rec{e.Kind, e.API.String(), e.Ret, e.A}
 		switch e.Kind {
-		case cudabpf.KindMalloc, cudabpf.KindCopyDone, cudabpf.KindSync: // durations
+		case gputracebpf.KindMalloc, gputracebpf.KindCopyDone, gputracebpf.KindSync: // durations
 			d := &r.a[2]
-			if e.Kind != cudabpf.KindMalloc {
+			if e.Kind != gputracebpf.KindMalloc {
 				d = &r.a[1]
 			}
 			require.NotZero(t, *d, "%s: duration", r.api)

@@ -5,7 +5,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/occupancy"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -100,7 +100,7 @@ func (a *aggregator) kernelDone(k *occupancy.Kernel) {
 
 // stream is the stream a call names; the legacy default stream of a
 // per-thread-default-stream (_ptsz) call is the thread's own.
-func stream(e *cudabpf.Event, s uint64) uint64 {
+func stream(e *gputracebpf.Event, s uint64) uint64 {
 	if s == 0 && e.API.PerThread() {
 		return occupancy.PerThreadStream(e.TID)
 	}
@@ -108,35 +108,35 @@ func stream(e *cudabpf.Event, s uint64) uint64 {
 }
 
 // model feeds one event to the occupancy model.
-func (a *aggregator) model(e *cudabpf.Event) {
+func (a *aggregator) model(e *gputracebpf.Event) {
 	m, ts := a.occ.model, int64(e.TS)
 	switch e.Kind {
-	case cudabpf.KindLaunch:
+	case gputracebpf.KindLaunch:
 		m.Launch(ts, e.PID, e.Device, stream(e, e.LaunchStream()), e.Grid(), e.Block(), e.Func())
-	case cudabpf.KindSync:
+	case gputracebpf.KindSync:
 		begin := ts - int64(min(e.TS, e.A[1]))
 		switch e.API.SyncScope() {
-		case cudabpf.SyncStream:
+		case gputracebpf.SyncStream:
 			m.StreamSync(begin, ts, e.PID, e.Device, stream(e, e.A[0]))
-		case cudabpf.SyncDevice:
+		case gputracebpf.SyncDevice:
 			m.DeviceSync(begin, ts, e.PID, e.Device)
-		case cudabpf.SyncEvent:
+		case gputracebpf.SyncEvent:
 			m.EventComplete(ts, e.PID, e.A[0])
 		}
-	case cudabpf.KindCopyDone:
+	case gputracebpf.KindCopyDone:
 		// A copy between host and device returns when it, and the work
 		// before it on its stream, is done. Device-to-device and
 		// direction-less (default) copies need not wait.
-		if k := e.A[3]; k == cudabpf.MemcpyHostToDevice || k == cudabpf.MemcpyDeviceToHost {
+		if k := e.A[3]; k == gputracebpf.MemcpyHostToDevice || k == gputracebpf.MemcpyDeviceToHost {
 			m.MemcpySync(ts-int64(min(e.TS, e.A[1])), ts, e.PID, e.Device, stream(e, e.A[0]))
 		}
-	case cudabpf.KindEventQuery:
+	case gputracebpf.KindEventQuery:
 		if e.Ret == 0 {
 			m.EventComplete(ts, e.PID, e.A[0])
 		}
-	case cudabpf.KindEventRecord:
+	case gputracebpf.KindEventRecord:
 		m.EventRecord(ts, e.PID, e.Device, stream(e, e.A[1]), e.A[0])
-	case cudabpf.KindStreamWait:
+	case gputracebpf.KindStreamWait:
 		m.StreamWaitEvent(ts, e.PID, e.Device, stream(e, e.A[0]), e.A[1])
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/occupancy"
 )
 
@@ -46,7 +46,7 @@ type config struct {
 
 	// Test seams (unexported options).
 	wakeupBytes uint64                     // 0: a quarter of the ring
-	eventHook   func(e *cudabpf.Event)     // sees every decoded event
+	eventHook   func(e *gputracebpf.Event) // sees every decoded event
 	noMulti     bool                       // perf-event uprobes even where uprobe_multi works
 	editObject  func(*ebpf.CollectionSpec) // tests: change the BPF object before it is loaded
 }
@@ -182,7 +182,7 @@ func withWakeupBytes(n uint64) Option {
 }
 
 // withEventHook calls f with every decoded event, before it is aggregated.
-func withEventHook(f func(e *cudabpf.Event)) Option {
+func withEventHook(f func(e *gputracebpf.Event)) Option {
 	return optionFunc(func(c *config) { c.eventHook = f })
 }
 

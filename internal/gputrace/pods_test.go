@@ -15,7 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
 	"github.com/xpuscope/xpuscope/podjoin"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -75,8 +75,8 @@ func TestPodLabelsAndParent(t *testing.T) {
 		h.feed(
 			launch(pid, 0x1000, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, 1),
 			launch(pid, 0x1000, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, 2),
-			cudabpf.Event{TS: 3, PID: pid, TID: pid, Kind: cudabpf.KindMemcpy, API: apiOf("cudaMemcpy"), A: [6]uint64{1, 2, 64, 1}},
-			cudabpf.Event{TS: 9, PID: pid, TID: pid, Kind: cudabpf.KindSync, API: apiOf("cudaDeviceSynchronize"), A: [6]uint64{0, 5}},
+			gputracebpf.Event{TS: 3, PID: pid, TID: pid, Kind: gputracebpf.KindMemcpy, API: apiOf("cudaMemcpy"), A: [6]uint64{1, 2, 64, 1}},
+			gputracebpf.Event{TS: 9, PID: pid, TID: pid, Kind: gputracebpf.KindSync, API: apiOf("cudaDeviceSynchronize"), A: [6]uint64{0, 5}},
 		)
 	}
 	assert.Equal(t, map[int]int{100: 1, 200: 1}, r.asked, "asked once per process, not per event")

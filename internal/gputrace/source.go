@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xpuscope/xpuscope"
-	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/ktime"
 	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/internal/ringpoll"
@@ -47,11 +47,11 @@ type Runtime struct {
 }
 
 // Target is one kind of file: every file that defines its Library's
-// anchor (cudabpf.Anchors) gets the probes of that Library.
+// anchor (gputracebpf.Anchors) gets the probes of that Library.
 type Target struct {
 	// Name names it in Status and xpuscope.cuda.attached_files.
 	Name    string
-	Library cudabpf.Library
+	Library gputracebpf.Library
 	// Prefix is how the base names of its files start: a file named so
 	// that lacks the anchor is reported as rejected.
 	Prefix string
@@ -62,11 +62,11 @@ type Target struct {
 // (libcuda), and HIP's (libamdhip64).
 var (
 	CUDA = Runtime{Name: "cudatrace", ScopeName: "github.com/xpuscope/xpuscope/cudatrace", Targets: []Target{
-		{Name: TargetRuntime, Library: cudabpf.Runtime, Prefix: "libcudart.so"},
-		{Name: TargetDriver, Library: cudabpf.Driver, Prefix: "libcuda.so"},
+		{Name: TargetRuntime, Library: gputracebpf.Runtime, Prefix: "libcudart.so"},
+		{Name: TargetDriver, Library: gputracebpf.Driver, Prefix: "libcuda.so"},
 	}}
 	HIP = Runtime{Name: "hiptrace", ScopeName: "github.com/xpuscope/xpuscope/hiptrace", Targets: []Target{
-		{Name: TargetHIP, Library: cudabpf.HIP, Prefix: "libamdhip64.so"},
+		{Name: TargetHIP, Library: gputracebpf.HIP, Prefix: "libamdhip64.so"},
 	}}
 )
 
@@ -75,7 +75,7 @@ var (
 type Source struct {
 	rt     Runtime
 	cfg    config
-	objs   *cudabpf.Objects
+	objs   *gputracebpf.Objects
 	tracer *uprobe.Tracer
 	rb     *ringbuf.Reader
 	names  *symbolizer
@@ -85,7 +85,7 @@ type Source struct {
 
 	mu               sync.Mutex // guards everything below
 	agg              *aggregator
-	bpfCounters      [cudabpf.NumCounters]uint64
+	bpfCounters      [gputracebpf.NumCounters]uint64
 	attachedByTarget map[string]int64
 	targetAttrs      map[string]meterx.Attrs
 	decodeErrors     int64
@@ -130,7 +130,7 @@ func newSource(rt Runtime, opts []Option) (*Source, error) {
 	// uprobe_multi links attach and detach in one call per program, where
 	// perf-event uprobes take one (slow to tear down) per symbol.
 	multi := !cfg.noMulti && features.HaveBPFLinkUprobeMulti() == nil
-	s.objs, err = cudabpf.Load(cudabpf.LoadOptions{RingBytes: cfg.ringBytes, WakeupBytes: wakeup, UprobeMulti: multi,
+	s.objs, err = gputracebpf.Load(gputracebpf.LoadOptions{RingBytes: cfg.ringBytes, WakeupBytes: wakeup, UprobeMulti: multi,
 		Edit: cfg.editObject})
 	if err != nil {
 		if uprobe.Denied(err) {
@@ -180,11 +180,11 @@ func (s *Source) start(multi bool) error {
 }
 
 // targets are the files of rt to probe, each with its library's probes.
-func targets(rt Runtime, o *cudabpf.Objects, multi bool) []uprobe.Target {
+func targets(rt Runtime, o *gputracebpf.Objects, multi bool) []uprobe.Target {
 	out := make([]uprobe.Target, 0, len(rt.Targets))
 	for _, t := range rt.Targets {
 		var probes []uprobe.Probe
-		for _, p := range cudabpf.Probes {
+		for _, p := range gputracebpf.Probes {
 			if p.Library != t.Library {
 				continue
 			}
@@ -194,7 +194,7 @@ func targets(rt Runtime, o *cudabpf.Objects, multi bool) []uprobe.Target {
 			}
 			probes = append(probes, up)
 		}
-		out = append(out, uprobe.Target{Name: t.Name, Anchor: cudabpf.Anchors[t.Library], Probes: probes, Multi: multi,
+		out = append(out, uprobe.Target{Name: t.Name, Anchor: gputracebpf.Anchors[t.Library], Probes: probes, Multi: multi,
 			Hint: func(b string) bool { return strings.HasPrefix(b, t.Prefix) }})
 	}
 	return out
@@ -208,7 +208,7 @@ func (s *Source) read() {
 	ctx := context.Background()
 	var (
 		rec  ringbuf.Record
-		ev   cudabpf.Event
+		ev   gputracebpf.Event
 		next = time.Now().Add(housekeeping)
 		pace = ringpoll.New(s.cfg.pollInterval)
 	)
@@ -230,7 +230,7 @@ func (s *Source) read() {
 				break // the deadline: this batch is done
 			}
 			s.mu.Lock()
-			if cudabpf.Decode(rec.RawSample, &ev) == nil {
+			if gputracebpf.Decode(rec.RawSample, &ev) == nil {
 				if s.cfg.eventHook != nil {
 					s.cfg.eventHook(&ev)
 				}
@@ -259,12 +259,12 @@ const housekeepCheck = 256
 func (s *Source) housekeep() {
 	counters, cerr := s.objs.Counters()
 	type unrecorded struct {
-		k cudabpf.CallKey
+		k gputracebpf.CallKey
 		n uint64
 	}
 	var calls []unrecorded
 	var (
-		k cudabpf.CallKey
+		k gputracebpf.CallKey
 		n uint64
 	)
 	it := s.objs.UnrecordedCalls().Iterate()
@@ -283,7 +283,7 @@ func (s *Source) housekeep() {
 	}
 	for _, c := range calls {
 		if p := s.agg.proc(c.k.Pid); p != nil {
-			s.agg.call(p, cudabpf.API(c.k.Api)).unrecorded = int64(c.n)
+			s.agg.call(p, gputracebpf.API(c.k.Api)).unrecorded = int64(c.n)
 		}
 	}
 	for _, t := range s.rt.Targets {

@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -42,7 +42,7 @@ type spanner struct {
 	suppressed int64
 }
 
-func (s *spanner) allow(p *proc, e *cudabpf.Event) bool {
+func (s *spanner) allow(p *proc, e *gputracebpf.Event) bool {
 	if p.spans.take(e.TS) {
 		return true
 	}
@@ -52,7 +52,7 @@ func (s *spanner) allow(p *proc, e *cudabpf.Event) bool {
 
 // emit emits one span of p's, a child of p's parent span where the
 // resolver gave one.
-func (s *spanner) emit(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event, name string, start uint64, kvs ...attribute.KeyValue) {
+func (s *spanner) emit(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event, name string, start uint64, kvs ...attribute.KeyValue) {
 	// The resolver's attributes first: the Source's own win over any they
 	// repeat.
 	base := append(slices.Clip(p.pod),
@@ -71,7 +71,7 @@ func (s *spanner) emit(ctx context.Context, a *aggregator, p *proc, e *cudabpf.E
 	sp.End(trace.WithTimestamp(a.wall(e.TS)))
 }
 
-func (s *spanner) launch(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event, kernel string) {
+func (s *spanner) launch(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event, kernel string) {
 	if !s.allow(p, e) {
 		return
 	}
@@ -84,40 +84,40 @@ func (s *spanner) launch(ctx context.Context, a *aggregator, p *proc, e *cudabpf
 		semconv.CUDAStream.String(hex(e.LaunchStream())))
 }
 
-func (s *spanner) graph(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event) {
+func (s *spanner) graph(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
 		s.emit(ctx, a, p, e, semconv.SpanCUDAGraphLaunch, e.TS, semconv.CUDAStream.String(hex(e.A[1])))
 	}
 }
 
-func (s *spanner) memcpy(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event, kind string) {
+func (s *spanner) memcpy(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event, kind string) {
 	if s.allow(p, e) {
 		s.emit(ctx, a, p, e, semconv.SpanCUDAMemcpy, e.TS,
 			semconv.CUDAMemcpyKind.String(kind), semconv.CUDAMemcpyBytes.Int64(int64(e.A[2])), semconv.CUDAStream.String(hex(e.Stream())))
 	}
 }
 
-func (s *spanner) memset(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event) {
+func (s *spanner) memset(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
 		s.emit(ctx, a, p, e, semconv.SpanCUDAMemset, e.TS,
 			semconv.CUDAMemcpyBytes.Int64(int64(e.A[2])), semconv.CUDAStream.String(hex(e.Stream())))
 	}
 }
 
-func (s *spanner) malloc(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event) {
+func (s *spanner) malloc(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
 		s.emit(ctx, a, p, e, semconv.SpanCUDAMalloc, e.TS-min(e.TS, e.A[2]),
 			semconv.CUDAMemoryBytes.Int64(int64(e.A[1])), semconv.CUDAMemoryAddr.String(hex(e.A[0])), semconv.CUDAErrorCode.Int(int(e.Ret)))
 	}
 }
 
-func (s *spanner) free(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event) {
+func (s *spanner) free(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
 		s.emit(ctx, a, p, e, semconv.SpanCUDAFree, e.TS, semconv.CUDAMemoryAddr.String(hex(e.A[0])))
 	}
 }
 
-func (s *spanner) sync(ctx context.Context, a *aggregator, p *proc, e *cudabpf.Event) {
+func (s *spanner) sync(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
 		start := e.TS - min(e.TS, e.A[1])
 		s.emit(ctx, a, p, e, semconv.SpanCUDASync, start,

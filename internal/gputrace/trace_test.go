@@ -28,7 +28,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/xpuscope/xpuscope"
-	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
@@ -165,7 +165,7 @@ func testRuntimeThreads(t *testing.T, tr *traced) {
 	launches := map[uint32]int{}
 	devs := map[uint32]map[int32]bool{}
 	for _, e := range tr.rec.Events(p.Pid) {
-		if e.Kind == cudabpf.KindLaunch {
+		if e.Kind == gputracebpf.KindLaunch {
 			launches[e.TID]++
 		}
 		if devs[e.TID] == nil {
@@ -176,7 +176,7 @@ func testRuntimeThreads(t *testing.T, tr *traced) {
 	for i, seq := range s.Threads {
 		want := 0
 		for _, c := range seq {
-			if kindOf(c.API) == cudabpf.KindLaunch {
+			if kindOf(c.API) == gputracebpf.KindLaunch {
 				want++
 			}
 		}
@@ -395,7 +395,7 @@ func testForwardCountedOnce(t *testing.T, tr *traced) {
 	lines := p.Wait()
 	require.Equal(t, map[string]map[int]int{"cudaLaunchKernel": {cudaprog.ForwardLaunch.Ret: 1}}, cudaprog.Rets(lines))
 	checkThreads(t, evs, p.Pid, [][]cudaprog.Call{{cudaprog.DlopenLaunch}}, map[int]int{0: p.Pid}, cudaprog.Stubs(lines))
-	require.Greater(t, after[cudabpf.CounterNested], before[cudabpf.CounterNested], "nested driver launches")
+	require.Greater(t, after[gputracebpf.CounterNested], before[gputracebpf.CounterNested], "nested driver launches")
 	tr.checkMetrics(t, p.Pid, "dlopen", expect(t, [][]cudaprog.Call{{cudaprog.DlopenLaunch}}, demangled))
 }
 
@@ -490,7 +490,7 @@ func TestTraceFlood(t *testing.T) {
 	received := func() int {
 		k := 0
 		for _, e := range tr.rec.Events(p.Pid) {
-			if e.Kind == cudabpf.KindLaunch {
+			if e.Kind == gputracebpf.KindLaunch {
 				k++
 			}
 		}

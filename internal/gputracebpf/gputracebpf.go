@@ -1,11 +1,13 @@
-// Package cudabpf holds the eBPF programs that probe the CUDA runtime and
-// driver APIs (cuda.bpf.c, compiled by bpf2go into the committed
-// cuda_x86_bpfel.o), the table of which program probes which symbol, and
-// the decoder of the records they submit.
+// Package gputracebpf holds the eBPF programs of internal/gputrace, which
+// probe the GPU runtimes' APIs: CUDA's runtime and driver, and HIP's
+// runtime, whose entry points take their CUDA counterparts' arguments
+// (gputrace.bpf.c, compiled by bpf2go into the committed
+// gputrace_x86_bpfel.o). It also holds the table of which program probes
+// which symbol, and the decoder of the records they submit.
 //
-// The record layout is fixed by struct event in cuda.bpf.c; Decode reads
+// The record layout is fixed by struct event in gputrace.bpf.c; Decode reads
 // it without allocating.
-package cudabpf
+package gputracebpf
 
 import (
 	"encoding/binary"
@@ -23,22 +25,22 @@ type API uint16
 // Kind says what a record describes.
 type Kind uint16
 
-// Record kinds (enum kind in cuda.bpf.c).
+// Record kinds (enum kind in gputrace.bpf.c).
 const (
-	KindLaunch       = Kind(cudaKindKIND_LAUNCH)
-	KindMemcpy       = Kind(cudaKindKIND_MEMCPY)
-	KindMemset       = Kind(cudaKindKIND_MEMSET)
-	KindMalloc       = Kind(cudaKindKIND_MALLOC)
-	KindFree         = Kind(cudaKindKIND_FREE)
-	KindSync         = Kind(cudaKindKIND_SYNC)
-	KindEventRecord  = Kind(cudaKindKIND_EVENT_RECORD)
-	KindStreamWait   = Kind(cudaKindKIND_STREAM_WAIT)
-	KindSetDevice    = Kind(cudaKindKIND_SET_DEVICE)
-	KindGraphLaunch  = Kind(cudaKindKIND_GRAPH_LAUNCH)
-	KindFuncName     = Kind(cudaKindKIND_FUNC_NAME)
-	KindKernelHandle = Kind(cudaKindKIND_KERNEL_HANDLE)
-	KindEventQuery   = Kind(cudaKindKIND_EVENT_QUERY)
-	KindCopyDone     = Kind(cudaKindKIND_COPY_DONE)
+	KindLaunch       = Kind(gputraceKindKIND_LAUNCH)
+	KindMemcpy       = Kind(gputraceKindKIND_MEMCPY)
+	KindMemset       = Kind(gputraceKindKIND_MEMSET)
+	KindMalloc       = Kind(gputraceKindKIND_MALLOC)
+	KindFree         = Kind(gputraceKindKIND_FREE)
+	KindSync         = Kind(gputraceKindKIND_SYNC)
+	KindEventRecord  = Kind(gputraceKindKIND_EVENT_RECORD)
+	KindStreamWait   = Kind(gputraceKindKIND_STREAM_WAIT)
+	KindSetDevice    = Kind(gputraceKindKIND_SET_DEVICE)
+	KindGraphLaunch  = Kind(gputraceKindKIND_GRAPH_LAUNCH)
+	KindFuncName     = Kind(gputraceKindKIND_FUNC_NAME)
+	KindKernelHandle = Kind(gputraceKindKIND_KERNEL_HANDLE)
+	KindEventQuery   = Kind(gputraceKindKIND_EVENT_QUERY)
+	KindCopyDone     = Kind(gputraceKindKIND_COPY_DONE)
 )
 
 // cudaMemcpyKind values, as a KindMemcpy record's MemcpyKind.
@@ -51,14 +53,14 @@ const (
 )
 
 // NumAPIs bounds the API ids the probes use.
-const NumAPIs = int(cudaApiAPI_MAX)
+const NumAPIs = int(gputraceApiAPI_MAX)
 
 // Counters of the BPF side (enum counter), read from the counters map.
 const (
-	CounterDrops       = uint32(cudaCounterCOUNTER_DROPS)
-	CounterNested      = uint32(cudaCounterCOUNTER_NESTED)
-	CounterLostReturns = uint32(cudaCounterCOUNTER_LOST_RETURNS)
-	NumCounters        = int(cudaCounterCOUNTER_MAX)
+	CounterDrops       = uint32(gputraceCounterCOUNTER_DROPS)
+	CounterNested      = uint32(gputraceCounterCOUNTER_NESTED)
+	CounterLostReturns = uint32(gputraceCounterCOUNTER_LOST_RETURNS)
+	NumCounters        = int(gputraceCounterCOUNTER_MAX)
 )
 
 // Sizes of the two record layouts.
@@ -85,7 +87,7 @@ type Event struct {
 }
 
 // ErrShort is returned for a record smaller than its layout.
-var ErrShort = errors.New("cudabpf: short record")
+var ErrShort = errors.New("gputracebpf: short record")
 
 // Decode decodes one ring-buffer record into e without allocating.
 func Decode(b []byte, e *Event) error {
@@ -159,21 +161,21 @@ type LoadOptions struct {
 
 // Objects are the loaded programs and maps.
 type Objects struct {
-	cudaObjects
+	gputraceObjects
 }
 
 // Load loads the programs and maps into the kernel.
 func Load(o LoadOptions) (*Objects, error) {
-	spec, err := loadCuda()
+	spec, err := loadGputrace()
 	if err != nil {
-		return nil, fmt.Errorf("cudabpf: parse embedded object: %w", err)
+		return nil, fmt.Errorf("gputracebpf: parse embedded object: %w", err)
 	}
 	if o.RingBytes != 0 {
 		spec.Maps["events"].MaxEntries = o.RingBytes
 	}
 	if o.WakeupBytes != 0 {
 		if err := spec.Variables["wakeup_bytes"].Set(o.WakeupBytes); err != nil {
-			return nil, fmt.Errorf("cudabpf: set wakeup_bytes: %w", err)
+			return nil, fmt.Errorf("gputracebpf: set wakeup_bytes: %w", err)
 		}
 	}
 	if o.UprobeMulti {
@@ -187,8 +189,8 @@ func Load(o LoadOptions) (*Objects, error) {
 		o.Edit(spec)
 	}
 	var objs Objects
-	if err := spec.LoadAndAssign(&objs.cudaObjects, nil); err != nil {
-		return nil, fmt.Errorf("cudabpf: load: %w", err)
+	if err := spec.LoadAndAssign(&objs.gputraceObjects, nil); err != nil {
+		return nil, fmt.Errorf("gputracebpf: load: %w", err)
 	}
 	return &objs, nil
 }
@@ -198,8 +200,8 @@ func (o *Objects) Counters() ([NumCounters]uint64, error) {
 	var out [NumCounters]uint64
 	var perCPU []uint64
 	for i := range NumCounters {
-		if err := o.cudaMaps.Counters.Lookup(uint32(i), &perCPU); err != nil {
-			return out, fmt.Errorf("cudabpf: read counter %d: %w", i, err)
+		if err := o.gputraceMaps.Counters.Lookup(uint32(i), &perCPU); err != nil {
+			return out, fmt.Errorf("gputracebpf: read counter %d: %w", i, err)
 		}
 		for _, v := range perCPU {
 			out[i] += v
@@ -209,13 +211,13 @@ func (o *Objects) Counters() ([NumCounters]uint64, error) {
 }
 
 // Events is the ring buffer map.
-func (o *Objects) Events() *ebpf.Map { return o.cudaMaps.Events }
+func (o *Objects) Events() *ebpf.Map { return o.gputraceMaps.Events }
 
 // UnrecordedCalls is the map of the calls, by (pid, api), that reached
 // the ring buffer as no record: dropped for want of room, or failed calls
 // that make none. A call's count is the records read for it (see
 // Event.IsCall) plus this map's.
-func (o *Objects) UnrecordedCalls() *ebpf.Map { return o.cudaMaps.UnrecordedCalls }
+func (o *Objects) UnrecordedCalls() *ebpf.Map { return o.gputraceMaps.UnrecordedCalls }
 
 // CallKey is a key of the UnrecordedCalls map.
-type CallKey = cudaCallKey
+type CallKey = gputraceCallKey

@@ -1,4 +1,4 @@
-package cudabpf
+package gputracebpf
 
 import (
 	"bytes"
@@ -49,17 +49,17 @@ func encode(e Event, name string) []byte {
 }
 
 // TestLayout pins the record sizes to the generated Go mirrors of the C
-// structs, so that a change to cuda.bpf.c without a regenerate (or the
+// structs, so that a change to gputrace.bpf.c without a regenerate (or the
 // reverse) fails here.
 func TestLayout(t *testing.T) {
-	if got := binary.Size(cudaEvent{}); got != EventSize {
+	if got := binary.Size(gputraceEvent{}); got != EventSize {
 		t.Errorf("struct event is %d bytes, EventSize %d", got, EventSize)
 	}
-	if got := binary.Size(cudaNameEvent{}); got != NameEventSize {
+	if got := binary.Size(gputraceNameEvent{}); got != NameEventSize {
 		t.Errorf("struct name_event is %d bytes, NameEventSize %d", got, NameEventSize)
 	}
 	// The offsets Decode reads, against the generated struct.
-	var ev cudaEvent
+	var ev gputraceEvent
 	for _, f := range []struct {
 		name string
 		off  uintptr
@@ -96,27 +96,27 @@ func TestDecodeKinds(t *testing.T) {
 		launchStrm  uint64
 		stream      uint64
 	}{
-		{name: "launch", in: Event{Kind: KindLaunch, API: API(cudaApiAPI_cudaLaunchKernel), A: launchA},
+		{name: "launch", in: Event{Kind: KindLaunch, API: API(gputraceApiAPI_cudaLaunchKernel), A: launchA},
 			grid: [3]uint32{4, 2, 3}, block: [3]uint32{128, 2, 1}, smem: 4096, launchStrm: stream},
-		{name: "launch max dims", in: Event{Kind: KindLaunch, API: API(cudaApiAPI_cuLaunchKernel),
+		{name: "launch max dims", in: Event{Kind: KindLaunch, API: API(gputraceApiAPI_cuLaunchKernel),
 			A: [6]uint64{1, 0x7fffffff | 0xffff<<32, 0xffff | 64<<32, 1024 | 1024<<32, 0xffffffff, 0}},
 			grid: [3]uint32{0x7fffffff, 0xffff, 0xffff}, block: [3]uint32{1024, 1024, 64}, smem: 0xffffffff},
-		{name: "memcpy", in: Event{Kind: KindMemcpy, API: API(cudaApiAPI_cudaMemcpyAsync),
+		{name: "memcpy", in: Event{Kind: KindMemcpy, API: API(gputraceApiAPI_cudaMemcpyAsync),
 			A: [6]uint64{0xd00000000, 0x7fff0000, 1 << 20, MemcpyHostToDevice, stream}}, stream: stream},
-		{name: "memset", in: Event{Kind: KindMemset, API: API(cudaApiAPI_cudaMemsetAsync),
+		{name: "memset", in: Event{Kind: KindMemset, API: API(gputraceApiAPI_cudaMemsetAsync),
 			A: [6]uint64{0xd00000000, 0xff, 1 << 10, 0, stream}}, stream: stream},
-		{name: "malloc", in: Event{Kind: KindMalloc, API: API(cudaApiAPI_cudaMallocAsync), Ret: 2,
+		{name: "malloc", in: Event{Kind: KindMalloc, API: API(gputraceApiAPI_cudaMallocAsync), Ret: 2,
 			A: [6]uint64{0, 1 << 30, 12345, 0, stream}}, stream: stream},
-		{name: "free", in: Event{Kind: KindFree, API: API(cudaApiAPI_cuMemFreeV2), A: [6]uint64{0xd00100000}}},
-		{name: "sync", in: Event{Kind: KindSync, API: API(cudaApiAPI_cudaStreamSynchronize), Ret: 100,
+		{name: "free", in: Event{Kind: KindFree, API: API(gputraceApiAPI_cuMemFreeV2), A: [6]uint64{0xd00100000}}},
+		{name: "sync", in: Event{Kind: KindSync, API: API(gputraceApiAPI_cudaStreamSynchronize), Ret: 100,
 			A: [6]uint64{stream, 2_000_000}}},
-		{name: "event record", in: Event{Kind: KindEventRecord, API: API(cudaApiAPI_cudaEventRecord), A: [6]uint64{0x10000800, stream}}},
-		{name: "stream wait", in: Event{Kind: KindStreamWait, API: API(cudaApiAPI_cudaStreamWaitEvent), A: [6]uint64{stream, 0x10000800}}},
-		{name: "set device", in: Event{Kind: KindSetDevice, API: API(cudaApiAPI_cudaSetDevice), Device: 7, A: [6]uint64{7}}},
-		{name: "negative device", in: Event{Kind: KindSetDevice, API: API(cudaApiAPI_cudaSetDevice), Device: -1,
+		{name: "event record", in: Event{Kind: KindEventRecord, API: API(gputraceApiAPI_cudaEventRecord), A: [6]uint64{0x10000800, stream}}},
+		{name: "stream wait", in: Event{Kind: KindStreamWait, API: API(gputraceApiAPI_cudaStreamWaitEvent), A: [6]uint64{stream, 0x10000800}}},
+		{name: "set device", in: Event{Kind: KindSetDevice, API: API(gputraceApiAPI_cudaSetDevice), Device: 7, A: [6]uint64{7}}},
+		{name: "negative device", in: Event{Kind: KindSetDevice, API: API(gputraceApiAPI_cudaSetDevice), Device: -1,
 			A: [6]uint64{0xffffffffffffffff}}},
-		{name: "graph launch", in: Event{Kind: KindGraphLaunch, API: API(cudaApiAPI_cuGraphLaunch), A: [6]uint64{0x10000900, stream}}},
-		{name: "kernel handle", in: Event{Kind: KindKernelHandle, API: API(cudaApiAPI_cudaGetKernel), A: [6]uint64{0xabc, fn}}},
+		{name: "graph launch", in: Event{Kind: KindGraphLaunch, API: API(gputraceApiAPI_cuGraphLaunch), A: [6]uint64{0x10000900, stream}}},
+		{name: "kernel handle", in: Event{Kind: KindKernelHandle, API: API(gputraceApiAPI_cudaGetKernel), A: [6]uint64{0xabc, fn}}},
 		{name: "unknown kind", in: Event{Kind: 0xffff, API: 0xffff, Ret: -1}},
 	}
 	seen := map[Kind]bool{}
@@ -183,7 +183,7 @@ func TestDecodeName(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			in := Event{TS: 1, PID: 2, TID: 3, Kind: KindFuncName, API: API(cudaApiAPI___cudaRegisterFunction),
+			in := Event{TS: 1, PID: 2, TID: 3, Kind: KindFuncName, API: API(gputraceApiAPI___cudaRegisterFunction),
 				A: [6]uint64{0x401000, 0}}
 			b := encode(in, tc.raw)
 			// Ring buffer samples can be longer than the record.
@@ -210,7 +210,7 @@ func TestDecodeName(t *testing.T) {
 	}
 	// A driver name: a1 = 1.
 	var got Event
-	in := Event{Kind: KindFuncName, API: API(cudaApiAPI_cuModuleGetFunction), A: [6]uint64{0xf00, 1}}
+	in := Event{Kind: KindFuncName, API: API(gputraceApiAPI_cuModuleGetFunction), A: [6]uint64{0xf00, 1}}
 	if err := Decode(encode(in, "kern"), &got); err != nil || string(got.Name) != "kern" || got.A[1] != 1 {
 		t.Errorf("driver name: %v, %+v", err, got)
 	}
@@ -256,11 +256,11 @@ func TestDecodeDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// goAPIConsts parses the generated cuda_x86_bpfel.go for the values of
-// its cudaApi constants, by name.
+// goAPIConsts parses the generated gputrace_x86_bpfel.go for the values of
+// its gputraceApi constants, by name.
 func goAPIConsts(t *testing.T) map[string]uint64 {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "cuda_x86_bpfel.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), "gputrace_x86_bpfel.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func goAPIConsts(t *testing.T) map[string]uint64 {
 		}
 		for _, s := range g.Specs {
 			vs := s.(*ast.ValueSpec)
-			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "cudaApi" {
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "gputraceApi" {
 				continue
 			}
 			for i, n := range vs.Names {
@@ -289,22 +289,22 @@ func goAPIConsts(t *testing.T) map[string]uint64 {
 		}
 	}
 	if len(out) == 0 {
-		t.Fatal("no cudaApi constants in cuda_x86_bpfel.go")
+		t.Fatal("no gputraceApi constants in gputrace_x86_bpfel.go")
 	}
 	return out
 }
 
-// cAPIEnum parses enum api in cuda.bpf.c: the C symbol (without API_) of
+// cAPIEnum parses enum api in gputrace.bpf.c: the C symbol (without API_) of
 // each value.
 func cAPIEnum(t *testing.T) map[uint64]string {
 	t.Helper()
-	src, err := os.ReadFile("cuda.bpf.c")
+	src, err := os.ReadFile("gputrace.bpf.c")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, body, ok := bytes.Cut(src, []byte("enum api {"))
 	if !ok {
-		t.Fatal("no enum api in cuda.bpf.c")
+		t.Fatal("no enum api in gputrace.bpf.c")
 	}
 	body, _, _ = bytes.Cut(body, []byte("};"))
 	re := regexp.MustCompile(`^\s*API_(\w+)\s*(?:=\s*(\d+))?\s*,?\s*(?://.*)?$`)
@@ -316,7 +316,7 @@ func cAPIEnum(t *testing.T) map[uint64]string {
 		}
 		m := re.FindStringSubmatch(line)
 		if m == nil {
-			t.Fatalf("cuda.bpf.c: cannot read enum api line %q", line)
+			t.Fatalf("gputrace.bpf.c: cannot read enum api line %q", line)
 		}
 		if m[2] != "" {
 			next, _ = strconv.ParseUint(m[2], 10, 64)
@@ -333,18 +333,18 @@ func cAPIEnum(t *testing.T) map[uint64]string {
 func TestProbesCoverEnum(t *testing.T) {
 	consts := goAPIConsts(t)
 	enum := cAPIEnum(t)
-	maxAPI, ok := consts["cudaApiAPI_MAX"]
+	maxAPI, ok := consts["gputraceApiAPI_MAX"]
 	if !ok {
-		t.Fatal("no cudaApiAPI_MAX")
+		t.Fatal("no gputraceApiAPI_MAX")
 	}
-	if uint64(cudaApiAPI_MAX) != maxAPI {
-		t.Fatalf("parsed MAX %d, compiled %d", maxAPI, cudaApiAPI_MAX)
+	if uint64(gputraceApiAPI_MAX) != maxAPI {
+		t.Fatalf("parsed MAX %d, compiled %d", maxAPI, gputraceApiAPI_MAX)
 	}
 	if len(enum) != len(consts) {
-		t.Errorf("cuda.bpf.c's enum api has %d values, cuda_x86_bpfel.go %d: regenerate (go generate)", len(enum), len(consts))
+		t.Errorf("gputrace.bpf.c's enum api has %d values, gputrace_x86_bpfel.go %d: regenerate (go generate)", len(enum), len(consts))
 	}
 	if enum[maxAPI] != "MAX" {
-		t.Errorf("value %d is API_%s in cuda.bpf.c, MAX in cuda_x86_bpfel.go: regenerate", maxAPI, enum[maxAPI])
+		t.Errorf("value %d is API_%s in gputrace.bpf.c, MAX in gputrace_x86_bpfel.go: regenerate", maxAPI, enum[maxAPI])
 	}
 	byAPI := map[API][]Probe{}
 	for _, p := range Probes {
@@ -352,7 +352,7 @@ func TestProbesCoverEnum(t *testing.T) {
 	}
 	values := map[uint64]string{}
 	for name, v := range consts {
-		if name == "cudaApiAPI_MAX" {
+		if name == "gputraceApiAPI_MAX" {
 			continue
 		}
 		if prev, dup := values[v]; dup {
@@ -366,7 +366,7 @@ func TestProbesCoverEnum(t *testing.T) {
 		case len(ps) > 1:
 			t.Errorf("%s (%d) is in %d Probes", name, v, len(ps))
 		case enum[v] != ps[0].Symbol:
-			t.Errorf("value %d is API_%s in cuda.bpf.c but probes %s", v, enum[v], ps[0].Symbol)
+			t.Errorf("value %d is API_%s in gputrace.bpf.c but probes %s", v, enum[v], ps[0].Symbol)
 		}
 		if v == 0 || v >= maxAPI {
 			t.Errorf("%s = %d is outside 1..MAX-1", name, v)
@@ -375,7 +375,7 @@ func TestProbesCoverEnum(t *testing.T) {
 	symbols := map[string]bool{}
 	for _, p := range Probes {
 		if _, ok := values[uint64(p.API)]; !ok {
-			t.Errorf("probe %s has API %d, no cudaApi value", p.Symbol, p.API)
+			t.Errorf("probe %s has API %d, no gputraceApi value", p.Symbol, p.API)
 		}
 		if symbols[p.Symbol] {
 			t.Errorf("symbol %s is probed twice", p.Symbol)
@@ -405,15 +405,15 @@ func TestProbesCoverEnum(t *testing.T) {
 	}
 }
 
-// The cookie readers of cuda.bpf.c, in Go: api_of, stream_of (the 1-based
+// The cookie readers of gputrace.bpf.c, in Go: api_of, stream_of (the 1-based
 // register argument; arg() reads 1..6 and 0 otherwise) and copy_kind_of.
 func bpfAPIOf(cookie uint64) uint32     { return uint32(cookie & 0xffff) }
 func bpfStreamArg(cookie uint64) uint32 { return uint32((cookie >> 16) & 0xf) }
 func bpfCopyKindOf(cookie uint64) int   { return int(uint32((cookie>>20)&0xf)) - 1 }
 
-// bpfIsDriver is IS_DRIVER(api) of cuda.bpf.c.
+// bpfIsDriver is IS_DRIVER(api) of gputrace.bpf.c.
 func bpfIsDriver(api uint32) bool {
-	return api >= uint32(cudaApiAPI_cuLaunchKernel) && api < uint32(cudaApiAPI_hipLaunchKernel)
+	return api >= uint32(gputraceApiAPI_cuLaunchKernel) && api < uint32(gputraceApiAPI_hipLaunchKernel)
 }
 
 func TestCookieRoundTrip(t *testing.T) {
@@ -486,12 +486,12 @@ func TestCookieRoundTrip(t *testing.T) {
 // programNames maps each loaded program of o to its ELF section's name.
 func programSections(t *testing.T, o *Objects) map[*ebpf.Program]string {
 	t.Helper()
-	spec, err := loadCuda()
+	spec, err := loadGputrace()
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[*ebpf.Program]string{}
-	v := reflect.ValueOf(&o.cudaPrograms).Elem()
+	v := reflect.ValueOf(&o.gputracePrograms).Elem()
 	for i := range v.NumField() {
 		tag := v.Type().Field(i).Tag.Get("ebpf")
 		p, _ := v.Field(i).Interface().(*ebpf.Program)
@@ -712,9 +712,9 @@ func BenchmarkDecode(b *testing.B) {
 		name string
 		rec  []byte
 	}{
-		{"launch", encode(Event{TS: 1, PID: 2, TID: 3, Kind: KindLaunch, API: API(cudaApiAPI_cudaLaunchKernel),
+		{"launch", encode(Event{TS: 1, PID: 2, TID: 3, Kind: KindLaunch, API: API(gputraceApiAPI_cudaLaunchKernel),
 			A: [6]uint64{0x401000, 4 | 2<<32, 1 | 1<<32, 128 | 1<<32, 0, 0x10000100}}, "")},
-		{"name", encode(Event{Kind: KindFuncName, API: API(cudaApiAPI___cudaRegisterFunction), A: [6]uint64{0x401000}},
+		{"name", encode(Event{Kind: KindFuncName, API: API(gputraceApiAPI___cudaRegisterFunction), A: [6]uint64{0x401000}},
 			"_ZN7cutlass6KernelINS_4gemm6kernel4GemmIEEEEvNT_6ParamsE")},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -1,5 +1,0 @@
-package cudabpf
-
-// The generated cuda_x86_bpfel.{go,o} are committed: importers never need
-// clang. Regenerate with `make generate` (clang-19, libbpf-dev).
-//go:generate go tool bpf2go -cc clang-19 -strip llvm-strip-19 -target amd64 -type event -type name_event -type kind -type api -type counter -type call_key cuda cuda.bpf.c -- -O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu

@@ -1,0 +1,295 @@
+package gputracebpf
+
+import (
+	"strings"
+
+	"github.com/cilium/ebpf"
+)
+
+// Library is the file a probe attaches to.
+type Library uint8
+
+const (
+	// Runtime is libcudart, or an executable or library linking it
+	// statically.
+	Runtime Library = iota + 1
+	// Driver is libcuda.
+	Driver
+	// HIP is libamdhip64, the HIP runtime of ROCm.
+	HIP
+)
+
+func (l Library) String() string {
+	switch l {
+	case Runtime:
+		return "runtime"
+	case Driver:
+		return "driver"
+	case HIP:
+		return "hip"
+	}
+	return "library(?)"
+}
+
+// Probe says which program probes which symbol, and where the arguments
+// the program cannot tell from the symbol are.
+type Probe struct {
+	Symbol  string
+	API     API
+	Library Library
+	// Entry and Return pick the programs; Return is nil where no return
+	// probe is needed.
+	Entry, Return func(*Objects) *ebpf.Program
+	// StreamArg is the 1-based position of the stream argument; 0 when
+	// the call takes none.
+	StreamArg uint8
+	// CopyKind is the direction of a driver copy named for it
+	// (cuMemcpyHtoD…), or NoCopyKind.
+	CopyKind int8
+	// SyncCopy marks a synchronous copy: its Return probe records when
+	// it returned, an edge for the occupancy model.
+	SyncCopy bool
+	// Handle marks a HIP launch of a module function handle (named by
+	// hipModuleGetFunction's name records), not of a host stub. Every
+	// driver launch launches one: see API.Handle.
+	Handle bool
+}
+
+// NoCopyKind marks a probe whose copy direction is not in its name.
+const NoCopyKind = -1
+
+// Cookie is the attach cookie of p: the api in bits 0-15, the stream
+// argument in bits 16-19, the copy direction plus one in bits 20-23, bit
+// 24 for a synchronous copy (as gputrace.bpf.c's api_of, stream_of,
+// copy_kind_of and sync_copy read it).
+func (p Probe) Cookie() uint64 {
+	c := uint64(p.API) | uint64(p.StreamArg&0xf)<<16 | uint64(uint8(p.CopyKind+1)&0xf)<<20
+	if p.SyncCopy {
+		c |= 1 << 24
+	}
+	return c
+}
+
+func launch(o *Objects) *ebpf.Program         { return o.RuntimeLaunchKernel }
+func launchExC(o *Objects) *ebpf.Program      { return o.RuntimeLaunchKernelExc }
+func driverLaunch(o *Objects) *ebpf.Program   { return o.DriverLaunchKernel }
+func driverLaunchEx(o *Objects) *ebpf.Program { return o.DriverLaunchKernelEx }
+func graph(o *Objects) *ebpf.Program          { return o.GraphLaunch }
+func memcpy(o *Objects) *ebpf.Program         { return o.RuntimeMemcpy }
+func driverMemcpy(o *Objects) *ebpf.Program   { return o.DriverMemcpy }
+func memset(o *Objects) *ebpf.Program         { return o.RuntimeMemset }
+func mallocEnter(o *Objects) *ebpf.Program    { return o.MallocEnter }
+func mallocReturn(o *Objects) *ebpf.Program   { return o.MallocReturn }
+func free(o *Objects) *ebpf.Program           { return o.FreeEnter }
+func syncEnter(o *Objects) *ebpf.Program      { return o.SyncEnter }
+func syncReturn(o *Objects) *ebpf.Program     { return o.SyncReturn }
+func eventRecord(o *Objects) *ebpf.Program    { return o.EventRecord }
+func streamWait(o *Objects) *ebpf.Program     { return o.StreamWaitEvent }
+func setDevice(o *Objects) *ebpf.Program      { return o.SetDevice }
+func register(o *Objects) *ebpf.Program       { return o.RegisterFunction }
+func copyReturn(o *Objects) *ebpf.Program     { return o.CopyReturn }
+func queryEnter(o *Objects) *ebpf.Program     { return o.EventQueryEnter }
+func queryReturn(o *Objects) *ebpf.Program    { return o.EventQueryReturn }
+func getKernelEnter(o *Objects) *ebpf.Program { return o.GetKernelEnter }
+func getKernelRet(o *Objects) *ebpf.Program   { return o.GetKernelReturn }
+func getFuncEnter(o *Objects) *ebpf.Program   { return o.ModuleGetFunctionEnter }
+func getFuncReturn(o *Objects) *ebpf.Program  { return o.ModuleGetFunctionReturn }
+
+// Anchors are the symbols that make a file a target: a file defining one
+// of them is probed for every symbol of its library it defines.
+var Anchors = map[Library]string{
+	Runtime: "cudaLaunchKernel",
+	Driver:  "cuLaunchKernel",
+	HIP:     "hipLaunchKernel",
+}
+
+// Probes lists every probed function.
+var Probes = []Probe{
+	// Runtime launches: cudaLaunchKernel(func, grid, block, args, smem, stream).
+	rt("cudaLaunchKernel", gputraceApiAPI_cudaLaunchKernel, launch, nil, 0),
+	rt("cudaLaunchKernel_ptsz", gputraceApiAPI_cudaLaunchKernelPtsz, launch, nil, 0),
+	rt("cudaLaunchCooperativeKernel", gputraceApiAPI_cudaLaunchCooperativeKernel, launch, nil, 0),
+	rt("cudaLaunchKernelExC", gputraceApiAPI_cudaLaunchKernelExC, launchExC, nil, 0),
+	rt("cudaGraphLaunch", gputraceApiAPI_cudaGraphLaunch, graph, nil, 2),
+	rt("cudaGraphLaunch_ptsz", gputraceApiAPI_cudaGraphLaunchPtsz, graph, nil, 2),
+	// Copies: cudaMemcpy(dst, src, count, kind[, stream]).
+	syncCopy(rt("cudaMemcpy", gputraceApiAPI_cudaMemcpy, memcpy, nil, 0)),
+	syncCopy(rt("cudaMemcpy_ptds", gputraceApiAPI_cudaMemcpyPtds, memcpy, nil, 0)),
+	rt("cudaMemcpyAsync", gputraceApiAPI_cudaMemcpyAsync, memcpy, nil, 5),
+	rt("cudaMemcpyAsync_ptsz", gputraceApiAPI_cudaMemcpyAsyncPtsz, memcpy, nil, 5),
+	rt("cudaMemset", gputraceApiAPI_cudaMemset, memset, nil, 0),
+	rt("cudaMemset_ptds", gputraceApiAPI_cudaMemsetPtds, memset, nil, 0),
+	rt("cudaMemsetAsync", gputraceApiAPI_cudaMemsetAsync, memset, nil, 4),
+	rt("cudaMemsetAsync_ptsz", gputraceApiAPI_cudaMemsetAsyncPtsz, memset, nil, 4),
+	// Memory: cudaMalloc(void **p, size[, stream]), cudaFree(p[, stream]).
+	rt("cudaMalloc", gputraceApiAPI_cudaMalloc, mallocEnter, mallocReturn, 0),
+	rt("cudaMallocAsync", gputraceApiAPI_cudaMallocAsync, mallocEnter, mallocReturn, 3),
+	rt("cudaMallocAsync_ptsz", gputraceApiAPI_cudaMallocAsyncPtsz, mallocEnter, mallocReturn, 3),
+	rt("cudaFree", gputraceApiAPI_cudaFree, free, nil, 0),
+	rt("cudaFreeAsync", gputraceApiAPI_cudaFreeAsync, free, nil, 2),
+	rt("cudaFreeAsync_ptsz", gputraceApiAPI_cudaFreeAsyncPtsz, free, nil, 2),
+	// Synchronisation; the "stream" of cudaEventSynchronize is its event.
+	rt("cudaStreamSynchronize", gputraceApiAPI_cudaStreamSynchronize, syncEnter, syncReturn, 1),
+	rt("cudaStreamSynchronize_ptsz", gputraceApiAPI_cudaStreamSynchronizePtsz, syncEnter, syncReturn, 1),
+	rt("cudaDeviceSynchronize", gputraceApiAPI_cudaDeviceSynchronize, syncEnter, syncReturn, 0),
+	rt("cudaEventSynchronize", gputraceApiAPI_cudaEventSynchronize, syncEnter, syncReturn, 1),
+	rt("cudaEventRecord", gputraceApiAPI_cudaEventRecord, eventRecord, nil, 2),
+	rt("cudaEventRecord_ptsz", gputraceApiAPI_cudaEventRecordPtsz, eventRecord, nil, 2),
+	rt("cudaEventQuery", gputraceApiAPI_cudaEventQuery, queryEnter, queryReturn, 0),
+	rt("cudaStreamWaitEvent", gputraceApiAPI_cudaStreamWaitEvent, streamWait, nil, 1),
+	rt("cudaStreamWaitEvent_ptsz", gputraceApiAPI_cudaStreamWaitEventPtsz, streamWait, nil, 1),
+	rt("cudaSetDevice", gputraceApiAPI_cudaSetDevice, setDevice, nil, 0),
+	// Kernel names and handles.
+	rt("__cudaRegisterFunction", gputraceApiAPI___cudaRegisterFunction, register, nil, 0),
+	rt("__cudaGetKernel", gputraceApiAPI___cudaGetKernel, getKernelEnter, getKernelRet, 0),
+	rt("cudaGetKernel", gputraceApiAPI_cudaGetKernel, getKernelEnter, getKernelRet, 0),
+
+	// Driver launches: cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, …).
+	drv("cuLaunchKernel", gputraceApiAPI_cuLaunchKernel, driverLaunch, nil, 0, NoCopyKind),
+	drv("cuLaunchKernel_ptsz", gputraceApiAPI_cuLaunchKernelPtsz, driverLaunch, nil, 0, NoCopyKind),
+	drv("cuLaunchCooperativeKernel", gputraceApiAPI_cuLaunchCooperativeKernel, driverLaunch, nil, 0, NoCopyKind),
+	drv("cuLaunchCooperativeKernel_ptsz", gputraceApiAPI_cuLaunchCooperativeKernelPtsz, driverLaunch, nil, 0, NoCopyKind),
+	drv("cuLaunchKernelEx", gputraceApiAPI_cuLaunchKernelEx, driverLaunchEx, nil, 0, NoCopyKind),
+	drv("cuLaunchKernelEx_ptsz", gputraceApiAPI_cuLaunchKernelExPtsz, driverLaunchEx, nil, 0, NoCopyKind),
+	drv("cuGraphLaunch", gputraceApiAPI_cuGraphLaunch, graph, nil, 2, NoCopyKind),
+	drv("cuGraphLaunch_ptsz", gputraceApiAPI_cuGraphLaunchPtsz, graph, nil, 2, NoCopyKind),
+	// Memory: cuMemAlloc_v2(CUdeviceptr *p, size[, stream]), cuMemFree_v2(p[, stream]).
+	drv("cuMemAlloc_v2", gputraceApiAPI_cuMemAllocV2, mallocEnter, mallocReturn, 0, NoCopyKind),
+	drv("cuMemAllocAsync", gputraceApiAPI_cuMemAllocAsync, mallocEnter, mallocReturn, 3, NoCopyKind),
+	drv("cuMemAllocAsync_ptsz", gputraceApiAPI_cuMemAllocAsyncPtsz, mallocEnter, mallocReturn, 3, NoCopyKind),
+	drv("cuMemFree_v2", gputraceApiAPI_cuMemFreeV2, free, nil, 0, NoCopyKind),
+	drv("cuMemFreeAsync", gputraceApiAPI_cuMemFreeAsync, free, nil, 2, NoCopyKind),
+	drv("cuMemFreeAsync_ptsz", gputraceApiAPI_cuMemFreeAsyncPtsz, free, nil, 2, NoCopyKind),
+	// Copies: (dst, src, bytes[, stream]); the direction is in the name.
+	syncCopy(drv("cuMemcpy", gputraceApiAPI_cuMemcpy, driverMemcpy, nil, 0, MemcpyDefault)),
+	drv("cuMemcpyAsync", gputraceApiAPI_cuMemcpyAsync, driverMemcpy, nil, 4, MemcpyDefault),
+	drv("cuMemcpyAsync_ptsz", gputraceApiAPI_cuMemcpyAsyncPtsz, driverMemcpy, nil, 4, MemcpyDefault),
+	syncCopy(drv("cuMemcpyHtoD_v2", gputraceApiAPI_cuMemcpyHtoD_v2, driverMemcpy, nil, 0, MemcpyHostToDevice)),
+	syncCopy(drv("cuMemcpyHtoD_v2_ptds", gputraceApiAPI_cuMemcpyHtoD_v2Ptds, driverMemcpy, nil, 0, MemcpyHostToDevice)),
+	syncCopy(drv("cuMemcpyDtoH_v2", gputraceApiAPI_cuMemcpyDtoH_v2, driverMemcpy, nil, 0, MemcpyDeviceToHost)),
+	syncCopy(drv("cuMemcpyDtoH_v2_ptds", gputraceApiAPI_cuMemcpyDtoH_v2Ptds, driverMemcpy, nil, 0, MemcpyDeviceToHost)),
+	drv("cuMemcpyDtoD_v2", gputraceApiAPI_cuMemcpyDtoD_v2, driverMemcpy, nil, 0, MemcpyDeviceToDevice),
+	drv("cuMemcpyDtoD_v2_ptds", gputraceApiAPI_cuMemcpyDtoD_v2Ptds, driverMemcpy, nil, 0, MemcpyDeviceToDevice),
+	drv("cuMemcpyHtoDAsync_v2", gputraceApiAPI_cuMemcpyHtoDAsyncV2, driverMemcpy, nil, 4, MemcpyHostToDevice),
+	drv("cuMemcpyHtoDAsync_v2_ptsz", gputraceApiAPI_cuMemcpyHtoDAsyncV2Ptsz, driverMemcpy, nil, 4, MemcpyHostToDevice),
+	drv("cuMemcpyDtoHAsync_v2", gputraceApiAPI_cuMemcpyDtoHAsyncV2, driverMemcpy, nil, 4, MemcpyDeviceToHost),
+	drv("cuMemcpyDtoHAsync_v2_ptsz", gputraceApiAPI_cuMemcpyDtoHAsyncV2Ptsz, driverMemcpy, nil, 4, MemcpyDeviceToHost),
+	drv("cuMemcpyDtoDAsync_v2", gputraceApiAPI_cuMemcpyDtoDAsyncV2, driverMemcpy, nil, 4, MemcpyDeviceToDevice),
+	drv("cuMemcpyDtoDAsync_v2_ptsz", gputraceApiAPI_cuMemcpyDtoDAsyncV2Ptsz, driverMemcpy, nil, 4, MemcpyDeviceToDevice),
+	// Synchronisation.
+	drv("cuStreamSynchronize", gputraceApiAPI_cuStreamSynchronize, syncEnter, syncReturn, 1, NoCopyKind),
+	drv("cuStreamSynchronize_ptsz", gputraceApiAPI_cuStreamSynchronizePtsz, syncEnter, syncReturn, 1, NoCopyKind),
+	drv("cuCtxSynchronize", gputraceApiAPI_cuCtxSynchronize, syncEnter, syncReturn, 0, NoCopyKind),
+	// Kernel names.
+	drv("cuModuleGetFunction", gputraceApiAPI_cuModuleGetFunction, getFuncEnter, getFuncReturn, 0, NoCopyKind),
+
+	// HIP (libamdhip64). Each entry point takes its CUDA counterpart's
+	// arguments (hip_runtime_api.h, HIP 5.2), so the same programs read
+	// them, at the same positions; hipMemcpyKind's values are
+	// cudaMemcpyKind's. hipLaunchKernel(func, dim3 grid, dim3 block,
+	// args, smem, stream) is cudaLaunchKernel: rdi func, rsi grid.x|y<<32,
+	// edx grid.z, rcx block.x|y<<32, r8d block.z, r9 args, smem at
+	// [rsp+8], stream at [rsp+16]. hipExtLaunchKernel appends startEvent,
+	// stopEvent and flags; hipModuleLaunchKernel(f, gx, gy, gz, bx, by,
+	// bz, smem, stream, params, extra) is cuLaunchKernel.
+	hip("hipLaunchKernel", gputraceApiAPI_hipLaunchKernel, launch, nil, 0),
+	hip("hipExtLaunchKernel", gputraceApiAPI_hipExtLaunchKernel, launch, nil, 0),
+	handle(hip("hipModuleLaunchKernel", gputraceApiAPI_hipModuleLaunchKernel, driverLaunch, nil, 0)),
+	hip("hipModuleGetFunction", gputraceApiAPI_hipModuleGetFunction, getFuncEnter, getFuncReturn, 0),
+	hip("hipGraphLaunch", gputraceApiAPI_hipGraphLaunch, graph, nil, 2),
+	syncCopy(hip("hipMemcpy", gputraceApiAPI_hipMemcpy, memcpy, nil, 0)),
+	hip("hipMemcpyAsync", gputraceApiAPI_hipMemcpyAsync, memcpy, nil, 5),
+	hip("hipMalloc", gputraceApiAPI_hipMalloc, mallocEnter, mallocReturn, 0),
+	hip("hipFree", gputraceApiAPI_hipFree, free, nil, 0),
+	hip("hipStreamSynchronize", gputraceApiAPI_hipStreamSynchronize, syncEnter, syncReturn, 1),
+	hip("hipDeviceSynchronize", gputraceApiAPI_hipDeviceSynchronize, syncEnter, syncReturn, 0),
+	hip("hipEventSynchronize", gputraceApiAPI_hipEventSynchronize, syncEnter, syncReturn, 1),
+	hip("hipEventRecord", gputraceApiAPI_hipEventRecord, eventRecord, nil, 2),
+	hip("hipStreamWaitEvent", gputraceApiAPI_hipStreamWaitEvent, streamWait, nil, 1),
+	hip("hipSetDevice", gputraceApiAPI_hipSetDevice, setDevice, nil, 0),
+}
+
+func hip(sym string, api gputraceApi, entry, ret func(*Objects) *ebpf.Program, stream uint8) Probe {
+	p := rt(sym, api, entry, ret, stream)
+	p.Library = HIP
+	return p
+}
+
+// handle marks a launch of a module function handle.
+func handle(p Probe) Probe {
+	p.Handle = true
+	return p
+}
+
+func rt(sym string, api gputraceApi, entry, ret func(*Objects) *ebpf.Program, stream uint8) Probe {
+	return Probe{Symbol: sym, API: API(api), Library: Runtime, Entry: entry, Return: ret, StreamArg: stream, CopyKind: NoCopyKind}
+}
+
+// syncCopy marks a synchronous copy, with its return probe.
+func syncCopy(p Probe) Probe {
+	p.SyncCopy, p.Return = true, copyReturn
+	return p
+}
+
+func drv(sym string, api gputraceApi, entry, ret func(*Objects) *ebpf.Program, stream uint8, kind int8) Probe {
+	return Probe{Symbol: sym, API: API(api), Library: Driver, Entry: entry, Return: ret, StreamArg: stream, CopyKind: kind}
+}
+
+// SyncScope is what a synchronisation call waits for.
+type SyncScope uint8
+
+// Sync scopes.
+const (
+	SyncNone   SyncScope = iota
+	SyncStream           // one stream: cudaStreamSynchronize, cuStreamSynchronize
+	SyncDevice           // every stream: cudaDeviceSynchronize, cuCtxSynchronize
+	SyncEvent            // one event: cudaEventSynchronize
+)
+
+var (
+	apiNames  = map[API]string{}
+	driverAPI [1 << 16]bool
+	handleAPI [1 << 16]bool
+	perThread [1 << 16]bool
+	syncScope [1 << 16]SyncScope
+)
+
+func init() {
+	for _, p := range Probes {
+		apiNames[p.API] = p.Symbol
+		driverAPI[p.API] = p.Library == Driver
+		handleAPI[p.API] = p.Library == Driver || p.Handle
+		perThread[p.API] = strings.HasSuffix(p.Symbol, "_ptsz") || strings.HasSuffix(p.Symbol, "_ptds")
+		switch {
+		case strings.Contains(p.Symbol, "StreamSynchronize"):
+			syncScope[p.API] = SyncStream
+		case strings.Contains(p.Symbol, "DeviceSynchronize"), strings.Contains(p.Symbol, "CtxSynchronize"):
+			syncScope[p.API] = SyncDevice
+		case strings.Contains(p.Symbol, "EventSynchronize"):
+			syncScope[p.API] = SyncEvent
+		}
+	}
+}
+
+// Driver reports whether a is a driver API function.
+func (a API) Driver() bool { return driverAPI[a] }
+
+// Handle reports whether a launch by a names its function by a module
+// function handle (cuModuleGetFunction, hipModuleGetFunction) rather than
+// by a host stub's address.
+func (a API) Handle() bool { return handleAPI[a] }
+
+// PerThread reports whether a is a per-thread-default-stream variant
+// (_ptsz, _ptds): its stream 0 is the calling thread's own.
+func (a API) PerThread() bool { return perThread[a] }
+
+// SyncScope is what a waits for, if it is a synchronisation.
+func (a API) SyncScope() SyncScope { return syncScope[a] }
+
+// String is the probed function's name.
+func (a API) String() string {
+	if n, ok := apiNames[a]; ok {
+		return n
+	}
+	return "api(?)"
+}
