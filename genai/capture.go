@@ -8,17 +8,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/bpfsource"
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
 	"github.com/xpuscope/xpuscope/internal/ktime"
 	"github.com/xpuscope/xpuscope/internal/procfs"
-	"github.com/xpuscope/xpuscope/internal/ringpoll"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
 )
 
@@ -186,12 +184,12 @@ type Capture struct {
 	cfg     config
 	emitter *Emitter
 	objs    *httpbpf.Objects
-	sys     []link.Link
 	tracer  *uprobe.Tracer
-	rb      *ringbuf.Reader
-	reg     metric.Registration
+	ring    *bpfsource.Ring
+	kernel  bpfsource.Kernel // objs, the probes, ring and callback, to close
+	record  httpbpf.Record   // the record being handled; guarded by mu
 
-	mu      sync.Mutex // guards conns, goProcs and waitKeys
+	mu      sync.Mutex // guards record, conns, goProcs and waitKeys
 	conns   *connTable
 	goProcs int64
 	// waitKeys are the attribute sets of waiting calls seen so far: each
@@ -202,9 +200,6 @@ type Capture struct {
 	// scanMu serialises the scans for sockets older than the capture,
 	// whose finding lives in the BPF side's gate.
 	scanMu sync.Mutex
-
-	wg        sync.WaitGroup
-	closeOnce sync.Once
 }
 
 // NewCapture loads the probes, attaches them, and starts reading. Missing
@@ -223,16 +218,14 @@ func NewCapture(opts ...Option) (*Capture, error) {
 	}
 	cc := &c.cfg.capture
 	multi := features.HaveBPFLinkUprobeMulti() == nil
-	c.objs, err = httpbpf.Load(httpbpf.LoadOptions{RingBytes: cc.ringBytes, WakeupBytes: uint64(cc.ringBytes / 4), UprobeMulti: multi})
+	c.objs, err = httpbpf.Load(httpbpf.LoadOptions{RingBytes: cc.ringBytes, WakeupBytes: uint64(cc.ringBytes / 4),
+		UprobeMulti: multi, Plaintext: len(cc.ports) > 0})
 	if err != nil {
-		if uprobe.Denied(err) {
-			return nil, xpuscope.Unavailablef("genai capture: %w (needs CAP_BPF and CAP_PERFMON, or root)", err)
-		}
-		return nil, fmt.Errorf("genai capture: %w", err)
+		return nil, bpfsource.Classify("genai capture: load BPF object", err)
 	}
+	c.kernel.Objects = c.objs
 	if err := c.start(multi); err != nil {
-		c.closeKernel()
-		return nil, err
+		return nil, errors.Join(err, c.kernel.Close())
 	}
 	return c, nil
 }
@@ -244,21 +237,18 @@ func (c *Capture) start(multi bool) error {
 			return err
 		}
 	}
-	var err error
-	if c.rb, err = ringbuf.NewReader(c.objs.Records); err != nil {
-		return fmt.Errorf("genai capture: ring buffer reader: %w", err)
-	}
 	wall := ktime.WallClock(ktime.Now)
 	c.conns = newConnTable(cc, c.objs, wall, c.exchange)
 	c.goes = newGoCounter(cc.procRoot)
 	probes := make([]uprobe.Probe, 0, len(httpbpf.TLSProbes))
 	for _, p := range httpbpf.TLSProbes {
-		up := uprobe.Probe{Symbol: p.Symbol, CalledFrom: p.CalledFrom, Cookie: p.Cookie, Entry: p.Entry(c.objs)}
-		if p.Return != nil {
-			up.Return = p.Return(c.objs)
+		up := uprobe.Probe{Symbol: p.Symbol, CalledFrom: p.CalledFrom, Cookie: p.Cookie, Entry: c.objs.Program(p.Entry)}
+		if p.Return != "" {
+			up.Return = c.objs.Program(p.Return)
 		}
 		probes = append(probes, up)
 	}
+	var err error
 	c.tracer, err = uprobe.New(uprobe.Config{
 		ProcRoot: cc.procRoot,
 		Targets: []uprobe.Target{{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: probes, Multi: multi,
@@ -267,18 +257,24 @@ func (c *Capture) start(multi bool) error {
 	if err != nil {
 		return fmt.Errorf("genai capture: %w", err)
 	}
+	c.kernel.Probes = append(c.kernel.Probes, c.tracer)
+	c.housekeep(time.Now())
 	m := c.cfg.meterProvider.Meter(ScopeName)
 	var in captureInstruments
 	if err := in.create(m); err != nil {
 		return fmt.Errorf("genai capture: %w", err)
 	}
-	if c.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	c.ring, err = bpfsource.NewRing(c.objs.Records, bpfsource.RingConfig{
+		Poll: cc.pollInterval, Decode: c.decode, Housekeep: c.housekeep, Housekeeping: housekeeping})
+	if err != nil {
+		return fmt.Errorf("genai capture: %w", err)
+	}
+	c.kernel.Ring = c.ring
+	if c.kernel.Callback, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		return c.observe(&in, o)
 	}, in.observables()...); err != nil {
 		return fmt.Errorf("genai capture: register callback: %w", err)
 	}
-	c.wg.Add(1)
-	go c.read()
 	return nil
 }
 
@@ -289,27 +285,28 @@ func (c *Capture) startPlaintext() error {
 	if err := c.objs.WatchPorts(c.cfg.capture.ports); err != nil {
 		return fmt.Errorf("genai capture: %w", err)
 	}
-	attach := func(name string, prog *ebpf.Program) error {
-		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+	attach := func(tracepoint, program string) error {
+		l, err := link.AttachTracing(link.TracingOptions{Program: c.objs.Program(program)})
 		if err != nil {
-			if uprobe.Denied(err) {
-				return xpuscope.Unavailablef("genai capture: attach tp_btf/%s: %w (needs CAP_BPF and CAP_PERFMON, or root)", name, err)
+			what := "genai capture: attach tp_btf/" + tracepoint
+			if bpfsource.Denied(err) {
+				return bpfsource.Classify(what, err)
 			}
-			return xpuscope.Unavailablef("genai capture: attach tp_btf/%s: %w (needs BTF raw tracepoints)", name, err)
+			return xpuscope.Unavailablef("%s: %w (needs BTF raw tracepoints)", what, err)
 		}
-		c.sys = append(c.sys, l)
+		c.kernel.Probes = append(c.kernel.Probes, l)
 		return nil
 	}
-	if err := attach("inet_sock_set_state", c.objs.SockState); err != nil {
+	if err := attach("inet_sock_set_state", httpbpf.SockState); err != nil {
 		return err
 	}
 	if err := c.checkPreexisting(); err != nil {
 		return err
 	}
-	if err := attach("sys_enter", c.objs.SysEnter); err != nil {
+	if err := attach("sys_enter", httpbpf.SysEnter); err != nil {
 		return err
 	}
-	return attach("sys_exit", c.objs.SysExit)
+	return attach("sys_exit", httpbpf.SysExit)
 }
 
 // checkPreexisting opens the plaintext gate while a TCP socket with a
@@ -338,43 +335,15 @@ func (c *Capture) checkPreexisting() error {
 	return nil
 }
 
-// read drains the ring buffer: it wakes every poll interval (backing off
-// to a second while nothing comes, see ringpoll), or sooner when the BPF
-// side finds the buffer a quarter full, and evicts idle connections and
-// recounts Go programs on the way.
-func (c *Capture) read() {
-	defer c.wg.Done()
-	var (
-		rec  ringbuf.Record
-		r    httpbpf.Record
-		next time.Time
-		pace = ringpoll.New(c.cfg.capture.pollInterval)
-	)
-	for {
-		c.rb.SetDeadline(time.Now().Add(pace.Wait()))
-		n := 0
-		for ; ; n++ {
-			err := c.rb.ReadInto(&rec)
-			if errors.Is(err, ringbuf.ErrClosed) {
-				return
-			}
-			if err != nil {
-				break // the deadline: this batch is done
-			}
-			c.mu.Lock()
-			if httpbpf.Decode(rec.RawSample, &r) == nil {
-				c.conns.handle(&r)
-			} else {
-				c.conns.malformedRecords++
-			}
-			c.mu.Unlock()
-		}
-		pace.Next(n)
-		if now := time.Now(); now.After(next) {
-			c.housekeep(now)
-			next = now.Add(housekeeping)
-		}
+// decode decodes one ring buffer record and hands it to its connection.
+func (c *Capture) decode(raw []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := httpbpf.Decode(raw, &c.record); err != nil {
+		return err
 	}
+	c.conns.handle(&c.record)
+	return nil
 }
 
 // housekeeping is how often idle connections are evicted and Go programs
@@ -394,8 +363,8 @@ func (c *Capture) housekeep(now time.Time) {
 
 // CaptureStatus says what the capture is attached to.
 type CaptureStatus struct {
-	Attachments []uprobe.Attachment
-	Rejections  []uprobe.Rejection
+	Attachments []xpuscope.Attachment
+	Rejections  []xpuscope.Rejection
 	// PlaintextPorts are the TCP ports whose plaintext HTTP is read.
 	PlaintextPorts []uint16
 }
@@ -404,42 +373,10 @@ type CaptureStatus struct {
 // that looked like OpenSSL but could not be probed, with why, and the
 // plaintext ports.
 func (c *Capture) Status() CaptureStatus {
-	st := CaptureStatus{Rejections: c.tracer.Rejections(), PlaintextPorts: c.cfg.capture.ports}
-	for _, a := range c.tracer.Attachments() {
-		if a.Target == TargetOpenSSL { // not the skeleton's own probe on the loader
-			st.Attachments = append(st.Attachments, a)
-		}
-	}
-	return st
+	a, r := c.tracer.Status()
+	return CaptureStatus{Attachments: a, Rejections: r, PlaintextPorts: c.cfg.capture.ports}
 }
 
 // Close detaches the probes, stops the reader and frees the kernel
 // objects. Calls after the first return nil.
-func (c *Capture) Close() error {
-	var err error
-	c.closeOnce.Do(func() {
-		errs := []error{c.reg.Unregister(), c.tracer.Close()}
-		for _, l := range c.sys {
-			errs = append(errs, l.Close())
-		}
-		errs = append(errs, c.rb.Close())
-		c.wg.Wait()
-		errs = append(errs, c.objs.Close())
-		err = errors.Join(errs...)
-	})
-	return err
-}
-
-// closeKernel undoes a start that failed part way.
-func (c *Capture) closeKernel() {
-	if c.tracer != nil {
-		c.tracer.Close()
-	}
-	for _, l := range c.sys {
-		l.Close()
-	}
-	if c.rb != nil {
-		c.rb.Close()
-	}
-	c.objs.Close()
-}
+func (c *Capture) Close() error { return c.kernel.Close() }

@@ -48,11 +48,10 @@ type connTable struct {
 	lru   list.List // of *capConn, least recently used first
 	procs map[uint32]*capProc
 
-	frames           httpframe.Stats // all connections'
-	bodies           httpframe.Bodies
-	outcomes         [numOutcomes]int64
-	evicted          int64
-	malformedRecords int64
+	frames   httpframe.Stats // all connections'
+	bodies   httpframe.Bodies
+	outcomes [numOutcomes]int64
+	evicted  int64
 }
 
 // outcome is what became of a framed exchange.

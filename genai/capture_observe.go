@@ -48,6 +48,7 @@ func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange, p *capProc) outco
 // captureInstruments are the capture's self-metrics.
 type captureInstruments struct {
 	exchanges, abandoned, dropped, skipped metric.Int64ObservableCounter
+	ringErrors                             metric.Int64ObservableCounter
 	connections, goProcs, attached         metric.Int64ObservableUpDownCounter
 	waiting                                metric.Int64ObservableUpDownCounter
 
@@ -61,6 +62,7 @@ func (in *captureInstruments) create(m metric.Meter) error {
 	in.abandoned = b.Counter(semconv.XpuscopeGenAICaptureAbandoned)
 	in.dropped = b.Counter(semconv.XpuscopeGenAICaptureDropped)
 	in.skipped = b.Counter(semconv.XpuscopeGenAICaptureSkippedConnections)
+	in.ringErrors = b.Counter(semconv.XpuscopeBPFRingErrors)
 	in.connections = b.UpDownCounter(semconv.XpuscopeGenAICaptureConnections)
 	in.goProcs = b.UpDownCounter(semconv.XpuscopeGenAICaptureGoProcesses)
 	in.attached = b.UpDownCounter(semconv.XpuscopeGenAICaptureAttachedFiles)
@@ -81,7 +83,8 @@ func (in *captureInstruments) create(m metric.Meter) error {
 }
 
 func (in *captureInstruments) observables() []metric.Observable {
-	return []metric.Observable{in.exchanges, in.abandoned, in.dropped, in.skipped, in.connections, in.goProcs, in.attached, in.waiting}
+	return []metric.Observable{in.exchanges, in.abandoned, in.dropped, in.skipped, in.ringErrors, in.connections,
+		in.goProcs, in.attached, in.waiting}
 }
 
 // observe reports the self-metrics; it reads the kernel's counters, then
@@ -114,6 +117,7 @@ func (c *Capture) observe(in *captureInstruments, o metric.Observer) error {
 	if cerr == nil {
 		o.ObserveInt64(in.dropped, int64(counters[0]))
 	}
+	c.ring.Observe(o, in.ringErrors)
 	o.ObserveInt64(in.connections, conns)
 	o.ObserveInt64(in.goProcs, goProcs)
 	o.ObserveInt64(in.attached, attached)

@@ -483,7 +483,7 @@ func TestCapturePlaintextGate(t *testing.T) {
 	}
 	g := gate()
 	require.True(t, g.Preexisting, "a connection on %d predates the capture: %+v", port, g)
-	require.Len(t, h.c.sys, 3, "the socket state and syscall programs")
+	require.Len(t, h.c.kernel.Probes, 1+3, "the TLS tracer, and the socket state and syscall programs")
 
 	// Closed, it no longer holds the gate open, and neither does the
 	// listener: a new connection changes state before a byte passes.
@@ -508,5 +508,6 @@ func TestCapturePlaintextGate(t *testing.T) {
 		"the new connection closed: %+v", g)
 
 	none := startCapture(t, WithPlaintextPorts())
-	require.Empty(t, none.c.sys, "no port watched, no program on every syscall")
+	require.Len(t, none.c.kernel.Probes, 1, "no port watched, no program on every syscall: the TLS tracer alone")
+	require.Nil(t, none.c.objs.Program(httpbpf.SysEnter), "no port watched, the syscall programs not even loaded")
 }

@@ -75,7 +75,7 @@ func TestCorruptBPFObjectIsAFault(t *testing.T) {
 		reason string
 	}{
 		{"bytes overwritten", garbage, `gputracebpf: parse embedded object: `},
-		{"an instruction the verifier rejects", rejectedInstruction(t, obj), `gputracebpf: load: .*program \w+: load program: invalid argument: unknown opcode f7`},
+		{"an instruction the verifier rejects", rejectedInstruction(t, obj), `load BPF object: program \w+: load program: invalid argument: unknown opcode f7`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			exe := buildWithObject(t, tc.obj)

@@ -9,7 +9,6 @@ package gputrace
 // wall-clock value.
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -195,15 +194,12 @@ func newBenchSource(tb testing.TB, mp metric.MeterProvider) *Source {
 // benchTick is the simulated time between two records: 5M events/s.
 const benchTick = 200
 
-// benchHandle is what Source.read does with one ring-buffer record.
-func benchHandle(ctx context.Context, s *Source, raw []byte, ev *gputracebpf.Event) {
-	s.mu.Lock()
-	if gputracebpf.Decode(raw, ev) == nil {
-		s.agg.handle(ctx, ev)
-	} else {
-		s.decodeErrors++
+// benchHandle is what the Source's ring reader does with one record,
+// counting the records that do not decode in errs.
+func benchHandle(s *Source, raw []byte, errs *int) {
+	if s.decode(raw) != nil {
+		*errs++
 	}
-	s.mu.Unlock()
 }
 
 // BenchmarkDecodeAggregate: synthetic records through gputracebpf.Decode and
@@ -226,18 +222,20 @@ func BenchmarkDecodeAggregate(b *testing.B) {
 	stream := newBenchStream()
 	b.Logf("cycle of %d records: %v", len(stream.cycle), stream.counts)
 	run := func(b *testing.B, s *Source, decodeOnly bool) {
-		ctx := context.Background()
-		var ev gputracebpf.Event
+		var (
+			ev           gputracebpf.Event
+			decodeErrors int
+		)
 		ts := uint64(time.Hour)
 		for _, rec := range stream.names {
-			benchHandle(ctx, s, rec, &ev)
+			benchHandle(s, rec, &decodeErrors)
 		}
 		// Two warm cycles: every series exists, every map has grown.
 		for range 2 {
 			for _, rec := range stream.cycle {
 				ts += benchTick
 				binary.LittleEndian.PutUint64(rec, ts)
-				benchHandle(ctx, s, rec, &ev)
+				benchHandle(s, rec, &decodeErrors)
 			}
 		}
 		cycle := stream.cycle
@@ -253,12 +251,12 @@ func BenchmarkDecodeAggregate(b *testing.B) {
 				}
 				continue
 			}
-			benchHandle(ctx, s, rec, &ev)
+			benchHandle(s, rec, &decodeErrors)
 		}
 		b.StopTimer()
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
-		if s.decodeErrors != 0 {
-			b.Fatalf("%d decode errors", s.decodeErrors)
+		if decodeErrors != 0 {
+			b.Fatalf("%d decode errors", decodeErrors)
 		}
 		if !decodeOnly && s.agg.unresolved != 0 {
 			b.Fatalf("%d launches of unresolved kernels: the names did not take", s.agg.unresolved)
@@ -349,7 +347,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	calls := benchEnvInt("XPUSCOPE_BENCH_CALLS", 300_000)
 	rounds := benchEnvInt("XPUSCOPE_BENCH_ROUNDS", 5)
 
-	objs, err := gputracebpf.Load(gputracebpf.LoadOptions{WakeupBytes: DefaultRingBytes / 4})
+	objs, err := gputracebpf.Load(gputracebpf.LoadOptions{WakeupBytes: DefaultRingBytes / 4, Bench: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -493,13 +491,13 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	}
 	naive := func() float64 {
 		stop := drain(true)
-		ns := loop(func() func() { return uprobe(objs.BenchNaive, 0) })
+		ns := loop(func() func() { return uprobe(objs.Program("bench_naive"), 0) })
 		naiveRecords.Add(stop())
 		return ns
 	}
 	record := func() float64 {
 		stop := drain(false)
-		ns := loop(func() func() { return uprobe(objs.BenchRecord, 0) })
+		ns := loop(func() func() { return uprobe(objs.Program("bench_record"), 0) })
 		stop()
 		return ns
 	}
@@ -508,7 +506,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		run  func() float64
 	}{
 		{"untraced", func() float64 { return loop(nil) }},
-		{"floor", func() float64 { return loop(func() func() { return uprobe(objs.BenchEmpty, 0) }) }},
+		{"floor", func() float64 { return loop(func() func() { return uprobe(objs.Program("bench_empty"), 0) }) }},
 		{"record", record},
 		{"ours", func() float64 {
 			return ours(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))
@@ -520,7 +518,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	// Another cudatrace Source on the host (another test binary, say)
 	// probes the same libcudart and spoils every variant: count the
 	// sync_enter programs loaded that are not objs'.
-	own := benchProgID(b, objs.SyncEnter)
+	own := benchProgID(b, objs.Program("sync_enter"))
 	foreign := func() int {
 		n := 0
 		for id := ebpf.ProgramID(0); ; {
@@ -630,17 +628,17 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		}
 		return bpfNs, callNs
 	}
-	floorBPF, floorStat := perRun(objs.BenchEmpty, variants[1].run)
-	oursBPF, oursStat := perRun(objs.RuntimeLaunchKernel, func() float64 {
+	floorBPF, floorStat := perRun(objs.Program("bench_empty"), variants[1].run)
+	oursBPF, oursStat := perRun(objs.Program("runtime_launch_kernel"), func() float64 {
 		stop := drain(false)
-		ns := loop(func() func() { return uprobe(objs.RuntimeLaunchKernel, launchCookie) })
+		ns := loop(func() func() { return uprobe(objs.Program("runtime_launch_kernel"), launchCookie) })
 		if n := stop(); n < int64(calls) {
 			b.Logf("runtime_launch_kernel alone: %d records for %d calls", n, calls)
 		}
 		return ns
 	})
-	naiveBPF, naiveStat := perRun(objs.BenchNaive, naive)
-	recordBPF, _ := perRun(objs.BenchRecord, record)
+	naiveBPF, naiveStat := perRun(objs.Program("bench_naive"), naive)
+	recordBPF, _ := perRun(objs.Program("bench_record"), record)
 	b.Logf("with BPF statistics on, ns/call: floor %.0f, runtime_launch_kernel alone %.0f, naive %.0f", floorStat, oursStat, naiveStat)
 	b.ReportMetric(recordBPF, "record-bpf-ns/run")
 	b.ReportMetric(floorBPF, "floor-bpf-ns/run")

@@ -19,7 +19,7 @@ type instruments struct {
 	occupancyDropped                  metric.Int64ObservableCounter
 
 	launches, graphs, memcpy, allocated, freed, calls, errors metric.Int64ObservableCounter
-	dropped, unresolved, overflow, suppressed                 metric.Int64ObservableCounter
+	dropped, unresolved, overflow, suppressed, ringErrors     metric.Int64ObservableCounter
 	outstanding, attached                                     metric.Int64ObservableUpDownCounter
 	oldestAge                                                 metric.Float64ObservableGauge
 }
@@ -47,6 +47,7 @@ func (in *instruments) create(m metric.Meter) error {
 	in.unresolved = b.Counter(semconv.XpuscopeCUDAKernelNamesUnresolved)
 	in.overflow = b.Counter(semconv.XpuscopeCUDAKernelNamesOverflow)
 	in.suppressed = b.Counter(semconv.XpuscopeCUDASpansSuppressed)
+	in.ringErrors = b.Counter(semconv.XpuscopeBPFRingErrors)
 	in.outstanding = b.UpDownCounter(semconv.CUDAMemoryOutstanding)
 	in.attached = b.UpDownCounter(semconv.XpuscopeCUDAAttachedFiles)
 	in.oldestAge = b.Gauge(semconv.CUDAMemoryOldestAge)
@@ -56,7 +57,7 @@ func (in *instruments) create(m metric.Meter) error {
 func (in *instruments) observables() []metric.Observable {
 	return []metric.Observable{
 		in.launches, in.graphs, in.memcpy, in.allocated, in.freed, in.calls, in.errors,
-		in.dropped, in.unresolved, in.overflow, in.suppressed, in.outstanding, in.attached, in.oldestAge,
+		in.dropped, in.unresolved, in.overflow, in.suppressed, in.ringErrors, in.outstanding, in.attached, in.oldestAge,
 		in.threadTime, in.threadUtilization, in.smActive, in.capacity, in.occupancyDropped,
 	}
 }
@@ -100,6 +101,9 @@ func (s *Source) observe(_ context.Context, o metric.Observer) error {
 	o.ObserveInt64(in.unresolved, a.unresolved)
 	o.ObserveInt64(in.overflow, a.overflow)
 	o.ObserveInt64(in.suppressed, a.spans.suppressed)
+	if s.ring != nil {
+		s.ring.Observe(o, in.ringErrors)
+	}
 	for _, sr := range a.occ.series {
 		o.ObserveFloat64(in.threadTime, sr.threadSeconds, sr.attrs.Observe...)
 		o.ObserveInt64(in.capacity, sr.threads, sr.capacity.Observe...)

@@ -13,14 +13,12 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/features"
-	"github.com/cilium/ebpf/ringbuf"
-	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/bpfsource"
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/ktime"
 	"github.com/xpuscope/xpuscope/internal/meterx"
-	"github.com/xpuscope/xpuscope/internal/ringpoll"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -77,21 +75,18 @@ type Source struct {
 	cfg    config
 	objs   *gputracebpf.Objects
 	tracer *uprobe.Tracer
-	rb     *ringbuf.Reader
+	ring   *bpfsource.Ring
+	kernel bpfsource.Kernel // objs, tracer, ring and the callback, to close
 	names  *symbolizer
 	inst   instruments
-	reg    metric.Registration
 	mono   func() uint64
 
 	mu               sync.Mutex // guards everything below
 	agg              *aggregator
+	ev               gputracebpf.Event // the record being handled
 	bpfCounters      [gputracebpf.NumCounters]uint64
 	attachedByTarget map[string]int64
 	targetAttrs      map[string]meterx.Attrs
-	decodeErrors     int64
-
-	wg        sync.WaitGroup
-	closeOnce sync.Once
 }
 
 // New loads the probes, attaches them to every file of rt mapped on the
@@ -130,17 +125,18 @@ func newSource(rt Runtime, opts []Option) (*Source, error) {
 	// uprobe_multi links attach and detach in one call per program, where
 	// perf-event uprobes take one (slow to tear down) per symbol.
 	multi := !cfg.noMulti && features.HaveBPFLinkUprobeMulti() == nil
-	s.objs, err = gputracebpf.Load(gputracebpf.LoadOptions{RingBytes: cfg.ringBytes, WakeupBytes: wakeup, UprobeMulti: multi,
-		Edit: cfg.editObject})
-	if err != nil {
-		if uprobe.Denied(err) {
-			return nil, xpuscope.Unavailablef("%w (needs CAP_BPF and CAP_PERFMON, or root)", err)
-		}
-		return nil, err
+	libs := make([]gputracebpf.Library, 0, len(rt.Targets))
+	for _, t := range rt.Targets {
+		libs = append(libs, t.Library)
 	}
+	s.objs, err = gputracebpf.Load(gputracebpf.LoadOptions{Libraries: libs, RingBytes: cfg.ringBytes,
+		WakeupBytes: wakeup, UprobeMulti: multi, Edit: cfg.editObject})
+	if err != nil {
+		return nil, bpfsource.Classify("load BPF object", err)
+	}
+	s.kernel.Objects = s.objs
 	if err := s.start(multi); err != nil {
-		s.objs.Close()
-		return nil, err
+		return nil, errors.Join(err, s.kernel.Close())
 	}
 	return s, nil
 }
@@ -153,29 +149,27 @@ func (s *Source) start(multi bool) error {
 	sp := &spanner{tracer: s.cfg.tracerProvider.Tracer(s.rt.ScopeName)}
 	s.agg = newAggregator(&s.cfg, s.names, &s.inst, sp, ktime.WallClock(s.mono))
 	var err error
-	s.rb, err = ringbuf.NewReader(s.objs.Events())
-	if err != nil {
-		return fmt.Errorf("ring buffer reader: %w", err)
-	}
 	s.tracer, err = uprobe.New(uprobe.Config{
 		ProcRoot: s.cfg.procRoot,
 		Rescan:   s.cfg.rescan,
 		Targets:  targets(s.rt, s.objs, multi),
 	})
 	if err != nil {
-		s.rb.Close()
 		return err
 	}
+	s.kernel.Probes = append(s.kernel.Probes, s.tracer)
 	s.names.exe = s.tracer.Executable
-	s.reg, err = meter.RegisterCallback(s.observe, s.inst.observables()...)
+	s.housekeep(time.Now())
+	s.ring, err = bpfsource.NewRing(s.objs.Events(), bpfsource.RingConfig{
+		Poll: s.cfg.pollInterval, Decode: s.decode, Housekeep: s.housekeep, Housekeeping: housekeeping})
 	if err != nil {
-		s.tracer.Close()
-		s.rb.Close()
+		return err
+	}
+	s.kernel.Ring = s.ring
+	s.kernel.Callback, err = meter.RegisterCallback(s.observe, s.inst.observables()...)
+	if err != nil {
 		return fmt.Errorf("register callback: %w", err)
 	}
-	s.housekeep()
-	s.wg.Add(1)
-	go s.read()
 	return nil
 }
 
@@ -188,9 +182,9 @@ func targets(rt Runtime, o *gputracebpf.Objects, multi bool) []uprobe.Target {
 			if p.Library != t.Library {
 				continue
 			}
-			up := uprobe.Probe{Symbol: p.Symbol, Cookie: p.Cookie(), Entry: p.Entry(o)}
-			if p.Return != nil {
-				up.Return = p.Return(o)
+			up := uprobe.Probe{Symbol: p.Symbol, Cookie: p.Cookie(), Entry: o.Program(p.Entry)}
+			if p.Return != "" {
+				up.Return = o.Program(p.Return)
 			}
 			probes = append(probes, up)
 		}
@@ -200,63 +194,23 @@ func targets(rt Runtime, o *gputracebpf.Objects, multi bool) []uprobe.Target {
 	return out
 }
 
-// read drains the ring buffer: it wakes every poll interval (backing off
-// to a second while nothing comes, see ringpoll), or sooner when the BPF
-// side finds the buffer a quarter full.
-func (s *Source) read() {
-	defer s.wg.Done()
-	ctx := context.Background()
-	var (
-		rec  ringbuf.Record
-		ev   gputracebpf.Event
-		next = time.Now().Add(housekeeping)
-		pace = ringpoll.New(s.cfg.pollInterval)
-	)
-	housekeepIfDue := func() {
-		if now := time.Now(); now.After(next) {
-			s.housekeep()
-			next = now.Add(housekeeping)
-		}
+// decode decodes and aggregates one ring buffer record.
+func (s *Source) decode(raw []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := gputracebpf.Decode(raw, &s.ev); err != nil {
+		return err
 	}
-	for {
-		s.rb.SetDeadline(time.Now().Add(pace.Wait()))
-		n := 0
-		for ; ; n++ {
-			err := s.rb.ReadInto(&rec)
-			if errors.Is(err, ringbuf.ErrClosed) {
-				return
-			}
-			if err != nil {
-				break // the deadline: this batch is done
-			}
-			s.mu.Lock()
-			if gputracebpf.Decode(rec.RawSample, &ev) == nil {
-				if s.cfg.eventHook != nil {
-					s.cfg.eventHook(&ev)
-				}
-				s.agg.handle(ctx, &ev)
-			} else {
-				s.decodeErrors++
-			}
-			s.mu.Unlock()
-			// A batch lasts as long as records keep coming: under a
-			// steady stream, housekeeping must not wait for its end.
-			if (n+1)%housekeepCheck == 0 {
-				housekeepIfDue()
-			}
-		}
-		pace.Next(n)
-		housekeepIfDue()
+	if s.cfg.eventHook != nil {
+		s.cfg.eventHook(&s.ev)
 	}
+	s.agg.handle(context.Background(), &s.ev)
+	return nil
 }
-
-// housekeepCheck is how many records the reader handles between looks at
-// the clock for housekeeping.
-const housekeepCheck = 256
 
 // housekeep reads the kernel-side counters and the unrecorded call
 // counts, counts the attached files and forgets exited processes.
-func (s *Source) housekeep() {
+func (s *Source) housekeep(time.Time) {
 	counters, cerr := s.objs.Counters()
 	type unrecorded struct {
 		k gputracebpf.CallKey
@@ -306,20 +260,15 @@ func (s *Source) housekeep() {
 
 // Status says what the Source is attached to.
 type Status struct {
-	Attachments []uprobe.Attachment
-	Rejections  []uprobe.Rejection
+	Attachments []xpuscope.Attachment
+	Rejections  []xpuscope.Rejection
 }
 
 // Status lists the files the probes are attached to, and the files that
 // looked like the runtime's libraries but could not be probed, with why.
 func (s *Source) Status() Status {
-	st := Status{Rejections: s.tracer.Rejections()}
-	for _, a := range s.tracer.Attachments() {
-		if _, ours := s.targetAttrs[a.Target]; ours {
-			st.Attachments = append(st.Attachments, a)
-		}
-	}
-	return st
+	a, r := s.tracer.Status()
+	return Status{Attachments: a, Rejections: r}
 }
 
 // Allocation is an outstanding device allocation.
@@ -353,13 +302,4 @@ func (s *Source) LeakSuspects(pid int, n int) []Allocation {
 
 // Close detaches every probe, stops the reader and frees the kernel
 // objects. Calls after the first return nil.
-func (s *Source) Close() error {
-	var err error
-	s.closeOnce.Do(func() {
-		errs := []error{s.reg.Unregister(), s.tracer.Close(), s.rb.Close()}
-		s.wg.Wait()
-		errs = append(errs, s.objs.Close())
-		err = errors.Join(errs...)
-	})
-	return err
-}
+func (s *Source) Close() error { return s.kernel.Close() }

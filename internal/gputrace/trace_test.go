@@ -443,6 +443,9 @@ func TestNoPrivilegeChild(t *testing.T) {
 	}
 	require.ErrorIs(t, err, xpuscope.ErrUnavailable)
 	require.Contains(t, err.Error(), "CAP_BPF")
+	// What is missing, said once; no benchmark program (it is not even
+	// loaded), no guess at another cause.
+	require.Equal(t, "cudatrace: load BPF object: operation not permitted: needs CAP_BPF and CAP_PERFMON, or root", err.Error())
 	t.Logf("New: %v", err)
 }
 

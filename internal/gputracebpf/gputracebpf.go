@@ -13,9 +13,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/xpuscope/xpuscope/internal/bpfsource"
 )
 
 // API identifies a probed function; it is the probe's attach cookie and
@@ -143,71 +145,86 @@ func (e *Event) Stream() uint64 { return e.A[4] }
 
 // LoadOptions tune the BPF side.
 type LoadOptions struct {
+	// Libraries are the libraries whose probes' programs are loaded;
+	// none loads those of every library.
+	Libraries []Library
 	// RingBytes is the ring buffer's size, a power of two multiple of the
-	// page size.
+	// page size; 0 keeps the object's (2 MiB).
 	RingBytes uint32
 	// WakeupBytes wakes the reader once this much is unread; below it
-	// records are submitted without a wakeup.
+	// records are submitted without a wakeup. 0 keeps the object's.
 	WakeupBytes uint64
 	// UprobeMulti loads the probe programs for uprobe_multi links (Linux
 	// 6.6+): one link per program and file, which attaches and detaches
-	// far faster than one perf event per symbol. The bench_ programs stay
-	// plain uprobes.
+	// far faster than one perf event per symbol.
 	UprobeMulti bool
+	// Bench loads the benchmark programs too (BenchPrograms), as plain
+	// uprobes. No Source loads them.
+	Bench bool
 	// Edit, if set, changes the parsed object before it is loaded (tests:
 	// an object the verifier rejects).
 	Edit func(*ebpf.CollectionSpec)
 }
 
+// BenchPrograms are the programs the benchmarks compare the probes with:
+// the floor (an empty program), the least a launch record costs, and the
+// naive design (a record per call that always wakes the reader).
+var BenchPrograms = []string{gputraceProgBenchEmpty, gputraceProgBenchRecord, gputraceProgBenchNaive}
+
 // Objects are the loaded programs and maps.
 type Objects struct {
-	gputraceObjects
+	gputraceMaps
+	gputraceVariables
+	programs *ebpf.Collection // the programs, by name
 }
 
-// Load loads the programs and maps into the kernel.
+// Load loads the maps and the programs of the probes o selects into the
+// kernel. Errors are cilium/ebpf's: bpfsource.Classify sorts them.
 func Load(o LoadOptions) (*Objects, error) {
 	spec, err := loadGputrace()
 	if err != nil {
 		return nil, fmt.Errorf("gputracebpf: parse embedded object: %w", err)
 	}
-	if o.RingBytes != 0 {
-		spec.Maps["events"].MaxEntries = o.RingBytes
-	}
-	if o.WakeupBytes != 0 {
-		if err := spec.Variables["wakeup_bytes"].Set(o.WakeupBytes); err != nil {
-			return nil, fmt.Errorf("gputracebpf: set wakeup_bytes: %w", err)
-		}
-	}
+	probes := Programs(o.Libraries...)
+	lo := bpfsource.LoadOptions{Ring: gputraceMapEvents, RingBytes: o.RingBytes, WakeupBytes: o.WakeupBytes,
+		Programs: probes, Edit: o.Edit}
 	if o.UprobeMulti {
-		for name, p := range spec.Programs {
-			if p.Type == ebpf.Kprobe && !strings.HasPrefix(name, "bench_") {
-				p.AttachType = ebpf.AttachTraceUprobeMulti
-			}
-		}
+		lo.UprobeMulti = probes
 	}
-	if o.Edit != nil {
-		o.Edit(spec)
+	if o.Bench {
+		lo.Programs = append(slices.Clip(probes), BenchPrograms...)
 	}
-	var objs Objects
-	if err := spec.LoadAndAssign(&objs.gputraceObjects, nil); err != nil {
-		return nil, fmt.Errorf("gputracebpf: load: %w", err)
+	coll, err := bpfsource.Load(spec, lo)
+	if err != nil {
+		return nil, err
 	}
-	return &objs, nil
+	objs := &Objects{programs: coll}
+	if err := coll.Assign(&objs.gputraceMaps); err != nil {
+		coll.Close()
+		return nil, fmt.Errorf("gputracebpf: %w", err)
+	}
+	if err := coll.Assign(&objs.gputraceVariables); err != nil {
+		objs.Close()
+		return nil, fmt.Errorf("gputracebpf: %w", err)
+	}
+	return objs, nil
+}
+
+// Program returns the loaded program of that name (a Probe's Entry or
+// Return, or one of BenchPrograms), nil if it was not loaded.
+func (o *Objects) Program(name string) *ebpf.Program { return o.programs.Programs[name] }
+
+// Close frees the programs and maps.
+func (o *Objects) Close() error {
+	o.programs.Close()
+	return o.gputraceMaps.Close()
 }
 
 // Counters sums the BPF counters over CPUs.
 func (o *Objects) Counters() ([NumCounters]uint64, error) {
 	var out [NumCounters]uint64
-	var perCPU []uint64
-	for i := range NumCounters {
-		if err := o.gputraceMaps.Counters.Lookup(uint32(i), &perCPU); err != nil {
-			return out, fmt.Errorf("gputracebpf: read counter %d: %w", i, err)
-		}
-		for _, v := range perCPU {
-			out[i] += v
-		}
-	}
-	return out, nil
+	err := bpfsource.SumPerCPU(o.gputraceMaps.Counters, out[:])
+	return out, err
 }
 
 // Events is the ring buffer map.

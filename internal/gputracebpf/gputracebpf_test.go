@@ -7,9 +7,11 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +19,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
@@ -384,7 +388,7 @@ func TestProbesCoverEnum(t *testing.T) {
 		if p.API.String() != p.Symbol {
 			t.Errorf("API(%d).String() = %q, want %q", p.API, p.API.String(), p.Symbol)
 		}
-		if p.Entry == nil {
+		if p.Entry == "" {
 			t.Errorf("probe %s has no Entry", p.Symbol)
 		}
 	}
@@ -453,7 +457,7 @@ func TestCookieRoundTrip(t *testing.T) {
 		if got := c>>24&1 == 1; got != p.SyncCopy {
 			t.Errorf("%s: sync_copy = %v, want %v", p.Symbol, got, p.SyncCopy)
 		}
-		if p.SyncCopy && (p.Return == nil || p.StreamArg != 0) {
+		if p.SyncCopy && (p.Return == "" || p.StreamArg != 0) {
 			t.Errorf("%s: a synchronous copy needs its return probe and takes no stream", p.Symbol)
 		}
 		if bpfIsDriver(uint32(p.API)) != (p.Library == Driver) || p.API.Driver() != (p.Library == Driver) {
@@ -483,7 +487,7 @@ func TestCookieRoundTrip(t *testing.T) {
 	}
 }
 
-// programNames maps each loaded program of o to its ELF section's name.
+// programSections maps each loaded program of o to its ELF section's name.
 func programSections(t *testing.T, o *Objects) map[*ebpf.Program]string {
 	t.Helper()
 	spec, err := loadGputrace()
@@ -491,13 +495,10 @@ func programSections(t *testing.T, o *Objects) map[*ebpf.Program]string {
 		t.Fatal(err)
 	}
 	out := map[*ebpf.Program]string{}
-	v := reflect.ValueOf(&o.gputracePrograms).Elem()
-	for i := range v.NumField() {
-		tag := v.Type().Field(i).Tag.Get("ebpf")
-		p, _ := v.Field(i).Interface().(*ebpf.Program)
-		ps := spec.Programs[tag]
-		if p == nil || ps == nil {
-			t.Errorf("program %s: loaded %v, in the spec %v", tag, p != nil, ps != nil)
+	for name, p := range o.programs.Programs {
+		ps := spec.Programs[name]
+		if ps == nil {
+			t.Errorf("program %s: loaded, not in the spec", name)
 			continue
 		}
 		out[p] = ps.SectionName
@@ -519,7 +520,7 @@ func TestLoad(t *testing.T) {
 					testutil.SkipOrFail(t, "uprobe_multi links: %v", err)
 				}
 			}
-			objs, err := Load(LoadOptions{UprobeMulti: multi})
+			objs, err := Load(LoadOptions{UprobeMulti: multi, Bench: true})
 			if err != nil {
 				var ve *ebpf.VerifierError
 				if errors.As(err, &ve) {
@@ -568,13 +569,34 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// TestLoadOnlyWhatIsUsed: a Source's load leaves out the benchmark
+// programs, and the programs of the libraries it does not trace.
+func TestLoadOnlyWhatIsUsed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "loading BPF programs needs root")
+	}
+	objs, err := Load(LoadOptions{Libraries: []Library{HIP}})
+	require.NoError(t, err)
+	defer objs.Close()
+	for _, name := range BenchPrograms {
+		assert.Nil(t, objs.Program(name), "benchmark program %s loaded", name)
+	}
+	assert.Nil(t, objs.Program(gputraceProgDriverLaunchKernelEx), "a CUDA driver program loaded for HIP")
+	for _, p := range Probes {
+		if p.Library == HIP {
+			assert.NotNil(t, objs.Program(p.Entry), "%s: entry program not loaded", p.Symbol)
+		}
+	}
+	assert.ElementsMatch(t, Programs(HIP), slices.Collect(maps.Keys(objs.programs.Programs)))
+}
+
 // checkPrograms: every Probe's programs are loaded uprobes of the right
 // section.
 func checkPrograms(t *testing.T, objs *Objects) {
 	t.Helper()
 	sections := programSections(t, objs)
 	for _, p := range Probes {
-		entry := p.Entry(objs)
+		entry := objs.Program(p.Entry)
 		if entry == nil {
 			t.Errorf("%s: nil entry program", p.Symbol)
 			continue
@@ -585,10 +607,10 @@ func checkPrograms(t *testing.T, objs *Objects) {
 		if s := sections[entry]; s != "uprobe" {
 			t.Errorf("%s: entry program in section %q, want uprobe", p.Symbol, s)
 		}
-		if p.Return == nil {
+		if p.Return == "" {
 			continue
 		}
-		ret := p.Return(objs)
+		ret := objs.Program(p.Return)
 		if ret == nil {
 			t.Errorf("%s: nil return program", p.Symbol)
 			continue
@@ -600,9 +622,9 @@ func checkPrograms(t *testing.T, objs *Objects) {
 			t.Errorf("%s: return program in section %q, want uretprobe", p.Symbol, s)
 		}
 	}
-	for _, p := range []*ebpf.Program{objs.BenchEmpty, objs.BenchNaive} {
-		if p == nil || p.Type() != ebpf.Kprobe {
-			t.Errorf("bench program %v", p)
+	for _, name := range BenchPrograms {
+		if p := objs.Program(name); p == nil || p.Type() != ebpf.Kprobe {
+			t.Errorf("bench program %s: %v", name, p)
 		}
 	}
 }
@@ -638,13 +660,13 @@ func checkMultiAttach(t *testing.T, objs *Objects) {
 		_ = l.Close()
 	}
 	for _, p := range Probes {
-		try(p, p.Entry(objs), false)
-		if p.Return != nil {
-			try(p, p.Return(objs), true)
+		try(p, objs.Program(p.Entry), false)
+		if p.Return != "" {
+			try(p, objs.Program(p.Return), true)
 		}
 	}
 	// The bench programs stay perf-event uprobes.
-	if l, err := ex.UprobeMulti([]string{sym}, objs.BenchEmpty, nil); err == nil {
+	if l, err := ex.UprobeMulti([]string{sym}, objs.Program(gputraceProgBenchEmpty), nil); err == nil {
 		_ = l.Close()
 		t.Error("bench_empty attached as uprobe_multi: it should stay a plain uprobe")
 	}

@@ -1,9 +1,8 @@
 package gputracebpf
 
 import (
+	"slices"
 	"strings"
-
-	"github.com/cilium/ebpf"
 )
 
 // Library is the file a probe attaches to.
@@ -37,9 +36,9 @@ type Probe struct {
 	Symbol  string
 	API     API
 	Library Library
-	// Entry and Return pick the programs; Return is nil where no return
-	// probe is needed.
-	Entry, Return func(*Objects) *ebpf.Program
+	// Entry and Return name the programs (Objects.Program); Return is ""
+	// where no return probe is needed.
+	Entry, Return string
 	// StreamArg is the 1-based position of the stream argument; 0 when
 	// the call takes none.
 	StreamArg uint8
@@ -70,30 +69,34 @@ func (p Probe) Cookie() uint64 {
 	return c
 }
 
-func launch(o *Objects) *ebpf.Program         { return o.RuntimeLaunchKernel }
-func launchExC(o *Objects) *ebpf.Program      { return o.RuntimeLaunchKernelExc }
-func driverLaunch(o *Objects) *ebpf.Program   { return o.DriverLaunchKernel }
-func driverLaunchEx(o *Objects) *ebpf.Program { return o.DriverLaunchKernelEx }
-func graph(o *Objects) *ebpf.Program          { return o.GraphLaunch }
-func memcpy(o *Objects) *ebpf.Program         { return o.RuntimeMemcpy }
-func driverMemcpy(o *Objects) *ebpf.Program   { return o.DriverMemcpy }
-func memset(o *Objects) *ebpf.Program         { return o.RuntimeMemset }
-func mallocEnter(o *Objects) *ebpf.Program    { return o.MallocEnter }
-func mallocReturn(o *Objects) *ebpf.Program   { return o.MallocReturn }
-func free(o *Objects) *ebpf.Program           { return o.FreeEnter }
-func syncEnter(o *Objects) *ebpf.Program      { return o.SyncEnter }
-func syncReturn(o *Objects) *ebpf.Program     { return o.SyncReturn }
-func eventRecord(o *Objects) *ebpf.Program    { return o.EventRecord }
-func streamWait(o *Objects) *ebpf.Program     { return o.StreamWaitEvent }
-func setDevice(o *Objects) *ebpf.Program      { return o.SetDevice }
-func register(o *Objects) *ebpf.Program       { return o.RegisterFunction }
-func copyReturn(o *Objects) *ebpf.Program     { return o.CopyReturn }
-func queryEnter(o *Objects) *ebpf.Program     { return o.EventQueryEnter }
-func queryReturn(o *Objects) *ebpf.Program    { return o.EventQueryReturn }
-func getKernelEnter(o *Objects) *ebpf.Program { return o.GetKernelEnter }
-func getKernelRet(o *Objects) *ebpf.Program   { return o.GetKernelReturn }
-func getFuncEnter(o *Objects) *ebpf.Program   { return o.ModuleGetFunctionEnter }
-func getFuncReturn(o *Objects) *ebpf.Program  { return o.ModuleGetFunctionReturn }
+// The programs, by the names the probe table uses.
+const (
+	launch         = gputraceProgRuntimeLaunchKernel
+	launchExC      = gputraceProgRuntimeLaunchKernelExc
+	driverLaunch   = gputraceProgDriverLaunchKernel
+	driverLaunchEx = gputraceProgDriverLaunchKernelEx
+	graph          = gputraceProgGraphLaunch
+	memcpy         = gputraceProgRuntimeMemcpy
+	driverMemcpy   = gputraceProgDriverMemcpy
+	memset         = gputraceProgRuntimeMemset
+	mallocEnter    = gputraceProgMallocEnter
+	mallocReturn   = gputraceProgMallocReturn
+	free           = gputraceProgFreeEnter
+	syncEnter      = gputraceProgSyncEnter
+	syncReturn     = gputraceProgSyncReturn
+	eventRecord    = gputraceProgEventRecord
+	streamWait     = gputraceProgStreamWaitEvent
+	setDevice      = gputraceProgSetDevice
+	register       = gputraceProgRegisterFunction
+	copyReturn     = gputraceProgCopyReturn
+	queryEnter     = gputraceProgEventQueryEnter
+	queryReturn    = gputraceProgEventQueryReturn
+	getKernelEnter = gputraceProgGetKernelEnter
+	getKernelRet   = gputraceProgGetKernelReturn
+	getFuncEnter   = gputraceProgModuleGetFunctionEnter
+	getFuncReturn  = gputraceProgModuleGetFunctionReturn
+	none           = ""
+)
 
 // Anchors are the symbols that make a file a target: a file defining one
 // of them is probed for every symbol of its library it defines.
@@ -106,76 +109,76 @@ var Anchors = map[Library]string{
 // Probes lists every probed function.
 var Probes = []Probe{
 	// Runtime launches: cudaLaunchKernel(func, grid, block, args, smem, stream).
-	rt("cudaLaunchKernel", gputraceApiAPI_cudaLaunchKernel, launch, nil, 0),
-	rt("cudaLaunchKernel_ptsz", gputraceApiAPI_cudaLaunchKernelPtsz, launch, nil, 0),
-	rt("cudaLaunchCooperativeKernel", gputraceApiAPI_cudaLaunchCooperativeKernel, launch, nil, 0),
-	rt("cudaLaunchKernelExC", gputraceApiAPI_cudaLaunchKernelExC, launchExC, nil, 0),
-	rt("cudaGraphLaunch", gputraceApiAPI_cudaGraphLaunch, graph, nil, 2),
-	rt("cudaGraphLaunch_ptsz", gputraceApiAPI_cudaGraphLaunchPtsz, graph, nil, 2),
+	rt("cudaLaunchKernel", gputraceApiAPI_cudaLaunchKernel, launch, none, 0),
+	rt("cudaLaunchKernel_ptsz", gputraceApiAPI_cudaLaunchKernelPtsz, launch, none, 0),
+	rt("cudaLaunchCooperativeKernel", gputraceApiAPI_cudaLaunchCooperativeKernel, launch, none, 0),
+	rt("cudaLaunchKernelExC", gputraceApiAPI_cudaLaunchKernelExC, launchExC, none, 0),
+	rt("cudaGraphLaunch", gputraceApiAPI_cudaGraphLaunch, graph, none, 2),
+	rt("cudaGraphLaunch_ptsz", gputraceApiAPI_cudaGraphLaunchPtsz, graph, none, 2),
 	// Copies: cudaMemcpy(dst, src, count, kind[, stream]).
-	syncCopy(rt("cudaMemcpy", gputraceApiAPI_cudaMemcpy, memcpy, nil, 0)),
-	syncCopy(rt("cudaMemcpy_ptds", gputraceApiAPI_cudaMemcpyPtds, memcpy, nil, 0)),
-	rt("cudaMemcpyAsync", gputraceApiAPI_cudaMemcpyAsync, memcpy, nil, 5),
-	rt("cudaMemcpyAsync_ptsz", gputraceApiAPI_cudaMemcpyAsyncPtsz, memcpy, nil, 5),
-	rt("cudaMemset", gputraceApiAPI_cudaMemset, memset, nil, 0),
-	rt("cudaMemset_ptds", gputraceApiAPI_cudaMemsetPtds, memset, nil, 0),
-	rt("cudaMemsetAsync", gputraceApiAPI_cudaMemsetAsync, memset, nil, 4),
-	rt("cudaMemsetAsync_ptsz", gputraceApiAPI_cudaMemsetAsyncPtsz, memset, nil, 4),
+	syncCopy(rt("cudaMemcpy", gputraceApiAPI_cudaMemcpy, memcpy, none, 0)),
+	syncCopy(rt("cudaMemcpy_ptds", gputraceApiAPI_cudaMemcpyPtds, memcpy, none, 0)),
+	rt("cudaMemcpyAsync", gputraceApiAPI_cudaMemcpyAsync, memcpy, none, 5),
+	rt("cudaMemcpyAsync_ptsz", gputraceApiAPI_cudaMemcpyAsyncPtsz, memcpy, none, 5),
+	rt("cudaMemset", gputraceApiAPI_cudaMemset, memset, none, 0),
+	rt("cudaMemset_ptds", gputraceApiAPI_cudaMemsetPtds, memset, none, 0),
+	rt("cudaMemsetAsync", gputraceApiAPI_cudaMemsetAsync, memset, none, 4),
+	rt("cudaMemsetAsync_ptsz", gputraceApiAPI_cudaMemsetAsyncPtsz, memset, none, 4),
 	// Memory: cudaMalloc(void **p, size[, stream]), cudaFree(p[, stream]).
 	rt("cudaMalloc", gputraceApiAPI_cudaMalloc, mallocEnter, mallocReturn, 0),
 	rt("cudaMallocAsync", gputraceApiAPI_cudaMallocAsync, mallocEnter, mallocReturn, 3),
 	rt("cudaMallocAsync_ptsz", gputraceApiAPI_cudaMallocAsyncPtsz, mallocEnter, mallocReturn, 3),
-	rt("cudaFree", gputraceApiAPI_cudaFree, free, nil, 0),
-	rt("cudaFreeAsync", gputraceApiAPI_cudaFreeAsync, free, nil, 2),
-	rt("cudaFreeAsync_ptsz", gputraceApiAPI_cudaFreeAsyncPtsz, free, nil, 2),
+	rt("cudaFree", gputraceApiAPI_cudaFree, free, none, 0),
+	rt("cudaFreeAsync", gputraceApiAPI_cudaFreeAsync, free, none, 2),
+	rt("cudaFreeAsync_ptsz", gputraceApiAPI_cudaFreeAsyncPtsz, free, none, 2),
 	// Synchronisation; the "stream" of cudaEventSynchronize is its event.
 	rt("cudaStreamSynchronize", gputraceApiAPI_cudaStreamSynchronize, syncEnter, syncReturn, 1),
 	rt("cudaStreamSynchronize_ptsz", gputraceApiAPI_cudaStreamSynchronizePtsz, syncEnter, syncReturn, 1),
 	rt("cudaDeviceSynchronize", gputraceApiAPI_cudaDeviceSynchronize, syncEnter, syncReturn, 0),
 	rt("cudaEventSynchronize", gputraceApiAPI_cudaEventSynchronize, syncEnter, syncReturn, 1),
-	rt("cudaEventRecord", gputraceApiAPI_cudaEventRecord, eventRecord, nil, 2),
-	rt("cudaEventRecord_ptsz", gputraceApiAPI_cudaEventRecordPtsz, eventRecord, nil, 2),
+	rt("cudaEventRecord", gputraceApiAPI_cudaEventRecord, eventRecord, none, 2),
+	rt("cudaEventRecord_ptsz", gputraceApiAPI_cudaEventRecordPtsz, eventRecord, none, 2),
 	rt("cudaEventQuery", gputraceApiAPI_cudaEventQuery, queryEnter, queryReturn, 0),
-	rt("cudaStreamWaitEvent", gputraceApiAPI_cudaStreamWaitEvent, streamWait, nil, 1),
-	rt("cudaStreamWaitEvent_ptsz", gputraceApiAPI_cudaStreamWaitEventPtsz, streamWait, nil, 1),
-	rt("cudaSetDevice", gputraceApiAPI_cudaSetDevice, setDevice, nil, 0),
+	rt("cudaStreamWaitEvent", gputraceApiAPI_cudaStreamWaitEvent, streamWait, none, 1),
+	rt("cudaStreamWaitEvent_ptsz", gputraceApiAPI_cudaStreamWaitEventPtsz, streamWait, none, 1),
+	rt("cudaSetDevice", gputraceApiAPI_cudaSetDevice, setDevice, none, 0),
 	// Kernel names and handles.
-	rt("__cudaRegisterFunction", gputraceApiAPI___cudaRegisterFunction, register, nil, 0),
+	rt("__cudaRegisterFunction", gputraceApiAPI___cudaRegisterFunction, register, none, 0),
 	rt("__cudaGetKernel", gputraceApiAPI___cudaGetKernel, getKernelEnter, getKernelRet, 0),
 	rt("cudaGetKernel", gputraceApiAPI_cudaGetKernel, getKernelEnter, getKernelRet, 0),
 
 	// Driver launches: cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, …).
-	drv("cuLaunchKernel", gputraceApiAPI_cuLaunchKernel, driverLaunch, nil, 0, NoCopyKind),
-	drv("cuLaunchKernel_ptsz", gputraceApiAPI_cuLaunchKernelPtsz, driverLaunch, nil, 0, NoCopyKind),
-	drv("cuLaunchCooperativeKernel", gputraceApiAPI_cuLaunchCooperativeKernel, driverLaunch, nil, 0, NoCopyKind),
-	drv("cuLaunchCooperativeKernel_ptsz", gputraceApiAPI_cuLaunchCooperativeKernelPtsz, driverLaunch, nil, 0, NoCopyKind),
-	drv("cuLaunchKernelEx", gputraceApiAPI_cuLaunchKernelEx, driverLaunchEx, nil, 0, NoCopyKind),
-	drv("cuLaunchKernelEx_ptsz", gputraceApiAPI_cuLaunchKernelExPtsz, driverLaunchEx, nil, 0, NoCopyKind),
-	drv("cuGraphLaunch", gputraceApiAPI_cuGraphLaunch, graph, nil, 2, NoCopyKind),
-	drv("cuGraphLaunch_ptsz", gputraceApiAPI_cuGraphLaunchPtsz, graph, nil, 2, NoCopyKind),
+	drv("cuLaunchKernel", gputraceApiAPI_cuLaunchKernel, driverLaunch, none, 0, NoCopyKind),
+	drv("cuLaunchKernel_ptsz", gputraceApiAPI_cuLaunchKernelPtsz, driverLaunch, none, 0, NoCopyKind),
+	drv("cuLaunchCooperativeKernel", gputraceApiAPI_cuLaunchCooperativeKernel, driverLaunch, none, 0, NoCopyKind),
+	drv("cuLaunchCooperativeKernel_ptsz", gputraceApiAPI_cuLaunchCooperativeKernelPtsz, driverLaunch, none, 0, NoCopyKind),
+	drv("cuLaunchKernelEx", gputraceApiAPI_cuLaunchKernelEx, driverLaunchEx, none, 0, NoCopyKind),
+	drv("cuLaunchKernelEx_ptsz", gputraceApiAPI_cuLaunchKernelExPtsz, driverLaunchEx, none, 0, NoCopyKind),
+	drv("cuGraphLaunch", gputraceApiAPI_cuGraphLaunch, graph, none, 2, NoCopyKind),
+	drv("cuGraphLaunch_ptsz", gputraceApiAPI_cuGraphLaunchPtsz, graph, none, 2, NoCopyKind),
 	// Memory: cuMemAlloc_v2(CUdeviceptr *p, size[, stream]), cuMemFree_v2(p[, stream]).
 	drv("cuMemAlloc_v2", gputraceApiAPI_cuMemAllocV2, mallocEnter, mallocReturn, 0, NoCopyKind),
 	drv("cuMemAllocAsync", gputraceApiAPI_cuMemAllocAsync, mallocEnter, mallocReturn, 3, NoCopyKind),
 	drv("cuMemAllocAsync_ptsz", gputraceApiAPI_cuMemAllocAsyncPtsz, mallocEnter, mallocReturn, 3, NoCopyKind),
-	drv("cuMemFree_v2", gputraceApiAPI_cuMemFreeV2, free, nil, 0, NoCopyKind),
-	drv("cuMemFreeAsync", gputraceApiAPI_cuMemFreeAsync, free, nil, 2, NoCopyKind),
-	drv("cuMemFreeAsync_ptsz", gputraceApiAPI_cuMemFreeAsyncPtsz, free, nil, 2, NoCopyKind),
+	drv("cuMemFree_v2", gputraceApiAPI_cuMemFreeV2, free, none, 0, NoCopyKind),
+	drv("cuMemFreeAsync", gputraceApiAPI_cuMemFreeAsync, free, none, 2, NoCopyKind),
+	drv("cuMemFreeAsync_ptsz", gputraceApiAPI_cuMemFreeAsyncPtsz, free, none, 2, NoCopyKind),
 	// Copies: (dst, src, bytes[, stream]); the direction is in the name.
-	syncCopy(drv("cuMemcpy", gputraceApiAPI_cuMemcpy, driverMemcpy, nil, 0, MemcpyDefault)),
-	drv("cuMemcpyAsync", gputraceApiAPI_cuMemcpyAsync, driverMemcpy, nil, 4, MemcpyDefault),
-	drv("cuMemcpyAsync_ptsz", gputraceApiAPI_cuMemcpyAsyncPtsz, driverMemcpy, nil, 4, MemcpyDefault),
-	syncCopy(drv("cuMemcpyHtoD_v2", gputraceApiAPI_cuMemcpyHtoD_v2, driverMemcpy, nil, 0, MemcpyHostToDevice)),
-	syncCopy(drv("cuMemcpyHtoD_v2_ptds", gputraceApiAPI_cuMemcpyHtoD_v2Ptds, driverMemcpy, nil, 0, MemcpyHostToDevice)),
-	syncCopy(drv("cuMemcpyDtoH_v2", gputraceApiAPI_cuMemcpyDtoH_v2, driverMemcpy, nil, 0, MemcpyDeviceToHost)),
-	syncCopy(drv("cuMemcpyDtoH_v2_ptds", gputraceApiAPI_cuMemcpyDtoH_v2Ptds, driverMemcpy, nil, 0, MemcpyDeviceToHost)),
-	drv("cuMemcpyDtoD_v2", gputraceApiAPI_cuMemcpyDtoD_v2, driverMemcpy, nil, 0, MemcpyDeviceToDevice),
-	drv("cuMemcpyDtoD_v2_ptds", gputraceApiAPI_cuMemcpyDtoD_v2Ptds, driverMemcpy, nil, 0, MemcpyDeviceToDevice),
-	drv("cuMemcpyHtoDAsync_v2", gputraceApiAPI_cuMemcpyHtoDAsyncV2, driverMemcpy, nil, 4, MemcpyHostToDevice),
-	drv("cuMemcpyHtoDAsync_v2_ptsz", gputraceApiAPI_cuMemcpyHtoDAsyncV2Ptsz, driverMemcpy, nil, 4, MemcpyHostToDevice),
-	drv("cuMemcpyDtoHAsync_v2", gputraceApiAPI_cuMemcpyDtoHAsyncV2, driverMemcpy, nil, 4, MemcpyDeviceToHost),
-	drv("cuMemcpyDtoHAsync_v2_ptsz", gputraceApiAPI_cuMemcpyDtoHAsyncV2Ptsz, driverMemcpy, nil, 4, MemcpyDeviceToHost),
-	drv("cuMemcpyDtoDAsync_v2", gputraceApiAPI_cuMemcpyDtoDAsyncV2, driverMemcpy, nil, 4, MemcpyDeviceToDevice),
-	drv("cuMemcpyDtoDAsync_v2_ptsz", gputraceApiAPI_cuMemcpyDtoDAsyncV2Ptsz, driverMemcpy, nil, 4, MemcpyDeviceToDevice),
+	syncCopy(drv("cuMemcpy", gputraceApiAPI_cuMemcpy, driverMemcpy, none, 0, MemcpyDefault)),
+	drv("cuMemcpyAsync", gputraceApiAPI_cuMemcpyAsync, driverMemcpy, none, 4, MemcpyDefault),
+	drv("cuMemcpyAsync_ptsz", gputraceApiAPI_cuMemcpyAsyncPtsz, driverMemcpy, none, 4, MemcpyDefault),
+	syncCopy(drv("cuMemcpyHtoD_v2", gputraceApiAPI_cuMemcpyHtoD_v2, driverMemcpy, none, 0, MemcpyHostToDevice)),
+	syncCopy(drv("cuMemcpyHtoD_v2_ptds", gputraceApiAPI_cuMemcpyHtoD_v2Ptds, driverMemcpy, none, 0, MemcpyHostToDevice)),
+	syncCopy(drv("cuMemcpyDtoH_v2", gputraceApiAPI_cuMemcpyDtoH_v2, driverMemcpy, none, 0, MemcpyDeviceToHost)),
+	syncCopy(drv("cuMemcpyDtoH_v2_ptds", gputraceApiAPI_cuMemcpyDtoH_v2Ptds, driverMemcpy, none, 0, MemcpyDeviceToHost)),
+	drv("cuMemcpyDtoD_v2", gputraceApiAPI_cuMemcpyDtoD_v2, driverMemcpy, none, 0, MemcpyDeviceToDevice),
+	drv("cuMemcpyDtoD_v2_ptds", gputraceApiAPI_cuMemcpyDtoD_v2Ptds, driverMemcpy, none, 0, MemcpyDeviceToDevice),
+	drv("cuMemcpyHtoDAsync_v2", gputraceApiAPI_cuMemcpyHtoDAsyncV2, driverMemcpy, none, 4, MemcpyHostToDevice),
+	drv("cuMemcpyHtoDAsync_v2_ptsz", gputraceApiAPI_cuMemcpyHtoDAsyncV2Ptsz, driverMemcpy, none, 4, MemcpyHostToDevice),
+	drv("cuMemcpyDtoHAsync_v2", gputraceApiAPI_cuMemcpyDtoHAsyncV2, driverMemcpy, none, 4, MemcpyDeviceToHost),
+	drv("cuMemcpyDtoHAsync_v2_ptsz", gputraceApiAPI_cuMemcpyDtoHAsyncV2Ptsz, driverMemcpy, none, 4, MemcpyDeviceToHost),
+	drv("cuMemcpyDtoDAsync_v2", gputraceApiAPI_cuMemcpyDtoDAsyncV2, driverMemcpy, none, 4, MemcpyDeviceToDevice),
+	drv("cuMemcpyDtoDAsync_v2_ptsz", gputraceApiAPI_cuMemcpyDtoDAsyncV2Ptsz, driverMemcpy, none, 4, MemcpyDeviceToDevice),
 	// Synchronisation.
 	drv("cuStreamSynchronize", gputraceApiAPI_cuStreamSynchronize, syncEnter, syncReturn, 1, NoCopyKind),
 	drv("cuStreamSynchronize_ptsz", gputraceApiAPI_cuStreamSynchronizePtsz, syncEnter, syncReturn, 1, NoCopyKind),
@@ -192,24 +195,24 @@ var Probes = []Probe{
 	// [rsp+8], stream at [rsp+16]. hipExtLaunchKernel appends startEvent,
 	// stopEvent and flags; hipModuleLaunchKernel(f, gx, gy, gz, bx, by,
 	// bz, smem, stream, params, extra) is cuLaunchKernel.
-	hip("hipLaunchKernel", gputraceApiAPI_hipLaunchKernel, launch, nil, 0),
-	hip("hipExtLaunchKernel", gputraceApiAPI_hipExtLaunchKernel, launch, nil, 0),
-	handle(hip("hipModuleLaunchKernel", gputraceApiAPI_hipModuleLaunchKernel, driverLaunch, nil, 0)),
+	hip("hipLaunchKernel", gputraceApiAPI_hipLaunchKernel, launch, none, 0),
+	hip("hipExtLaunchKernel", gputraceApiAPI_hipExtLaunchKernel, launch, none, 0),
+	handle(hip("hipModuleLaunchKernel", gputraceApiAPI_hipModuleLaunchKernel, driverLaunch, none, 0)),
 	hip("hipModuleGetFunction", gputraceApiAPI_hipModuleGetFunction, getFuncEnter, getFuncReturn, 0),
-	hip("hipGraphLaunch", gputraceApiAPI_hipGraphLaunch, graph, nil, 2),
-	syncCopy(hip("hipMemcpy", gputraceApiAPI_hipMemcpy, memcpy, nil, 0)),
-	hip("hipMemcpyAsync", gputraceApiAPI_hipMemcpyAsync, memcpy, nil, 5),
+	hip("hipGraphLaunch", gputraceApiAPI_hipGraphLaunch, graph, none, 2),
+	syncCopy(hip("hipMemcpy", gputraceApiAPI_hipMemcpy, memcpy, none, 0)),
+	hip("hipMemcpyAsync", gputraceApiAPI_hipMemcpyAsync, memcpy, none, 5),
 	hip("hipMalloc", gputraceApiAPI_hipMalloc, mallocEnter, mallocReturn, 0),
-	hip("hipFree", gputraceApiAPI_hipFree, free, nil, 0),
+	hip("hipFree", gputraceApiAPI_hipFree, free, none, 0),
 	hip("hipStreamSynchronize", gputraceApiAPI_hipStreamSynchronize, syncEnter, syncReturn, 1),
 	hip("hipDeviceSynchronize", gputraceApiAPI_hipDeviceSynchronize, syncEnter, syncReturn, 0),
 	hip("hipEventSynchronize", gputraceApiAPI_hipEventSynchronize, syncEnter, syncReturn, 1),
-	hip("hipEventRecord", gputraceApiAPI_hipEventRecord, eventRecord, nil, 2),
-	hip("hipStreamWaitEvent", gputraceApiAPI_hipStreamWaitEvent, streamWait, nil, 1),
-	hip("hipSetDevice", gputraceApiAPI_hipSetDevice, setDevice, nil, 0),
+	hip("hipEventRecord", gputraceApiAPI_hipEventRecord, eventRecord, none, 2),
+	hip("hipStreamWaitEvent", gputraceApiAPI_hipStreamWaitEvent, streamWait, none, 1),
+	hip("hipSetDevice", gputraceApiAPI_hipSetDevice, setDevice, none, 0),
 }
 
-func hip(sym string, api gputraceApi, entry, ret func(*Objects) *ebpf.Program, stream uint8) Probe {
+func hip(sym string, api gputraceApi, entry, ret string, stream uint8) Probe {
 	p := rt(sym, api, entry, ret, stream)
 	p.Library = HIP
 	return p
@@ -221,7 +224,7 @@ func handle(p Probe) Probe {
 	return p
 }
 
-func rt(sym string, api gputraceApi, entry, ret func(*Objects) *ebpf.Program, stream uint8) Probe {
+func rt(sym string, api gputraceApi, entry, ret string, stream uint8) Probe {
 	return Probe{Symbol: sym, API: API(api), Library: Runtime, Entry: entry, Return: ret, StreamArg: stream, CopyKind: NoCopyKind}
 }
 
@@ -231,8 +234,26 @@ func syncCopy(p Probe) Probe {
 	return p
 }
 
-func drv(sym string, api gputraceApi, entry, ret func(*Objects) *ebpf.Program, stream uint8, kind int8) Probe {
+func drv(sym string, api gputraceApi, entry, ret string, stream uint8, kind int8) Probe {
 	return Probe{Symbol: sym, API: API(api), Library: Driver, Entry: entry, Return: ret, StreamArg: stream, CopyKind: kind}
+}
+
+// Programs returns the programs the probes of libs use (of every library
+// when none is given), each once, in the table's order.
+func Programs(libs ...Library) []string {
+	var out []string
+	add := func(name string) {
+		if name != none && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	for _, p := range Probes {
+		if len(libs) == 0 || slices.Contains(libs, p.Library) {
+			add(p.Entry)
+			add(p.Return)
+		}
+	}
+	return out
 }
 
 // SyncScope is what a synchronisation call waits for.

@@ -9,9 +9,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/xpuscope/xpuscope/internal/bpfsource"
 )
 
 // Source says where a record's bytes were seen.
@@ -123,15 +125,15 @@ func Decode(b []byte, r *Record) error {
 	return nil
 }
 
-// TLSProbe is a uprobe on an OpenSSL function: Entry is attached at the
-// symbol, Return (when set) at its return, with Cookie. CalledFrom is
-// uprobe.Probe's.
+// TLSProbe is a uprobe on an OpenSSL function: the program named Entry is
+// attached at the symbol, the one named Return (when not "") at its
+// return, with Cookie. CalledFrom is uprobe.Probe's.
 type TLSProbe struct {
 	Symbol     string
 	CalledFrom []string
 	Cookie     uint64
-	Entry      func(*Objects) *ebpf.Program
-	Return     func(*Objects) *ebpf.Program
+	Entry      string
+	Return     string
 }
 
 // TLSAnchor is the symbol that makes a file an OpenSSL to probe.
@@ -154,55 +156,83 @@ var TLSProbes = []TLSProbe{
 	{Symbol: "SSL_write_ex", Cookie: uint64(captureTlsApiTLS_SSL_WRITE_EX), Entry: tlsEnter, Return: tlsReturn},
 	{Symbol: "SSL_read", Cookie: uint64(captureTlsApiTLS_SSL_READ), Entry: tlsEnter, Return: tlsReturn},
 	{Symbol: "SSL_read_ex", Cookie: uint64(captureTlsApiTLS_SSL_READ_EX), Entry: tlsEnter, Return: tlsReturn},
-	{Symbol: "SSL_free", Entry: func(o *Objects) *ebpf.Program { return o.TlsFree }},
+	{Symbol: "SSL_free", Entry: captureProgTlsFree},
 }
 
-func tlsEnter(o *Objects) *ebpf.Program  { return o.TlsEnter }
-func tlsReturn(o *Objects) *ebpf.Program { return o.TlsReturn }
+const (
+	tlsEnter  = captureProgTlsEnter
+	tlsReturn = captureProgTlsReturn
+)
+
+// The programs of the plaintext capture, each attached to the BTF
+// tracepoint of its name.
+const (
+	SockState = captureProgSockState // inet_sock_set_state: opens the gate
+	SysEnter  = captureProgSysEnter  // sys_enter: the data syscalls' buffers
+	SysExit   = captureProgSysExit   // sys_exit: their bytes
+)
 
 // LoadOptions tune the BPF side.
 type LoadOptions struct {
 	// RingBytes is the ring buffer's size, a power of two multiple of the
-	// page size; 0 keeps the default (8 MiB).
+	// page size; 0 keeps the object's (8 MiB).
 	RingBytes uint32
 	// WakeupBytes wakes the reader once this much is unread; 0 keeps the
-	// default (1 MiB).
+	// object's (1 MiB).
 	WakeupBytes uint64
 	// UprobeMulti loads the uprobe programs for uprobe_multi links.
 	UprobeMulti bool
+	// Plaintext loads the plaintext capture's programs too (SockState,
+	// SysEnter, SysExit); the TLS probes' are always loaded.
+	Plaintext bool
 }
 
 // Objects are the loaded programs and maps.
 type Objects struct {
-	captureObjects
+	captureMaps
+	captureVariables
+	programs *ebpf.Collection // the programs, by name
 }
 
-// Load loads the programs and maps into the kernel.
+// Load loads the maps and the programs o selects into the kernel. Errors
+// are cilium/ebpf's: bpfsource.Classify sorts them.
 func Load(o LoadOptions) (*Objects, error) {
 	spec, err := loadCapture()
 	if err != nil {
 		return nil, fmt.Errorf("httpbpf: parse embedded object: %w", err)
 	}
-	if o.RingBytes != 0 {
-		spec.Maps["records"].MaxEntries = o.RingBytes
-	}
-	if o.WakeupBytes != 0 {
-		if err := spec.Variables["wakeup_bytes"].Set(o.WakeupBytes); err != nil {
-			return nil, fmt.Errorf("httpbpf: set wakeup_bytes: %w", err)
-		}
-	}
+	tls := []string{tlsEnter, tlsReturn, captureProgTlsFree}
+	lo := bpfsource.LoadOptions{Ring: captureMapRecords, RingBytes: o.RingBytes, WakeupBytes: o.WakeupBytes, Programs: tls}
 	if o.UprobeMulti {
-		for name, p := range spec.Programs {
-			if p.Type == ebpf.Kprobe && strings.HasPrefix(name, "tls_") {
-				p.AttachType = ebpf.AttachTraceUprobeMulti
-			}
-		}
+		lo.UprobeMulti = tls
 	}
-	var objs Objects
-	if err := spec.LoadAndAssign(&objs.captureObjects, nil); err != nil {
-		return nil, fmt.Errorf("httpbpf: load: %w", err)
+	if o.Plaintext {
+		lo.Programs = append(slices.Clip(tls), SockState, SysEnter, SysExit)
 	}
-	return &objs, nil
+	coll, err := bpfsource.Load(spec, lo)
+	if err != nil {
+		return nil, err
+	}
+	objs := &Objects{programs: coll}
+	if err := coll.Assign(&objs.captureMaps); err != nil {
+		coll.Close()
+		return nil, fmt.Errorf("httpbpf: %w", err)
+	}
+	if err := coll.Assign(&objs.captureVariables); err != nil {
+		objs.Close()
+		return nil, fmt.Errorf("httpbpf: %w", err)
+	}
+	return objs, nil
+}
+
+// Program returns the loaded program of that name (a TLSProbe's Entry or
+// Return, SockState, SysEnter or SysExit), nil if it was not loaded.
+func (o *Objects) Program(name string) *ebpf.Program { return o.programs.Programs[name] }
+
+// Close frees the programs and maps.
+func (o *Objects) Close() error {
+	o.programs.Close()
+	return o.captureMaps.Close()
 }
 
 // WatchPorts sets the TCP ports whose plaintext connections are captured
@@ -273,14 +303,6 @@ func (o *Objects) Ignore(pid uint32, src Source, conn uint64) error {
 // Counters sums the BPF counters over CPUs.
 func (o *Objects) Counters() ([NumCounters]uint64, error) {
 	var out [NumCounters]uint64
-	var perCPU []uint64
-	for i := range NumCounters {
-		if err := o.captureObjects.Counters.Lookup(uint32(i), &perCPU); err != nil {
-			return out, fmt.Errorf("httpbpf: read counter %d: %w", i, err)
-		}
-		for _, v := range perCPU {
-			out[i] += v
-		}
-	}
-	return out, nil
+	err := bpfsource.SumPerCPU(o.captureMaps.Counters, out[:])
+	return out, err
 }

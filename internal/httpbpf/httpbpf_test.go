@@ -32,7 +32,7 @@ func requireRoot(t *testing.T) {
 func TestLoad(t *testing.T) {
 	requireRoot(t)
 	for _, multi := range []bool{false, true} {
-		objs, err := Load(LoadOptions{UprobeMulti: multi})
+		objs, err := Load(LoadOptions{UprobeMulti: multi, Plaintext: true})
 		if err != nil {
 			t.Fatalf("multi=%v: %v", multi, err)
 		}
@@ -41,6 +41,22 @@ func TestLoad(t *testing.T) {
 		}
 		if err := objs.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// Without the plaintext capture its programs are left out.
+	objs, err := Load(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer objs.Close()
+	for _, name := range []string{SockState, SysEnter, SysExit} {
+		if objs.Program(name) != nil {
+			t.Errorf("%s loaded without the plaintext capture", name)
+		}
+	}
+	for _, p := range TLSProbes {
+		if objs.Program(p.Entry) == nil {
+			t.Errorf("%s: entry program %s not loaded", p.Symbol, p.Entry)
 		}
 	}
 }
@@ -65,7 +81,7 @@ type captured struct {
 
 func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) captured) {
 	t.Helper()
-	objs, err := Load(LoadOptions{})
+	objs, err := Load(LoadOptions{Plaintext: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,16 +95,16 @@ func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) c
 			l.Close()
 		}
 	})
-	state, err := link.AttachTracing(link.TracingOptions{Program: objs.SockState})
+	state, err := link.AttachTracing(link.TracingOptions{Program: objs.Program(SockState)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	links = append(links, state)
-	enter, err := link.AttachTracing(link.TracingOptions{Program: objs.SysEnter})
+	enter, err := link.AttachTracing(link.TracingOptions{Program: objs.Program(SysEnter)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	exit, err := link.AttachTracing(link.TracingOptions{Program: objs.SysExit})
+	exit, err := link.AttachTracing(link.TracingOptions{Program: objs.Program(SysExit)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,13 +120,13 @@ func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) c
 		if p.CalledFrom != nil {
 			continue
 		}
-		l, err := ex.Uprobe(p.Symbol, p.Entry(objs), &link.UprobeOptions{Cookie: p.Cookie})
+		l, err := ex.Uprobe(p.Symbol, objs.Program(p.Entry), &link.UprobeOptions{Cookie: p.Cookie})
 		if err != nil {
 			t.Fatal(err)
 		}
 		links = append(links, l)
-		if p.Return != nil {
-			l, err := ex.Uretprobe(p.Symbol, p.Return(objs), &link.UprobeOptions{Cookie: p.Cookie})
+		if p.Return != "" {
+			l, err := ex.Uretprobe(p.Symbol, objs.Program(p.Return), &link.UprobeOptions{Cookie: p.Cookie})
 			if err != nil {
 				t.Fatal(err)
 			}

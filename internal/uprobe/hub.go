@@ -15,6 +15,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/bpfsource"
 	"github.com/xpuscope/xpuscope/internal/procmaps"
 )
 
@@ -108,13 +109,13 @@ func newHub(procRoot string) (*hub, error) {
 		tracers:  map[*Tracer]time.Duration{},
 	}
 	if err := loadWatchObjects(&h.watch, nil); err != nil {
-		return nil, unavailableIfDenied("uprobe: load the exec/dlopen watcher", err)
+		return nil, bpfsource.Classify("uprobe: load the exec/dlopen watcher", err)
 	}
 	var err error
 	h.execRT, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exec", Program: h.watch.OnExec})
 	if err != nil {
 		h.watch.Close()
-		return nil, unavailableIfDenied("uprobe: attach raw tracepoint sched_process_exec", err)
+		return nil, bpfsource.Classify("uprobe: attach raw tracepoint sched_process_exec", err)
 	}
 	h.watchRB, err = ringbuf.NewReader(h.watch.WatchEvents)
 	if err != nil {

@@ -193,25 +193,6 @@ func New(cfg Config) (*Tracer, error) {
 	return t, nil
 }
 
-// Denied reports whether err means missing privilege or kernel support. A
-// program the verifier rejects is not that, whatever errno it carries: it
-// is a bug.
-func Denied(err error) bool {
-	var ve *ebpf.VerifierError
-	if errors.As(err, &ve) {
-		return false
-	}
-	return errors.Is(err, os.ErrPermission) || errors.Is(err, ebpf.ErrNotSupported)
-}
-
-// unavailableIfDenied wraps permission and support errors as unavailable.
-func unavailableIfDenied(what string, err error) error {
-	if Denied(err) {
-		return xpuscope.Unavailablef("%s: %w (needs CAP_BPF and CAP_PERFMON, or root)", what, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
-
 // Rescan scans every process now and returns when done. It is for tests
 // and for callers that know something changed.
 func (t *Tracer) Rescan() error { return t.hub.scanAll([]*Tracer{t}) }
@@ -419,6 +400,16 @@ func (t *Tracer) Rejections() []Rejection {
 		out = append(out, t.hub.loader.Rejections()...)
 	}
 	return out
+}
+
+// Status is what a Source reports of t: the files of its own targets it
+// probes (not the hub's dynamic loaders), and the files it rejected, the
+// loaders' included.
+func (t *Tracer) Status() ([]Attachment, []Rejection) {
+	t.statusMu.Lock()
+	attached := slices.Clone(t.attachments)
+	t.statusMu.Unlock()
+	return attached, t.Rejections()
 }
 
 // Close detaches t's probes and leaves the hub, which stops with its last

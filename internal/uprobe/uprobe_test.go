@@ -2,14 +2,11 @@ package uprobe
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
-	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -98,15 +95,6 @@ func TestIsLoader(t *testing.T) {
 	} {
 		assert.Equal(t, want, isLoader(name), name)
 	}
-}
-
-func TestDenied(t *testing.T) {
-	assert.True(t, Denied(fmt.Errorf("load: %w", os.ErrPermission)))
-	assert.True(t, Denied(fmt.Errorf("load: %w", ebpf.ErrNotSupported)))
-	assert.False(t, Denied(errors.New("other")))
-	// The verifier's rejection carries EACCES, but it is a bug, not a
-	// missing privilege.
-	assert.False(t, Denied(fmt.Errorf("load: %w", &ebpf.VerifierError{Cause: os.ErrPermission})))
 }
 
 func TestExecutablesAreBounded(t *testing.T) {
