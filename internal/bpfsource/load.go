@@ -2,6 +2,7 @@ package bpfsource
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -36,11 +37,45 @@ type LoadOptions struct {
 	Edit func(*ebpf.CollectionSpec)
 }
 
-// Load loads the maps and variables of spec and the programs o names.
-// spec is not changed. A program o names that spec lacks is an error
-// (a bug of the caller's table); so is anything the kernel refuses, as
-// cilium/ebpf says it: pass it to Classify.
-func Load(spec *ebpf.CollectionSpec, o LoadOptions) (*ebpf.Collection, error) {
+// Programs are the programs of a loaded object, by name.
+type Programs struct{ coll *ebpf.Collection }
+
+// Program returns the loaded program of that name; nil if it was not
+// loaded.
+func (p Programs) Program(name string) *ebpf.Program { return p.coll.Programs[name] }
+
+// Close frees the programs, and the maps that back the variables.
+func (p Programs) Close() error {
+	p.coll.Close()
+	return nil
+}
+
+// Load loads the maps and variables of spec and the programs o names, and
+// assigns the maps and variables into each of into (bpf2go's structs of
+// them: see ebpf.Collection.Assign); the caller closes those. spec is not
+// changed. A program o names that spec lacks is an error (a bug of the
+// caller's table); so is anything the kernel refuses, as cilium/ebpf says
+// it: pass it to Classify.
+func Load(spec *ebpf.CollectionSpec, o LoadOptions, into ...any) (Programs, error) {
+	coll, err := load(spec, o)
+	if err != nil {
+		return Programs{}, err
+	}
+	for _, to := range into {
+		if err := coll.Assign(to); err != nil {
+			coll.Close()
+			for _, c := range into {
+				if c, ok := c.(io.Closer); ok {
+					c.Close()
+				}
+			}
+			return Programs{}, err
+		}
+	}
+	return Programs{coll}, nil
+}
+
+func load(spec *ebpf.CollectionSpec, o LoadOptions) (*ebpf.Collection, error) {
 	spec = spec.Copy()
 	for _, name := range o.Programs {
 		if spec.Programs[name] == nil {

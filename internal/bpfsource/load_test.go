@@ -54,12 +54,12 @@ func TestLoad(t *testing.T) {
 		testutil.SkipOrFail(t, "loading BPF programs needs root")
 	}
 	spec := testSpec()
-	coll, err := Load(spec, LoadOptions{Ring: "events", RingBytes: 1 << 16, Programs: []string{"probe", "probe_ret", "tp"},
+	progs, err := Load(spec, LoadOptions{Ring: "events", RingBytes: 1 << 16, Programs: []string{"probe", "probe_ret", "tp"},
 		UprobeMulti: []string{"probe", "probe_ret"}})
 	require.NoError(t, err)
-	defer coll.Close()
-	assert.ElementsMatch(t, []string{"probe", "probe_ret", "tp"}, slices.Collect(maps.Keys(coll.Programs)))
-	assert.Equal(t, uint32(1<<16), coll.Maps["events"].MaxEntries())
+	defer progs.Close()
+	assert.ElementsMatch(t, []string{"probe", "probe_ret", "tp"}, slices.Collect(maps.Keys(progs.coll.Programs)))
+	assert.Equal(t, uint32(1<<16), progs.coll.Maps["events"].MaxEntries())
 	assert.Len(t, spec.Programs, 4, "the caller's spec changed")
 	assert.Equal(t, uint32(4096), spec.Maps["events"].MaxEntries, "the caller's spec changed")
 	assert.Equal(t, ebpf.AttachNone, spec.Programs["probe"].AttachType, "the caller's spec changed")

@@ -175,7 +175,7 @@ var BenchPrograms = []string{gputraceProgBenchEmpty, gputraceProgBenchRecord, gp
 type Objects struct {
 	gputraceMaps
 	gputraceVariables
-	programs *ebpf.Collection // the programs, by name
+	bpfsource.Programs // by name
 }
 
 // Load loads the maps and the programs of the probes o selects into the
@@ -194,30 +194,17 @@ func Load(o LoadOptions) (*Objects, error) {
 	if o.Bench {
 		lo.Programs = append(slices.Clip(probes), BenchPrograms...)
 	}
-	coll, err := bpfsource.Load(spec, lo)
+	objs := &Objects{}
+	objs.Programs, err = bpfsource.Load(spec, lo, &objs.gputraceMaps, &objs.gputraceVariables)
 	if err != nil {
 		return nil, err
-	}
-	objs := &Objects{programs: coll}
-	if err := coll.Assign(&objs.gputraceMaps); err != nil {
-		coll.Close()
-		return nil, fmt.Errorf("gputracebpf: %w", err)
-	}
-	if err := coll.Assign(&objs.gputraceVariables); err != nil {
-		objs.Close()
-		return nil, fmt.Errorf("gputracebpf: %w", err)
 	}
 	return objs, nil
 }
 
-// Program returns the loaded program of that name (a Probe's Entry or
-// Return, or one of BenchPrograms), nil if it was not loaded.
-func (o *Objects) Program(name string) *ebpf.Program { return o.programs.Programs[name] }
-
 // Close frees the programs and maps.
 func (o *Objects) Close() error {
-	o.programs.Close()
-	return o.gputraceMaps.Close()
+	return errors.Join(o.Programs.Close(), o.gputraceMaps.Close())
 }
 
 // Counters sums the BPF counters over CPUs.

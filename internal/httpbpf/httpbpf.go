@@ -191,7 +191,7 @@ type LoadOptions struct {
 type Objects struct {
 	captureMaps
 	captureVariables
-	programs *ebpf.Collection // the programs, by name
+	bpfsource.Programs // by name
 }
 
 // Load loads the maps and the programs o selects into the kernel. Errors
@@ -209,30 +209,17 @@ func Load(o LoadOptions) (*Objects, error) {
 	if o.Plaintext {
 		lo.Programs = append(slices.Clip(tls), SockState, SysEnter, SysExit)
 	}
-	coll, err := bpfsource.Load(spec, lo)
+	objs := &Objects{}
+	objs.Programs, err = bpfsource.Load(spec, lo, &objs.captureMaps, &objs.captureVariables)
 	if err != nil {
 		return nil, err
-	}
-	objs := &Objects{programs: coll}
-	if err := coll.Assign(&objs.captureMaps); err != nil {
-		coll.Close()
-		return nil, fmt.Errorf("httpbpf: %w", err)
-	}
-	if err := coll.Assign(&objs.captureVariables); err != nil {
-		objs.Close()
-		return nil, fmt.Errorf("httpbpf: %w", err)
 	}
 	return objs, nil
 }
 
-// Program returns the loaded program of that name (a TLSProbe's Entry or
-// Return, SockState, SysEnter or SysExit), nil if it was not loaded.
-func (o *Objects) Program(name string) *ebpf.Program { return o.programs.Programs[name] }
-
 // Close frees the programs and maps.
 func (o *Objects) Close() error {
-	o.programs.Close()
-	return o.captureMaps.Close()
+	return errors.Join(o.Programs.Close(), o.captureMaps.Close())
 }
 
 // WatchPorts sets the TCP ports whose plaintext connections are captured
