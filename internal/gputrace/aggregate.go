@@ -325,8 +325,8 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 		a.spans.graph(ctx, a, p, e)
 	case gputracebpf.KindMemcpy:
 		kind := uint8(gputracebpf.MemcpyDefault)
-		if e.A[3] < uint64(len(memcpyKinds)) {
-			kind = uint8(e.A[3])
+		if k := e.CopyKind(); k < uint64(len(memcpyKinds)) {
+			kind = uint8(k)
 		}
 		k := memcpyKey{e.PID, e.Device, kind, e.API}
 		c := a.memcpy[k]
@@ -335,7 +335,7 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 				semconv.CUDAMemcpyKind.String(memcpyKinds[kind]), semconv.CUDAAPIName.String(e.API.String()))}
 			a.memcpy[k] = c
 		}
-		c.n += int64(e.A[2])
+		c.n += int64(e.Bytes())
 		a.spans.memcpy(ctx, a, p, e, memcpyKinds[kind])
 	case gputracebpf.KindMemset:
 		a.spans.memset(ctx, a, p, e)
@@ -355,7 +355,7 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 			h = &at
 			a.syncHist[k] = h
 		}
-		a.inst.syncDuration.Record(ctx, float64(e.A[1])/1e9, h.Record...)
+		a.inst.syncDuration.Record(ctx, float64(e.Duration())/1e9, h.Record...)
 		if e.Ret != 0 {
 			a.apiError(p, e)
 		}
@@ -364,17 +364,18 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 		if len(p.registered) >= maxLearned || len(p.driverNames) >= maxLearned {
 			return
 		}
-		driver := e.A[1] == 1
+		fn, driver := e.NamedFunc()
 		if driver {
-			p.driverNames[e.A[0]] = string(e.Name)
+			p.driverNames[fn] = string(e.Name)
 		} else {
-			p.registered[e.A[0]] = string(e.Name)
+			p.registered[fn] = string(e.Name)
 		}
-		delete(p.kernels[driverIndex(driver)], e.A[0])
+		delete(p.kernels[driverIndex(driver)], fn)
 	case gputracebpf.KindKernelHandle:
 		if e.Ret == 0 && len(p.kernelHandles) < maxLearned {
-			p.kernelHandles[e.A[0]] = e.A[1]
-			delete(p.kernels[1], e.A[0])
+			kernel, hostFunc := e.KernelHandle()
+			p.kernelHandles[kernel] = hostFunc
+			delete(p.kernels[1], kernel)
 		}
 	}
 }
@@ -466,7 +467,7 @@ func (a *aggregator) malloc(ctx context.Context, p *proc, e *gputracebpf.Event) 
 		a.apiError(p, e)
 		return
 	}
-	ptr, size := e.A[0], e.A[1]
+	ptr, size := e.Pointer(), e.Bytes()
 	a.devCounter(a.allocated, p, e.Device).n += int64(size)
 	if ptr == 0 {
 		return
@@ -483,11 +484,11 @@ func (a *aggregator) malloc(ctx context.Context, p *proc, e *gputracebpf.Event) 
 
 func (a *aggregator) free(ctx context.Context, p *proc, e *gputracebpf.Event) {
 	a.spans.free(ctx, a, p, e)
-	old, ok := p.allocs[e.A[0]]
+	old, ok := p.allocs[e.Pointer()]
 	if !ok {
 		return // allocated before tracing began, or already counted
 	}
-	delete(p.allocs, e.A[0])
+	delete(p.allocs, e.Pointer())
 	p.outstanding -= int64(old.size)
 	a.devCounter(a.freed, p, old.device).n += int64(old.size)
 }

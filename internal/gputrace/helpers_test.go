@@ -358,54 +358,55 @@ func checkEvent(e gputracebpf.Event, c cudaprog.Call, dev int32, stubs map[strin
 		eq("grid", e.Grid(), [3]uint32(c.Grid))
 		eq("block", e.Block(), [3]uint32(c.Block))
 		eq("shared memory", e.SharedMem(), uint64(c.SharedMem))
-		eq("stream", e.LaunchStream(), c.Stream)
+		eq("stream", e.Stream(), c.Stream)
 	case gputracebpf.KindMemcpy:
 		ptr("dst", e.A[0], c.Dst)
 		ptr("src", e.A[1], c.Src)
-		eq("bytes", e.A[2], c.Size)
-		eq("copy kind", e.A[3], uint64(c.Kind))
+		eq("bytes", e.Bytes(), c.Size)
+		eq("copy kind", e.CopyKind(), uint64(c.Kind))
 		eq("stream", e.Stream(), c.Stream)
 	case gputracebpf.KindMemset:
 		eq("ptr", e.A[0], c.Ptr)
 		eq("value", e.A[1], uint64(c.Value))
-		eq("bytes", e.A[2], c.Size)
+		eq("bytes", e.Bytes(), c.Size)
 		eq("stream", e.Stream(), c.Stream)
 	case gputracebpf.KindMalloc:
 		if c.Ret == 0 {
-			nonzero("pointer", e.A[0])
+			nonzero("pointer", e.Pointer())
 		} else {
-			eq("pointer", e.A[0], uint64(0))
+			eq("pointer", e.Pointer(), uint64(0))
 		}
-		eq("bytes", e.A[1], c.Size)
+		eq("bytes", e.Bytes(), c.Size)
 		eq("stream", e.Stream(), c.Stream)
 	case gputracebpf.KindFree:
-		eq("ptr", e.A[0], c.Ptr)
+		eq("ptr", e.Pointer(), c.Ptr)
 		eq("stream", e.Stream(), c.Stream)
 	case gputracebpf.KindSync:
 		on := c.Stream // the stream, or cudaEventSynchronize's event
 		if c.Handle != 0 {
 			on = c.Handle
 		}
-		eq("stream/event", e.A[0], on)
-		if e.TS < e.A[1] {
-			errs = append(errs, fmt.Sprintf("duration %d ns longer than the clock", e.A[1]))
+		eq("stream/event", e.Waited(), on)
+		if e.TS < e.Duration() {
+			errs = append(errs, fmt.Sprintf("duration %d ns longer than the clock", e.Duration()))
 		}
 	case gputracebpf.KindEventRecord:
-		eq("event", e.A[0], c.Handle)
-		eq("stream", e.A[1], c.Stream)
+		eq("event", e.EventHandle(), c.Handle)
+		eq("stream", e.Stream(), c.Stream)
 	case gputracebpf.KindStreamWait:
-		eq("stream", e.A[0], c.Stream)
-		eq("event", e.A[1], c.Handle)
+		eq("stream", e.Stream(), c.Stream)
+		eq("event", e.EventHandle(), c.Handle)
 	case gputracebpf.KindEventQuery:
-		eq("event", e.A[0], c.Handle)
+		eq("event", e.EventHandle(), c.Handle)
 	case gputracebpf.KindSetDevice:
 		eq("device arg", e.A[0], uint64(int64(c.Value)))
 	case gputracebpf.KindGraphLaunch:
 		eq("graph exec", e.A[0], c.Handle)
-		eq("stream", e.A[1], c.Stream)
+		eq("stream", e.Stream(), c.Stream)
 	case gputracebpf.KindFuncName:
-		eq("host function", e.A[0], stubs[c.Func])
-		eq("driver flag", e.A[1], uint64(0))
+		fn, driver := e.NamedFunc()
+		eq("host function", fn, stubs[c.Func])
+		eq("driver flag", driver, false)
 		eq("name", string(e.Name), c.Func)
 	}
 	if len(errs) > 0 {

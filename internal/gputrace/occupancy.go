@@ -112,32 +112,32 @@ func (a *aggregator) model(e *gputracebpf.Event) {
 	m, ts := a.occ.model, int64(e.TS)
 	switch e.Kind {
 	case gputracebpf.KindLaunch:
-		m.Launch(ts, e.PID, e.Device, stream(e, e.LaunchStream()), e.Grid(), e.Block(), e.Func())
+		m.Launch(ts, e.PID, e.Device, stream(e, e.Stream()), e.Grid(), e.Block(), e.Func())
 	case gputracebpf.KindSync:
-		begin := ts - int64(min(e.TS, e.A[1]))
+		begin := ts - int64(min(e.TS, e.Duration()))
 		switch e.API.SyncScope() {
 		case gputracebpf.SyncStream:
-			m.StreamSync(begin, ts, e.PID, e.Device, stream(e, e.A[0]))
+			m.StreamSync(begin, ts, e.PID, e.Device, stream(e, e.Waited()))
 		case gputracebpf.SyncDevice:
 			m.DeviceSync(begin, ts, e.PID, e.Device)
 		case gputracebpf.SyncEvent:
-			m.EventComplete(ts, e.PID, e.A[0])
+			m.EventComplete(ts, e.PID, e.Waited())
 		}
 	case gputracebpf.KindCopyDone:
 		// A copy between host and device returns when it, and the work
 		// before it on its stream, is done. Device-to-device and
 		// direction-less (default) copies need not wait.
-		if k := e.A[3]; k == gputracebpf.MemcpyHostToDevice || k == gputracebpf.MemcpyDeviceToHost {
-			m.MemcpySync(ts-int64(min(e.TS, e.A[1])), ts, e.PID, e.Device, stream(e, e.A[0]))
+		if k := e.CopyKind(); k == gputracebpf.MemcpyHostToDevice || k == gputracebpf.MemcpyDeviceToHost {
+			m.MemcpySync(ts-int64(min(e.TS, e.Duration())), ts, e.PID, e.Device, stream(e, e.Stream()))
 		}
 	case gputracebpf.KindEventQuery:
 		if e.Ret == 0 {
-			m.EventComplete(ts, e.PID, e.A[0])
+			m.EventComplete(ts, e.PID, e.EventHandle())
 		}
 	case gputracebpf.KindEventRecord:
-		m.EventRecord(ts, e.PID, e.Device, stream(e, e.A[1]), e.A[0])
+		m.EventRecord(ts, e.PID, e.Device, stream(e, e.Stream()), e.EventHandle())
 	case gputracebpf.KindStreamWait:
-		m.StreamWaitEvent(ts, e.PID, e.Device, stream(e, e.A[0]), e.A[1])
+		m.StreamWaitEvent(ts, e.PID, e.Device, stream(e, e.Stream()), e.EventHandle())
 	}
 }
 

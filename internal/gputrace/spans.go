@@ -81,46 +81,46 @@ func (s *spanner) launch(ctx context.Context, a *aggregator, p *proc, e *gputrac
 		semconv.CUDAGridX.Int64(int64(g[0])), semconv.CUDAGridY.Int64(int64(g[1])), semconv.CUDAGridZ.Int64(int64(g[2])),
 		semconv.CUDABlockX.Int64(int64(b[0])), semconv.CUDABlockY.Int64(int64(b[1])), semconv.CUDABlockZ.Int64(int64(b[2])),
 		semconv.CUDASharedMemory.Int64(int64(e.SharedMem())),
-		semconv.CUDAStream.String(hex(e.LaunchStream())))
+		semconv.CUDAStream.String(hex(e.Stream())))
 }
 
 func (s *spanner) graph(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
-		s.emit(ctx, a, p, e, semconv.SpanCUDAGraphLaunch, e.TS, semconv.CUDAStream.String(hex(e.A[1])))
+		s.emit(ctx, a, p, e, semconv.SpanCUDAGraphLaunch, e.TS, semconv.CUDAStream.String(hex(e.Stream())))
 	}
 }
 
 func (s *spanner) memcpy(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event, kind string) {
 	if s.allow(p, e) {
 		s.emit(ctx, a, p, e, semconv.SpanCUDAMemcpy, e.TS,
-			semconv.CUDAMemcpyKind.String(kind), semconv.CUDAMemcpyBytes.Int64(int64(e.A[2])), semconv.CUDAStream.String(hex(e.Stream())))
+			semconv.CUDAMemcpyKind.String(kind), semconv.CUDAMemcpyBytes.Int64(int64(e.Bytes())), semconv.CUDAStream.String(hex(e.Stream())))
 	}
 }
 
 func (s *spanner) memset(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
 		s.emit(ctx, a, p, e, semconv.SpanCUDAMemset, e.TS,
-			semconv.CUDAMemcpyBytes.Int64(int64(e.A[2])), semconv.CUDAStream.String(hex(e.Stream())))
+			semconv.CUDAMemcpyBytes.Int64(int64(e.Bytes())), semconv.CUDAStream.String(hex(e.Stream())))
 	}
 }
 
 func (s *spanner) malloc(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
-		s.emit(ctx, a, p, e, semconv.SpanCUDAMalloc, e.TS-min(e.TS, e.A[2]),
-			semconv.CUDAMemoryBytes.Int64(int64(e.A[1])), semconv.CUDAMemoryAddr.String(hex(e.A[0])), semconv.CUDAErrorCode.Int(int(e.Ret)))
+		s.emit(ctx, a, p, e, semconv.SpanCUDAMalloc, e.TS-min(e.TS, e.Duration()),
+			semconv.CUDAMemoryBytes.Int64(int64(e.Bytes())), semconv.CUDAMemoryAddr.String(hex(e.Pointer())), semconv.CUDAErrorCode.Int(int(e.Ret)))
 	}
 }
 
 func (s *spanner) free(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
-		s.emit(ctx, a, p, e, semconv.SpanCUDAFree, e.TS, semconv.CUDAMemoryAddr.String(hex(e.A[0])))
+		s.emit(ctx, a, p, e, semconv.SpanCUDAFree, e.TS, semconv.CUDAMemoryAddr.String(hex(e.Pointer())))
 	}
 }
 
 func (s *spanner) sync(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
-		start := e.TS - min(e.TS, e.A[1])
+		start := e.TS - min(e.TS, e.Duration())
 		s.emit(ctx, a, p, e, semconv.SpanCUDASync, start,
-			semconv.CUDAStream.String(hex(e.A[0])), semconv.CUDAErrorCode.Int(int(e.Ret)))
+			semconv.CUDAStream.String(hex(e.Waited())), semconv.CUDAErrorCode.Int(int(e.Ret)))
 	}
 }

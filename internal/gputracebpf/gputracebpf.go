@@ -128,20 +128,98 @@ func Decode(b []byte, e *Event) error {
 // record does but KindCopyDone, the return of a copy already recorded.
 func (e *Event) IsCall() bool { return e.Kind != KindCopyDone }
 
-// Launch arguments of a KindLaunch record.
+// The fields of the records, by kind, as enum kind in gputrace.bpf.c lays
+// them out in A. Nothing outside this file indexes A.
+
+// Func is a KindLaunch record's function: the host stub of a runtime
+// launch, the function handle of a driver or module launch.
 func (e *Event) Func() uint64 { return e.A[0] }
+
+// Grid and Block are a KindLaunch record's dimensions, x, y, z.
 func (e *Event) Grid() [3]uint32 {
 	return [3]uint32{uint32(e.A[1]), uint32(e.A[1] >> 32), uint32(e.A[2])}
 }
 func (e *Event) Block() [3]uint32 {
 	return [3]uint32{uint32(e.A[3]), uint32(e.A[3] >> 32), uint32(e.A[2] >> 32)}
 }
-func (e *Event) SharedMem() uint64    { return e.A[4] }
-func (e *Event) LaunchStream() uint64 { return e.A[5] }
 
-// Stream of a memcpy, memset, malloc or free record (0 for the default
-// stream or a synchronous call).
-func (e *Event) Stream() uint64 { return e.A[4] }
+// SharedMem is a KindLaunch record's dynamic shared memory, in bytes.
+func (e *Event) SharedMem() uint64 { return e.A[4] }
+
+// Stream is the stream a record names: a launch's, a copy's, a memset's,
+// an allocation's or a free's (0 for the default stream or a synchronous
+// call), an event record's, a graph launch's, a stream wait's and a
+// finished synchronous copy's; 0 for the other kinds.
+func (e *Event) Stream() uint64 {
+	switch e.Kind {
+	case KindLaunch:
+		return e.A[5]
+	case KindMemcpy, KindMemset, KindMalloc, KindFree:
+		return e.A[4]
+	case KindEventRecord, KindGraphLaunch:
+		return e.A[1]
+	case KindStreamWait, KindCopyDone:
+		return e.A[0]
+	}
+	return 0
+}
+
+// Waited is what a KindSync record waited for: the stream, or the event
+// of an event synchronisation (see API.SyncScope); 0 for a device.
+func (e *Event) Waited() uint64 { return e.A[0] }
+
+// Duration is how long a call with a return probe took, in ns: an
+// allocation (KindMalloc), a synchronisation (KindSync), a synchronous
+// copy (KindCopyDone); 0 for the other kinds.
+func (e *Event) Duration() uint64 {
+	switch e.Kind {
+	case KindMalloc:
+		return e.A[2]
+	case KindSync, KindCopyDone:
+		return e.A[1]
+	}
+	return 0
+}
+
+// Bytes is how many bytes a KindMemcpy or KindMemset record moves or sets,
+// or a KindMalloc record allocates; 0 for the other kinds.
+func (e *Event) Bytes() uint64 {
+	switch e.Kind {
+	case KindMemcpy, KindMemset:
+		return e.A[2]
+	case KindMalloc:
+		return e.A[1]
+	}
+	return 0
+}
+
+// CopyKind is the cudaMemcpyKind of a KindMemcpy or KindCopyDone record
+// (MemcpyHostToHost…); the value is unchecked, straight from the caller.
+func (e *Event) CopyKind() uint64 { return e.A[3] }
+
+// Pointer is the device pointer a KindMalloc record returned (0 on
+// failure) or a KindFree record frees.
+func (e *Event) Pointer() uint64 { return e.A[0] }
+
+// EventHandle is the CUDA event of a KindEventRecord, KindStreamWait or
+// KindEventQuery record; 0 for the other kinds.
+func (e *Event) EventHandle() uint64 {
+	switch e.Kind {
+	case KindEventRecord, KindEventQuery:
+		return e.A[0]
+	case KindStreamWait:
+		return e.A[1]
+	}
+	return 0
+}
+
+// NamedFunc is the function a KindFuncName record names: a host stub, or,
+// when driver is set, a driver or module function handle.
+func (e *Event) NamedFunc() (fn uint64, driver bool) { return e.A[0], e.A[1] == 1 }
+
+// KernelHandle is a KindKernelHandle record's cudaKernel_t and the host
+// stub it stands for.
+func (e *Event) KernelHandle() (kernel, hostFunc uint64) { return e.A[0], e.A[1] }
 
 // LoadOptions tune the BPF side.
 type LoadOptions struct {

@@ -93,35 +93,52 @@ func TestDecodeKinds(t *testing.T) {
 	tests := []struct {
 		name string
 		in   Event
-		// Accessors, checked where non-zero for the kind.
+		// The accessors' values for the kind; the kind-aware ones
+		// (kindAware) are 0 where not given.
 		grid, block [3]uint32
-		smem        uint64
-		launchStrm  uint64
-		stream      uint64
+		want        map[string]uint64
 	}{
 		{name: "launch", in: Event{Kind: KindLaunch, API: API(gputraceApiAPI_cudaLaunchKernel), A: launchA},
-			grid: [3]uint32{4, 2, 3}, block: [3]uint32{128, 2, 1}, smem: 4096, launchStrm: stream},
+			grid: [3]uint32{4, 2, 3}, block: [3]uint32{128, 2, 1}, want: map[string]uint64{"Func": fn, "SharedMem": 4096, "Stream": stream}},
 		{name: "launch max dims", in: Event{Kind: KindLaunch, API: API(gputraceApiAPI_cuLaunchKernel),
 			A: [6]uint64{1, 0x7fffffff | 0xffff<<32, 0xffff | 64<<32, 1024 | 1024<<32, 0xffffffff, 0}},
-			grid: [3]uint32{0x7fffffff, 0xffff, 0xffff}, block: [3]uint32{1024, 1024, 64}, smem: 0xffffffff},
+			grid: [3]uint32{0x7fffffff, 0xffff, 0xffff}, block: [3]uint32{1024, 1024, 64}, want: map[string]uint64{"Func": 1, "SharedMem": 0xffffffff}},
 		{name: "memcpy", in: Event{Kind: KindMemcpy, API: API(gputraceApiAPI_cudaMemcpyAsync),
-			A: [6]uint64{0xd00000000, 0x7fff0000, 1 << 20, MemcpyHostToDevice, stream}}, stream: stream},
+			A: [6]uint64{0xd00000000, 0x7fff0000, 1 << 20, MemcpyHostToDevice, stream}},
+			want: map[string]uint64{"Bytes": 1 << 20, "CopyKind": MemcpyHostToDevice, "Stream": stream}},
 		{name: "memset", in: Event{Kind: KindMemset, API: API(gputraceApiAPI_cudaMemsetAsync),
-			A: [6]uint64{0xd00000000, 0xff, 1 << 10, 0, stream}}, stream: stream},
+			A: [6]uint64{0xd00000000, 0xff, 1 << 10, 0, stream}}, want: map[string]uint64{"Bytes": 1 << 10, "Stream": stream}},
 		{name: "malloc", in: Event{Kind: KindMalloc, API: API(gputraceApiAPI_cudaMallocAsync), Ret: 2,
-			A: [6]uint64{0, 1 << 30, 12345, 0, stream}}, stream: stream},
-		{name: "free", in: Event{Kind: KindFree, API: API(gputraceApiAPI_cuMemFreeV2), A: [6]uint64{0xd00100000}}},
+			A: [6]uint64{0, 1 << 30, 12345, 0, stream}}, want: map[string]uint64{"Pointer": 0, "Bytes": 1 << 30, "Duration": 12345, "Stream": stream}},
+		{name: "free", in: Event{Kind: KindFree, API: API(gputraceApiAPI_cuMemFreeV2), A: [6]uint64{0xd00100000}},
+			want: map[string]uint64{"Pointer": 0xd00100000}},
 		{name: "sync", in: Event{Kind: KindSync, API: API(gputraceApiAPI_cudaStreamSynchronize), Ret: 100,
-			A: [6]uint64{stream, 2_000_000}}},
-		{name: "event record", in: Event{Kind: KindEventRecord, API: API(gputraceApiAPI_cudaEventRecord), A: [6]uint64{0x10000800, stream}}},
-		{name: "stream wait", in: Event{Kind: KindStreamWait, API: API(gputraceApiAPI_cudaStreamWaitEvent), A: [6]uint64{stream, 0x10000800}}},
+			A: [6]uint64{stream, 2_000_000}}, want: map[string]uint64{"Waited": stream, "Duration": 2_000_000}},
+		{name: "copy done", in: Event{Kind: KindCopyDone, API: API(gputraceApiAPI_cudaMemcpy),
+			A: [6]uint64{stream, 3_000, 0, MemcpyDeviceToHost}}, want: map[string]uint64{"Stream": stream, "Duration": 3_000, "CopyKind": MemcpyDeviceToHost}},
+		{name: "event record", in: Event{Kind: KindEventRecord, API: API(gputraceApiAPI_cudaEventRecord), A: [6]uint64{0x10000800, stream}},
+			want: map[string]uint64{"EventHandle": 0x10000800, "Stream": stream}},
+		{name: "stream wait", in: Event{Kind: KindStreamWait, API: API(gputraceApiAPI_cudaStreamWaitEvent), A: [6]uint64{stream, 0x10000800}},
+			want: map[string]uint64{"EventHandle": 0x10000800, "Stream": stream}},
+		{name: "event query", in: Event{Kind: KindEventQuery, API: API(gputraceApiAPI_cudaEventQuery), A: [6]uint64{0x10000800}},
+			want: map[string]uint64{"EventHandle": 0x10000800}},
 		{name: "set device", in: Event{Kind: KindSetDevice, API: API(gputraceApiAPI_cudaSetDevice), Device: 7, A: [6]uint64{7}}},
 		{name: "negative device", in: Event{Kind: KindSetDevice, API: API(gputraceApiAPI_cudaSetDevice), Device: -1,
 			A: [6]uint64{0xffffffffffffffff}}},
-		{name: "graph launch", in: Event{Kind: KindGraphLaunch, API: API(gputraceApiAPI_cuGraphLaunch), A: [6]uint64{0x10000900, stream}}},
-		{name: "kernel handle", in: Event{Kind: KindKernelHandle, API: API(gputraceApiAPI_cudaGetKernel), A: [6]uint64{0xabc, fn}}},
-		{name: "unknown kind", in: Event{Kind: 0xffff, API: 0xffff, Ret: -1}},
+		{name: "graph launch", in: Event{Kind: KindGraphLaunch, API: API(gputraceApiAPI_cuGraphLaunch), A: [6]uint64{0x10000900, stream}},
+			want: map[string]uint64{"Stream": stream}},
+		{name: "kernel handle", in: Event{Kind: KindKernelHandle, API: API(gputraceApiAPI_cudaGetKernel), A: [6]uint64{0xabc, fn}},
+			want: map[string]uint64{"KernelHandle.kernel": 0xabc, "KernelHandle.hostFunc": fn}},
+		{name: "unknown kind", in: Event{Kind: 0xffff, API: 0xffff, Ret: -1, A: [6]uint64{1, 2, 3, 4, 5, 6}}},
 	}
+	accessors := map[string]func(*Event) uint64{
+		"Func": (*Event).Func, "SharedMem": (*Event).SharedMem, "Stream": (*Event).Stream, "Waited": (*Event).Waited,
+		"Duration": (*Event).Duration, "Bytes": (*Event).Bytes, "CopyKind": (*Event).CopyKind, "Pointer": (*Event).Pointer,
+		"EventHandle":           (*Event).EventHandle,
+		"KernelHandle.kernel":   func(e *Event) uint64 { k, _ := e.KernelHandle(); return k },
+		"KernelHandle.hostFunc": func(e *Event) uint64 { _, f := e.KernelHandle(); return f },
+	}
+	kindAware := []string{"Stream", "Duration", "Bytes", "EventHandle"}
 	seen := map[Kind]bool{}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,9 +155,6 @@ func TestDecodeKinds(t *testing.T) {
 			if got.Name != nil {
 				t.Errorf("Name = %q, want nil for kind %d", got.Name, got.Kind)
 			}
-			if got.Func() != in.A[0] {
-				t.Errorf("Func() = %#x", got.Func())
-			}
 			if got.Kind == KindLaunch {
 				if g := got.Grid(); g != tc.grid {
 					t.Errorf("Grid() = %v, want %v", g, tc.grid)
@@ -148,16 +162,17 @@ func TestDecodeKinds(t *testing.T) {
 				if b := got.Block(); b != tc.block {
 					t.Errorf("Block() = %v, want %v", b, tc.block)
 				}
-				if s := got.SharedMem(); s != tc.smem {
-					t.Errorf("SharedMem() = %d, want %d", s, tc.smem)
-				}
-				if s := got.LaunchStream(); s != tc.launchStrm {
-					t.Errorf("LaunchStream() = %#x, want %#x", s, tc.launchStrm)
+			}
+			for name, want := range tc.want {
+				if v := accessors[name](&got); v != want {
+					t.Errorf("%s() = %#x, want %#x", name, v, want)
 				}
 			}
-			if tc.stream != 0 {
-				if s := got.Stream(); s != tc.stream {
-					t.Errorf("Stream() = %#x, want %#x", s, tc.stream)
+			for _, name := range kindAware {
+				if _, given := tc.want[name]; !given {
+					if v := accessors[name](&got); v != 0 {
+						t.Errorf("%s() = %#x for kind %d, want 0", name, v, got.Kind)
+					}
 				}
 			}
 		})
