@@ -33,6 +33,10 @@ type RingConfig struct {
 	// record's bytes are only valid until it returns. An error says the
 	// record could not be read; it is counted.
 	Decode func(raw []byte) error
+	// Flush, if set, is called after each batch that brought records,
+	// on the Ring's goroutine: a Source publishes there what its metric
+	// callback reads.
+	Flush func()
 	// Housekeep, if set, is called every Housekeeping, on the Ring's
 	// goroutine, between records; the first time one period after
 	// NewRing (a Source housekeeps once itself as it starts).
@@ -160,6 +164,9 @@ func (g *Ring) run() {
 			}
 		}
 		pace.Next(n)
+		if n > 0 && g.cfg.Flush != nil {
+			g.cfg.Flush()
+		}
 		housekeepIfDue()
 	}
 }

@@ -159,8 +159,6 @@ type aggregator struct {
 	names names
 	inst  *instruments
 	spans *spanner
-	// wall converts a ktime (CLOCK_MONOTONIC ns) to wall-clock time.
-	wall func(ktime uint64) time.Time
 
 	procs map[uint32]*proc
 
@@ -179,9 +177,9 @@ type aggregator struct {
 	occ occupancyState
 }
 
-func newAggregator(cfg *config, n names, inst *instruments, sp *spanner, wall func(uint64) time.Time) *aggregator {
+func newAggregator(cfg *config, n names, inst *instruments, sp *spanner) *aggregator {
 	a := &aggregator{
-		cfg: cfg, names: n, inst: inst, spans: sp, wall: wall,
+		cfg: cfg, names: n, inst: inst, spans: sp,
 		procs:     map[uint32]*proc{},
 		launches:  map[launchKey]*count{},
 		graphs:    map[apiKey]*count{},
@@ -322,7 +320,7 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 			a.graphs[k] = c
 		}
 		c.n++
-		a.spans.graph(ctx, a, p, e)
+		a.spans.graph(ctx, p, e)
 	case gputracebpf.KindMemcpy:
 		kind := uint8(gputracebpf.MemcpyDefault)
 		if k := e.CopyKind(); k < uint64(len(memcpyKinds)) {
@@ -336,9 +334,9 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 			a.memcpy[k] = c
 		}
 		c.n += int64(e.Bytes())
-		a.spans.memcpy(ctx, a, p, e, memcpyKinds[kind])
+		a.spans.memcpy(ctx, p, e, memcpyKinds[kind])
 	case gputracebpf.KindMemset:
-		a.spans.memset(ctx, a, p, e)
+		a.spans.memset(ctx, p, e)
 	case gputracebpf.KindCopyDone:
 		if e.Ret != 0 {
 			a.apiError(p, e)
@@ -359,7 +357,7 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 		if e.Ret != 0 {
 			a.apiError(p, e)
 		}
-		a.spans.sync(ctx, a, p, e)
+		a.spans.sync(ctx, p, e)
 	case gputracebpf.KindFuncName:
 		if len(p.registered) >= maxLearned || len(p.driverNames) >= maxLearned {
 			return
@@ -404,7 +402,7 @@ func (a *aggregator) launch(ctx context.Context, p *proc, e *gputracebpf.Event) 
 	a.inst.gridSize.Record(ctx, int64(g[0])*int64(g[1])*int64(g[2]), h.Record...)
 	a.inst.blockSize.Record(ctx, int64(b[0])*int64(b[1])*int64(b[2]), h.Record...)
 	a.inst.sharedMemory.Record(ctx, int64(e.SharedMem()), h.Record...)
-	a.spans.launch(ctx, a, p, e, p.names[ref.name])
+	a.spans.launch(ctx, p, e, p.names[ref.name])
 }
 
 // launchHist returns the attributes of p's launch histograms on device.
@@ -462,7 +460,7 @@ func (a *aggregator) apiError(p *proc, e *gputracebpf.Event) {
 }
 
 func (a *aggregator) malloc(ctx context.Context, p *proc, e *gputracebpf.Event) {
-	a.spans.malloc(ctx, a, p, e)
+	a.spans.malloc(ctx, p, e)
 	if e.Ret != 0 {
 		a.apiError(p, e)
 		return
@@ -483,7 +481,7 @@ func (a *aggregator) malloc(ctx context.Context, p *proc, e *gputracebpf.Event) 
 }
 
 func (a *aggregator) free(ctx context.Context, p *proc, e *gputracebpf.Event) {
-	a.spans.free(ctx, a, p, e)
+	a.spans.free(ctx, p, e)
 	old, ok := p.allocs[e.Pointer()]
 	if !ok {
 		return // allocated before tracing began, or already counted

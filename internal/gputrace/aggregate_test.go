@@ -62,8 +62,8 @@ func newHarness(t *testing.T, opts ...Option) *harness {
 	require.NoError(t, h.s.inst.create(meter))
 	_, err = meter.RegisterCallback(h.s.observe, h.s.inst.observables()...)
 	require.NoError(t, err)
-	h.s.agg = newAggregator(&h.s.cfg, h.names, &h.s.inst, &spanner{tracer: tp.Tracer(CUDA.ScopeName)},
-		func(k uint64) time.Time { return time.Unix(0, int64(k)) })
+	h.s.agg = newAggregator(&h.s.cfg, h.names, &h.s.inst, &spanner{tracer: tp.Tracer(CUDA.ScopeName),
+		wall: func(k uint64) time.Time { return time.Unix(0, int64(k)) }})
 	return h
 }
 
@@ -73,7 +73,12 @@ func (h *harness) feed(evs ...gputracebpf.Event) {
 	}
 }
 
-func (h *harness) collect(t *testing.T) testutil.Points { return testutil.Collect(t, h.reader) }
+// collect publishes what the aggregator holds, as the Source's reader
+// does after each batch, and collects it.
+func (h *harness) collect(t *testing.T) testutil.Points {
+	h.s.publish()
+	return testutil.Collect(t, h.reader)
+}
 
 func launch(pid uint32, fn uint64, grid, block [3]uint32, smem uint64, ts uint64) gputracebpf.Event {
 	return gputracebpf.Event{TS: ts, PID: pid, TID: pid, Kind: gputracebpf.KindLaunch, API: apiOf("cudaLaunchKernel"),

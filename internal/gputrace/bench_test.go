@@ -186,8 +186,8 @@ func newBenchSource(tb testing.TB, mp metric.MeterProvider) *Source {
 		tb.Fatal(err)
 	}
 	names := &fakeNames{exe: map[uint32]string{100: "train", 200: "serve"}, symbols: map[uint64]string{}}
-	s.agg = newAggregator(&s.cfg, names, &s.inst, &spanner{tracer: cfg.tracerProvider.Tracer(CUDA.ScopeName)},
-		func(k uint64) time.Time { return time.Unix(0, int64(k)) })
+	s.agg = newAggregator(&s.cfg, names, &s.inst, &spanner{tracer: cfg.tracerProvider.Tracer(CUDA.ScopeName),
+		wall: func(k uint64) time.Time { return time.Unix(0, int64(k)) }})
 	return s
 }
 
@@ -287,6 +287,7 @@ func benchCheckCollect(b *testing.B, s *Source, reader *sdkmetric.ManualReader) 
 	}
 	series := len(s.agg.launches)
 	s.mu.Unlock()
+	s.publish()
 	pts := testutil.Collect(b, reader)
 	if launches == 0 || len(pts) == 0 {
 		b.Fatalf("no launches counted (%d points)", len(pts))

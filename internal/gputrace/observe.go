@@ -62,61 +62,128 @@ func (in *instruments) observables() []metric.Observable {
 	}
 }
 
-// observe reports the aggregated counters. It holds the aggregator's lock
-// only while reading.
-func (s *Source) observe(_ context.Context, o metric.Observer) error {
-	in := &s.inst
+// snapshot is what the metric callback reports: the aggregator's values,
+// copied by the reader (publish), so that a collection neither waits for
+// the reader nor holds it up. Two alternate: the reader fills the back one
+// while collections read the front one, and buffers are reused.
+type snapshot struct {
+	ints   []intPoint
+	floats []floatPoint
+	// oldest are the processes' oldest outstanding allocations: their
+	// age is taken at collection.
+	oldest []allocPoint
+}
+
+type allocPoint struct {
+	at    uint64 // ktime
+	attrs []metric.ObserveOption
+}
+
+type intPoint struct {
+	inst  metric.Int64Observable
+	value int64
+	attrs []metric.ObserveOption
+}
+
+type floatPoint struct {
+	inst  metric.Float64Observable
+	value float64
+	attrs []metric.ObserveOption
+}
+
+func (sn *snapshot) int(inst metric.Int64Observable, v int64, attrs ...metric.ObserveOption) {
+	sn.ints = append(sn.ints, intPoint{inst, v, attrs})
+}
+
+func (sn *snapshot) float(inst metric.Float64Observable, v float64, attrs ...metric.ObserveOption) {
+	sn.floats = append(sn.floats, floatPoint{inst, v, attrs})
+}
+
+// publish copies the aggregated values into a snapshot and makes it the
+// one collections read. The reader calls it after each batch of records
+// and at housekeeping.
+func (s *Source) publish() {
+	sn := &s.back
+	sn.ints, sn.floats, sn.oldest = sn.ints[:0], sn.floats[:0], sn.oldest[:0]
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.fill(sn)
+	s.mu.Unlock()
+	s.snapMu.Lock()
+	s.front, s.back = s.back, s.front
+	s.snapMu.Unlock()
+}
+
+// fill copies the aggregated values into sn; s.mu held.
+func (s *Source) fill(sn *snapshot) {
+	in := &s.inst
 	a := s.agg
 	for _, c := range a.launches {
-		o.ObserveInt64(in.launches, c.n, c.attrs.Observe...)
+		sn.int(in.launches, c.n, c.attrs.Observe...)
 	}
 	for _, c := range a.graphs {
-		o.ObserveInt64(in.graphs, c.n, c.attrs.Observe...)
+		sn.int(in.graphs, c.n, c.attrs.Observe...)
 	}
 	for _, c := range a.memcpy {
-		o.ObserveInt64(in.memcpy, c.n, c.attrs.Observe...)
+		sn.int(in.memcpy, c.n, c.attrs.Observe...)
 	}
 	for _, c := range a.allocated {
-		o.ObserveInt64(in.allocated, c.n, c.attrs.Observe...)
+		sn.int(in.allocated, c.n, c.attrs.Observe...)
 	}
 	for _, c := range a.freed {
-		o.ObserveInt64(in.freed, c.n, c.attrs.Observe...)
+		sn.int(in.freed, c.n, c.attrs.Observe...)
 	}
 	for _, c := range a.errors {
-		o.ObserveInt64(in.errors, c.n, c.attrs.Observe...)
+		sn.int(in.errors, c.n, c.attrs.Observe...)
 	}
-	now := s.mono()
 	for _, p := range a.procs {
-		o.ObserveInt64(in.outstanding, p.outstanding, p.attrs.Observe...)
-		if at, ok := p.oldest(); ok && now > at {
-			o.ObserveFloat64(in.oldestAge, float64(now-at)/1e9, p.attrs.Observe...)
+		sn.int(in.outstanding, p.outstanding, p.attrs.Observe...)
+		if at, ok := p.oldest(); ok {
+			sn.oldest = append(sn.oldest, allocPoint{at, p.attrs.Observe})
 		}
 	}
 	for _, c := range a.calls {
-		o.ObserveInt64(in.calls, c.recorded+c.unrecorded, c.attrs.Observe...)
+		sn.int(in.calls, c.recorded+c.unrecorded, c.attrs.Observe...)
 	}
-	o.ObserveInt64(in.dropped, int64(s.bpfCounters[0]))
-	o.ObserveInt64(in.unresolved, a.unresolved)
-	o.ObserveInt64(in.overflow, a.overflow)
-	o.ObserveInt64(in.suppressed, a.spans.suppressed)
-	if s.ring != nil {
-		s.ring.Observe(o, in.ringErrors)
-	}
+	sn.int(in.dropped, int64(s.bpfCounters[0]))
+	sn.int(in.unresolved, a.unresolved)
+	sn.int(in.overflow, a.overflow)
+	sn.int(in.suppressed, a.spans.suppressed)
 	for _, sr := range a.occ.series {
-		o.ObserveFloat64(in.threadTime, sr.threadSeconds, sr.attrs.Observe...)
-		o.ObserveInt64(in.capacity, sr.threads, sr.capacity.Observe...)
+		sn.float(in.threadTime, sr.threadSeconds, sr.attrs.Observe...)
+		sn.int(in.capacity, sr.threads, sr.capacity.Observe...)
 		if sr.reported {
-			o.ObserveFloat64(in.threadUtilization, sr.threadRatio, sr.attrs.Observe...)
-			o.ObserveFloat64(in.smActive, sr.smActive, sr.attrs.Observe...)
+			sn.float(in.threadUtilization, sr.threadRatio, sr.attrs.Observe...)
+			sn.float(in.smActive, sr.smActive, sr.attrs.Observe...)
 		}
 	}
 	for r, at := range a.occ.dropped {
-		o.ObserveInt64(in.occupancyDropped, int64(a.occ.model.Dropped(occupancy.DropReason(r))), at.Observe...)
+		sn.int(in.occupancyDropped, int64(a.occ.model.Dropped(occupancy.DropReason(r))), at.Observe...)
 	}
 	for target, n := range s.attachedByTarget {
-		o.ObserveInt64(in.attached, n, s.targetAttrs[target].Observe...)
+		sn.int(in.attached, n, s.targetAttrs[target].Observe...)
+	}
+}
+
+// observe reports the last published snapshot, and the ring reader's
+// errors.
+func (s *Source) observe(_ context.Context, o metric.Observer) error {
+	now := s.mono()
+	s.snapMu.RLock()
+	defer s.snapMu.RUnlock()
+	sn := &s.front
+	for _, p := range sn.ints {
+		o.ObserveInt64(p.inst, p.value, p.attrs...)
+	}
+	for _, p := range sn.floats {
+		o.ObserveFloat64(p.inst, p.value, p.attrs...)
+	}
+	for _, p := range sn.oldest {
+		if now > p.at {
+			o.ObserveFloat64(s.inst.oldestAge, float64(now-p.at)/1e9, p.attrs...)
+		}
+	}
+	if s.ring != nil {
+		s.ring.Observe(o, s.inst.ringErrors)
 	}
 	return nil
 }

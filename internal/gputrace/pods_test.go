@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
 	"github.com/xpuscope/xpuscope/podjoin"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -186,7 +187,11 @@ func TestTraceparentEndToEnd(t *testing.T) {
 		assert.Equal(t, "staging", attrs["deployment.environment.name"], sp.Name())
 		assert.NotContains(t, attrs, semconv.K8sPodName, "%s: the workload cannot name its pod", sp.Name())
 	}
-	launches := ofPid(tr.collect(t), p.Pid).Find(semconv.CUDAKernelLaunches.Name)
+	// The metric callback reads what the reader published after the
+	// batch that brought the launches.
+	launches := ofPid(tr.waitPoints(t, func(pts testutil.Points) bool {
+		return len(ofPid(pts, p.Pid).Find(semconv.CUDAKernelLaunches.Name)) > 0
+	}), p.Pid).Find(semconv.CUDAKernelLaunches.Name)
 	require.NotEmpty(t, launches)
 	for _, pt := range launches {
 		assert.Equal(t, "staging", pt.Attrs["deployment.environment.name"])

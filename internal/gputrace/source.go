@@ -81,6 +81,11 @@ type Source struct {
 	inst   instruments
 	mono   func() uint64
 
+	// snapMu guards front: the metric callback reads it while the
+	// reader fills back (see publish).
+	snapMu      sync.RWMutex
+	front, back snapshot
+
 	mu               sync.Mutex // guards everything below
 	agg              *aggregator
 	ev               gputracebpf.Event // the record being handled
@@ -146,8 +151,8 @@ func (s *Source) start(multi bool) error {
 	if err := s.inst.create(meter); err != nil {
 		return err
 	}
-	sp := &spanner{tracer: s.cfg.tracerProvider.Tracer(s.rt.ScopeName)}
-	s.agg = newAggregator(&s.cfg, s.names, &s.inst, sp, ktime.WallClock(s.mono))
+	sp := &spanner{tracer: s.cfg.tracerProvider.Tracer(s.rt.ScopeName), wall: ktime.WallClock(s.mono)}
+	s.agg = newAggregator(&s.cfg, s.names, &s.inst, sp)
 	var err error
 	s.tracer, err = uprobe.New(uprobe.Config{
 		ProcRoot: s.cfg.procRoot,
@@ -161,7 +166,7 @@ func (s *Source) start(multi bool) error {
 	s.names.exe = s.tracer.Executable
 	s.housekeep(time.Now())
 	s.ring, err = bpfsource.NewRing(s.objs.Events(), bpfsource.RingConfig{
-		Poll: s.cfg.pollInterval, Decode: s.decode, Housekeep: s.housekeep, Housekeeping: housekeeping})
+		Poll: s.cfg.pollInterval, Decode: s.decode, Flush: s.publish, Housekeep: s.housekeep, Housekeeping: housekeeping})
 	if err != nil {
 		return err
 	}
@@ -209,8 +214,14 @@ func (s *Source) decode(raw []byte) error {
 }
 
 // housekeep reads the kernel-side counters and the unrecorded call
-// counts, counts the attached files and forgets exited processes.
+// counts, counts the attached files, forgets exited processes and
+// publishes the result.
 func (s *Source) housekeep(time.Time) {
+	s.refresh()
+	s.publish()
+}
+
+func (s *Source) refresh() {
 	counters, cerr := s.objs.Counters()
 	type unrecorded struct {
 		k gputracebpf.CallKey

@@ -3,6 +3,7 @@ package gputrace
 import (
 	"context"
 	"slices"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -38,7 +39,9 @@ func (b *tokenBucket) take(now uint64) bool {
 
 // spanner emits the sampled spans.
 type spanner struct {
-	tracer     trace.Tracer
+	tracer trace.Tracer
+	// wall converts a ktime (CLOCK_MONOTONIC ns) to wall-clock time.
+	wall       func(ktime uint64) time.Time
 	suppressed int64
 }
 
@@ -52,7 +55,7 @@ func (s *spanner) allow(p *proc, e *gputracebpf.Event) bool {
 
 // emit emits one span of p's, a child of p's parent span where the
 // resolver gave one.
-func (s *spanner) emit(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event, name string, start uint64, kvs ...attribute.KeyValue) {
+func (s *spanner) emit(ctx context.Context, p *proc, e *gputracebpf.Event, name string, start uint64, kvs ...attribute.KeyValue) {
 	// The resolver's attributes first: the Source's own win over any they
 	// repeat.
 	base := append(slices.Clip(p.pod),
@@ -65,18 +68,18 @@ func (s *spanner) emit(ctx context.Context, a *aggregator, p *proc, e *gputraceb
 		ctx = trace.ContextWithRemoteSpanContext(ctx, p.parent)
 	}
 	_, sp := s.tracer.Start(ctx, name,
-		trace.WithTimestamp(a.wall(start)),
+		trace.WithTimestamp(s.wall(start)),
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(append(base, kvs...)...))
-	sp.End(trace.WithTimestamp(a.wall(e.TS)))
+	sp.End(trace.WithTimestamp(s.wall(e.TS)))
 }
 
-func (s *spanner) launch(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event, kernel string) {
+func (s *spanner) launch(ctx context.Context, p *proc, e *gputracebpf.Event, kernel string) {
 	if !s.allow(p, e) {
 		return
 	}
 	g, b := e.Grid(), e.Block()
-	s.emit(ctx, a, p, e, semconv.SpanCUDAKernelLaunch, e.TS,
+	s.emit(ctx, p, e, semconv.SpanCUDAKernelLaunch, e.TS,
 		semconv.CUDAKernelName.String(kernel),
 		semconv.CUDAGridX.Int64(int64(g[0])), semconv.CUDAGridY.Int64(int64(g[1])), semconv.CUDAGridZ.Int64(int64(g[2])),
 		semconv.CUDABlockX.Int64(int64(b[0])), semconv.CUDABlockY.Int64(int64(b[1])), semconv.CUDABlockZ.Int64(int64(b[2])),
@@ -84,43 +87,43 @@ func (s *spanner) launch(ctx context.Context, a *aggregator, p *proc, e *gputrac
 		semconv.CUDAStream.String(hex(e.Stream())))
 }
 
-func (s *spanner) graph(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
+func (s *spanner) graph(ctx context.Context, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
-		s.emit(ctx, a, p, e, semconv.SpanCUDAGraphLaunch, e.TS, semconv.CUDAStream.String(hex(e.Stream())))
+		s.emit(ctx, p, e, semconv.SpanCUDAGraphLaunch, e.TS, semconv.CUDAStream.String(hex(e.Stream())))
 	}
 }
 
-func (s *spanner) memcpy(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event, kind string) {
+func (s *spanner) memcpy(ctx context.Context, p *proc, e *gputracebpf.Event, kind string) {
 	if s.allow(p, e) {
-		s.emit(ctx, a, p, e, semconv.SpanCUDAMemcpy, e.TS,
+		s.emit(ctx, p, e, semconv.SpanCUDAMemcpy, e.TS,
 			semconv.CUDAMemcpyKind.String(kind), semconv.CUDAMemcpyBytes.Int64(int64(e.Bytes())), semconv.CUDAStream.String(hex(e.Stream())))
 	}
 }
 
-func (s *spanner) memset(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
+func (s *spanner) memset(ctx context.Context, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
-		s.emit(ctx, a, p, e, semconv.SpanCUDAMemset, e.TS,
+		s.emit(ctx, p, e, semconv.SpanCUDAMemset, e.TS,
 			semconv.CUDAMemcpyBytes.Int64(int64(e.Bytes())), semconv.CUDAStream.String(hex(e.Stream())))
 	}
 }
 
-func (s *spanner) malloc(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
+func (s *spanner) malloc(ctx context.Context, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
-		s.emit(ctx, a, p, e, semconv.SpanCUDAMalloc, e.TS-min(e.TS, e.Duration()),
+		s.emit(ctx, p, e, semconv.SpanCUDAMalloc, e.TS-min(e.TS, e.Duration()),
 			semconv.CUDAMemoryBytes.Int64(int64(e.Bytes())), semconv.CUDAMemoryAddr.String(hex(e.Pointer())), semconv.CUDAErrorCode.Int(int(e.Ret)))
 	}
 }
 
-func (s *spanner) free(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
+func (s *spanner) free(ctx context.Context, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
-		s.emit(ctx, a, p, e, semconv.SpanCUDAFree, e.TS, semconv.CUDAMemoryAddr.String(hex(e.Pointer())))
+		s.emit(ctx, p, e, semconv.SpanCUDAFree, e.TS, semconv.CUDAMemoryAddr.String(hex(e.Pointer())))
 	}
 }
 
-func (s *spanner) sync(ctx context.Context, a *aggregator, p *proc, e *gputracebpf.Event) {
+func (s *spanner) sync(ctx context.Context, p *proc, e *gputracebpf.Event) {
 	if s.allow(p, e) {
 		start := e.TS - min(e.TS, e.Duration())
-		s.emit(ctx, a, p, e, semconv.SpanCUDASync, start,
+		s.emit(ctx, p, e, semconv.SpanCUDASync, start,
 			semconv.CUDAStream.String(hex(e.Waited())), semconv.CUDAErrorCode.Int(int(e.Ret)))
 	}
 }
