@@ -61,7 +61,7 @@ func (s *Source) startNVML(path string) error {
 }
 
 // nvmlBackend is the NVIDIA backend: the Source's NVML code paths
-// (nvml.go, poll.go, xid.go) over the GPUs NVML found.
+// (nvml.go, nvml_read.go, xid.go) over the GPUs NVML found.
 type nvmlBackend struct {
 	s       *Source
 	devices []*device

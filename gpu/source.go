@@ -240,6 +240,21 @@ func (s *Source) run() {
 	}
 }
 
+// poll reads every device into the back snapshot and publishes it.
+func (s *Source) poll() {
+	s.pollMu.Lock()
+	defer s.pollMu.Unlock()
+	s.cycle++
+	back := s.back
+	back.reset()
+	for _, b := range s.backends {
+		b.poll(back)
+	}
+	s.mu.Lock()
+	s.front, s.back = back, s.front
+	s.mu.Unlock()
+}
+
 // DriverVersion is the NVIDIA driver version NVML reports; "" when the
 // Source reads no NVIDIA GPU. Every device's series carry their driver's
 // version as hw.driver_version.

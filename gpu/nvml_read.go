@@ -3,107 +3,9 @@ package gpu
 import (
 	"encoding/binary"
 	"math"
-	"slices"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
-
-// field marks which values of a sample were read successfully.
-type field uint32
-
-const (
-	fUtil field = 1 << iota
-	fMemCtrl
-	fEncoder
-	fDecoder
-	fMemory
-	fReserved
-	fTemperature
-	fPower
-	fPowerLimit
-	fEnergy
-	fClockSM
-	fClockMemory
-	fPCIeTx
-	fPCIeRx
-	fFan
-	fECCCorrected
-	fECCUncorrected
-	fThrottle
-	fTempJunction
-	fTempMemory
-	fPowerAverage
-)
-
-// sample is one device's values from one poll cycle.
-type sample struct {
-	d *device
-	// s are d's attribute sets as they were when the sample was read.
-	s    *series
-	have field
-
-	util, memCtrl, encoder, decoder float64
-	used, total, free, reserved     int64
-	temperature, power, powerLimit  float64
-	energy, clockSM, clockMemory    float64
-	fan                             float64
-	tempJunction, tempMemory        float64 // AMD's other sensors
-	powerAverage                    float64
-	pcieTx, pcieRx                  int64
-	eccCorrected, eccUncorrected    int64
-	throttle                        uint64
-
-	procs       []procSample
-	otherMemory int64 // memory of the processes folded past the cap
-	folded      int   // how many were folded this cycle
-	overflow    int64 // folded observations since the Source started
-}
-
-type procSample struct {
-	pid     uint32
-	p       *process
-	memory  int64
-	hasMem  bool
-	util    float64
-	utilTS  uint64
-	hasUtil bool
-}
-
-// snapshot is one poll cycle. Two of them alternate: the poller fills the
-// back one while observers read the front one, and buffers are reused.
-type snapshot struct {
-	samples []sample
-}
-
-func (sn *snapshot) reset() { sn.samples = sn.samples[:0] }
-
-// add returns a cleared sample for d, keeping the slot's process buffer.
-// The pointer is valid until the next add.
-func (sn *snapshot) add(d *device) *sample {
-	if len(sn.samples) < cap(sn.samples) {
-		sn.samples = sn.samples[:len(sn.samples)+1]
-	} else {
-		sn.samples = append(sn.samples, sample{})
-	}
-	sm := &sn.samples[len(sn.samples)-1]
-	*sm = sample{d: d, s: d.series, procs: sm.procs[:0]}
-	return sm
-}
-
-// poll reads every device into the back snapshot and publishes it.
-func (s *Source) poll() {
-	s.pollMu.Lock()
-	defer s.pollMu.Unlock()
-	s.cycle++
-	back := s.back
-	back.reset()
-	for _, b := range s.backends {
-		b.poll(back)
-	}
-	s.mu.Lock()
-	s.front, s.back = back, s.front
-	s.mu.Unlock()
-}
 
 func (s *Source) can(d *device, r readID) bool {
 	return s.syms.available[r] && !d.isUnsupported(r)
@@ -122,12 +24,6 @@ func (s *Source) ok(d *device, r readID, ret nvml.Return) bool {
 	}
 	return false
 }
-
-const (
-	percent = 0.01
-	milli   = 0.001
-	mega    = 1e6
-)
 
 func (s *Source) readDevice(sn *snapshot, d *device) {
 	if s.can(d, readMIG) {
@@ -309,13 +205,6 @@ func fieldUint64(fv *nvml.FieldValue) (uint64, bool) {
 	return 0, false
 }
 
-func clampInt64(v uint64) int64 {
-	if v > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(v)
-}
-
 // notAvailable is NVML_VALUE_NOT_AVAILABLE as an unsigned long long: the
 // driver could not attribute memory to the process (no privilege, WDDM).
 const notAvailable = math.MaxUint64
@@ -358,32 +247,6 @@ func (s *Source) readProcesses(d *device, sm *sample) {
 		}
 	}
 	s.finishProcesses(d, sm)
-}
-
-// finishProcesses folds the processes of sm past the cap and gives the
-// rest their series.
-func (s *Source) finishProcesses(d *device, sm *sample) {
-	if len(sm.procs) > s.cfg.maxProcesses {
-		slices.SortFunc(sm.procs, func(a, b procSample) int {
-			switch {
-			case a.memory > b.memory:
-				return -1
-			case a.memory < b.memory:
-				return 1
-			}
-			return int(a.pid) - int(b.pid)
-		})
-		for _, p := range sm.procs[s.cfg.maxProcesses:] {
-			sm.otherMemory += p.memory
-		}
-		sm.folded = len(sm.procs) - s.cfg.maxProcesses
-		d.overflow += int64(sm.folded)
-		sm.procs = sm.procs[:s.cfg.maxProcesses]
-	}
-	sm.overflow = d.overflow
-	for i := range sm.procs {
-		sm.procs[i].p = s.process(d, sm.procs[i].pid)
-	}
 }
 
 // mergeProcess adds pi to the sample; a process in both the compute and
