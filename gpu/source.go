@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xpuscope/xpuscope"
@@ -26,12 +25,6 @@ type Source struct {
 	cfg      config
 	backends []backend // the backends that found GPUs, in New's order
 	procs    procfs.FS
-
-	// The NVIDIA backend's library; lib is nil when NVML found no GPU.
-	lib      nvml.Interface
-	driver   string
-	syms     symbols
-	eventSet nvml.EventSet
 
 	devices []*device // physical GPUs of every backend, fixed at New
 	missing []opts    // one per (symbol, metric) a library lacks
@@ -151,7 +144,7 @@ func (s *Source) start() error {
 	}
 	for _, b := range s.backends {
 		if nb, ok := b.(*nvmlBackend); ok {
-			s.eventSet = s.startXID(nb.devices)
+			nb.startXID()
 		}
 	}
 	s.poll()
@@ -166,64 +159,7 @@ func (s *Source) closeBackends() error {
 	for i := len(s.backends) - 1; i >= 0; i-- {
 		errs = append(errs, s.backends[i].close())
 	}
-	s.backends = nil
 	return errors.Join(errs...)
-}
-
-// discover enumerates the GPUs. A GPU whose identity cannot be read is
-// left out and counted; no usable GPU at all is unavailable.
-func (s *Source) discover() error {
-	n, ret := s.lib.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		return fmt.Errorf("gpu: nvmlDeviceGetCount: %s", returnName(ret))
-	}
-	if n == 0 {
-		return xpuscope.Unavailablef("gpu: NVML found no NVIDIA GPU (driver %s)", s.driver)
-	}
-	var failed []string
-	found := 0
-	for i := range n {
-		info, h, err := s.identify(i)
-		if err != nil {
-			failed = append(failed, err.Error())
-			continue
-		}
-		s.devices = append(s.devices, newDevice(h, info, s.driver))
-		found++
-	}
-	if found == 0 {
-		return xpuscope.Unavailablef("gpu: none of %d NVIDIA GPUs could be identified: %s",
-			n, strings.Join(failed, "; "))
-	}
-	return nil
-}
-
-func (s *Source) identify(i int) (Device, nvml.Device, error) {
-	h, ret := s.lib.DeviceGetHandleByIndex(i)
-	if ret != nvml.SUCCESS {
-		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetHandleByIndex: %s", i, returnName(ret))
-	}
-	uuid, ret := h.GetUUID()
-	if ret != nvml.SUCCESS {
-		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetUUID: %s", i, returnName(ret))
-	}
-	name, ret := h.GetName()
-	if ret != nvml.SUCCESS {
-		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetName: %s", i, returnName(ret))
-	}
-	pci, ret := h.GetPciInfo()
-	if ret != nvml.SUCCESS {
-		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetPciInfo: %s", i, returnName(ret))
-	}
-	d := Device{Index: i, UUID: uuid, Name: name, PCIAddress: pciAddress(cString(pci.BusId[:]))}
-	if s.syms.available[readCapacity] {
-		major, minor, r1 := h.GetCudaComputeCapability()
-		cores, r2 := h.GetNumGpuCores()
-		if r1 == nvml.SUCCESS && r2 == nvml.SUCCESS {
-			d.SMs, d.ThreadsPerSM = capacity(major, minor, cores)
-		}
-	}
-	return d, h, nil
 }
 
 func (s *Source) run() {
@@ -258,7 +194,14 @@ func (s *Source) poll() {
 // DriverVersion is the NVIDIA driver version NVML reports; "" when the
 // Source reads no NVIDIA GPU. Every device's series carry their driver's
 // version as hw.driver_version.
-func (s *Source) DriverVersion() string { return s.driver }
+func (s *Source) DriverVersion() string {
+	for _, b := range s.backends {
+		if nb, ok := b.(*nvmlBackend); ok {
+			return nb.driver
+		}
+	}
+	return ""
+}
 
 // Devices lists the devices of the last read: each NVIDIA GPU, in NVML
 // index order, followed by its MIG instances (Parent set); then each AMD
