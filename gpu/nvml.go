@@ -43,7 +43,8 @@ func openNVML(s *Source) (backend, error) {
 }
 
 // nvmlBackend is the NVIDIA backend: NVML (nvml.go), its reads
-// (nvml_read.go) and its XID events (xid.go), over the GPUs NVML found.
+// (nvml_read.go) and, from start to close, its XID events (xid.go), over
+// the GPUs NVML found.
 type nvmlBackend struct {
 	s        *Source
 	lib      nvml.Interface

@@ -37,8 +37,8 @@ type Source struct {
 	mu          sync.RWMutex // guards front
 	front, back *snapshot
 
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	stop      chan struct{}  // closed by Close: polling and the backends' watches end
+	wg        sync.WaitGroup // the poll loop and the backends' watches
 	closeOnce sync.Once
 }
 
@@ -46,10 +46,16 @@ type Source struct {
 // driver publishes. Opening one finds its GPUs and appends them to
 // Source.devices.
 type backend interface {
+	// start starts what the backend watches between polls, if anything,
+	// in goroutines that join wg and return once stop is closed. The
+	// Source calls it once, before the first poll, and waits on wg
+	// before close.
+	start(stop <-chan struct{}, wg *sync.WaitGroup)
 	// poll reads each of the backend's GPUs into sn. The Source calls it
 	// from one goroutine at a time.
 	poll(sn *snapshot)
-	// close releases what opening took. Polling has stopped.
+	// close releases what opening and start took. Polling, and what
+	// start started, have stopped.
 	close() error
 }
 
@@ -143,9 +149,7 @@ func (s *Source) start() error {
 		return fmt.Errorf("gpu: register callback: %w", err)
 	}
 	for _, b := range s.backends {
-		if nb, ok := b.(*nvmlBackend); ok {
-			nb.startXID()
-		}
+		b.start(s.stop, &s.wg)
 	}
 	s.poll()
 	s.wg.Add(1)

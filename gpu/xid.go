@@ -79,10 +79,11 @@ func (x *xidCounts) observe(o metric.Observer, inst metric.Int64Observable) {
 	}
 }
 
-// startXID registers every GPU for XID events on one event set, kept
-// in b.eventSet to free on close, and starts the goroutine that waits on
-// it. It keeps no set when no device could be registered.
-func (b *nvmlBackend) startXID() {
+// start registers every GPU for XID events on one event set, kept in
+// b.eventSet to free on close, and starts the goroutine that waits on it
+// until stop is closed. It keeps no set when no device could be
+// registered.
+func (b *nvmlBackend) start(stop <-chan struct{}, wg *sync.WaitGroup) {
 	if !b.syms.available[readXID] {
 		return
 	}
@@ -103,21 +104,21 @@ func (b *nvmlBackend) startXID() {
 		return
 	}
 	b.eventSet = set
-	b.s.wg.Add(1)
-	go b.watchXID(set)
+	wg.Add(1)
+	go b.watchXID(set, stop, wg)
 }
 
-// watchXID counts the XID errors that set reports, by device, until the
-// Source stops.
-func (b *nvmlBackend) watchXID(set nvml.EventSet) {
-	defer b.s.wg.Done()
+// watchXID counts the XID errors that set reports, by device, until stop
+// is closed; then it leaves wg.
+func (b *nvmlBackend) watchXID(set nvml.EventSet, stop <-chan struct{}, wg *sync.WaitGroup) {
+	defer wg.Done()
 	byUUID := make(map[string]*device, len(b.devices))
 	for _, d := range b.devices {
 		byUUID[d.UUID] = d
 	}
 	for {
 		select {
-		case <-b.s.stop:
+		case <-stop:
 			return
 		default:
 		}
@@ -138,7 +139,7 @@ func (b *nvmlBackend) watchXID(set nvml.EventSet) {
 			// A broken event set must not spin: count, then back off.
 			b.s.errors.add("", readXID, ret)
 			select {
-			case <-b.s.stop:
+			case <-stop:
 				return
 			case <-time.After(time.Second):
 			}
