@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 	"syscall"
 
 	"github.com/xpuscope/xpuscope"
@@ -385,13 +386,16 @@ type smiBackend struct {
 	kfd     *kfd
 }
 
+// start starts nothing: the backend reads only when polled.
+func (b *smiBackend) start(<-chan struct{}, *sync.WaitGroup) {}
+
 func (b *smiBackend) poll(sn *snapshot) { b.s.pollAMD(sn, b.devices, b.kfd, b.read) }
 
 func (b *smiBackend) close() error { return b.lib.close() }
 
-// start finishes opening: per-process reads from KFD, and the devices
-// handed to the Source.
-func (b *smiBackend) start() *smiBackend {
+// finishOpen finishes opening: per-process reads from KFD, and the
+// devices handed to the Source.
+func (b *smiBackend) finishOpen() *smiBackend {
 	b.kfd = newKFD(b.s.cfg.sysfs, b.devices)
 	for _, d := range b.devices {
 		b.s.devices = append(b.s.devices, d.device)

@@ -93,7 +93,7 @@ func openAMDSMI(s *Source) (backend, error) {
 		return nil, err
 	}
 	s.reportMissing(lib.Has, amdsmiOptional)
-	return b.start(), nil
+	return b.finishOpen(), nil
 }
 
 // discover enumerates the GPUs of every socket. A GPU whose PCI address

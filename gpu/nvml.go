@@ -3,8 +3,8 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/dl"
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -28,59 +28,120 @@ func openNVML(s *Source) (backend, error) {
 	if ret := lib.Init(); ret != nvml.SUCCESS {
 		return nil, initError(path, ret)
 	}
-	first, missing := len(s.devices), len(s.missing)
-	s.lib = lib
-	if err := s.startNVML(path); err != nil {
+	b := &nvmlBackend{s: s, lib: lib}
+	if err := b.open(path); err != nil {
 		lib.Shutdown()
-		s.lib, s.driver, s.syms = nil, "", symbols{}
-		s.devices, s.missing = s.devices[:first], s.missing[:missing]
 		return nil, err
 	}
-	return &nvmlBackend{s: s, devices: slices.Clip(s.devices[first:])}, nil
-}
-
-// startNVML resolves the symbols of the initialised library and finds its
-// GPUs.
-func (s *Source) startNVML(path string) error {
-	var err error
-	s.syms, err = resolveSymbols(s.lib.Extensions().LookupSymbol)
-	if err != nil {
-		return xpuscope.Unavailablef("gpu: NVML library %s: %v", path, err)
-	}
-	for _, m := range s.syms.missing {
+	for _, m := range b.syms.missing {
 		s.missing = append(s.missing, newOpts(
 			semconv.XpuscopeSymbol.String(m.symbol),
 			semconv.XpuscopeMetricName.String(m.metric)))
 	}
-	driver, ret := s.lib.SystemGetDriverVersion()
+	s.devices = append(s.devices, b.devices...)
+	return b, nil
+}
+
+// nvmlBackend is the NVIDIA backend: NVML (nvml.go), its reads
+// (nvml_read.go) and, from start to close, its XID events (xid.go), over
+// the GPUs NVML found.
+type nvmlBackend struct {
+	s        *Source
+	lib      nvml.Interface
+	driver   string  // the driver version NVML reports
+	syms     symbols // what lib offers
+	devices  []*device
+	eventSet nvml.EventSet // the XID events' set; nil when none is watched
+}
+
+// open resolves the symbols of the initialised library at path, reads
+// the driver version and finds the GPUs.
+func (b *nvmlBackend) open(path string) error {
+	var err error
+	b.syms, err = resolveSymbols(b.lib.Extensions().LookupSymbol)
+	if err != nil {
+		return xpuscope.Unavailablef("gpu: NVML library %s: %v", path, err)
+	}
+	driver, ret := b.lib.SystemGetDriverVersion()
 	if ret != nvml.SUCCESS {
 		return fmt.Errorf("gpu: nvmlSystemGetDriverVersion: %s", returnName(ret))
 	}
-	s.driver = driver
-	return s.discover()
+	b.driver = driver
+	return b.discover()
 }
 
-// nvmlBackend is the NVIDIA backend: the Source's NVML code paths
-// (nvml.go, poll.go, xid.go) over the GPUs NVML found.
-type nvmlBackend struct {
-	s       *Source
-	devices []*device
+// discover enumerates the GPUs. A GPU whose identity cannot be read is
+// left out and counted; no usable GPU at all is unavailable.
+func (b *nvmlBackend) discover() error {
+	n, ret := b.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return fmt.Errorf("gpu: nvmlDeviceGetCount: %s", returnName(ret))
+	}
+	if n == 0 {
+		return xpuscope.Unavailablef("gpu: NVML found no NVIDIA GPU (driver %s)", b.driver)
+	}
+	var failed []string
+	for i := range n {
+		info, h, err := b.identify(i)
+		if err != nil {
+			failed = append(failed, err.Error())
+			continue
+		}
+		b.devices = append(b.devices, newDevice(h, info, b.driver))
+	}
+	if len(b.devices) == 0 {
+		return xpuscope.Unavailablef("gpu: none of %d NVIDIA GPUs could be identified: %s",
+			n, strings.Join(failed, "; "))
+	}
+	return nil
 }
 
+// identify reads the identity of GPU i and, where the library has the
+// calls, its capacity.
+func (b *nvmlBackend) identify(i int) (Device, nvml.Device, error) {
+	h, ret := b.lib.DeviceGetHandleByIndex(i)
+	if ret != nvml.SUCCESS {
+		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetHandleByIndex: %s", i, returnName(ret))
+	}
+	uuid, ret := h.GetUUID()
+	if ret != nvml.SUCCESS {
+		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetUUID: %s", i, returnName(ret))
+	}
+	name, ret := h.GetName()
+	if ret != nvml.SUCCESS {
+		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetName: %s", i, returnName(ret))
+	}
+	pci, ret := h.GetPciInfo()
+	if ret != nvml.SUCCESS {
+		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetPciInfo: %s", i, returnName(ret))
+	}
+	d := Device{Index: i, UUID: uuid, Name: name, PCIAddress: pciAddress(cString(pci.BusId[:]))}
+	if b.syms.available[readCapacity] {
+		major, minor, r1 := h.GetCudaComputeCapability()
+		cores, r2 := h.GetNumGpuCores()
+		if r1 == nvml.SUCCESS && r2 == nvml.SUCCESS {
+			d.SMs, d.ThreadsPerSM = capacity(major, minor, cores)
+		}
+	}
+	return d, h, nil
+}
+
+// poll reads each of the backend's GPUs into sn.
 func (b *nvmlBackend) poll(sn *snapshot) {
 	for _, d := range b.devices {
-		b.s.readDevice(sn, d)
+		b.readDevice(sn, d)
 	}
 }
 
+// close frees the XID event set and shuts NVML down.
 func (b *nvmlBackend) close() error {
 	var errs []error
-	if s := b.s; s.eventSet != nil {
-		if ret := s.eventSet.Free(); ret != nvml.SUCCESS {
+	if b.eventSet != nil {
+		if ret := b.eventSet.Free(); ret != nvml.SUCCESS {
 			errs = append(errs, fmt.Errorf("gpu: nvmlEventSetFree: %s", returnName(ret)))
 		}
 	}
-	if ret := b.s.lib.Shutdown(); ret != nvml.SUCCESS {
+	if ret := b.lib.Shutdown(); ret != nvml.SUCCESS {
 		errs = append(errs, fmt.Errorf("gpu: nvmlShutdown: %s", returnName(ret)))
 	}
 	return errors.Join(errs...)

@@ -85,7 +85,7 @@ func openROCmSMI(s *Source) (backend, error) {
 	if s.cfg.amdPCIe && !lib.Has(rocmsmi.SymPCIThroughput) {
 		s.missing = append(s.missing, newOpts(semconv.XpuscopeSymbol.String(rocmsmi.SymPCIThroughput), semconv.XpuscopeMetricName.String(semconv.HWGPUIO.Name)))
 	}
-	return b.start(), nil
+	return b.finishOpen(), nil
 }
 
 // discover enumerates the GPUs ROCm SMI monitors. A GPU whose PCI address

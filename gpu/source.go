@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xpuscope/xpuscope"
@@ -27,12 +26,6 @@ type Source struct {
 	backends []backend // the backends that found GPUs, in New's order
 	procs    procfs.FS
 
-	// The NVIDIA backend's library; lib is nil when NVML found no GPU.
-	lib      nvml.Interface
-	driver   string
-	syms     symbols
-	eventSet nvml.EventSet
-
 	devices []*device // physical GPUs of every backend, fixed at New
 	missing []opts    // one per (symbol, metric) a library lacks
 	errors  readErrors
@@ -44,8 +37,8 @@ type Source struct {
 	mu          sync.RWMutex // guards front
 	front, back *snapshot
 
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	stop      chan struct{}  // closed by Close: polling and the backends' watches end
+	wg        sync.WaitGroup // the poll loop and the backends' watches
 	closeOnce sync.Once
 }
 
@@ -53,10 +46,16 @@ type Source struct {
 // driver publishes. Opening one finds its GPUs and appends them to
 // Source.devices.
 type backend interface {
+	// start starts what the backend watches between polls, if anything,
+	// in goroutines that join wg and return once stop is closed. The
+	// Source calls it once, before the first poll, and waits on wg
+	// before close.
+	start(stop <-chan struct{}, wg *sync.WaitGroup)
 	// poll reads each of the backend's GPUs into sn. The Source calls it
 	// from one goroutine at a time.
 	poll(sn *snapshot)
-	// close releases what opening took. Polling has stopped.
+	// close releases what opening and start took. Polling, and what
+	// start started, have stopped.
 	close() error
 }
 
@@ -150,9 +149,7 @@ func (s *Source) start() error {
 		return fmt.Errorf("gpu: register callback: %w", err)
 	}
 	for _, b := range s.backends {
-		if nb, ok := b.(*nvmlBackend); ok {
-			s.eventSet = s.startXID(nb.devices)
-		}
+		b.start(s.stop, &s.wg)
 	}
 	s.poll()
 	s.wg.Add(1)
@@ -166,64 +163,7 @@ func (s *Source) closeBackends() error {
 	for i := len(s.backends) - 1; i >= 0; i-- {
 		errs = append(errs, s.backends[i].close())
 	}
-	s.backends = nil
 	return errors.Join(errs...)
-}
-
-// discover enumerates the GPUs. A GPU whose identity cannot be read is
-// left out and counted; no usable GPU at all is unavailable.
-func (s *Source) discover() error {
-	n, ret := s.lib.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		return fmt.Errorf("gpu: nvmlDeviceGetCount: %s", returnName(ret))
-	}
-	if n == 0 {
-		return xpuscope.Unavailablef("gpu: NVML found no NVIDIA GPU (driver %s)", s.driver)
-	}
-	var failed []string
-	found := 0
-	for i := range n {
-		info, h, err := s.identify(i)
-		if err != nil {
-			failed = append(failed, err.Error())
-			continue
-		}
-		s.devices = append(s.devices, newDevice(h, info, s.driver))
-		found++
-	}
-	if found == 0 {
-		return xpuscope.Unavailablef("gpu: none of %d NVIDIA GPUs could be identified: %s",
-			n, strings.Join(failed, "; "))
-	}
-	return nil
-}
-
-func (s *Source) identify(i int) (Device, nvml.Device, error) {
-	h, ret := s.lib.DeviceGetHandleByIndex(i)
-	if ret != nvml.SUCCESS {
-		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetHandleByIndex: %s", i, returnName(ret))
-	}
-	uuid, ret := h.GetUUID()
-	if ret != nvml.SUCCESS {
-		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetUUID: %s", i, returnName(ret))
-	}
-	name, ret := h.GetName()
-	if ret != nvml.SUCCESS {
-		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetName: %s", i, returnName(ret))
-	}
-	pci, ret := h.GetPciInfo()
-	if ret != nvml.SUCCESS {
-		return Device{}, nil, fmt.Errorf("GPU %d: nvmlDeviceGetPciInfo: %s", i, returnName(ret))
-	}
-	d := Device{Index: i, UUID: uuid, Name: name, PCIAddress: pciAddress(cString(pci.BusId[:]))}
-	if s.syms.available[readCapacity] {
-		major, minor, r1 := h.GetCudaComputeCapability()
-		cores, r2 := h.GetNumGpuCores()
-		if r1 == nvml.SUCCESS && r2 == nvml.SUCCESS {
-			d.SMs, d.ThreadsPerSM = capacity(major, minor, cores)
-		}
-	}
-	return d, h, nil
 }
 
 func (s *Source) run() {
@@ -240,10 +180,32 @@ func (s *Source) run() {
 	}
 }
 
+// poll reads every device into the back snapshot and publishes it.
+func (s *Source) poll() {
+	s.pollMu.Lock()
+	defer s.pollMu.Unlock()
+	s.cycle++
+	back := s.back
+	back.reset()
+	for _, b := range s.backends {
+		b.poll(back)
+	}
+	s.mu.Lock()
+	s.front, s.back = back, s.front
+	s.mu.Unlock()
+}
+
 // DriverVersion is the NVIDIA driver version NVML reports; "" when the
 // Source reads no NVIDIA GPU. Every device's series carry their driver's
 // version as hw.driver_version.
-func (s *Source) DriverVersion() string { return s.driver }
+func (s *Source) DriverVersion() string {
+	for _, b := range s.backends {
+		if nb, ok := b.(*nvmlBackend); ok {
+			return nb.driver
+		}
+	}
+	return ""
+}
 
 // Devices lists the devices of the last read: each NVIDIA GPU, in NVML
 // index order, followed by its MIG instances (Parent set); then each AMD

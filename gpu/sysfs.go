@@ -1,6 +1,8 @@
 package gpu
 
 import (
+	"sync"
+
 	"github.com/xpuscope/xpuscope/internal/amdsysfs"
 )
 
@@ -81,6 +83,9 @@ func openAMDSysfs(s *Source) (backend, error) {
 	b.kfd = newKFD(s.cfg.sysfs, b.devices)
 	return b, nil
 }
+
+// start starts nothing: the backend reads only when polled.
+func (b *sysfsBackend) start(<-chan struct{}, *sync.WaitGroup) {}
 
 func (b *sysfsBackend) poll(sn *snapshot) { b.s.pollAMD(sn, b.devices, b.kfd, b.read) }
 

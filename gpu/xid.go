@@ -79,43 +79,46 @@ func (x *xidCounts) observe(o metric.Observer, inst metric.Int64Observable) {
 	}
 }
 
-// startXID registers every NVIDIA GPU for XID events on one event set and
-// starts the goroutine that waits on it. It returns the set to free on
-// Close, or nil when no device could be registered.
-func (s *Source) startXID(devices []*device) nvml.EventSet {
-	if !s.syms.available[readXID] {
-		return nil
+// start registers every GPU for XID events on one event set, kept in
+// b.eventSet to free on close, and starts the goroutine that waits on it
+// until stop is closed. It keeps no set when no device could be
+// registered.
+func (b *nvmlBackend) start(stop <-chan struct{}, wg *sync.WaitGroup) {
+	if !b.syms.available[readXID] {
+		return
 	}
-	set, ret := s.lib.EventSetCreate()
+	set, ret := b.lib.EventSetCreate()
 	if ret != nvml.SUCCESS {
-		s.errors.add("", readXID, ret)
-		return nil
+		b.s.errors.add("", readXID, ret)
+		return
 	}
 	registered := 0
-	for _, d := range devices {
+	for _, d := range b.devices {
 		ret := d.h.RegisterEvents(nvml.EventTypeXidCriticalError, set)
-		if s.ok(d, readXID, ret) {
+		if b.ok(d, readXID, ret) {
 			registered++
 		}
 	}
 	if registered == 0 {
 		set.Free()
-		return nil
+		return
 	}
-	s.wg.Add(1)
-	go s.watchXID(set, devices)
-	return set
+	b.eventSet = set
+	wg.Add(1)
+	go b.watchXID(set, stop, wg)
 }
 
-func (s *Source) watchXID(set nvml.EventSet, devices []*device) {
-	defer s.wg.Done()
-	byUUID := make(map[string]*device, len(devices))
-	for _, d := range devices {
+// watchXID counts the XID errors that set reports, by device, until stop
+// is closed; then it leaves wg.
+func (b *nvmlBackend) watchXID(set nvml.EventSet, stop <-chan struct{}, wg *sync.WaitGroup) {
+	defer wg.Done()
+	byUUID := make(map[string]*device, len(b.devices))
+	for _, d := range b.devices {
 		byUUID[d.UUID] = d
 	}
 	for {
 		select {
-		case <-s.stop:
+		case <-stop:
 			return
 		default:
 		}
@@ -129,14 +132,14 @@ func (s *Source) watchXID(set nvml.EventSet, devices []*device) {
 			if d := byUUID[uuid]; ret == nvml.SUCCESS && d != nil {
 				d.xid.add(data.EventData)
 			} else {
-				s.errors.add(uuid, readXID, nvml.ERROR_NOT_FOUND)
+				b.s.errors.add(uuid, readXID, nvml.ERROR_NOT_FOUND)
 			}
 		case nvml.ERROR_TIMEOUT:
 		default:
 			// A broken event set must not spin: count, then back off.
-			s.errors.add("", readXID, ret)
+			b.s.errors.add("", readXID, ret)
 			select {
-			case <-s.stop:
+			case <-stop:
 				return
 			case <-time.After(time.Second):
 			}

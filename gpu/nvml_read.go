@@ -3,267 +3,171 @@ package gpu
 import (
 	"encoding/binary"
 	"math"
-	"slices"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// field marks which values of a sample were read successfully.
-type field uint32
-
-const (
-	fUtil field = 1 << iota
-	fMemCtrl
-	fEncoder
-	fDecoder
-	fMemory
-	fReserved
-	fTemperature
-	fPower
-	fPowerLimit
-	fEnergy
-	fClockSM
-	fClockMemory
-	fPCIeTx
-	fPCIeRx
-	fFan
-	fECCCorrected
-	fECCUncorrected
-	fThrottle
-	fTempJunction
-	fTempMemory
-	fPowerAverage
-)
-
-// sample is one device's values from one poll cycle.
-type sample struct {
-	d *device
-	// s are d's attribute sets as they were when the sample was read.
-	s    *series
-	have field
-
-	util, memCtrl, encoder, decoder float64
-	used, total, free, reserved     int64
-	temperature, power, powerLimit  float64
-	energy, clockSM, clockMemory    float64
-	fan                             float64
-	tempJunction, tempMemory        float64 // AMD's other sensors
-	powerAverage                    float64
-	pcieTx, pcieRx                  int64
-	eccCorrected, eccUncorrected    int64
-	throttle                        uint64
-
-	procs       []procSample
-	otherMemory int64 // memory of the processes folded past the cap
-	folded      int   // how many were folded this cycle
-	overflow    int64 // folded observations since the Source started
-}
-
-type procSample struct {
-	pid     uint32
-	p       *process
-	memory  int64
-	hasMem  bool
-	util    float64
-	utilTS  uint64
-	hasUtil bool
-}
-
-// snapshot is one poll cycle. Two of them alternate: the poller fills the
-// back one while observers read the front one, and buffers are reused.
-type snapshot struct {
-	samples []sample
-}
-
-func (sn *snapshot) reset() { sn.samples = sn.samples[:0] }
-
-// add returns a cleared sample for d, keeping the slot's process buffer.
-// The pointer is valid until the next add.
-func (sn *snapshot) add(d *device) *sample {
-	if len(sn.samples) < cap(sn.samples) {
-		sn.samples = sn.samples[:len(sn.samples)+1]
-	} else {
-		sn.samples = append(sn.samples, sample{})
-	}
-	sm := &sn.samples[len(sn.samples)-1]
-	*sm = sample{d: d, s: d.series, procs: sm.procs[:0]}
-	return sm
-}
-
-// poll reads every device into the back snapshot and publishes it.
-func (s *Source) poll() {
-	s.pollMu.Lock()
-	defer s.pollMu.Unlock()
-	s.cycle++
-	back := s.back
-	back.reset()
-	for _, b := range s.backends {
-		b.poll(back)
-	}
-	s.mu.Lock()
-	s.front, s.back = back, s.front
-	s.mu.Unlock()
-}
-
-func (s *Source) can(d *device, r readID) bool {
-	return s.syms.available[r] && !d.isUnsupported(r)
+// can says whether read r is worth trying on d: the library has it and
+// d has not answered it with ERROR_NOT_SUPPORTED.
+func (b *nvmlBackend) can(d *device, r readID) bool {
+	return b.syms.available[r] && !d.isUnsupported(r)
 }
 
 // ok records the outcome of read r on d: SUCCESS is true; NOT_SUPPORTED
 // retires the read for the device; anything else is a counted error.
-func (s *Source) ok(d *device, r readID, ret nvml.Return) bool {
+func (b *nvmlBackend) ok(d *device, r readID, ret nvml.Return) bool {
 	switch ret {
 	case nvml.SUCCESS:
 		return true
 	case nvml.ERROR_NOT_SUPPORTED:
 		d.unsupported |= 1 << r
 	default:
-		s.errors.add(d.UUID, r, ret)
+		b.s.errors.add(d.UUID, r, ret)
 	}
 	return false
 }
 
-const (
-	percent = 0.01
-	milli   = 0.001
-	mega    = 1e6
-)
-
-func (s *Source) readDevice(sn *snapshot, d *device) {
-	if s.can(d, readMIG) {
+// readDevice reads GPU d into sn: a sample of d, and one of each of its
+// MIG instances when MIG is enabled.
+func (b *nvmlBackend) readDevice(sn *snapshot, d *device) {
+	if b.can(d, readMIG) {
 		mode, _, ret := d.h.GetMigMode()
-		if s.ok(d, readMIG, ret) {
+		if b.ok(d, readMIG, ret) {
 			if enabled := mode == nvml.DEVICE_MIG_ENABLE; enabled != d.migEnabled {
 				// What a GPU supports changes with MIG mode: retry all.
 				d.migEnabled, d.unsupported, d.pcieUnsupported = enabled, 0, [2]bool{}
 			}
 		}
 	}
-	sm := s.sample(sn, d)
-	if s.can(d, readUtilization) {
+	sm := b.s.sample(sn, d)
+	if b.can(d, readUtilization) {
 		u, ret := d.h.GetUtilizationRates()
-		if s.ok(d, readUtilization, ret) {
+		if b.ok(d, readUtilization, ret) {
 			sm.util, sm.memCtrl = float64(u.Gpu)*percent, float64(u.Memory)*percent
 			sm.have |= fUtil | fMemCtrl
 		}
 	}
-	if s.can(d, readEncoder) {
+	if b.can(d, readEncoder) {
 		u, _, ret := d.h.GetEncoderUtilization()
-		if s.ok(d, readEncoder, ret) {
+		if b.ok(d, readEncoder, ret) {
 			sm.encoder, sm.have = float64(u)*percent, sm.have|fEncoder
 		}
 	}
-	if s.can(d, readDecoder) {
+	if b.can(d, readDecoder) {
 		u, _, ret := d.h.GetDecoderUtilization()
-		if s.ok(d, readDecoder, ret) {
+		if b.ok(d, readDecoder, ret) {
 			sm.decoder, sm.have = float64(u)*percent, sm.have|fDecoder
 		}
 	}
-	s.readMemory(d, sm)
-	if s.can(d, readTemperature) {
+	b.readMemory(d, sm)
+	if b.can(d, readTemperature) {
 		t, ret := d.h.GetTemperature(nvml.TEMPERATURE_GPU)
-		if s.ok(d, readTemperature, ret) {
+		if b.ok(d, readTemperature, ret) {
 			sm.temperature, sm.have = float64(t), sm.have|fTemperature
 		}
 	}
-	if s.can(d, readPower) {
+	if b.can(d, readPower) {
 		p, ret := d.h.GetPowerUsage()
-		if s.ok(d, readPower, ret) {
+		if b.ok(d, readPower, ret) {
 			sm.power, sm.have = float64(p)*milli, sm.have|fPower
 		}
 	}
-	if s.can(d, readPowerLimit) {
+	if b.can(d, readPowerLimit) {
 		p, ret := d.h.GetEnforcedPowerLimit()
-		if s.ok(d, readPowerLimit, ret) {
+		if b.ok(d, readPowerLimit, ret) {
 			sm.powerLimit, sm.have = float64(p)*milli, sm.have|fPowerLimit
 		}
 	}
-	if s.can(d, readEnergy) {
+	if b.can(d, readEnergy) {
 		e, ret := d.h.GetTotalEnergyConsumption()
-		if s.ok(d, readEnergy, ret) {
+		if b.ok(d, readEnergy, ret) {
 			sm.energy, sm.have = float64(e)*milli, sm.have|fEnergy
 		}
 	}
-	if s.can(d, readClocks) {
+	if b.can(d, readClocks) {
 		c, ret := d.h.GetClockInfo(nvml.CLOCK_SM)
-		if s.ok(d, readClocks, ret) {
+		if b.ok(d, readClocks, ret) {
 			sm.clockSM, sm.have = float64(c)*mega, sm.have|fClockSM
 		}
 	}
-	if s.can(d, readClocks) {
+	if b.can(d, readClocks) {
 		c, ret := d.h.GetClockInfo(nvml.CLOCK_MEM)
-		if s.ok(d, readClocks, ret) {
+		if b.ok(d, readClocks, ret) {
 			sm.clockMemory, sm.have = float64(c)*mega, sm.have|fClockMemory
 		}
 	}
-	s.readPCIe(d, sm)
-	if s.can(d, readFan) {
+	b.readPCIe(d, sm)
+	if b.can(d, readFan) {
 		f, ret := d.h.GetFanSpeed()
-		if s.ok(d, readFan, ret) {
+		if b.ok(d, readFan, ret) {
 			sm.fan, sm.have = float64(f)*percent, sm.have|fFan
 		}
 	}
-	if s.can(d, readECC) {
+	if b.can(d, readECC) {
 		n, ret := d.h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
-		if s.ok(d, readECC, ret) {
+		if b.ok(d, readECC, ret) {
 			sm.eccCorrected, sm.have = clampInt64(n), sm.have|fECCCorrected
 		}
 	}
-	if s.can(d, readECC) {
+	if b.can(d, readECC) {
 		n, ret := d.h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
-		if s.ok(d, readECC, ret) {
+		if b.ok(d, readECC, ret) {
 			sm.eccUncorrected, sm.have = clampInt64(n), sm.have|fECCUncorrected
 		}
 	}
-	if s.can(d, readThrottle) {
+	if b.can(d, readThrottle) {
 		var mask uint64
 		var ret nvml.Return
-		if s.syms.eventReasons {
+		if b.syms.eventReasons {
 			mask, ret = d.h.GetCurrentClocksEventReasons()
 		} else {
 			mask, ret = d.h.GetCurrentClocksThrottleReasons()
 		}
-		if s.ok(d, readThrottle, ret) {
+		if b.ok(d, readThrottle, ret) {
 			sm.throttle, sm.have = mask, sm.have|fThrottle
 		}
 	}
 	if !d.migEnabled {
 		// Under MIG, processes are read per instance.
-		s.readProcesses(d, sm)
+		b.readProcesses(d, sm)
 	}
-	if d.migEnabled && s.can(d, readMIG) {
-		s.readInstances(sn, d) // sm is invalid from here on
+	if d.migEnabled && b.can(d, readMIG) {
+		b.readInstances(sn, d) // sm is invalid from here on
 	}
-	s.forget(d)
+	b.s.forget(d)
 }
 
-func (s *Source) readMemory(d *device, sm *sample) {
-	if !s.can(d, readMemory) {
+// readMemory reads d's memory into sm, with the reserved figure where
+// the library has nvmlDeviceGetMemoryInfo_v2.
+func (b *nvmlBackend) readMemory(d *device, sm *sample) {
+	if !b.can(d, readMemory) {
 		return
 	}
-	if s.syms.memoryV2 {
+	if b.syms.memoryV2 {
 		m, ret := d.h.GetMemoryInfo_v2()
-		if s.ok(d, readMemory, ret) {
+		if b.ok(d, readMemory, ret) {
 			sm.used, sm.total, sm.free, sm.reserved = clampInt64(m.Used), clampInt64(m.Total), clampInt64(m.Free), clampInt64(m.Reserved)
 			sm.have |= fMemory | fReserved
 		}
 		return
 	}
 	m, ret := d.h.GetMemoryInfo()
-	if s.ok(d, readMemory, ret) {
+	if b.ok(d, readMemory, ret) {
 		sm.used, sm.total, sm.free = clampInt64(m.Used), clampInt64(m.Total), clampInt64(m.Free)
 		sm.have |= fMemory
 	}
 }
 
-func (s *Source) readPCIe(d *device, sm *sample) {
-	if !s.can(d, readPCIe) {
+// readPCIe reads d's PCIe byte counters into sm, retiring each
+// direction the device does not count.
+func (b *nvmlBackend) readPCIe(d *device, sm *sample) {
+	if !b.can(d, readPCIe) {
 		return
 	}
 	for i := range d.fields {
 		d.fields[i] = nvml.FieldValue{FieldId: d.fields[i].FieldId}
 	}
-	if !s.ok(d, readPCIe, d.h.GetFieldValues(d.fields[:])) {
+	if !b.ok(d, readPCIe, d.h.GetFieldValues(d.fields[:])) {
 		return
 	}
 	for i, f := range [...]field{fPCIeTx, fPCIeRx} {
@@ -281,12 +185,12 @@ func (s *Source) readPCIe(d *device, sm *sample) {
 			}
 			continue
 		default:
-			s.errors.add(d.UUID, readPCIe, ret)
+			b.s.errors.add(d.UUID, readPCIe, ret)
 			continue
 		}
 		v, ok := fieldUint64(fv)
 		if !ok {
-			s.errors.add(d.UUID, readPCIe, nvml.ERROR_UNKNOWN)
+			b.s.errors.add(d.UUID, readPCIe, nvml.ERROR_UNKNOWN)
 			continue
 		}
 		if f == fPCIeTx {
@@ -309,20 +213,15 @@ func fieldUint64(fv *nvml.FieldValue) (uint64, bool) {
 	return 0, false
 }
 
-func clampInt64(v uint64) int64 {
-	if v > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(v)
-}
-
 // notAvailable is NVML_VALUE_NOT_AVAILABLE as an unsigned long long: the
 // driver could not attribute memory to the process (no privilege, WDDM).
 const notAvailable = math.MaxUint64
 
-func (s *Source) readProcesses(d *device, sm *sample) {
+// readProcesses reads the compute and graphics processes on d into sm,
+// with their SM utilization where d is a GPU.
+func (b *nvmlBackend) readProcesses(d *device, sm *sample) {
 	for _, r := range [...]readID{readComputeProcesses, readGraphicsProcesses} {
-		if !s.can(d, r) {
+		if !b.can(d, r) {
 			continue
 		}
 		var infos []nvml.ProcessInfo
@@ -332,17 +231,17 @@ func (s *Source) readProcesses(d *device, sm *sample) {
 		} else {
 			infos, ret = d.h.GetGraphicsRunningProcesses()
 		}
-		if !s.ok(d, r, ret) {
+		if !b.ok(d, r, ret) {
 			continue
 		}
 		for _, pi := range infos {
 			sm.mergeProcess(pi)
 		}
 	}
-	if !d.mig && s.can(d, readProcessUtilization) {
+	if !d.mig && b.can(d, readProcessUtilization) {
 		samples, ret := d.h.GetProcessUtilization(d.lastUtilSample)
 		// NOT_FOUND: no process ran a kernel since the last read.
-		if ret == nvml.ERROR_NOT_FOUND || s.ok(d, readProcessUtilization, ret) {
+		if ret == nvml.ERROR_NOT_FOUND || b.ok(d, readProcessUtilization, ret) {
 			for i := range sm.procs {
 				sm.procs[i].hasUtil = true
 			}
@@ -357,33 +256,7 @@ func (s *Source) readProcesses(d *device, sm *sample) {
 			}
 		}
 	}
-	s.finishProcesses(d, sm)
-}
-
-// finishProcesses folds the processes of sm past the cap and gives the
-// rest their series.
-func (s *Source) finishProcesses(d *device, sm *sample) {
-	if len(sm.procs) > s.cfg.maxProcesses {
-		slices.SortFunc(sm.procs, func(a, b procSample) int {
-			switch {
-			case a.memory > b.memory:
-				return -1
-			case a.memory < b.memory:
-				return 1
-			}
-			return int(a.pid) - int(b.pid)
-		})
-		for _, p := range sm.procs[s.cfg.maxProcesses:] {
-			sm.otherMemory += p.memory
-		}
-		sm.folded = len(sm.procs) - s.cfg.maxProcesses
-		d.overflow += int64(sm.folded)
-		sm.procs = sm.procs[:s.cfg.maxProcesses]
-	}
-	sm.overflow = d.overflow
-	for i := range sm.procs {
-		sm.procs[i].p = s.process(d, sm.procs[i].pid)
-	}
+	b.s.finishProcesses(d, sm)
 }
 
 // mergeProcess adds pi to the sample; a process in both the compute and
@@ -405,9 +278,9 @@ func (sm *sample) mergeProcess(pi nvml.ProcessInfo) {
 }
 
 // readInstances reads the MIG instances of parent into sn.
-func (s *Source) readInstances(sn *snapshot, parent *device) {
+func (b *nvmlBackend) readInstances(sn *snapshot, parent *device) {
 	n, ret := parent.h.GetMaxMigDeviceCount()
-	if !s.ok(parent, readMIG, ret) {
+	if !b.ok(parent, readMIG, ret) {
 		return
 	}
 	for i := range n {
@@ -415,39 +288,41 @@ func (s *Source) readInstances(sn *snapshot, parent *device) {
 		if ret == nvml.ERROR_NOT_FOUND {
 			continue // an empty slot
 		}
-		if !s.ok(parent, readMIG, ret) {
+		if !b.ok(parent, readMIG, ret) {
 			continue
 		}
 		uuid, ret := h.GetUUID()
-		if !s.ok(parent, readMIG, ret) {
+		if !b.ok(parent, readMIG, ret) {
 			continue
 		}
 		in := parent.instances[uuid]
 		if in == nil {
-			if in = s.newInstance(parent, h, uuid); in == nil {
+			if in = b.newInstance(parent, h, uuid); in == nil {
 				continue
 			}
 			parent.instances[uuid] = in
 		}
-		in.h, in.seen = h, s.cycle
-		sm := s.sample(sn, in)
-		s.readMemory(in, sm)
-		s.readProcesses(in, sm)
-		s.forget(in)
+		in.h, in.seen = h, b.s.cycle
+		sm := b.s.sample(sn, in)
+		b.readMemory(in, sm)
+		b.readProcesses(in, sm)
+		b.s.forget(in)
 	}
 }
 
-func (s *Source) newInstance(parent *device, h nvml.Device, uuid string) *device {
+// newInstance is the MIG instance of parent with handle h and uuid, or
+// nil when its identity cannot be read.
+func (b *nvmlBackend) newInstance(parent *device, h nvml.Device, uuid string) *device {
 	name, ret := h.GetName()
-	if !s.ok(parent, readMIG, ret) {
+	if !b.ok(parent, readMIG, ret) {
 		return nil
 	}
 	gi, ret := h.GetGpuInstanceId()
-	if !s.ok(parent, readMIG, ret) {
+	if !b.ok(parent, readMIG, ret) {
 		return nil
 	}
 	ci, ret := h.GetComputeInstanceId()
-	if !s.ok(parent, readMIG, ret) {
+	if !b.ok(parent, readMIG, ret) {
 		return nil
 	}
 	return newDevice(h, Device{
@@ -459,5 +334,5 @@ func (s *Source) newInstance(parent *device, h nvml.Device, uuid string) *device
 		GPUInstanceID:     gi,
 		ComputeInstanceID: ci,
 		Profile:           migProfile(name),
-	}, s.driver)
+	}, b.driver)
 }
