@@ -29,7 +29,7 @@
 // rate cap (WithSpanRate). LeakSuspects lists a process's oldest
 // outstanding allocations.
 //
-// With WithResolver (a *podjoin.Resolver, or any Resolver), a process's
+// With WithResolver (a *podjoin.Resolver, or any xpuscope.ProcessResolver), a process's
 // series and spans also carry the attributes of its container and pod,
 // and its spans are children of the span context the resolver gives (a
 // workload started with TRACEPARENT joins the trace that launched it). The
@@ -44,3 +44,5 @@
 // without them New returns an error wrapping xpuscope.ErrUnavailable.
 // x86-64 only: arguments are read by the System V calling convention.
 package cudatrace
+
+//go:generate go run ../internal/cmd/tracerpkg -runtime cudatrace -o source_gen.go

@@ -52,7 +52,7 @@ type captureConfig struct {
 	ringBytes    uint32
 	maxConns     int
 	idleTimeout  time.Duration
-	resolver     Resolver
+	resolver     xpuscope.ProcessResolver
 }
 
 // WithPlaintextPorts sets the TCP ports whose plaintext HTTP the capture
@@ -124,7 +124,7 @@ func WithIdleTimeout(d time.Duration) Option {
 // and are children of the span context r gives, when valid (a workload
 // started with TRACEPARENT). The GenAI metrics get none of them: see the
 // package documentation. The default is none; NewEmitter ignores it.
-func WithResolver(r Resolver) Option {
+func WithResolver(r xpuscope.ProcessResolver) Option {
 	return optionFunc(func(c *config) { c.capture.resolver = r })
 }
 

@@ -4,27 +4,25 @@ import (
 	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
+	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
 // Resolver places GPU processes and devices in their containers and pods,
 // for WithResolver. *podjoin.Resolver is one.
 type Resolver interface {
-	// ProcessAttributes returns the attributes of process pid's container
-	// and pod (the span context is not used here). The Source asks once
-	// per process and device, when the process first appears on the
+	// ProcessAttributes gives the attributes of a process's container and
+	// pod (the span context is not used here); the Source asks once per
+	// process and device, when the process first appears on the device.
+	// Forget says the Source dropped the process's series: it left the
 	// device.
-	ProcessAttributes(pid int) ([]attribute.KeyValue, trace.SpanContext)
+	xpuscope.ProcessResolver
 	// DeviceAttributes returns the attributes of the pod holding device
 	// id (an NVIDIA GPU or MIG UUID, an AMD PCI address), and false when
 	// no pod, or more than one, holds it. The Source asks once per device
 	// and poll.
 	DeviceAttributes(id string) ([]attribute.KeyValue, bool)
-	// Forget says the Source dropped the series of process pid: it left
-	// the device.
-	Forget(pid int)
 }
 
 // sample adds a sample of d to sn, with d's attribute sets brought up to

@@ -30,3 +30,5 @@
 // (processes are watched as they start and dlopen); a BPF object the
 // kernel rejects is a fault.
 package hiptrace
+
+//go:generate go run ../internal/cmd/tracerpkg -runtime hiptrace -o source_gen.go

@@ -192,7 +192,8 @@ func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return src, describeTrace(src.Status(), "CUDA", why), nil
+	st := src.Status()
+	return src, describeTrace(st.Attachments, st.Rejections, "CUDA", why), nil
 }
 
 // startHIPTrace starts the HIP tracer, its occupancy model clamped to the
@@ -217,7 +218,8 @@ func startHIPTrace(s settings, p providers) (xpuscope.Source, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return src, describeTrace(src.Status(), "HIP", why), nil
+	st := src.Status()
+	return src, describeTrace(st.Attachments, st.Rejections, "HIP", why), nil
 }
 
 // idleRingBytes is the ring buffer of a runtime tracer when the node has
@@ -242,20 +244,20 @@ func ringFor(gpus []gpu.Device, vendor string) (bytes uint32, why string) {
 // describeTrace says which of runtime's libraries (and in which
 // processes) the probes are attached to, and which could not be probed;
 // note, if any, comes first.
-func describeTrace(st cudatrace.Status, runtime, note string) string {
+func describeTrace(attached []xpuscope.Attachment, rejected []xpuscope.Rejection, runtime, note string) string {
 	var b strings.Builder
 	if note != "" {
 		b.WriteString(note + "; ")
 	}
-	if len(st.Attachments) == 0 {
+	if len(attached) == 0 {
 		fmt.Fprintf(&b, "uprobes: no %s library mapped yet; new processes and dlopen are watched", runtime)
 	} else {
-		fmt.Fprintf(&b, "uprobes on %d file(s):", len(st.Attachments))
-		for _, a := range st.Attachments {
+		fmt.Fprintf(&b, "uprobes on %d file(s):", len(attached))
+		for _, a := range attached {
 			fmt.Fprintf(&b, " %s %s (pid %d, %d functions)", a.Target, a.Path, a.PID, len(a.Symbols))
 		}
 	}
-	for _, r := range st.Rejections {
+	for _, r := range rejected {
 		fmt.Fprintf(&b, "; not probed: %s %s (pid %d): %s", r.Target, r.Path, r.PID, r.Reason)
 	}
 	return b.String()

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/occupancy"
 )
@@ -42,7 +43,7 @@ type config struct {
 	// capacity of every device, for the occupancy model, and its source.
 	capacity       occupancy.Capacity
 	capacitySource occupancy.CapacitySource
-	resolver       Resolver
+	resolver       xpuscope.ProcessResolver
 
 	// Test seams (unexported options).
 	wakeupBytes uint64                     // 0: a quarter of the ring
@@ -172,7 +173,7 @@ func WithDeviceCapacity(c occupancy.Capacity, src occupancy.CapacitySource) Opti
 // first sees it: its series and spans get the attributes r gives, and its
 // spans are children of the span context r gives, when valid (a workload
 // started with TRACEPARENT). The default is none.
-func WithResolver(r Resolver) Option {
+func WithResolver(r xpuscope.ProcessResolver) Option {
 	return optionFunc(func(c *config) { c.resolver = r })
 }
 
