@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,21 +30,35 @@ const (
 	DefaultRingBytes      = 2 << 20
 )
 
-// DefaultPlaintextPorts are the TCP ports whose plaintext HTTP is captured
-// by default: vLLM (8000), TGI and llama.cpp (8080), LiteLLM's proxy
-// (4000) and Ollama (11434).
-var DefaultPlaintextPorts = []uint16{8000, 8080, 4000, 11434}
+// DefaultPlaintextPorts returns the TCP ports whose plaintext HTTP is
+// captured by default: vLLM (8000), TGI and llama.cpp (8080), LiteLLM's
+// proxy (4000) and Ollama (11434). The slice is the caller's.
+func DefaultPlaintextPorts() []uint16 { return []uint16{8000, 8080, 4000, 11434} }
 
-// SensitiveHeaders are the request and response header fields the capture
-// drops as it frames each message, before anything else sees them.
-var SensitiveHeaders = []string{
+// SensitiveHeaders returns the request and response header fields the
+// capture drops as it frames each message, before anything else sees
+// them. The slice is the caller's: changing it changes nothing the
+// capture does.
+func SensitiveHeaders() []string { return slices.Clone(credentialHeaders) }
+
+var credentialHeaders = []string{
 	"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie",
 	"X-Api-Key", "Api-Key", "X-Goog-Api-Key", "X-Amz-Security-Token",
 }
 
+// CaptureOption configures a Capture. Every Option is one too; the
+// options below are the capture's alone, and NewEmitter takes none of
+// them.
+type CaptureOption interface{ applyCapture(*captureConfig) }
+
+type captureOptionFunc func(*captureConfig)
+
+func (f captureOptionFunc) applyCapture(c *captureConfig) { f(c) }
+
+// captureConfig is NewCapture's: its emitter's and its own.
 type captureConfig struct {
+	config
 	ports        []uint16
-	portsSet     bool
 	bodyLimit    int
 	hosts        HostMap
 	onExchange   func(*Exchange, *Call, Endpoint)
@@ -55,26 +70,72 @@ type captureConfig struct {
 	resolver     xpuscope.ProcessResolver
 }
 
+// maxBodyLimit bounds WithBodyLimit.
+const maxBodyLimit = 16 << 20
+
+func newCaptureConfig(opts []CaptureOption) (captureConfig, error) {
+	c := captureConfig{
+		config:       newConfig(),
+		ports:        DefaultPlaintextPorts(),
+		bodyLimit:    DefaultBodyLimit,
+		procRoot:     procfs.DefaultRoot,
+		pollInterval: DefaultPollInterval,
+		ringBytes:    DefaultRingBytes,
+		maxConns:     DefaultMaxConnections,
+		idleTimeout:  DefaultIdleTimeout,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.applyCapture(&c)
+		}
+	}
+	if err := c.config.check(); err != nil {
+		return c, err
+	}
+	for _, p := range c.ports {
+		if p == 0 {
+			return c, errors.New("genai: WithPlaintextPorts: port 0")
+		}
+	}
+	switch {
+	case c.bodyLimit < 1 || c.bodyLimit > maxBodyLimit:
+		return c, fmt.Errorf("genai: WithBodyLimit: the limit must be 1 to %d bytes, got %d", maxBodyLimit, c.bodyLimit)
+	case c.procRoot == "":
+		return c, errors.New("genai: WithProcRoot: the procfs root is empty")
+	case c.pollInterval <= 0:
+		return c, fmt.Errorf("genai: WithPollInterval: the interval must be positive, got %v", c.pollInterval)
+	case c.maxConns < 1:
+		return c, fmt.Errorf("genai: WithMaxConnections: the cap must be at least 1, got %d", c.maxConns)
+	case c.idleTimeout <= 0:
+		return c, fmt.Errorf("genai: WithIdleTimeout: the timeout must be positive, got %v", c.idleTimeout)
+	}
+	if err := bpfsource.CheckRingBytes(c.ringBytes); err != nil {
+		return c, fmt.Errorf("genai: WithRingBufferSize: %w", err)
+	}
+	return c, nil
+}
+
 // WithPlaintextPorts sets the TCP ports whose plaintext HTTP the capture
-// reads, at either end of a connection (default DefaultPlaintextPorts);
+// reads, at either end of a connection (default DefaultPlaintextPorts());
 // none turns the plaintext capture off. TLS through OpenSSL is captured
 // on every port.
-func WithPlaintextPorts(ports ...uint16) Option {
-	return optionFunc(func(c *config) { c.capture.ports, c.capture.portsSet = ports, true })
+func WithPlaintextPorts(ports ...uint16) CaptureOption {
+	ports = slices.Clone(ports)
+	return captureOptionFunc(func(c *captureConfig) { c.ports = ports })
 }
 
 // WithBodyLimit caps the bytes of each request and response body the
-// capture keeps for parsing (default DefaultBodyLimit). A longer body is
-// flagged truncated and still parsed, as far as it goes.
-func WithBodyLimit(n int) Option {
-	return optionFunc(func(c *config) { c.capture.bodyLimit = n })
+// capture keeps for parsing: 1 byte to 16 MiB (default DefaultBodyLimit).
+// A longer body is flagged truncated and still parsed, as far as it goes.
+func WithBodyLimit(n int) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.bodyLimit = n })
 }
 
 // WithHostMap names the provider behind OpenAI-compatible servers and
 // gateways (see NewHostMap); Detect falls back to openai_compatible
 // without it.
-func WithHostMap(m HostMap) Option {
-	return optionFunc(func(c *config) { c.capture.hosts = m })
+func WithHostMap(m HostMap) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.hosts = m })
 }
 
 // WithExchangeHandler hands every LLM API call the capture sees to f as
@@ -82,40 +143,40 @@ func WithHostMap(m HostMap) Option {
 // of SensitiveHeaders), the parsed call and the endpoint. f runs on the
 // capture's reader and must not keep the exchange's byte slices past its
 // return, nor block.
-func WithExchangeHandler(f func(*Exchange, *Call, Endpoint)) Option {
-	return optionFunc(func(c *config) { c.capture.onExchange = f })
+func WithExchangeHandler(f func(*Exchange, *Call, Endpoint)) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.onExchange = f })
 }
 
 // WithProcRoot sets where the host's procfs is mounted (default "/proc").
-func WithProcRoot(path string) Option {
-	return optionFunc(func(c *config) { c.capture.procRoot = path })
+func WithProcRoot(path string) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.procRoot = path })
 }
 
 // WithPollInterval sets how often the reader drains the ring buffer when
 // it is not woken sooner (default DefaultPollInterval). After a poll that
 // finds nothing the wait doubles, up to a second, until records come
 // again.
-func WithPollInterval(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.capture.pollInterval = d })
+func WithPollInterval(d time.Duration) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.pollInterval = d })
 }
 
 // WithRingBufferSize sets the kernel ring buffer's size in bytes, a power
-// of two multiple of the page size (default DefaultRingBytes).
-func WithRingBufferSize(n uint32) Option {
-	return optionFunc(func(c *config) { c.capture.ringBytes = n })
+// of two of at least 4096 (default DefaultRingBytes).
+func WithRingBufferSize(n uint32) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.ringBytes = n })
 }
 
-// WithMaxConnections caps the connections reassembled at once (default
-// DefaultMaxConnections); past it the least recently used is evicted and
-// counted.
-func WithMaxConnections(n int) Option {
-	return optionFunc(func(c *config) { c.capture.maxConns = n })
+// WithMaxConnections caps the connections reassembled at once, at least 1
+// (default DefaultMaxConnections); past it the least recently used is
+// evicted and counted.
+func WithMaxConnections(n int) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.maxConns = n })
 }
 
 // WithIdleTimeout evicts a connection that moved no bytes for d (default
 // DefaultIdleTimeout), and counts it.
-func WithIdleTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.capture.idleTimeout = d })
+func WithIdleTimeout(d time.Duration) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.idleTimeout = d })
 }
 
 // WithResolver places the processes making LLM API calls in their
@@ -123,51 +184,9 @@ func WithIdleTimeout(d time.Duration) Option {
 // process, at its first call: the calls' spans get the attributes r gives,
 // and are children of the span context r gives, when valid (a workload
 // started with TRACEPARENT). The GenAI metrics get none of them: see the
-// package documentation. The default is none; NewEmitter ignores it.
-func WithResolver(r xpuscope.ProcessResolver) Option {
-	return optionFunc(func(c *config) { c.capture.resolver = r })
-}
-
-func (c *captureConfig) check() error {
-	if !c.portsSet {
-		c.ports = DefaultPlaintextPorts
-	}
-	for _, p := range c.ports {
-		if p == 0 {
-			return errors.New("genai: plaintext port 0")
-		}
-	}
-	if c.bodyLimit == 0 {
-		c.bodyLimit = DefaultBodyLimit
-	}
-	if c.bodyLimit < 0 || c.bodyLimit > 16<<20 {
-		return fmt.Errorf("genai: body limit must be 1 to %d bytes, got %d", 16<<20, c.bodyLimit)
-	}
-	if c.procRoot == "" {
-		c.procRoot = "/proc"
-	}
-	if c.pollInterval == 0 {
-		c.pollInterval = DefaultPollInterval
-	}
-	if c.pollInterval < 0 {
-		return fmt.Errorf("genai: negative poll interval %v", c.pollInterval)
-	}
-	if c.ringBytes == 0 {
-		c.ringBytes = DefaultRingBytes
-	}
-	if c.maxConns == 0 {
-		c.maxConns = DefaultMaxConnections
-	}
-	if c.maxConns < 0 {
-		return fmt.Errorf("genai: negative connection cap %d", c.maxConns)
-	}
-	if c.idleTimeout == 0 {
-		c.idleTimeout = DefaultIdleTimeout
-	}
-	if c.idleTimeout < 0 {
-		return fmt.Errorf("genai: negative idle timeout %v", c.idleTimeout)
-	}
-	return nil
+// package documentation. The default is none.
+func WithResolver(r xpuscope.ProcessResolver) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.resolver = r })
 }
 
 // Target name of the OpenSSL files, in CaptureStatus and metrics.
@@ -181,7 +200,7 @@ const TargetOpenSSL = "libssl"
 // crypto/tls is not captured; they are counted. Create it with
 // NewCapture.
 type Capture struct {
-	cfg     config
+	cfg     captureConfig
 	emitter *Emitter
 	objs    *httpbpf.Objects
 	tracer  *uprobe.Tracer
@@ -207,16 +226,17 @@ type Capture struct {
 // storage, uprobes) is xpuscope.ErrUnavailable; finding no OpenSSL yet is
 // not an error, since a process can load it later. A bad option is an
 // error.
-func NewCapture(opts ...Option) (*Capture, error) {
-	e, err := NewEmitter(opts...)
+func NewCapture(opts ...CaptureOption) (*Capture, error) {
+	cfg, err := newCaptureConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	c := &Capture{cfg: e.cfg, emitter: e, waitKeys: map[waitingKey]bool{}}
-	if err := c.cfg.capture.check(); err != nil {
+	e, err := newEmitter(cfg.config)
+	if err != nil {
 		return nil, err
 	}
-	cc := &c.cfg.capture
+	c := &Capture{cfg: cfg, emitter: e, waitKeys: map[waitingKey]bool{}}
+	cc := &c.cfg
 	multi := features.HaveBPFLinkUprobeMulti() == nil
 	c.objs, err = httpbpf.Load(httpbpf.LoadOptions{RingBytes: cc.ringBytes, WakeupBytes: uint64(cc.ringBytes / 4),
 		UprobeMulti: multi, Plaintext: len(cc.ports) > 0})
@@ -231,7 +251,7 @@ func NewCapture(opts ...Option) (*Capture, error) {
 }
 
 func (c *Capture) start(multi bool) error {
-	cc := &c.cfg.capture
+	cc := &c.cfg
 	if len(cc.ports) > 0 {
 		if err := c.startPlaintext(); err != nil {
 			return err
@@ -282,7 +302,7 @@ func (c *Capture) start(multi bool) error {
 // program that opens its gate, then, once the gate knows of the sockets
 // with a watched port that are already open, the syscall programs.
 func (c *Capture) startPlaintext() error {
-	if err := c.objs.WatchPorts(c.cfg.capture.ports); err != nil {
+	if err := c.objs.WatchPorts(c.cfg.ports); err != nil {
 		return fmt.Errorf("genai capture: %w", err)
 	}
 	attach := func(tracepoint, program string) error {
@@ -321,11 +341,11 @@ func (c *Capture) checkPreexisting() error {
 	c.scanMu.Lock()
 	defer c.scanMu.Unlock()
 	watched := map[uint16]bool{}
-	for _, p := range c.cfg.capture.ports {
+	for _, p := range c.cfg.ports {
 		watched[p] = true
 	}
 	found := false
-	err := procfs.FS{Root: c.cfg.capture.procRoot}.TCPSockets(func(s procfs.TCPSocket) bool {
+	err := procfs.FS{Root: c.cfg.procRoot}.TCPSockets(func(s procfs.TCPSocket) bool {
 		found = s.CarriesData() && (watched[s.LocalPort] || watched[s.RemotePort])
 		return !found
 	})
@@ -374,7 +394,7 @@ type CaptureStatus struct {
 // plaintext ports.
 func (c *Capture) Status() CaptureStatus {
 	a, r := c.tracer.Status()
-	return CaptureStatus{Attachments: a, Rejections: r, PlaintextPorts: c.cfg.capture.ports}
+	return CaptureStatus{Attachments: a, Rejections: r, PlaintextPorts: c.cfg.ports}
 }
 
 // Close detaches the probes, stops the reader and frees the kernel

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
 )
 
@@ -46,17 +48,8 @@ func BenchmarkCaptureReader(b *testing.B) {
 	for _, r := range reads {
 		add(httpbpf.Read, r)
 	}
-	e, err := NewEmitter()
-	if err != nil {
-		b.Fatal(err)
-	}
 	calls := 0
-	c := &Capture{cfg: e.cfg, emitter: e}
-	c.cfg.capture.onExchange = func(*Exchange, *Call, Endpoint) { calls++ }
-	if err := c.cfg.capture.check(); err != nil {
-		b.Fatal(err)
-	}
-	t := newConnTable(&c.cfg.capture, nil, func(k uint64) time.Time { return time.Unix(0, int64(k)) }, c.exchange)
+	t := userSpaceCapture(b, WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ })).conns
 	var seq uint32
 	ts := uint64(1)
 	b.ReportAllocs()
@@ -71,4 +64,17 @@ func BenchmarkCaptureReader(b *testing.B) {
 	if calls != b.N {
 		b.Fatalf("%d calls emitted of %d", calls, b.N)
 	}
+}
+
+// userSpaceCapture is a Capture without its kernel side: a test hands
+// records to its connection table (c.conns) itself.
+func userSpaceCapture(tb testing.TB, opts ...CaptureOption) *Capture {
+	tb.Helper()
+	cfg, err := newCaptureConfig(opts)
+	require.NoError(tb, err)
+	e, err := newEmitter(cfg.config)
+	require.NoError(tb, err)
+	c := &Capture{cfg: cfg, emitter: e}
+	c.conns = newConnTable(&c.cfg, nil, func(k uint64) time.Time { return time.Unix(0, int64(k)) }, c.exchange)
+	return c
 }

@@ -134,7 +134,7 @@ func (t *connTable) add(k connKey) *capConn {
 	cc := &capConn{key: k, proc: p}
 	cc.frame = httpframe.New(httpframe.Config{
 		OnExchange:  func(x *httpframe.Exchange) { t.exchange(cc, x) },
-		DropHeaders: SensitiveHeaders,
+		DropHeaders: credentialHeaders,
 		MaxBody:     t.cfg.bodyLimit,
 		Stats:       &t.frames,
 		Bodies:      &t.bodies,

@@ -21,7 +21,7 @@ import (
 // API call is parsed, emitted (with p's pod, and as a child of p's parent
 // span, where the resolver gives them) and handed to the exchange handler.
 func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange, p *capProc) outcome {
-	ep, ok := Detect(x, c.cfg.capture.hosts)
+	ep, ok := Detect(x, c.cfg.hosts)
 	if !ok {
 		return outcomeNotLLM
 	}
@@ -31,7 +31,7 @@ func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange, p *capProc) outco
 	}
 	ctx := context.Background()
 	var pod []attribute.KeyValue
-	if r := c.cfg.capture.resolver; r != nil {
+	if r := c.cfg.resolver; r != nil {
 		p.resolve(r)
 		if p.parent.IsValid() {
 			ctx = trace.ContextWithRemoteSpanContext(ctx, p.parent)
@@ -39,7 +39,7 @@ func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange, p *capProc) outco
 		pod = p.attrs
 	}
 	c.emitter.emit(ctx, x, &call, ep, pod)
-	if h := c.cfg.capture.onExchange; h != nil {
+	if h := c.cfg.onExchange; h != nil {
 		h(x, &call, ep)
 	}
 	return outcomeEmitted
@@ -168,7 +168,7 @@ func (c *Capture) waiting() map[waitingKey]int64 {
 				return // the server's end: its clients' capture counts it
 			}
 			toExchange(fx, c.conns.wall, &x)
-			ep, ok := Detect(&x, c.cfg.capture.hosts)
+			ep, ok := Detect(&x, c.cfg.hosts)
 			if !ok {
 				return
 			}

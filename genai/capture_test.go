@@ -42,13 +42,13 @@ type captureHarness struct {
 	reader *sdkmetric.ManualReader
 }
 
-func startCapture(t *testing.T, opts ...Option) *captureHarness {
+func startCapture(t *testing.T, opts ...CaptureOption) *captureHarness {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "the capture's BPF programs need root")
 	}
 	h := &captureHarness{spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
-	c, err := NewCapture(append([]Option{
+	c, err := NewCapture(append([]CaptureOption{
 		WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(h.spans))),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))),
 	}, opts...)...)
@@ -444,7 +444,7 @@ func TestCaptureNoPrivilegeChild(t *testing.T) {
 // TestCaptureOptions: bad options are errors that say which, before
 // anything is loaded.
 func TestCaptureOptions(t *testing.T) {
-	for name, o := range map[string]Option{
+	for name, o := range map[string]CaptureOption{
 		"port 0":      WithPlaintextPorts(8000, 0),
 		"body limit":  WithBodyLimit(-1),
 		"huge body":   WithBodyLimit(64 << 20),
@@ -452,10 +452,21 @@ func TestCaptureOptions(t *testing.T) {
 		"connections": WithMaxConnections(-1),
 		"idle":        WithIdleTimeout(-time.Second),
 		"content cap": WithContentCapture(-5),
+		// A value given is what it says: 0 is no "default" (one rule for
+		// every Source, docs/architecture.md).
+		"body limit 0":  WithBodyLimit(0),
+		"poll 0":        WithPollInterval(0),
+		"ring 0":        WithRingBufferSize(0),
+		"ring 5000":     WithRingBufferSize(5000),
+		"connections 0": WithMaxConnections(0),
+		"idle 0":        WithIdleTimeout(0),
+		"no proc root":  WithProcRoot(""),
+		"models 0":      WithMaxModels(0),
 	} {
 		_, err := NewCapture(o)
 		require.Error(t, err, name)
 		require.NotErrorIs(t, err, xpuscope.ErrUnavailable, name)
+		require.Regexp(t, `^genai: With\w+: `, err.Error(), "%s: the error names the option", name)
 	}
 }
 

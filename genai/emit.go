@@ -32,15 +32,39 @@ type config struct {
 	rates          Rates
 	maxModels      int
 	maxContent     int
-	capture        captureConfig // NewCapture's own; NewEmitter ignores them
 }
 
-// Option configures an Emitter or a Capture.
-type Option interface{ apply(*config) }
+func newConfig() config { return config{maxModels: DefaultMaxModels} }
+
+// check says what is wrong with c, and fills in the providers' defaults.
+func (c *config) check() error {
+	if c.maxModels < 1 {
+		return fmt.Errorf("genai: WithMaxModels: the cap must be at least 1, got %d", c.maxModels)
+	}
+	if c.maxContent < 0 {
+		return fmt.Errorf("genai: WithContentCapture: content capture cap must be 0 (off) or a size in bytes, got %d", c.maxContent)
+	}
+	if c.meterProvider == nil {
+		c.meterProvider = otel.GetMeterProvider()
+	}
+	if c.tracerProvider == nil {
+		c.tracerProvider = otel.GetTracerProvider()
+	}
+	return nil
+}
+
+// Option configures an Emitter, or a Capture's emitter: every Option is a
+// CaptureOption too. An option given a value out of its range makes the
+// constructor fail; one left out keeps its default.
+type Option interface {
+	CaptureOption
+	apply(*config)
+}
 
 type optionFunc func(*config)
 
-func (f optionFunc) apply(c *config) { f(c) }
+func (f optionFunc) apply(c *config)               { f(c) }
+func (f optionFunc) applyCapture(c *captureConfig) { f(&c.config) }
 
 // WithMeterProvider sets the MeterProvider; the default is
 // otel.GetMeterProvider().
@@ -117,22 +141,20 @@ func (c *capped) value(v string) string {
 
 // NewEmitter creates the instruments. A bad option is an error.
 func NewEmitter(opts ...Option) (*Emitter, error) {
-	c := config{maxModels: DefaultMaxModels}
+	c := newConfig()
 	for _, o := range opts {
-		o.apply(&c)
+		if o != nil {
+			o.apply(&c)
+		}
 	}
-	if c.maxModels < 1 {
-		return nil, fmt.Errorf("genai: model cap must be at least 1, got %d", c.maxModels)
+	if err := c.check(); err != nil {
+		return nil, err
 	}
-	if c.maxContent < 0 {
-		return nil, fmt.Errorf("genai: content capture cap must be 0 (off) or a size in bytes, got %d", c.maxContent)
-	}
-	if c.meterProvider == nil {
-		c.meterProvider = otel.GetMeterProvider()
-	}
-	if c.tracerProvider == nil {
-		c.tracerProvider = otel.GetTracerProvider()
-	}
+	return newEmitter(c)
+}
+
+// newEmitter creates the instruments of c, checked.
+func newEmitter(c config) (*Emitter, error) {
 	e := &Emitter{cfg: c, tracer: c.tracerProvider.Tracer(ScopeName),
 		models: capped{max: c.maxModels}, servers: capped{max: c.maxModels}}
 	b := meterx.Builder{Meter: c.meterProvider.Meter(ScopeName)}

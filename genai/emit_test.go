@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -244,4 +246,20 @@ func TestEmitContentOffReadsNoBody(t *testing.T) {
 	on, err := NewEmitter(WithTracerProvider(tracenoop.NewTracerProvider()), WithMeterProvider(metricnoop.NewMeterProvider()), WithContentCapture(1<<10))
 	require.NoError(t, err)
 	assert.Greater(t, allocs(on, large), allocs(e, large), "with capture on, Emit reads the bodies")
+}
+
+// TestCaptureOptionsDoNotCompileForEmitter: NewEmitter takes the options
+// it shares with NewCapture, and the compiler refuses it a capture-only
+// one (testdata/options: the same program with and without one).
+func TestCaptureOptionsDoNotCompileForEmitter(t *testing.T) {
+	build := func(dir string) (string, error) {
+		cmd := exec.Command("go", "build", "-o", os.DevNull, "./testdata/options/"+dir)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := build("shared")
+	require.NoError(t, err, "%s", out)
+	out, err = build("captureonly")
+	require.Error(t, err, "a capture-only option compiled for NewEmitter")
+	require.Contains(t, out, "genai.CaptureOption does not implement genai.Option")
 }

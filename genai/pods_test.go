@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,13 +58,9 @@ func TestCapturePodsAndParent(t *testing.T) {
 
 	spans := tracetest.NewInMemoryExporter()
 	reader := sdkmetric.NewManualReader()
-	e, err := NewEmitter(WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))),
+	c := userSpaceCapture(t, WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
 		WithProcRoot(procs), WithResolver(r))
-	require.NoError(t, err)
-	c := &Capture{cfg: e.cfg, emitter: e}
-	require.NoError(t, c.cfg.capture.check())
-	c.conns = newConnTable(&c.cfg.capture, nil, func(k uint64) time.Time { return time.Unix(0, int64(k)) }, c.exchange)
 
 	seq := map[connKey]uint32{}
 	call := func(pid uint32, fd uint64, dir httpbpf.Dir, data string, ts uint64) {

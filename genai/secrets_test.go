@@ -163,3 +163,19 @@ func TestSecretsNeverExported(t *testing.T) {
 		})
 	}
 }
+
+// The lists that decide what the capture drops and reads are the
+// package's: an importer that changes the copies it is given changes
+// nothing.
+func TestSensitiveHeadersAndPortsAreCopies(t *testing.T) {
+	h := SensitiveHeaders()
+	require.Subset(t, h, sensitiveHeaders)
+	for i := range h {
+		h[i] = "X-Harmless"
+	}
+	require.Subset(t, SensitiveHeaders(), sensitiveHeaders)
+	p := DefaultPlaintextPorts()
+	require.Equal(t, []uint16{8000, 8080, 4000, 11434}, p)
+	p[0] = 1
+	require.Equal(t, uint16(8000), DefaultPlaintextPorts()[0])
+}

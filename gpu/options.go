@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -73,7 +74,9 @@ func newConfig(opts []Option) (config, error) {
 		sysfsRoot:    DefaultSysfsRoot,
 	}
 	for _, o := range opts {
-		o.apply(&c)
+		if o != nil {
+			o.apply(&c)
+		}
 	}
 	if c.backends == nil {
 		c.backends = allBackends
@@ -90,29 +93,32 @@ func newConfig(opts []Option) (config, error) {
 		c.meterProvider = otel.GetMeterProvider()
 	}
 	if c.interval <= 0 {
-		return c, fmt.Errorf("gpu: poll interval must be positive, got %v", c.interval)
+		return c, fmt.Errorf("gpu: WithInterval: poll interval must be positive, got %v", c.interval)
 	}
 	if c.maxProcesses < 1 {
-		return c, fmt.Errorf("gpu: process cap must be at least 1, got %d", c.maxProcesses)
+		return c, fmt.Errorf("gpu: WithMaxProcesses: process cap must be at least 1, got %d", c.maxProcesses)
 	}
 	if c.nvmlPath == "" {
-		return c, fmt.Errorf("gpu: NVML library path is empty")
+		return c, errors.New("gpu: WithNVMLLibraryPath: NVML library path is empty")
 	}
 	if c.rocmPath == "" {
-		return c, fmt.Errorf("gpu: ROCm SMI library path is empty")
+		return c, errors.New("gpu: WithROCmSMILibraryPath: ROCm SMI library path is empty")
 	}
 	if c.sysfsRoot == "" {
-		return c, fmt.Errorf("gpu: sysfs root is empty")
+		return c, errors.New("gpu: WithSysfsRoot: sysfs root is empty")
+	}
+	if c.procRoot == "" {
+		return c, errors.New("gpu: WithProcRoot: procfs root is empty")
 	}
 	if len(c.backends) == 0 {
-		return c, fmt.Errorf("gpu: no backend selected")
+		return c, errors.New("gpu: WithBackends: no backend selected")
 	}
 	for i, b := range c.backends {
 		if !slices.Contains(allBackends, b) {
-			return c, fmt.Errorf("gpu: unknown backend %q (known: %v)", b, allBackends)
+			return c, fmt.Errorf("gpu: WithBackends: unknown backend %q (known: %v)", b, allBackends)
 		}
 		if slices.Contains(c.backends[:i], b) {
-			return c, fmt.Errorf("gpu: backend %q selected twice", b)
+			return c, fmt.Errorf("gpu: WithBackends: backend %q selected twice", b)
 		}
 	}
 	// New tries them in its own order, whatever the order given.
@@ -121,6 +127,8 @@ func newConfig(opts []Option) (config, error) {
 }
 
 // Option configures a Source.
+// An option given a value out of its range makes New fail; one left
+// out keeps its default.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)

@@ -1,6 +1,7 @@
 package podjoin
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -44,27 +45,31 @@ func newConfig(opts []Option) (config, error) {
 		ttl:           DefaultTTL,
 	}
 	for _, o := range opts {
-		o.apply(&c)
+		if o != nil {
+			o.apply(&c)
+		}
 	}
 	if c.meterProvider == nil {
 		c.meterProvider = otel.GetMeterProvider()
 	}
 	switch {
 	case c.procRoot == "":
-		return c, fmt.Errorf("podjoin: procfs root is empty")
+		return c, errors.New("podjoin: WithProcRoot: procfs root is empty")
 	case c.kubeletSocket != "" && !filepath.IsAbs(c.kubeletSocket):
-		return c, fmt.Errorf("podjoin: kubelet socket %q is not an absolute path", c.kubeletSocket)
+		return c, fmt.Errorf("podjoin: WithKubeletSocket: kubelet socket %q is not an absolute path", c.kubeletSocket)
 	case c.refresh <= 0:
-		return c, fmt.Errorf("podjoin: refresh interval must be positive, got %v", c.refresh)
+		return c, fmt.Errorf("podjoin: WithRefresh: refresh interval must be positive, got %v", c.refresh)
 	case c.cacheSize < 1:
-		return c, fmt.Errorf("podjoin: cache size must be at least 1, got %d", c.cacheSize)
+		return c, fmt.Errorf("podjoin: WithCacheSize: cache size must be at least 1, got %d", c.cacheSize)
 	case c.ttl <= 0:
-		return c, fmt.Errorf("podjoin: TTL must be positive, got %v", c.ttl)
+		return c, fmt.Errorf("podjoin: WithTTL: TTL must be positive, got %v", c.ttl)
 	}
 	return c, nil
 }
 
 // Option configures a Resolver.
+// An option given a value out of its range makes New fail; one left
+// out keeps its default.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)

@@ -134,7 +134,7 @@ func describePodjoin(st podjoin.Status) string {
 }
 
 func startGenAI(s settings, p providers) (xpuscope.Source, string, error) {
-	opts := []genai.Option{
+	opts := []genai.CaptureOption{
 		genai.WithMeterProvider(p.meter),
 		genai.WithTracerProvider(p.tracer),
 		genai.WithRates(s.rates),

@@ -157,7 +157,7 @@ func TestFaultExitsNonZero(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(t.Context(), []string{"-check", "-interval", "0s"}, &stdout, &stderr)
 	assert.Equal(t, 1, code)
-	assert.Regexp(t, `(?m)^gpu +fault +gpu: poll interval must be positive, got 0s$`, stdout.String())
+	assert.Regexp(t, `(?m)^gpu +fault +gpu: WithInterval: poll interval must be positive, got 0s$`, stdout.String())
 
 	stdout.Reset()
 	code = run(t.Context(), []string{"-interval", "0s", "-listen", ""}, &stdout, &stderr)

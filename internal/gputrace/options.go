@@ -1,6 +1,7 @@
 package gputrace
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/bpfsource"
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/occupancy"
 )
@@ -67,7 +69,9 @@ func newConfig(opts []Option) (config, error) {
 		capacitySource: occupancy.CapacityDefault,
 	}
 	for _, o := range opts {
-		o.apply(&c)
+		if o != nil {
+			o.apply(&c)
+		}
 	}
 	if c.meterProvider == nil {
 		c.meterProvider = otel.GetMeterProvider()
@@ -76,25 +80,30 @@ func newConfig(opts []Option) (config, error) {
 		c.tracerProvider = otel.GetTracerProvider()
 	}
 	switch {
+	case c.procRoot == "":
+		return c, errors.New("WithProcRoot: the procfs root is empty")
 	case c.maxKernelNames < 1:
-		return c, fmt.Errorf("kernel-name cap must be at least 1, got %d", c.maxKernelNames)
+		return c, fmt.Errorf("WithMaxKernelNames: the cap must be at least 1, got %d", c.maxKernelNames)
 	case c.maxProcesses < 1:
-		return c, fmt.Errorf("process cap must be at least 1, got %d", c.maxProcesses)
+		return c, fmt.Errorf("WithMaxProcesses: the cap must be at least 1, got %d", c.maxProcesses)
 	case c.spanRate < 0:
-		return c, fmt.Errorf("span rate must not be negative, got %v", c.spanRate)
+		return c, fmt.Errorf("WithSpanRate: the rate must not be negative, got %v", c.spanRate)
 	case c.pollInterval <= 0:
-		return c, fmt.Errorf("poll interval must be positive, got %v", c.pollInterval)
-	case c.ringBytes < 4096 || c.ringBytes&(c.ringBytes-1) != 0:
-		return c, fmt.Errorf("ring buffer size must be a power of two of at least 4096, got %d", c.ringBytes)
+		return c, fmt.Errorf("WithPollInterval: the interval must be positive, got %v", c.pollInterval)
 	case c.rescan <= 0:
-		return c, fmt.Errorf("rescan interval must be positive, got %v", c.rescan)
+		return c, fmt.Errorf("WithRescanInterval: the interval must be positive, got %v", c.rescan)
 	case c.capacity.SMs < 1 || c.capacity.ThreadsPerSM < 1:
-		return c, fmt.Errorf("device capacity must be positive, got %d SMs × %d threads", c.capacity.SMs, c.capacity.ThreadsPerSM)
+		return c, fmt.Errorf("WithDeviceCapacity: the capacity must be positive, got %d SMs × %d threads", c.capacity.SMs, c.capacity.ThreadsPerSM)
+	}
+	if err := bpfsource.CheckRingBytes(c.ringBytes); err != nil {
+		return c, fmt.Errorf("WithRingBufferSize: %w", err)
 	}
 	return c, nil
 }
 
 // Option configures a Source.
+// An option given a value out of its range makes New fail; one left
+// out keeps its default.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)
