@@ -45,4 +45,4 @@
 // x86-64 only: arguments are read by the System V calling convention.
 package cudatrace
 
-//go:generate go run ../internal/cmd/tracerpkg -runtime cudatrace -o source_gen.go
+//go:generate go run ../internal/cmd/tracerpkg -runtime cudatrace

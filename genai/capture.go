@@ -279,7 +279,7 @@ func (c *Capture) start(multi bool) error {
 	}
 	c.kernel.Probes = append(c.kernel.Probes, c.tracer)
 	c.housekeep(time.Now())
-	m := c.cfg.meterProvider.Meter(ScopeName)
+	m := c.cfg.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(xpuscope.Version))
 	var in captureInstruments
 	if err := in.create(m); err != nil {
 		return fmt.Errorf("genai capture: %w", err)

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -155,9 +156,9 @@ func NewEmitter(opts ...Option) (*Emitter, error) {
 
 // newEmitter creates the instruments of c, checked.
 func newEmitter(c config) (*Emitter, error) {
-	e := &Emitter{cfg: c, tracer: c.tracerProvider.Tracer(ScopeName),
+	e := &Emitter{cfg: c, tracer: c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(xpuscope.Version)),
 		models: capped{max: c.maxModels}, servers: capped{max: c.maxModels}}
-	b := meterx.Builder{Meter: c.meterProvider.Meter(ScopeName)}
+	b := meterx.Builder{Meter: c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(xpuscope.Version))}
 	e.tokens = b.Histogram(semconv.GenAIClientTokenUsage)
 	e.duration = b.Histogram(semconv.GenAIClientOperationDuration)
 	e.firstChunk = b.Histogram(semconv.GenAIClientOperationTimeToFirstChunk)

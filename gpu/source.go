@@ -139,7 +139,7 @@ func (s *Source) open() error {
 }
 
 func (s *Source) start() error {
-	meter := s.cfg.meterProvider.Meter(ScopeName)
+	meter := s.cfg.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(xpuscope.Version))
 	if err := s.inst.create(meter); err != nil {
 		return fmt.Errorf("gpu: %w", err)
 	}

@@ -31,4 +31,4 @@
 // kernel rejects is a fault.
 package hiptrace
 
-//go:generate go run ../internal/cmd/tracerpkg -runtime hiptrace -o source_gen.go
+//go:generate go run ../internal/cmd/tracerpkg -runtime hiptrace

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -24,7 +25,7 @@ var callNames = [numCalls]string{semconv.PodjoinCallList, semconv.PodjoinCallAll
 
 // register creates the self-metrics and the callback that reports them.
 func (r *Resolver) register() error {
-	m := r.cfg.meterProvider.Meter(ScopeName)
+	m := r.cfg.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(xpuscope.Version))
 	in := &r.inst
 	var err error
 	if in.resolves, err = meterx.Int64ObservableCounter(m, semconv.XpuscopePodjoinResolves); err != nil {

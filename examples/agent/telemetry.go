@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/examples/agent/internal/config"
 	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -170,7 +171,7 @@ func (e *countingSpanExporter) ExportSpans(ctx context.Context, spans []sdktrace
 // observeSelf registers the agent's own metrics: each feature's state,
 // and the failed exports.
 func (t *telemetry) observeSelf(results []result) error {
-	b := meterx.Builder{Meter: t.meter.Meter(scopeName)}
+	b := meterx.Builder{Meter: t.meter.Meter(scopeName, metric.WithInstrumentationVersion(xpuscope.Version))}
 	states := b.UpDownCounter(semconv.XpuscopeAgentFeatureState)
 	failures := b.Counter(semconv.XpuscopeAgentExportFailures)
 	if err := b.Err(); err != nil {

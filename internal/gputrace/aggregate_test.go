@@ -56,13 +56,13 @@ func newHarness(t *testing.T, opts ...Option) *harness {
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(h.spans))
-	meter := mp.Meter(CUDA.ScopeName)
+	meter := mp.Meter(CUDA.ScopeName())
 	h.s = &Source{cfg: cfg, mono: func() uint64 { return h.now },
 		attachedByTarget: map[string]int64{}}
 	require.NoError(t, h.s.inst.create(meter))
 	_, err = meter.RegisterCallback(h.s.observe, h.s.inst.observables()...)
 	require.NoError(t, err)
-	h.s.agg = newAggregator(&h.s.cfg, h.names, &h.s.inst, &spanner{tracer: tp.Tracer(CUDA.ScopeName),
+	h.s.agg = newAggregator(&h.s.cfg, h.names, &h.s.inst, &spanner{tracer: tp.Tracer(CUDA.ScopeName()),
 		wall: func(k uint64) time.Time { return time.Unix(0, int64(k)) }})
 	return h
 }

@@ -178,7 +178,7 @@ func newBenchSource(tb testing.TB, mp metric.MeterProvider) *Source {
 	}
 	now := uint64(time.Hour)
 	s := &Source{cfg: cfg, mono: func() uint64 { return now }, attachedByTarget: map[string]int64{}}
-	meter := mp.Meter(CUDA.ScopeName)
+	meter := mp.Meter(CUDA.ScopeName())
 	if err := s.inst.create(meter); err != nil {
 		tb.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func newBenchSource(tb testing.TB, mp metric.MeterProvider) *Source {
 		tb.Fatal(err)
 	}
 	names := &fakeNames{exe: map[uint32]string{100: "train", 200: "serve"}, symbols: map[uint64]string{}}
-	s.agg = newAggregator(&s.cfg, names, &s.inst, &spanner{tracer: cfg.tracerProvider.Tracer(CUDA.ScopeName),
+	s.agg = newAggregator(&s.cfg, names, &s.inst, &spanner{tracer: cfg.tracerProvider.Tracer(CUDA.ScopeName()),
 		wall: func(k uint64) time.Time { return time.Unix(0, int64(k)) }})
 	return s
 }

@@ -1,9 +1,6 @@
 package gputrace
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,26 +12,6 @@ import (
 	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
 	"github.com/xpuscope/xpuscope/semconv"
 )
-
-// realHIP is Debian's libamdhip64-5 (HIP 5.2), which
-// scripts/install-test-deps.sh installs.
-const realHIP = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5"
-
-// buildHIP compiles testdata/hip.c against the real HIP runtime.
-func buildHIP(t *testing.T) string {
-	t.Helper()
-	if _, err := os.Stat(realHIP); err != nil {
-		testutil.SkipOrFail(t, "the real HIP runtime is needed (Debian package libamdhip64-5): %v", err)
-	}
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		testutil.SkipOrFail(t, "gcc is needed (Debian package gcc): %v", err)
-	}
-	exe := filepath.Join(t.TempDir(), "hipprog")
-	msg, err := exec.Command(gcc, "-O0", "-Wall", "-Werror", "-o", exe, "testdata/hip.c", "-l:"+filepath.Base(realHIP)).CombinedOutput()
-	require.NoError(t, err, "gcc: %s", msg)
-	return exe
-}
 
 // hexField parses the n-th field of the line starting with prefix.
 func hexField(t *testing.T, lines []string, prefix string, n int) uint64 {
@@ -58,10 +35,10 @@ func hexField(t *testing.T, lines []string, prefix string, n int) uint64 {
 // smem and stream on the stack), hipExtLaunchKernel's starts the same, and
 // hipModuleLaunchKernel's is cuLaunchKernel's.
 func TestHIPRuntime(t *testing.T) {
-	exe := buildHIP(t)
+	exe := cudaprog.Build(t, "hip")
 	tr := startTracingRuntime(t, HIP)
 	p := startLingering(t, exe)
-	tr.waitAttached(t, TargetHIP, realHIP)
+	tr.waitAttached(t, TargetHIP, cudaprog.RealHIP(t))
 	tr.rec.Watch(p.Pid)
 	p.Go()
 	lines := p.Wait()

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/features"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/bpfsource"
@@ -37,12 +39,15 @@ const (
 // Runtime is a GPU runtime a Source traces: the files it probes, and the
 // names it reports under.
 type Runtime struct {
-	// Name is the public package's, which prefixes New's errors.
-	Name string
-	// ScopeName is the instrumentation scope of the meter and tracer.
-	ScopeName string
-	Targets   []Target
+	// Name is the public package's, which prefixes New's errors and
+	// ends the instrumentation scope's name (ScopeName).
+	Name    string
+	Targets []Target
 }
+
+// ScopeName is the instrumentation scope of rt's meter and tracer: its
+// public package's import path.
+func (rt Runtime) ScopeName() string { return "github.com/xpuscope/xpuscope/" + rt.Name }
 
 // Target is one kind of file: every file that defines its Library's
 // anchor (gputracebpf.Anchors) gets the probes of that Library.
@@ -59,11 +64,11 @@ type Target struct {
 // cudaLaunchKernel, such as a statically linked application) and driver
 // (libcuda), and HIP's (libamdhip64).
 var (
-	CUDA = Runtime{Name: "cudatrace", ScopeName: "github.com/xpuscope/xpuscope/cudatrace", Targets: []Target{
+	CUDA = Runtime{Name: "cudatrace", Targets: []Target{
 		{Name: TargetRuntime, Library: gputracebpf.Runtime, Prefix: "libcudart.so"},
 		{Name: TargetDriver, Library: gputracebpf.Driver, Prefix: "libcuda.so"},
 	}}
-	HIP = Runtime{Name: "hiptrace", ScopeName: "github.com/xpuscope/xpuscope/hiptrace", Targets: []Target{
+	HIP = Runtime{Name: "hiptrace", Targets: []Target{
 		{Name: TargetHIP, Library: gputracebpf.HIP, Prefix: "libamdhip64.so"},
 	}}
 )
@@ -147,11 +152,11 @@ func newSource(rt Runtime, opts []Option) (*Source, error) {
 }
 
 func (s *Source) start(multi bool) error {
-	meter := s.cfg.meterProvider.Meter(s.rt.ScopeName)
+	meter := s.cfg.meterProvider.Meter(s.rt.ScopeName(), metric.WithInstrumentationVersion(xpuscope.Version))
 	if err := s.inst.create(meter); err != nil {
 		return err
 	}
-	sp := &spanner{tracer: s.cfg.tracerProvider.Tracer(s.rt.ScopeName), wall: ktime.WallClock(s.mono)}
+	sp := &spanner{tracer: s.cfg.tracerProvider.Tracer(s.rt.ScopeName(), trace.WithInstrumentationVersion(xpuscope.Version)), wall: ktime.WallClock(s.mono)}
 	s.agg = newAggregator(&s.cfg, s.names, &s.inst, sp)
 	var err error
 	s.tracer, err = uprobe.New(uprobe.Config{

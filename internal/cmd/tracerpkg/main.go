@@ -1,10 +1,13 @@
 // Command tracerpkg writes the public API of a GPU runtime tracer package
 // (cudatrace, hiptrace) over internal/gputrace: its Source, Status and
-// Allocation types, New, the options and the defaults. The packages share
-// one engine, and so one text: generating it keeps their APIs from
-// drifting apart. Run by go generate in each package:
+// Allocation types, New, the options and the defaults, and the test of
+// them against the real runtime library. The packages share one engine,
+// and so one text: generating it keeps their APIs from drifting apart.
+// Run by go generate in each package:
 //
-//	//go:generate go run ../internal/cmd/tracerpkg -runtime cudatrace -o source_gen.go
+//	//go:generate go run ../internal/cmd/tracerpkg -runtime cudatrace
+//
+// It writes source_gen.go and source_gen_test.go.
 package main
 
 import (
@@ -28,6 +31,10 @@ type tracer struct {
 	Traces, Files string
 	// Targets are the package's constants for gputrace's target names.
 	Targets []target
+	// The test's program (a cudaprog.Build name and its arguments), the
+	// cudaprog function that locates the library it loads, its target,
+	// and why its allocations fail here.
+	Program, Args, RealLib, Target, NoAlloc string
 }
 
 type target struct{ Const, Doc, Value string }
@@ -40,6 +47,8 @@ var tracers = []tracer{
 			{"TargetRuntime", "the CUDA runtime (libcudart, or a program that links it statically)", "TargetRuntime"},
 			{"TargetDriver", "the CUDA driver library (libcuda)", "TargetDriver"},
 		},
+		Program: "cudaprog.RuntimeLaunch.Program", Args: "cudaprog.RuntimeLaunch.Name", RealLib: "RealCudart",
+		Target: "TargetRuntime", NoAlloc: "every cudaMalloc failed (no GPU)",
 	},
 	{
 		Package: "hiptrace", Runtime: "HIP",
@@ -47,34 +56,40 @@ var tracers = []tracer{
 		Targets: []target{
 			{"TargetHIP", "the HIP runtime library (libamdhip64)", "TargetHIP"},
 		},
+		Program: `"hip"`, RealLib: "RealHIP", Target: "TargetHIP", NoAlloc: "hipMalloc failed (no /dev/kfd)",
 	},
 }
 
-//go:embed source.go.tmpl
-var source string
+var (
+	//go:embed source.go.tmpl
+	source string
+	//go:embed source_test.go.tmpl
+	sourceTest string
+)
 
 func main() {
 	runtime := flag.String("runtime", "", "the package to write: cudatrace or hiptrace")
-	out := flag.String("o", "source_gen.go", "the file to write")
 	flag.Parse()
 	i := slices.IndexFunc(tracers, func(t tracer) bool { return t.Package == *runtime })
 	if i < 0 {
 		fmt.Fprintf(os.Stderr, "tracerpkg: unknown -runtime %q (known: cudatrace, hiptrace)\n", *runtime)
 		os.Exit(2)
 	}
-	b, err := render(tracers[i])
-	if err == nil {
-		err = os.WriteFile(*out, b, 0o644)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "tracerpkg: %v\n", err)
-		os.Exit(1)
+	for file, text := range map[string]string{"source_gen.go": source, "source_gen_test.go": sourceTest} {
+		b, err := render(text, tracers[i])
+		if err == nil {
+			err = os.WriteFile(file, b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tracerpkg: %s: %v\n", file, err)
+			os.Exit(1)
+		}
 	}
 }
 
-// render returns t's package source, gofmt-ed.
-func render(t tracer) ([]byte, error) {
-	tmpl, err := template.New("source").Parse(source)
+// render returns text executed on t, gofmt-ed.
+func render(text string, t tracer) ([]byte, error) {
+	tmpl, err := template.New("source").Parse(text)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,9 @@
 //	          cudart); launch, loop <n>
 //	dlopen    PIE that dlopen()s the library named on its command line and
 //	          calls its cudaLaunchKernel once (DlopenLaunch)
+//	hip       PIE linked against the real HIP runtime (libamdhip64), which
+//	          calls each probed HIP function once with known arguments (see
+//	          testdata/hip.c for its lines)
 //	forward   a stand-in libcudart.so.12 whose cudaLaunchKernel goes on to
 //	          the real libcuda's cuLaunchKernel (ForwardLaunch)
 //	recorder  an LD_PRELOAD library printing the arguments of every call
@@ -55,6 +58,7 @@ import (
 const (
 	CudartPackage  = "libcudart11.0"
 	LibcudaPackage = "libcuda1"
+	HIPPackage     = "libamdhip64-5"
 )
 
 // lib is a located shared library.
@@ -65,9 +69,9 @@ type lib struct {
 }
 
 var (
-	cudartOnce, libcudaOnce sync.Once
-	cudartLib, libcudaLib   lib
-	cudartErr, libcudaErr   error
+	cudartOnce, libcudaOnce, hipOnce sync.Once
+	cudartLib, libcudaLib, hipLib    lib
+	cudartErr, libcudaErr, hipErr    error
 )
 
 func locateCudart() (lib, error) {
@@ -78,6 +82,23 @@ func locateCudart() (lib, error) {
 func locateLibcuda() (lib, error) {
 	libcudaOnce.Do(func() { libcudaLib, libcudaErr = locate("libcuda.so.1") })
 	return libcudaLib, libcudaErr
+}
+
+func locateHIP() (lib, error) {
+	hipOnce.Do(func() { hipLib, hipErr = locate("libamdhip64.so.5") })
+	return hipLib, hipErr
+}
+
+// RealHIP returns the path of the real HIP runtime library (Debian's
+// libamdhip64-5, HIP 5.2) with symlinks resolved, skipping t, or failing
+// it in CI, when it is not installed.
+func RealHIP(t testing.TB) string {
+	t.Helper()
+	l, err := locateHIP()
+	if err != nil {
+		testutil.SkipOrFail(t, "the HIP runtime is not installed (Debian package %s): %v", HIPPackage, err)
+	}
+	return l.real
 }
 
 // RealCudart returns the path of the real CUDA runtime library with
@@ -184,6 +205,7 @@ var targets = map[string]target{
 	"driver":   {src: "driver.c", out: "driver", lib: locateLibcuda, pkg: LibcudaPackage},
 	"static":   {src: "static.c", out: "static"},
 	"dlopen":   {src: "dlopen.c", out: "dlopen"},
+	"hip":      {src: "hip.c", out: "hipprog", lib: locateHIP, pkg: HIPPackage},
 	"forward":  {src: "forward.c", out: "libcudart.so.12", shared: true, lib: locateLibcuda, pkg: LibcudaPackage},
 	"recorder": {src: "recorder.c", out: "librecorder.so", shared: true},
 	"linger":   {src: "linger.c", out: "liblinger.so", shared: true},
