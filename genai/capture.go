@@ -49,7 +49,7 @@ type captureConfig struct {
 	bodyLimit    int
 	hosts        HostMap
 	onExchange   func(*Exchange, *Call, Endpoint)
-	procRoot     string
+	procfs       procfs.FS
 	pollInterval time.Duration
 	ringBytes    uint32
 	maxConns     int
@@ -90,7 +90,7 @@ func WithExchangeHandler(f func(*Exchange, *Call, Endpoint)) Option {
 
 // WithProcRoot sets where the host's procfs is mounted (default "/proc").
 func WithProcRoot(path string) Option {
-	return optionFunc(func(c *config) { c.capture.procRoot = path })
+	return optionFunc(func(c *config) { c.capture.procfs = procfs.FS{Root: path} })
 }
 
 // WithPollInterval sets how often the reader drains the ring buffer when
@@ -145,8 +145,8 @@ func (c *captureConfig) check() error {
 	if c.bodyLimit < 0 || c.bodyLimit > 16<<20 {
 		return fmt.Errorf("genai: body limit must be 1 to %d bytes, got %d", 16<<20, c.bodyLimit)
 	}
-	if c.procRoot == "" {
-		c.procRoot = "/proc"
+	if c.procfs.Root == "" {
+		c.procfs.Root = procfs.DefaultRoot
 	}
 	if c.pollInterval == 0 {
 		c.pollInterval = DefaultPollInterval
@@ -250,7 +250,7 @@ func (c *Capture) start(multi bool) error {
 	}
 	wall := ktime.WallClock(ktime.Now)
 	c.conns = newConnTable(cc, c.objs, wall, c.exchange)
-	c.goes = newGoCounter(cc.procRoot)
+	c.goes = newGoCounter(cc.procfs)
 	probes := make([]uprobe.Probe, 0, len(httpbpf.TLSProbes))
 	for _, p := range httpbpf.TLSProbes {
 		up := uprobe.Probe{Symbol: p.Symbol, CalledFrom: p.CalledFrom, Cookie: p.Cookie, Entry: p.Entry(c.objs)}
@@ -260,7 +260,7 @@ func (c *Capture) start(multi bool) error {
 		probes = append(probes, up)
 	}
 	c.tracer, err = uprobe.New(uprobe.Config{
-		ProcRoot: cc.procRoot,
+		Procfs: cc.procfs,
 		Targets: []uprobe.Target{{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: probes, Multi: multi,
 			Hint: func(b string) bool { return strings.HasPrefix(b, "libssl.so") }}},
 	})
@@ -328,7 +328,7 @@ func (c *Capture) checkPreexisting() error {
 		watched[p] = true
 	}
 	found := false
-	err := procfs.FS{Root: c.cfg.capture.procRoot}.TCPSockets(func(s procfs.TCPSocket) bool {
+	err := c.cfg.capture.procfs.TCPSockets(func(s procfs.TCPSocket) bool {
 		found = s.CarriesData() && (watched[s.LocalPort] || watched[s.RemotePort])
 		return !found
 	})

@@ -1,10 +1,6 @@
 package genai
 
 import (
-	"os"
-	"path/filepath"
-	"strconv"
-
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -43,6 +39,5 @@ func (p *capProc) resolve(r Resolver) {
 
 // alive reports whether process pid exists.
 func (c *captureConfig) alive(pid uint32) bool {
-	_, err := os.Stat(filepath.Join(c.procRoot, strconv.Itoa(int(pid))))
-	return err == nil
+	return c.procfs.Proc(int(pid)).Alive()
 }

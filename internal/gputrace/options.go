@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope/internal/cudabpf"
+	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/occupancy"
 )
 
@@ -32,7 +33,7 @@ const (
 type config struct {
 	meterProvider  metric.MeterProvider
 	tracerProvider trace.TracerProvider
-	procRoot       string
+	procfs         procfs.FS
 	maxKernelNames int
 	maxProcesses   int
 	spanRate       float64
@@ -55,7 +56,7 @@ func (c *config) spanBurst() float64 { return max(1, c.spanRate) }
 
 func newConfig(opts []Option) (config, error) {
 	c := config{
-		procRoot:       "/proc",
+		procfs:         procfs.FS{Root: procfs.DefaultRoot},
 		maxKernelNames: DefaultMaxKernelNames,
 		maxProcesses:   DefaultMaxProcesses,
 		spanRate:       DefaultSpanRate,
@@ -114,7 +115,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // WithProcRoot sets where the host's procfs is mounted (default /proc).
 func WithProcRoot(path string) Option {
-	return optionFunc(func(c *config) { c.procRoot = path })
+	return optionFunc(func(c *config) { c.procfs = procfs.FS{Root: path} })
 }
 
 // WithMaxKernelNames caps the distinct cuda.kernel.name values per

@@ -39,6 +39,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/procmaps"
 )
 
@@ -78,9 +79,9 @@ type Target struct {
 
 // Config configures a Tracer.
 type Config struct {
-	// ProcRoot is where the host's procfs is mounted ("/proc").
-	ProcRoot string
-	Targets  []Target
+	// Procfs is the host's procfs (procfs.DefaultRoot when zero).
+	Procfs  procfs.FS
+	Targets []Target
 	// Rescan is the period of the fallback full rescan; 0 means 30s.
 	Rescan time.Duration
 }
@@ -186,8 +187,8 @@ func isLoader(base string) bool {
 // it starts if it is the first. Missing privilege or kernel support is
 // xpuscope.ErrUnavailable.
 func New(cfg Config) (*Tracer, error) {
-	if cfg.ProcRoot == "" {
-		cfg.ProcRoot = "/proc"
+	if cfg.Procfs.Root == "" {
+		cfg.Procfs.Root = procfs.DefaultRoot
 	}
 	if cfg.Rescan <= 0 {
 		cfg.Rescan = defaultRescan
@@ -262,9 +263,9 @@ func (t *Tracer) consider(pid int, maps []procmaps.Mapping, exe string) {
 // if so. It reports whether it attached, and whether it could tell (not
 // when the process exited before its file could be opened).
 func (t *Tracer) classify(pid int, m procmaps.Mapping, isExe bool) (attached, ok bool) {
-	f, err := os.Open(procmaps.MapFilesPath(t.cfg.ProcRoot, pid, m))
+	f, err := os.Open(procmaps.MapFilesPath(t.cfg.Procfs.Root, pid, m))
 	if err != nil {
-		if f, err = os.Open(procmaps.RootPath(t.cfg.ProcRoot, pid, m.Path)); err != nil {
+		if f, err = os.Open(procmaps.RootPath(t.cfg.Procfs.Root, pid, m.Path)); err != nil {
 			return false, false
 		}
 	}
