@@ -1,11 +1,8 @@
 package gputrace
 
 import (
-	"os"
-
 	"github.com/xpuscope/xpuscope/internal/elfsym"
 	"github.com/xpuscope/xpuscope/internal/procfs"
-	"github.com/xpuscope/xpuscope/internal/procmaps"
 )
 
 // demangle turns a mangled C++ name into its readable form.
@@ -16,7 +13,7 @@ var demangle = elfsym.Demangle
 type symbolizer struct {
 	procs  procfs.FS
 	tables *elfsym.Cache
-	maps   map[uint32][]procmaps.Mapping // per process, refreshed on a miss
+	maps   map[uint32]procfs.Maps // per process, refreshed on a miss
 	// exe knows the executables of processes the tracer scanned, for
 	// those that exit before their events are handled.
 	exe func(pid int) (string, bool)
@@ -26,7 +23,7 @@ func newSymbolizer(procs procfs.FS) *symbolizer {
 	return &symbolizer{
 		procs:  procs,
 		tables: elfsym.NewCache(elfsym.CacheConfig{}),
-		maps:   map[uint32][]procmaps.Mapping{},
+		maps:   map[uint32]procfs.Maps{},
 	}
 }
 
@@ -44,15 +41,16 @@ func (s *symbolizer) ExecutableName(pid uint32) string {
 
 // Symbolize returns the demangled name of the function at addr in pid.
 func (s *symbolizer) Symbolize(pid uint32, addr uint64) (string, bool) {
-	m, ok := procmaps.Find(s.maps[pid], addr)
+	p := s.procs.Proc(int(pid))
+	m, ok := s.maps[pid].Find(addr)
 	if !ok {
 		// New mappings since the last read (a dlopen): read again.
-		ms, err := procmaps.ReadPID(s.procs.Root, int(pid))
+		ms, err := p.Maps()
 		if err != nil {
 			return "", false
 		}
 		s.maps[pid] = ms
-		if m, ok = procmaps.Find(ms, addr); !ok {
+		if m, ok = ms.Find(addr); !ok {
 			return "", false
 		}
 	}
@@ -60,9 +58,9 @@ func (s *symbolizer) Symbolize(pid uint32, addr uint64) (string, bool) {
 		return "", false
 	}
 	open := func() (elfsym.File, error) {
-		f, err := os.Open(procmaps.MapFilesPath(s.procs.Root, int(pid), m))
+		f, err := p.OpenMapped(m)
 		if err != nil {
-			return os.Open(procmaps.RootPath(s.procs.Root, int(pid), m.Path))
+			return nil, err
 		}
 		return f, nil
 	}

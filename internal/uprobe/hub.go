@@ -12,7 +12,6 @@ import (
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/procfs"
-	"github.com/xpuscope/xpuscope/internal/procmaps"
 )
 
 // hub is the discovery that every Tracer on one procfs root shares: one
@@ -231,11 +230,12 @@ func (h *hub) scanAll(ts []*Tracer) error {
 // scanPID reads pid's maps and executable once, and has the loader, then
 // each of ts, look at them.
 func (h *hub) scanPID(pid int, ts []*Tracer) {
-	maps, err := procmaps.ReadPID(h.procfs.Root, pid)
+	p := h.procfs.Proc(pid)
+	maps, err := p.Maps()
 	if err != nil {
 		return // the process is gone, or a kernel thread
 	}
-	exe, _ := h.procfs.Proc(pid).Exe()
+	exe, _ := p.Exe()
 	h.loader.consider(pid, maps, exe)
 	for _, t := range ts {
 		t.consider(pid, maps, exe)
