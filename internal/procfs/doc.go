@@ -5,9 +5,11 @@
 //
 // An FS is a procfs mounted at Root. FS.Proc names one process of it, and
 // the methods of Proc read that process's files: Alive, Exe, OpenExe and
-// ExecutableName, Comm, and Maps and OpenMapped (which opens a mapped file
-// from outside the process's mount namespace). FS itself lists the
-// processes (PIDs) and their TCP sockets (TCPSockets).
+// ExecutableName, Comm, Maps and OpenMapped (which opens a mapped file
+// from outside the process's mount namespace), Cgroup and Environ. FS
+// itself lists the processes (PIDs) and their TCP sockets (TCPSockets).
+// FS.Open holds the root open for the read a cache makes on every lookup,
+// a process's start time (Handle.StartTime), which allocates nothing.
 //
 // The parsers are plain functions over a file's bytes (ParseMaps,
 // ParseComm, ParseNetTCPLine), and bounded: a line or a file too long, or

@@ -3,6 +3,7 @@ package procfs
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -147,4 +148,42 @@ func ParseComm(b []byte) string {
 		b = b[:maxComm]
 	}
 	return string(b)
+}
+
+// maxCgroup caps what Cgroup reads: a cgroup v1 host has about 13
+// hierarchies, a v2 host one line, each at most a path long.
+const maxCgroup = 64 << 10
+
+// Cgroup returns the contents of the process's cgroup file, lines of
+// hierarchy-id:controllers:path, its first 64 KiB. Parsing is the
+// caller's (podjoin.ParseCgroup), for the reasons podjoin's readCgroup
+// gives.
+func (p Proc) Cgroup() ([]byte, error) {
+	f, err := os.Open(p.path("cgroup"))
+	if err != nil {
+		return nil, fmt.Errorf("procfs: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCgroup))
+	if err != nil {
+		return nil, fmt.Errorf("procfs: read %s: %w", f.Name(), err)
+	}
+	return b, nil
+}
+
+// Environ hands scan the process's environment block (NAME=value entries,
+// each ended by a NUL) to read as it goes, and closes it after. The block
+// can hold credentials: scan decides what of it is copied, where
+// prometheus/procfs's Proc.Environ makes a string of every entry (see
+// podjoin's readEnviron). An error of scan is returned naming the file.
+func (p Proc) Environ(scan func(io.Reader) error) error {
+	f, err := os.Open(p.path("environ"))
+	if err != nil {
+		return fmt.Errorf("procfs: %w", err)
+	}
+	defer f.Close()
+	if err := scan(f); err != nil {
+		return fmt.Errorf("procfs: read %s: %w", f.Name(), err)
+	}
+	return nil
 }

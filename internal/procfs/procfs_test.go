@@ -2,9 +2,11 @@ package procfs
 
 import (
 	"errors"
+	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -64,8 +66,9 @@ func TestExecutableName(t *testing.T) {
 // The readers of one process name the file they could not read.
 func TestProcReaders(t *testing.T) {
 	root := procfstest.New(t,
-		procfstest.Process{PID: 1, Exe: "/srv/train (deleted)", Comm: "train\n"},
-		procfstest.Process{PID: 2},
+		procfstest.Process{PID: 1, Exe: "/srv/train (deleted)", Comm: "train\n", Cgroup: "0::/init.scope\n",
+			Environ: []string{"HOME=/root", "TRACEPARENT=00-x"}},
+		procfstest.Process{PID: 2, Environ: []string{}},
 	)
 	fs := FS{Root: root}
 	one, two, gone := fs.Proc(1), fs.Proc(2), fs.Proc(3)
@@ -83,11 +86,38 @@ func TestProcReaders(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "train", comm)
 
+	cg, err := one.Cgroup()
+	require.NoError(t, err)
+	assert.Equal(t, "0::/init.scope\n", string(cg))
+	_, err = gone.Cgroup()
+	require.ErrorIs(t, err, iofs.ErrNotExist)
+	assert.ErrorContains(t, err, filepath.Join(root, "3", "cgroup"))
+
+	var env []byte
+	read := func(r io.Reader) (err error) { env, err = io.ReadAll(r); return err }
+	require.NoError(t, one.Environ(read))
+	assert.Equal(t, "HOME=/root\x00TRACEPARENT=00-x\x00", string(env))
+	require.NoError(t, two.Environ(read))
+	assert.Empty(t, env)
+	assert.ErrorContains(t, gone.Environ(read), filepath.Join(root, "3", "environ"))
+	failed := errors.New("scan failed")
+	err = one.Environ(func(io.Reader) error { return failed })
+	require.ErrorIs(t, err, failed)
+	assert.ErrorContains(t, err, filepath.Join(root, "1", "environ"))
+
 	pids, err := fs.PIDs()
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 2}, pids)
 	_, err = FS{Root: filepath.Join(root, "none")}.PIDs()
 	assert.ErrorContains(t, err, filepath.Join(root, "none"))
+}
+
+// Cgroup reads at most maxCgroup bytes.
+func TestCgroupIsBounded(t *testing.T) {
+	root := procfstest.New(t, procfstest.Process{PID: 1, Cgroup: strings.Repeat("0::/x\n", maxCgroup)})
+	cg, err := FS{Root: root}.Proc(1).Cgroup()
+	require.NoError(t, err)
+	assert.Len(t, cg, maxCgroup)
 }
 
 // OpenExe opens the executable itself: this test binary's, through the

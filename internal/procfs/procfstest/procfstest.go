@@ -6,6 +6,7 @@
 //
 //	root := procfstest.New(t, procfstest.Process{
 //		PID: 42, Exe: "/usr/bin/python3.11",
+//		Stat:   procfstest.Stat(42, "python3", 7331),
 //		Cgroup: "0::/system.slice/train.service\n",
 //	})
 //	src, err := gpu.New(gpu.WithProcRoot(root))
@@ -15,6 +16,7 @@
 package procfstest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,7 +36,7 @@ type Process struct {
 	// " (deleted)" after it for one removed after exec.
 	Exe string
 	// Comm, Maps, Cgroup and Stat are the contents of the files of those
-	// names.
+	// names (the function Stat makes a stat line).
 	Comm, Maps, Cgroup, Stat string
 	// Environ holds the entries of the environ file, NAME=value, each
 	// written with its NUL after it. A nil Environ writes no file; an
@@ -128,6 +130,13 @@ func Versus(b *testing.B, root string, pid int, ours func() error, theirs func(p
 			}
 		}
 	})
+}
+
+// Stat returns the stat line of a sleeping process pid named comm that
+// started start clock ticks after boot (field 22).
+func Stat(pid int, comm string, start uint64) string {
+	return fmt.Sprintf("%d (%s) S 1 %d %d 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 %d 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+		pid, comm, pid, pid, start)
 }
 
 func write(t testing.TB, path, content string) {
