@@ -62,7 +62,7 @@ type captureConfig struct {
 	bodyLimit    int
 	hosts        HostMap
 	onExchange   func(*Exchange, *Call, Endpoint)
-	procRoot     string
+	procfs       procfs.FS
 	pollInterval time.Duration
 	ringBytes    uint32
 	maxConns     int
@@ -78,7 +78,7 @@ func newCaptureConfig(opts []CaptureOption) (captureConfig, error) {
 		config:       newConfig(),
 		ports:        DefaultPlaintextPorts(),
 		bodyLimit:    DefaultBodyLimit,
-		procRoot:     procfs.DefaultRoot,
+		procfs:       procfs.FS{Root: procfs.DefaultRoot},
 		pollInterval: DefaultPollInterval,
 		ringBytes:    DefaultRingBytes,
 		maxConns:     DefaultMaxConnections,
@@ -100,7 +100,7 @@ func newCaptureConfig(opts []CaptureOption) (captureConfig, error) {
 	switch {
 	case c.bodyLimit < 1 || c.bodyLimit > maxBodyLimit:
 		return c, fmt.Errorf("genai: WithBodyLimit: the limit must be 1 to %d bytes, got %d", maxBodyLimit, c.bodyLimit)
-	case c.procRoot == "":
+	case c.procfs.Root == "":
 		return c, errors.New("genai: WithProcRoot: the procfs root is empty")
 	case c.pollInterval <= 0:
 		return c, fmt.Errorf("genai: WithPollInterval: the interval must be positive, got %v", c.pollInterval)
@@ -149,7 +149,7 @@ func WithExchangeHandler(f func(*Exchange, *Call, Endpoint)) CaptureOption {
 
 // WithProcRoot sets where the host's procfs is mounted (default "/proc").
 func WithProcRoot(path string) CaptureOption {
-	return captureOptionFunc(func(c *captureConfig) { c.procRoot = path })
+	return captureOptionFunc(func(c *captureConfig) { c.procfs = procfs.FS{Root: path} })
 }
 
 // WithPollInterval sets how often the reader drains the ring buffer when
@@ -259,7 +259,7 @@ func (c *Capture) start(multi bool) error {
 	}
 	wall := ktime.WallClock(ktime.Now)
 	c.conns = newConnTable(cc, c.objs, wall, c.exchange)
-	c.goes = newGoCounter(cc.procRoot)
+	c.goes = newGoCounter(cc.procfs)
 	probes := make([]uprobe.Probe, 0, len(httpbpf.TLSProbes))
 	for _, p := range httpbpf.TLSProbes {
 		up := uprobe.Probe{Symbol: p.Symbol, CalledFrom: p.CalledFrom, Cookie: p.Cookie, Entry: c.objs.Program(p.Entry)}
@@ -270,7 +270,7 @@ func (c *Capture) start(multi bool) error {
 	}
 	var err error
 	c.tracer, err = uprobe.New(uprobe.Config{
-		ProcRoot: cc.procRoot,
+		Procfs: cc.procfs,
 		Targets: []uprobe.Target{{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: probes, Multi: multi,
 			Hint: func(b string) bool { return strings.HasPrefix(b, "libssl.so") }}},
 	})
@@ -345,7 +345,7 @@ func (c *Capture) checkPreexisting() error {
 		watched[p] = true
 	}
 	found := false
-	err := procfs.FS{Root: c.cfg.procRoot}.TCPSockets(func(s procfs.TCPSocket) bool {
+	err := c.cfg.procfs.TCPSockets(func(s procfs.TCPSocket) bool {
 		found = s.CarriesData() && (watched[s.LocalPort] || watched[s.RemotePort])
 		return !found
 	})

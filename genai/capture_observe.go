@@ -4,9 +4,6 @@ import (
 	"context"
 	"debug/elf"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/xpuscope/xpuscope/genai/internal/httpframe"
 	"github.com/xpuscope/xpuscope/internal/meterx"
+	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -198,33 +196,29 @@ func (c *Capture) waiting() map[waitingKey]int64 {
 // does not see. It remembers what it found per pid, and forgets exited
 // ones, so that each executable is read once per process.
 type goCounter struct {
-	procRoot string
-	seen     map[int]bool // pid → a Go program
+	procfs procfs.FS
+	seen   map[int]bool // pid → a Go program
 }
 
 // maxGoPIDs bounds the pids remembered.
 const maxGoPIDs = 1 << 16
 
-func newGoCounter(procRoot string) *goCounter {
-	return &goCounter{procRoot: procRoot, seen: map[int]bool{}}
+func newGoCounter(fs procfs.FS) *goCounter {
+	return &goCounter{procfs: fs, seen: map[int]bool{}}
 }
 
 // count rescans the processes and returns how many run a Go program.
 func (g *goCounter) count() int64 {
-	ents, err := os.ReadDir(g.procRoot)
+	pids, err := g.procfs.PIDs()
 	if err != nil {
 		return 0
 	}
-	alive := make(map[int]bool, len(ents))
+	alive := make(map[int]bool, len(pids))
 	var n int64
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
-			continue
-		}
+	for _, pid := range pids {
 		isGo, known := g.seen[pid]
 		if !known {
-			isGo = goExecutable(filepath.Join(g.procRoot, e.Name(), "exe"))
+			isGo = goExecutable(g.procfs.Proc(pid))
 			if len(g.seen) < maxGoPIDs {
 				g.seen[pid] = isGo
 			}
@@ -242,11 +236,11 @@ func (g *goCounter) count() int64 {
 	return n
 }
 
-// goExecutable reports whether the file at path is an ELF built by Go: it
+// goExecutable reports whether p's executable is an ELF built by Go: it
 // has the .go.buildinfo section the Go linker writes (stripped binaries
 // keep it).
-func goExecutable(path string) bool {
-	f, err := os.Open(path)
+func goExecutable(p procfs.Proc) bool {
+	f, err := p.OpenExe()
 	if err != nil {
 		return false
 	}

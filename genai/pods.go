@@ -1,10 +1,6 @@
 package genai
 
 import (
-	"os"
-	"path/filepath"
-	"strconv"
-
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -32,6 +28,5 @@ func (p *capProc) resolve(r xpuscope.ProcessResolver) {
 
 // alive reports whether process pid exists.
 func (c *captureConfig) alive(pid uint32) bool {
-	_, err := os.Stat(filepath.Join(c.procRoot, strconv.Itoa(int(pid))))
-	return err == nil
+	return c.procfs.Proc(int(pid)).Alive()
 }

@@ -1,8 +1,6 @@
 package genai
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
+	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -53,8 +52,7 @@ func TestCapturePodsAndParent(t *testing.T) {
 		parent: map[int]trace.SpanContext{1: parent},
 		asked:  map[int]int{},
 	}
-	procs := t.TempDir()
-	require.NoError(t, os.Mkdir(filepath.Join(procs, "1"), 0o755)) // pid 1 lives on; pid 2 exits
+	procs := procfstest.New(t, procfstest.Process{PID: 1}) // pid 1 lives on; pid 2 exits
 
 	spans := tracetest.NewInMemoryExporter()
 	reader := sdkmetric.NewManualReader()

@@ -2,8 +2,6 @@ package gpu
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -77,13 +76,11 @@ func TestSeveralGPUs(t *testing.T) {
 
 // procRoot makes a fake procfs with the given pid → executable links.
 func procRoot(t *testing.T, exes map[uint32]string) string {
-	root := t.TempDir()
+	var procs []procfstest.Process
 	for pid, exe := range exes {
-		dir := filepath.Join(root, strconv.Itoa(int(pid)))
-		require.NoError(t, os.Mkdir(dir, 0o755))
-		require.NoError(t, os.Symlink(exe, filepath.Join(dir, "exe")))
+		procs = append(procs, procfstest.Process{PID: int(pid), Exe: exe})
 	}
-	return root
+	return procfstest.New(t, procs...)
 }
 
 func TestProcessListChangesBetweenCycles(t *testing.T) {

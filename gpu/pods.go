@@ -59,7 +59,7 @@ func (s *Source) process(d *device, pid uint32) *process {
 		}
 		kv = append(append(slices.Clip(kv), d.attrs...),
 			semconv.ProcessPID.Int(int(pid)),
-			semconv.ProcessExecutableName.String(s.procs.ExecutableName(int(pid))))
+			semconv.ProcessExecutableName.String(s.procs.Proc(int(pid)).ExecutableName()))
 		p = &process{opts: newOpts(kv...)}
 		d.procs[pid] = p
 	}

@@ -1,10 +1,16 @@
 package podjoin
 
 import (
+	"errors"
 	"fmt"
-	"os"
+	"strings"
 	"testing"
 	"time"
+
+	prometheus "github.com/prometheus/procfs"
+
+	"github.com/xpuscope/xpuscope/internal/procfs"
+	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
 )
 
 // benchEnviron is a container's environment of about 3 KiB: service
@@ -84,27 +90,60 @@ func BenchmarkParseEnviron(b *testing.B) {
 	}
 }
 
-// The start-time read each lookup makes, on a fixture file and on the
-// real procfs: most of a cached lookup's cost.
-func BenchmarkStartTime(b *testing.B) {
-	proc := b.TempDir()
-	writeProc(b, proc, 42, 7, benchCgroup(42), nil)
-	for _, tc := range []struct {
-		name, root string
-		pid        int
-	}{{"fixture", proc, 42}, {"procfs", "/proc", os.Getpid()}} {
-		b.Run(tc.name, func(b *testing.B) {
-			d, err := openProcDir(tc.root)
-			if err != nil {
-				b.Fatal(err)
+// BenchmarkReadCgroup reads and parses a process's cgroup file, as a
+// lookup of a process not yet cached does, against prometheus/procfs's
+// Proc.Cgroups with the same path parsing after it.
+func BenchmarkReadCgroup(b *testing.B) {
+	proc := procfstest.New(b, procfstest.Process{PID: 42, Cgroup: benchCgroup(42)})
+	p := procfs.FS{Root: proc}.Proc(42)
+	procfstest.Versus(b, proc, 42,
+		func() error {
+			c, err := readCgroup(p)
+			if err == nil && c.ContainerID == "" {
+				err = errors.New("not resolved")
 			}
-			defer d.close()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := d.startTime(tc.pid); err != nil {
-					b.Fatal(err)
+			return err
+		},
+		func(p prometheus.Proc) error {
+			cgs, err := p.Cgroups()
+			var best Cgroup
+			for _, cg := range cgs {
+				if c := parseCgroupPath([]byte(cg.Path)); strings.HasPrefix(cg.Path, "/") && rank(c) > rank(best) {
+					best = c
 				}
 			}
+			if err == nil && best.ContainerID == "" {
+				err = errors.New("not resolved")
+			}
+			return err
 		})
-	}
+}
+
+// BenchmarkReadEnviron reads the allowed variables of a 3 KiB environment
+// as a lookup of a process not yet cached does, against prometheus/procfs's
+// Proc.Environ (which makes a string of every variable) with the same
+// selection after it.
+func BenchmarkReadEnviron(b *testing.B) {
+	proc := procfstest.New(b, procfstest.Process{PID: 42, Environ: environEntries(benchEnviron(42))})
+	p := procfs.FS{Root: proc}.Proc(42)
+	buf := make([]byte, environBuf)
+	procfstest.Versus(b, proc, 42,
+		func() error {
+			e, err := readEnviron(p, buf)
+			if err == nil && e.ServiceName == "" {
+				err = errors.New("not read")
+			}
+			return err
+		},
+		func(p prometheus.Proc) error {
+			env, err := p.Environ()
+			var parser envParser
+			for _, e := range env {
+				parser.entry([]byte(e))
+			}
+			if err == nil && parser.env.ServiceName == "" {
+				err = errors.New("not read")
+			}
+			return err
+		})
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
 )
 
 // archiveFile is one file of a txtar archive.
@@ -51,12 +53,6 @@ type wantLine struct {
 // startOf is the start time a generated stat file gives pid.
 func startOf(pid int) uint64 { return 1000 + uint64(pid) }
 
-// statLine is a /proc/<pid>/stat line with start time start.
-func statLine(pid int, comm string, start uint64) string {
-	return fmt.Sprintf("%d (%s) S 1 %d %d 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 %d 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
-		pid, comm, pid, pid, start)
-}
-
 // environBlock turns lines into an environment block: each line an entry,
 // each entry ended by a NUL.
 func environBlock(lines []byte) []byte {
@@ -69,10 +65,10 @@ func environBlock(lines []byte) []byte {
 	return b
 }
 
-// unpack writes archive path into a temporary tree: proc/<pid>/… under
-// the procfs root (a stat file generated where the archive has none, an
-// empty environ likewise), log/… under the log root, and reads the want
-// file: "<pid> <rendered ProcessInfo>" lines.
+// unpack writes archive path into a temporary tree: proc/<pid>/… as the
+// processes of a procfs fixture tree (a stat file generated where the
+// archive has none, an empty environ likewise), log/… under the log root,
+// and reads the want file: "<pid> <rendered ProcessInfo>" lines.
 func unpack(t testing.TB, path string) fixture {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -80,13 +76,13 @@ func unpack(t testing.TB, path string) fixture {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	fx := fixture{proc: filepath.Join(dir, "proc"), logs: filepath.Join(dir, "log")}
-	for _, d := range []string{fx.proc, filepath.Join(fx.logs, "pods"), filepath.Join(fx.logs, "containers")} {
+	fx := fixture{proc: procfstest.New(t), logs: filepath.Join(dir, "log")}
+	for _, d := range []string{filepath.Join(fx.logs, "pods"), filepath.Join(fx.logs, "containers")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	pids := map[int]bool{}
+	procs := map[int]*procfstest.Process{}
 	for _, f := range parseArchive(data) {
 		if f.name == "want" {
 			for _, l := range strings.Split(strings.TrimSpace(string(f.data)), "\n") {
@@ -99,41 +95,42 @@ func unpack(t testing.TB, path string) fixture {
 			}
 			continue
 		}
-		content := f.data
-		parts := strings.Split(f.name, "/")
-		if parts[0] == "proc" && len(parts) == 3 {
-			pid, err := strconv.Atoi(parts[1])
+		if proc, ok := strings.CutPrefix(f.name, "proc/"); ok {
+			id, name, _ := strings.Cut(proc, "/")
+			pid, err := strconv.Atoi(id)
 			if err != nil {
 				t.Fatalf("%s: %s: %v", path, f.name, err)
 			}
-			pids[pid] = true
-			if parts[2] == "environ" {
-				content = environBlock(content)
+			p := procs[pid]
+			if p == nil {
+				p = &procfstest.Process{PID: pid, Files: map[string]string{}}
+				procs[pid] = p
 			}
+			if name == "environ" {
+				p.Environ = environEntries(environBlock(f.data))
+			} else {
+				p.Files[name] = string(f.data) // as written, an empty cgroup file too
+			}
+			continue
 		}
 		p := filepath.Join(dir, filepath.FromSlash(f.name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, content, 0o644); err != nil {
+		if err := os.WriteFile(p, f.data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for pid := range pids {
-		writeIfMissing(t, filepath.Join(fx.proc, strconv.Itoa(pid), "stat"), statLine(pid, "proc"+strconv.Itoa(pid), startOf(pid)))
-		writeIfMissing(t, filepath.Join(fx.proc, strconv.Itoa(pid), "environ"), "")
+	for pid, p := range procs {
+		if _, ok := p.Files["stat"]; !ok {
+			p.Stat = procfstest.Stat(pid, "proc"+strconv.Itoa(pid), startOf(pid))
+		}
+		if p.Environ == nil && !hasEnvironDir(p) {
+			p.Environ = []string{}
+		}
+		procfstest.Write(t, fx.proc, *p)
 	}
 	return fx
-}
-
-func writeIfMissing(t testing.TB, path, content string) {
-	t.Helper()
-	if _, err := os.Lstat(path); err == nil {
-		return
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // render writes a ProcessInfo as a want line does: its known fields in a
@@ -168,20 +165,30 @@ func render(p ProcessInfo) string {
 	return strings.Join(parts, " ")
 }
 
-// writeProc writes one process of a procfs tree.
+// writeProc writes one process of a procfs tree: its stat, cgroup and
+// environ files.
 func writeProc(t testing.TB, root string, pid int, start uint64, cgroup string, environ []byte) {
 	t.Helper()
-	d := filepath.Join(root, strconv.Itoa(pid))
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		t.Fatal(err)
+	procfstest.Write(t, root, procfstest.Process{PID: pid, Stat: procfstest.Stat(pid, "worker", start),
+		Cgroup: cgroup, Environ: environEntries(environ)})
+}
+
+// environEntries splits an environment block into its entries, each
+// ended by a NUL in the block.
+func environEntries(block []byte) []string {
+	if len(block) == 0 {
+		return []string{}
 	}
-	for name, content := range map[string][]byte{
-		"stat":    []byte(statLine(pid, "worker", start)),
-		"cgroup":  []byte(cgroup),
-		"environ": environ,
-	} {
-		if err := os.WriteFile(filepath.Join(d, name), content, 0o644); err != nil {
-			t.Fatal(err)
+	return strings.Split(strings.TrimSuffix(string(block), "\x00"), "\x00")
+}
+
+// hasEnvironDir reports whether the archive makes p's environ a
+// directory, an environment that cannot be read.
+func hasEnvironDir(p *procfstest.Process) bool {
+	for name := range p.Files {
+		if strings.HasPrefix(name, "environ/") {
+			return true
 		}
 	}
+	return false
 }

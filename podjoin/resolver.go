@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -139,7 +141,7 @@ var resultNames = [numResults]string{
 // Create it with New; it is safe for concurrent use.
 type Resolver struct {
 	cfg  config
-	proc *procDir
+	proc *procfs.Handle
 
 	mu    sync.Mutex // guards cache
 	cache processCache
@@ -176,9 +178,9 @@ func New(opts ...Option) (*Resolver, error) {
 	if err != nil {
 		return nil, err
 	}
-	proc, err := openProcDir(cfg.procRoot)
+	proc, err := procfs.FS{Root: cfg.procRoot}.Open()
 	if err != nil {
-		return nil, err
+		return nil, xpuscope.Unavailablef("podjoin: procfs root: %v", err)
 	}
 	r := &Resolver{
 		cfg:    cfg,
@@ -194,7 +196,7 @@ func New(opts ...Option) (*Resolver, error) {
 	}
 	if err := r.register(); err != nil {
 		r.cancel()
-		proc.close()
+		proc.Close()
 		return nil, err
 	}
 	r.refreshLogs()
@@ -218,7 +220,7 @@ func (r *Resolver) Close() error {
 			r.client.close()
 		}
 		r.closeErr = r.reg.Unregister()
-		r.proc.close()
+		r.proc.Close()
 		r.mu.Lock()
 		r.cache.clear()
 		r.mu.Unlock()
@@ -362,7 +364,7 @@ func (r *Resolver) Process(pid int) ProcessInfo {
 		r.resolves[resultNotFound].Add(1)
 		return ProcessInfo{}
 	}
-	start, err := r.proc.startTime(pid)
+	start, err := r.proc.StartTime(pid)
 	if err != nil {
 		r.Forget(pid)
 		r.resolves[resultNotFound].Add(1)
@@ -381,7 +383,7 @@ func (r *Resolver) Process(pid int) ProcessInfo {
 	if res != resultNotFound {
 		// A pid reused while it was read gives an entry of mixed
 		// processes: drop it.
-		if again, err := r.proc.startTime(pid); err != nil || again != start {
+		if again, err := r.proc.StartTime(pid); err != nil || again != start {
 			res = resultNotFound
 		}
 	}
@@ -429,13 +431,13 @@ func (r *Resolver) Forget(pid int) {
 
 // read reads a process's cgroup and environment.
 func (r *Resolver) read(pid int) (ProcessInfo, result) {
-	cg, err := r.proc.readCgroup(pid)
+	cg, err := readCgroup(r.proc.Proc(pid))
 	if err != nil {
 		return ProcessInfo{}, resultNotFound
 	}
 	info := ProcessInfo{Cgroup: cg}
 	r.envMu.Lock()
-	env, err := r.proc.environ(pid, r.envBuf)
+	env, err := readEnviron(r.proc.Proc(pid), r.envBuf)
 	r.envMu.Unlock()
 	if err != nil {
 		return info, resultPartial
@@ -493,7 +495,7 @@ func (r *Resolver) sweep(now time.Time) {
 	}
 	r.mu.Unlock()
 	for _, k := range keys {
-		if st, err := r.proc.startTime(k.pid); err != nil || st != k.start {
+		if st, err := r.proc.StartTime(k.pid); err != nil || st != k.start {
 			r.mu.Lock()
 			if e := r.cache.get(k.pid); e != nil && e.start == k.start {
 				r.cache.remove(k.pid)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -273,55 +272,6 @@ func TestProcessAttributes(t *testing.T) {
 	}
 	if kvs, sc := r.ProcessAttributes(43); len(kvs) != 0 || sc.IsValid() {
 		t.Errorf("no such process: %v %+v", kvs, sc)
-	}
-}
-
-// The start time parser reads this very process's stat as awk would.
-func TestStartTimeOfThisProcess(t *testing.T) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		testutil.SkipOrFail(t, "no procfs: %v", err)
-	}
-	got, ok := parseStartTime(b)
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	want, err := strconv.ParseUint(fields[19], 10, 64)
-	if !ok || err != nil || got != want {
-		t.Fatalf("start time %d %v, want %d (%v)", got, ok, want, err)
-	}
-	d, err := openProcDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.close()
-	st, err := d.startTime(os.Getpid())
-	if err != nil || st != want {
-		t.Fatalf("startTime = %d, %v; want %d", st, err, want)
-	}
-	if _, err := d.startTime(1 << 30); err == nil || !strings.Contains(err.Error(), "/proc/1073741824/stat") {
-		t.Fatalf("missing pid: err = %v, want one naming the path", err)
-	}
-}
-
-func TestParseStartTime(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want uint64
-		ok   bool
-	}{
-		{statLine(1, "init", 7), 7, true},
-		{statLine(1, "a) (b", 7), 7, true},
-		{statLine(1, "", 0), 0, true},
-		{"1 (x) S 1 2 3", 0, false},
-		{"1 x S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", 0, false},
-		{"1 (x) S 1 1 1 0 -1 4 1 0 0 0 1 2 0 0 20 0 1 0 99999999999999999999999 1", 0, false},
-		{"1 (x) S 1 1 1 0 -1 4 1 0 0 0 1 2 0 0 20 0 1 0 12x 1", 0, false},
-		{"1 (x) S 1 1 1 0 -1 4 1 0 0 0 1 2 0 0 20 0 1 0  1", 0, false},
-		{"1 (x) S 1 1 1 0 -1 4 1 0 0 0 1 2 0 0 20 0 1 0 18446744073709551615", 18446744073709551615, true},
-	} {
-		got, ok := parseStartTime([]byte(tc.in))
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("%q: %d %v, want %d %v", tc.in, got, ok, tc.want, tc.ok)
-		}
 	}
 }
 

@@ -16,7 +16,7 @@ const (
 )
 
 // FileID identifies a file by device (in unix.Mkdev's encoding) and inode.
-// Take both from /proc/<pid>/maps (procmaps.Mapping) every time: on btrfs
+// Take both from /proc/<pid>/maps (procfs.Mapping) every time: on btrfs
 // and some overlay setups stat(2) reports another device.
 type FileID struct {
 	Dev, Inode uint64
@@ -37,9 +37,9 @@ type File interface {
 }
 
 // Opener opens the file a FileID names, for a Cache that does not hold its
-// Table yet: typically os.Open of procmaps.MapFilesPath, or of
-// procmaps.RootPath where map_files is not readable. When it returns an
-// error, the File is ignored.
+// Table yet: typically procfs.Proc.OpenMapped, which opens the file
+// through map_files, or under the process's root where map_files is not
+// readable. When it returns an error, the File is ignored.
 type Opener func() (File, error)
 
 // Cache holds the Tables of up to a fixed number of files, keyed by

@@ -3,14 +3,16 @@
 // uprobe attaches at.
 //
 // A uprobe tracer sees a user-space code pointer (the func argument of
-// cudaLaunchKernel, say) and a pid. Package procmaps turns the pointer into
-// a mapped file and a file offset; a Table built from that file turns the
-// offset into a name:
+// cudaLaunchKernel, say) and a pid. The process's maps (package procfs)
+// turn the pointer into a mapped file and a file offset; a Table built
+// from that file turns the offset into a name:
 //
-//	m, _ := procmaps.Find(maps, ptr)
+//	proc := procfs.FS{Root: "/proc"}.Proc(pid)
+//	maps, _ := proc.Maps()
+//	m, _ := maps.Find(ptr)
 //	name, ok, err := cache.Lookup(elfsym.FileID{Dev: m.Dev, Inode: m.Inode},
 //		m.FileOffset(ptr), func() (elfsym.File, error) {
-//			return os.Open(procmaps.MapFilesPath("/proc", pid, m))
+//			return proc.OpenMapped(m)
 //		})
 //
 // A Table holds the function symbols (STT_FUNC and STT_GNU_IFUNC) of .symtab

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xpuscope/xpuscope/internal/procmaps"
+	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
@@ -114,7 +114,7 @@ func build(t *testing.T) built {
 
 // run runs an executable built by build and returns the addresses it
 // printed and its maps.
-func run(t *testing.T, exe string) (map[string]uint64, []procmaps.Mapping) {
+func run(t *testing.T, exe string) (map[string]uint64, procfs.Maps) {
 	t.Helper()
 	out, err := exec.Command(exe).Output()
 	if err != nil {
@@ -134,7 +134,7 @@ func run(t *testing.T, exe string) (map[string]uint64, []procmaps.Mapping) {
 		}
 		addrs[name] = v
 	}
-	ms, err := procmaps.Parse(bytes.NewReader(maps))
+	ms, err := procfs.ParseMaps(bytes.NewReader(maps))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +154,8 @@ func TestCompiled(t *testing.T) {
 				t.Fatalf("%d addresses printed, want 7", len(addrs))
 			}
 			for name, addr := range addrs {
-				m, ok := procmaps.Find(ms, addr)
-				if !ok || m.Perms&procmaps.PermExec == 0 {
+				m, ok := ms.Find(addr)
+				if !ok || m.Perms&procfs.PermExec == 0 {
 					t.Fatalf("%s at %#x: mapping %+v, %v", name, addr, m, ok)
 				}
 				wantFile := b.lib

@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/xpuscope/xpuscope/internal/procmaps"
+	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
@@ -26,11 +26,11 @@ const knownName = "github.com/xpuscope/xpuscope/internal/elfsym.knownFunction"
 
 // selfOpener opens the file of mapping m of this process through
 // map_files, or through its root where map_files is not readable.
-func selfOpener(m procmaps.Mapping) Opener {
+func selfOpener(m procfs.Mapping) Opener {
 	return func() (File, error) {
-		f, err := os.Open(procmaps.MapFilesPath("/proc", os.Getpid(), m))
+		f, err := procfs.FS{Root: procfs.DefaultRoot}.Proc(os.Getpid()).OpenMapped(m)
 		if err != nil {
-			return os.Open(procmaps.RootPath("/proc", os.Getpid(), m.Path))
+			return nil, err
 		}
 		return f, nil
 	}
@@ -38,14 +38,14 @@ func selfOpener(m procmaps.Mapping) Opener {
 
 // selfMapping returns the mapping of this process that holds the code of
 // fn, and the address.
-func selfMapping(t testing.TB, fn any) (procmaps.Mapping, uint64) {
+func selfMapping(t testing.TB, fn any) (procfs.Mapping, uint64) {
 	t.Helper()
-	ms, err := procmaps.ReadPID("/proc", os.Getpid())
+	ms, err := procfs.FS{Root: procfs.DefaultRoot}.Proc(os.Getpid()).Maps()
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := uint64(reflect.ValueOf(fn).Pointer())
-	m, ok := procmaps.Find(ms, addr)
+	m, ok := ms.Find(addr)
 	if !ok {
 		t.Fatalf("no mapping holds %#x", addr)
 	}
@@ -152,7 +152,7 @@ func TestGoBinary(t *testing.T) {
 	addrs, ms := run(t, exe)
 	c := NewCache(CacheConfig{MaxTables: 2})
 	for name, addr := range addrs {
-		m, ok := procmaps.Find(ms, addr)
+		m, ok := ms.Find(addr)
 		if !ok || m.Path != exe {
 			t.Fatalf("%s at %#x: mapping %+v, %v", name, addr, m, ok)
 		}

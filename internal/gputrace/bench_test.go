@@ -32,6 +32,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
+	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
@@ -685,7 +686,7 @@ func BenchmarkSymbolizeCached(b *testing.B) {
 	if stub == 0 {
 		b.Fatalf("no STUB line for %s in %q", cudaprog.KernelVectorAdd, p.Lines())
 	}
-	s := newSymbolizer("/proc")
+	s := newSymbolizer(procfs.FS{Root: procfs.DefaultRoot})
 	pid := uint32(p.Pid)
 	const want = "vectorAdd(float*, float*, float*, int)"
 	if name, ok := s.Symbolize(pid, stub); !ok || name != want {

@@ -1,11 +1,8 @@
 package gputrace
 
 import (
-	"os"
-
 	"github.com/xpuscope/xpuscope/internal/elfsym"
 	"github.com/xpuscope/xpuscope/internal/procfs"
-	"github.com/xpuscope/xpuscope/internal/procmaps"
 )
 
 // demangle turns a mangled C++ name into its readable form.
@@ -14,26 +11,24 @@ var demangle = elfsym.Demangle
 // symbolizer names launch functions through the process's mappings and
 // the ELF symbol tables of the mapped files, with the load bias.
 type symbolizer struct {
-	procRoot string
-	procs    procfs.FS
-	tables   *elfsym.Cache
-	maps     map[uint32][]procmaps.Mapping // per process, refreshed on a miss
+	procs  procfs.FS
+	tables *elfsym.Cache
+	maps   map[uint32]procfs.Maps // per process, refreshed on a miss
 	// exe knows the executables of processes the tracer scanned, for
 	// those that exit before their events are handled.
 	exe func(pid int) (string, bool)
 }
 
-func newSymbolizer(procRoot string) *symbolizer {
+func newSymbolizer(procs procfs.FS) *symbolizer {
 	return &symbolizer{
-		procRoot: procRoot,
-		procs:    procfs.FS{Root: procRoot},
-		tables:   elfsym.NewCache(elfsym.CacheConfig{}),
-		maps:     map[uint32][]procmaps.Mapping{},
+		procs:  procs,
+		tables: elfsym.NewCache(elfsym.CacheConfig{}),
+		maps:   map[uint32]procfs.Maps{},
 	}
 }
 
 func (s *symbolizer) ExecutableName(pid uint32) string {
-	if name := s.procs.ExecutableName(int(pid)); name != "" {
+	if name := s.procs.Proc(int(pid)).ExecutableName(); name != "" {
 		return name
 	}
 	if s.exe != nil {
@@ -46,15 +41,16 @@ func (s *symbolizer) ExecutableName(pid uint32) string {
 
 // Symbolize returns the demangled name of the function at addr in pid.
 func (s *symbolizer) Symbolize(pid uint32, addr uint64) (string, bool) {
-	m, ok := procmaps.Find(s.maps[pid], addr)
+	p := s.procs.Proc(int(pid))
+	m, ok := s.maps[pid].Find(addr)
 	if !ok {
 		// New mappings since the last read (a dlopen): read again.
-		ms, err := procmaps.ReadPID(s.procRoot, int(pid))
+		ms, err := p.Maps()
 		if err != nil {
 			return "", false
 		}
 		s.maps[pid] = ms
-		if m, ok = procmaps.Find(ms, addr); !ok {
+		if m, ok = ms.Find(addr); !ok {
 			return "", false
 		}
 	}
@@ -62,9 +58,9 @@ func (s *symbolizer) Symbolize(pid uint32, addr uint64) (string, bool) {
 		return "", false
 	}
 	open := func() (elfsym.File, error) {
-		f, err := os.Open(procmaps.MapFilesPath(s.procRoot, int(pid), m))
+		f, err := p.OpenMapped(m)
 		if err != nil {
-			return os.Open(procmaps.RootPath(s.procRoot, int(pid), m.Path))
+			return nil, err
 		}
 		return f, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/bpfsource"
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
+	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/occupancy"
 )
 
@@ -35,7 +36,7 @@ const (
 type config struct {
 	meterProvider  metric.MeterProvider
 	tracerProvider trace.TracerProvider
-	procRoot       string
+	procfs         procfs.FS
 	maxKernelNames int
 	maxProcesses   int
 	spanRate       float64
@@ -58,7 +59,7 @@ func (c *config) spanBurst() float64 { return max(1, c.spanRate) }
 
 func newConfig(opts []Option) (config, error) {
 	c := config{
-		procRoot:       "/proc",
+		procfs:         procfs.FS{Root: procfs.DefaultRoot},
 		maxKernelNames: DefaultMaxKernelNames,
 		maxProcesses:   DefaultMaxProcesses,
 		spanRate:       DefaultSpanRate,
@@ -80,7 +81,7 @@ func newConfig(opts []Option) (config, error) {
 		c.tracerProvider = otel.GetTracerProvider()
 	}
 	switch {
-	case c.procRoot == "":
+	case c.procfs.Root == "":
 		return c, errors.New("WithProcRoot: the procfs root is empty")
 	case c.maxKernelNames < 1:
 		return c, fmt.Errorf("WithMaxKernelNames: the cap must be at least 1, got %d", c.maxKernelNames)
@@ -124,7 +125,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // WithProcRoot sets where the host's procfs is mounted (default /proc).
 func WithProcRoot(path string) Option {
-	return optionFunc(func(c *config) { c.procRoot = path })
+	return optionFunc(func(c *config) { c.procfs = procfs.FS{Root: path} })
 }
 
 // WithMaxKernelNames caps the distinct cuda.kernel.name values per

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -121,7 +118,7 @@ func newSource(rt Runtime, opts []Option) (*Source, error) {
 		rt:               rt,
 		cfg:              cfg,
 		mono:             ktime.Now,
-		names:            newSymbolizer(cfg.procRoot),
+		names:            newSymbolizer(cfg.procfs),
 		attachedByTarget: map[string]int64{},
 		targetAttrs:      map[string]meterx.Attrs{},
 	}
@@ -160,9 +157,9 @@ func (s *Source) start(multi bool) error {
 	s.agg = newAggregator(&s.cfg, s.names, &s.inst, sp)
 	var err error
 	s.tracer, err = uprobe.New(uprobe.Config{
-		ProcRoot: s.cfg.procRoot,
-		Rescan:   s.cfg.rescan,
-		Targets:  targets(s.rt, s.objs, multi),
+		Procfs:  s.cfg.procfs,
+		Rescan:  s.cfg.rescan,
+		Targets: targets(s.rt, s.objs, multi),
 	})
 	if err != nil {
 		return err
@@ -259,10 +256,7 @@ func (s *Source) refresh() {
 	for _, t := range s.rt.Targets {
 		s.attachedByTarget[t.Name] = attached[t.Name]
 	}
-	alive := func(pid uint32) bool {
-		_, err := os.Stat(filepath.Join(s.cfg.procRoot, strconv.Itoa(int(pid))))
-		return err == nil
-	}
+	alive := func(pid uint32) bool { return s.cfg.procfs.Proc(int(pid)).Alive() }
 	nowK := s.mono()
 	s.agg.report(nowK)
 	s.agg.forget(alive, time.Now(), nowK)

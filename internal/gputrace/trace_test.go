@@ -10,7 +10,6 @@ package gputrace
 // filters by the test program's pid.
 
 import (
-	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
+	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
@@ -449,15 +449,6 @@ func TestNoPrivilegeChild(t *testing.T) {
 	t.Logf("New: %v", err)
 }
 
-// fakeProcRoot returns a procfs root holding pid alone (a link to
-// /proc/<pid>): a Source given it sees that process only.
-func fakeProcRoot(t testing.TB, pid int) string {
-	t.Helper()
-	root := t.TempDir()
-	require.NoError(t, os.Symlink(fmt.Sprintf("/proc/%d", pid), filepath.Join(root, strconv.Itoa(pid))))
-	return root
-}
-
 func copyFile(t testing.TB, src, dst string, mode os.FileMode) {
 	t.Helper()
 	b, err := os.ReadFile(src)
@@ -482,7 +473,7 @@ func TestTraceFlood(t *testing.T) {
 	const n = 20000
 	exe := cudaprog.Build(t, "static")
 	p := cudaprog.Start(t, exe, "loop", strconv.Itoa(n))
-	tr := startTracing(t, WithProcRoot(fakeProcRoot(t, p.Pid)), WithRingBufferSize(4096), withWakeupBytes(1<<30),
+	tr := startTracing(t, WithProcRoot(procfstest.Host(t, p.Pid)), WithRingBufferSize(4096), withWakeupBytes(1<<30),
 		WithPollInterval(2*time.Second))
 	tr.waitAttached(t, TargetRuntime, exe)
 	tr.rec.Watch(p.Pid)
@@ -540,7 +531,7 @@ func TestTraceCloseLeavesNothing(t *testing.T) {
 	exe := cudaprog.Build(t, s.Program)
 	round := func() *Source {
 		p := cudaprog.Start(t, exe, s.Name)
-		tr := startTracing(t, WithProcRoot(fakeProcRoot(t, p.Pid)))
+		tr := startTracing(t, WithProcRoot(procfstest.Host(t, p.Pid)))
 		tr.waitAttached(t, TargetRuntime, exe)
 		tr.rec.Watch(p.Pid)
 		p.Go()

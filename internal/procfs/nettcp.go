@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 )
 
@@ -78,24 +77,26 @@ func addrPort(b []byte) (uint16, bool) {
 // in it whose files can be read. f returns false to stop. It returns an
 // error when the root cannot be listed, or a namespace could be read
 // through none of its processes (no privilege, say).
+//
+// prometheus/procfs's NetTCP and NetTCP6 (deprecated there) read one
+// namespace per FS, parse every socket whole and cannot stop early:
+// BenchmarkTCPSockets has them take about the same time on 2000 sockets,
+// with 22 040 allocations against 2 026 and 1.8 times the bytes.
 func (fs FS) TCPSockets(f func(TCPSocket) bool) error {
-	entries, err := os.ReadDir(fs.Root)
+	pids, err := fs.PIDs()
 	if err != nil {
-		return fmt.Errorf("procfs: list %s: %w", fs.Root, err)
+		return err
 	}
 	seen := map[string]bool{}
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		dir := filepath.Join(fs.Root, e.Name())
-		ns, err := os.Readlink(filepath.Join(dir, "ns", "net"))
+	for _, pid := range pids {
+		p := fs.Proc(pid)
+		ns, err := os.Readlink(p.path("ns", "net"))
 		if err != nil || seen[ns] {
 			continue
 		}
 		read := true
 		for _, name := range []string{"tcp", "tcp6"} {
-			more, err := readNetTCP(filepath.Join(dir, "net", name), f)
+			more, err := readNetTCP(p.path("net", name), f)
 			if !more {
 				return nil
 			}

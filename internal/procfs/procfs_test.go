@@ -1,11 +1,20 @@
 package procfs
 
 import (
-	"net"
+	"errors"
+	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+
+	prometheus "github.com/prometheus/procfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
 )
 
 func TestExeBase(t *testing.T) {
@@ -36,36 +45,95 @@ func TestParseComm(t *testing.T) {
 }
 
 func TestExecutableName(t *testing.T) {
-	root := t.TempDir()
-	mk := func(pid int) string {
-		d := filepath.Join(root, strconv.Itoa(pid))
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	// exe link wins.
-	d := mk(10)
-	if err := os.Symlink("/usr/local/bin/vllm", filepath.Join(d, "exe")); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(d, "comm"), []byte("ignored\n"), 0o644)
-	// comm fallback.
-	d = mk(11)
-	os.WriteFile(filepath.Join(d, "comm"), []byte("kworker\n"), 0o644)
-
+	root := procfstest.New(t,
+		procfstest.Process{PID: 10, Exe: "/usr/local/bin/vllm", Comm: "ignored\n"}, // exe link wins.
+		procfstest.Process{PID: 11, Comm: "kworker\n"},                             // comm fallback.
+	)
 	fs := FS{Root: root}
 	for pid, want := range map[int]string{10: "vllm", 11: "kworker", 12: ""} {
-		if got := fs.ExecutableName(pid); got != want {
+		if got := fs.Proc(pid).ExecutableName(); got != want {
 			t.Errorf("ExecutableName(%d) = %q, want %q", pid, got, want)
 		}
 	}
 	// The real procfs: this test binary.
 	real := FS{Root: DefaultRoot}
 	self, _ := os.Executable()
-	if got, want := real.ExecutableName(os.Getpid()), filepath.Base(self); got != want {
+	if got, want := real.Proc(os.Getpid()).ExecutableName(), filepath.Base(self); got != want {
 		t.Errorf("ExecutableName(self) = %q, want %q", got, want)
 	}
+}
+
+// The readers of one process name the file they could not read.
+func TestProcReaders(t *testing.T) {
+	root := procfstest.New(t,
+		procfstest.Process{PID: 1, Exe: "/srv/train (deleted)", Comm: "train\n", Cgroup: "0::/init.scope\n",
+			Environ: []string{"HOME=/root", "TRACEPARENT=00-x"}},
+		procfstest.Process{PID: 2, Environ: []string{}},
+	)
+	fs := FS{Root: root}
+	one, two, gone := fs.Proc(1), fs.Proc(2), fs.Proc(3)
+
+	assert.True(t, one.Alive())
+	assert.False(t, gone.Alive())
+
+	exe, err := one.Exe()
+	require.NoError(t, err)
+	assert.Equal(t, "/srv/train", exe)
+	_, err = two.Exe()
+	assert.ErrorContains(t, err, filepath.Join(root, "2", "exe"))
+
+	comm, err := one.Comm()
+	require.NoError(t, err)
+	assert.Equal(t, "train", comm)
+
+	cg, err := one.Cgroup()
+	require.NoError(t, err)
+	assert.Equal(t, "0::/init.scope\n", string(cg))
+	_, err = gone.Cgroup()
+	require.ErrorIs(t, err, iofs.ErrNotExist)
+	assert.ErrorContains(t, err, filepath.Join(root, "3", "cgroup"))
+
+	var env []byte
+	read := func(r io.Reader) (err error) { env, err = io.ReadAll(r); return err }
+	require.NoError(t, one.Environ(read))
+	assert.Equal(t, "HOME=/root\x00TRACEPARENT=00-x\x00", string(env))
+	require.NoError(t, two.Environ(read))
+	assert.Empty(t, env)
+	assert.ErrorContains(t, gone.Environ(read), filepath.Join(root, "3", "environ"))
+	failed := errors.New("scan failed")
+	err = one.Environ(func(io.Reader) error { return failed })
+	require.ErrorIs(t, err, failed)
+	assert.ErrorContains(t, err, filepath.Join(root, "1", "environ"))
+
+	pids, err := fs.PIDs()
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2}, pids)
+	_, err = FS{Root: filepath.Join(root, "none")}.PIDs()
+	assert.ErrorContains(t, err, filepath.Join(root, "none"))
+}
+
+// Cgroup reads at most maxCgroup bytes.
+func TestCgroupIsBounded(t *testing.T) {
+	root := procfstest.New(t, procfstest.Process{PID: 1, Cgroup: strings.Repeat("0::/x\n", maxCgroup)})
+	cg, err := FS{Root: root}.Proc(1).Cgroup()
+	require.NoError(t, err)
+	assert.Len(t, cg, maxCgroup)
+}
+
+// OpenExe opens the executable itself: this test binary's, through the
+// real procfs.
+func TestOpenExe(t *testing.T) {
+	f, err := FS{Root: DefaultRoot}.Proc(os.Getpid()).OpenExe()
+	require.NoError(t, err)
+	defer f.Close()
+	var got, want syscall.Stat_t
+	require.NoError(t, syscall.Fstat(int(f.Fd()), &got))
+	self, err := os.Executable()
+	require.NoError(t, err)
+	require.NoError(t, syscall.Stat(self, &want))
+	assert.Equal(t, want.Ino, got.Ino)
+	_, err = FS{Root: t.TempDir()}.Proc(1).OpenExe()
+	assert.ErrorIs(t, err, iofs.ErrNotExist)
 }
 
 func FuzzParseComm(f *testing.F) {
@@ -89,120 +157,34 @@ func FuzzExeBase(f *testing.F) {
 	})
 }
 
-func TestParseNetTCPLine(t *testing.T) {
+// BenchmarkExecutableName names a process by its exe link, and one whose
+// link cannot be read (a kernel thread) by its comm, as the gpu Source
+// does once per new process, against prometheus/procfs's Proc.Executable
+// and Proc.Comm.
+func BenchmarkExecutableName(b *testing.B) {
+	root := procfstest.New(b,
+		procfstest.Process{PID: 1, Exe: "/usr/bin/python3.11", Comm: "python3\n"},
+		procfstest.Process{PID: 2, Comm: "kworker/0:1\n"})
 	for _, tc := range []struct {
-		line string
-		want TCPSocket
-		ok   bool
-	}{
-		{"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode", TCPSocket{}, false},
-		{"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 24467 1 0000000000000000 100 0 0 10 0",
-			TCPSocket{LocalPort: 8000, State: TCPListen}, true},
-		{"   7: 0100007F:D3A2 0100007F:2CAB 01 00000000:00000000 00:00000000 00000000  1000        0 99 1",
-			TCPSocket{LocalPort: 0xd3a2, RemotePort: 11435, State: TCPEstablished}, true},
-		// tcp6: 32 hex digits of address.
-		{"   1: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0 0 1",
-			TCPSocket{LocalPort: 8080, State: TCPListen}, true},
-		{"   0: 0100007F:1F40 00000000:0000 A 0", TCPSocket{}, false},  // one-digit state
-		{"   0: 0100007F:1F4 00000000:0000 0A 0", TCPSocket{}, false},  // three-digit port
-		{"   0: 0100007F:XYZW 00000000:0000 0A 0", TCPSocket{}, false}, // not hex
-		{"   0: 0100007F1F40 00000000:0000 0A 0", TCPSocket{}, false},  // no colon
-		{"0100007F:1F40 00000000:0000 0A 0 0", TCPSocket{}, false},     // no slot
-		{"", TCPSocket{}, false},
-	} {
-		got, ok := ParseNetTCPLine([]byte(tc.line))
-		if ok != tc.ok || got != tc.want {
-			t.Errorf("ParseNetTCPLine(%q) = %+v, %v; want %+v, %v", tc.line, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
-// Bytes pass with no change of state only through an established or half
-// closed socket.
-func TestCarriesData(t *testing.T) {
-	carries := map[uint8]bool{TCPEstablished: true, TCPFinWait1: true, TCPFinWait2: true, TCPCloseWait: true}
-	for st := range uint8(0x10) {
-		if got := (TCPSocket{State: st}).CarriesData(); got != carries[st] {
-			t.Errorf("state %#02x: CarriesData %v, want %v", st, got, carries[st])
-		}
-	}
-}
-
-// TestTCPSockets: a listener this test opens is found through the real
-// procfs, and each namespace is read once.
-func TestTCPSockets(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	port := uint16(l.Addr().(*net.TCPAddr).Port)
-	found := 0
-	if err := (FS{Root: DefaultRoot}).TCPSockets(func(s TCPSocket) bool {
-		if s.LocalPort == port && s.State == TCPListen {
-			found++
-		}
-		return true
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if found != 1 {
-		t.Errorf("the listener on port %d was found %d times, want once", port, found)
-	}
-	// Stopping early stops.
-	calls := 0
-	_ = FS{Root: DefaultRoot}.TCPSockets(func(TCPSocket) bool { calls++; return false })
-	if calls != 1 {
-		t.Errorf("%d calls after f returned false", calls)
-	}
-	if err := (FS{Root: filepath.Join(t.TempDir(), "none")}).TCPSockets(func(TCPSocket) bool { return true }); err == nil {
-		t.Error("a missing root is no error")
-	}
-}
-
-func FuzzParseNetTCPLine(f *testing.F) {
-	f.Add([]byte("   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 24467 1"))
-	f.Add([]byte("   1: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if s, ok := ParseNetTCPLine(b); !ok && s != (TCPSocket{}) {
-			t.Fatalf("not a socket line, yet %+v", s)
-		}
-	})
-}
-
-// TestTCPSocketsUnreadable: a namespace whose sockets no process gives
-// is an error, so that a caller can fail open; one read through any of
-// its processes is not.
-func TestTCPSocketsUnreadable(t *testing.T) {
-	root := t.TempDir()
-	proc := func(pid, ns string, tcp bool) {
-		dir := filepath.Join(root, pid)
-		for _, d := range []string{"ns", "net"} {
-			if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.Symlink("net:["+ns+"]", filepath.Join(dir, "ns", "net")); err != nil {
-			t.Fatal(err)
-		}
-		if tcp {
-			line := "   0: 0100007F:1F40 00000000:0000 0A 0\n"
-			for _, f := range []string{"tcp", "tcp6"} {
-				if err := os.WriteFile(filepath.Join(dir, "net", f), []byte("  sl  local_address\n"+line), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
-	proc("10", "1", false) // exited before its files were read...
-	proc("11", "1", true)  // ...but this one is in the same namespace
-	n := 0
-	count := func(TCPSocket) bool { n++; return true }
-	if err := (FS{Root: root}).TCPSockets(count); err != nil || n != 2 {
-		t.Fatalf("TCPSockets: %v, %d sockets; want no error, 2", err, n)
-	}
-	proc("12", "2", false) // a namespace nothing gives
-	if err := (FS{Root: root}).TCPSockets(count); err == nil {
-		t.Error("an unreadable namespace is no error")
+		name string
+		pid  int
+	}{{"exe", 1}, {"comm", 2}} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := FS{Root: root}.Proc(tc.pid)
+			procfstest.Versus(b, root, tc.pid,
+				func() error {
+					if p.ExecutableName() == "" {
+						return errors.New("no name")
+					}
+					return nil
+				},
+				func(p prometheus.Proc) error {
+					if exe, err := p.Executable(); err == nil && exe != "" {
+						return nil
+					}
+					_, err := p.Comm()
+					return err
+				})
+		})
 	}
 }

@@ -3,10 +3,6 @@ package uprobe
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +12,7 @@ import (
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/bpfsource"
-	"github.com/xpuscope/xpuscope/internal/procmaps"
+	"github.com/xpuscope/xpuscope/internal/procfs"
 )
 
 // hub is the discovery that every Tracer on one procfs root shares: one
@@ -27,11 +23,11 @@ import (
 // three paid three traps in a process at each dlopen, and three reads of
 // its maps at each exec. A hub lives while a Tracer holds it.
 type hub struct {
-	procRoot string
-	watch    watchObjects
-	execRT   link.Link
-	watchRB  *ringbuf.Reader
-	loader   *Tracer
+	procfs  procfs.FS
+	watch   watchObjects
+	execRT  link.Link
+	watchRB *ringbuf.Reader
+	loader  *Tracer
 
 	scans chan int // pids to rescan
 	stop  chan struct{}
@@ -42,24 +38,24 @@ type hub struct {
 	tracers map[*Tracer]time.Duration // each one's rescan period
 }
 
-// hubs are the live hubs by procfs root.
+// hubs are the live hubs by procfs.
 var hubs = struct {
 	sync.Mutex
-	byRoot map[string]*hub
-}{byRoot: map[string]*hub{}}
+	byRoot map[procfs.FS]*hub
+}{byRoot: map[procfs.FS]*hub{}}
 
 // join registers t with the hub of its procfs root, starting one if there
 // is none: its events reach t from then on.
 func join(t *Tracer) (*hub, error) {
 	hubs.Lock()
 	defer hubs.Unlock()
-	h := hubs.byRoot[t.cfg.ProcRoot]
+	h := hubs.byRoot[t.cfg.Procfs]
 	if h == nil {
 		var err error
-		if h, err = newHub(t.cfg.ProcRoot); err != nil {
+		if h, err = newHub(t.cfg.Procfs); err != nil {
 			return nil, err
 		}
-		hubs.byRoot[t.cfg.ProcRoot] = h
+		hubs.byRoot[t.cfg.Procfs] = h
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -82,7 +78,7 @@ func (h *hub) leave(t *Tracer) error {
 	if left > 0 {
 		return nil
 	}
-	delete(hubs.byRoot, h.procRoot)
+	delete(hubs.byRoot, h.procfs)
 	return h.close()
 }
 
@@ -98,15 +94,15 @@ func (h *hub) period() time.Duration {
 // newHub loads the watcher, probes every dynamic loader on the host, and
 // starts the worker. Missing privilege or kernel support is
 // xpuscope.ErrUnavailable.
-func newHub(procRoot string) (*hub, error) {
+func newHub(fs procfs.FS) (*hub, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, xpuscope.Unavailablef("uprobe: remove memlock limit: %w", err)
 	}
 	h := &hub{
-		procRoot: procRoot,
-		scans:    make(chan int, 4096),
-		stop:     make(chan struct{}),
-		tracers:  map[*Tracer]time.Duration{},
+		procfs:  fs,
+		scans:   make(chan int, 4096),
+		stop:    make(chan struct{}),
+		tracers: map[*Tracer]time.Duration{},
 	}
 	if err := loadWatchObjects(&h.watch, nil); err != nil {
 		return nil, bpfsource.Classify("uprobe: load the exec/dlopen watcher", err)
@@ -124,7 +120,7 @@ func newHub(procRoot string) (*hub, error) {
 		return nil, fmt.Errorf("uprobe: watcher ring buffer: %w", err)
 	}
 	h.loader = &Tracer{
-		cfg: Config{ProcRoot: procRoot, Targets: []Target{{
+		cfg: Config{Procfs: fs, Targets: []Target{{
 			Name: loaderTarget, Anchor: "_dl_debug_state", Hint: isLoader,
 			Probes: []Probe{{Symbol: "_dl_debug_state", Entry: h.watch.OnLoaderChange}},
 		}}},
@@ -222,14 +218,12 @@ func (h *hub) members() []*Tracer {
 // scanAll scans every process for the loader and ts; it fails only when
 // procfs cannot be listed.
 func (h *hub) scanAll(ts []*Tracer) error {
-	entries, err := os.ReadDir(h.procRoot)
+	pids, err := h.procfs.PIDs()
 	if err != nil {
-		return fmt.Errorf("uprobe: list processes: %w", err)
+		return fmt.Errorf("uprobe: %w", err)
 	}
-	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			h.scanPID(pid, ts)
-		}
+	for _, pid := range pids {
+		h.scanPID(pid, ts)
 	}
 	return nil
 }
@@ -237,12 +231,12 @@ func (h *hub) scanAll(ts []*Tracer) error {
 // scanPID reads pid's maps and executable once, and has the loader, then
 // each of ts, look at them.
 func (h *hub) scanPID(pid int, ts []*Tracer) {
-	maps, err := procmaps.ReadPID(h.procRoot, pid)
+	p := h.procfs.Proc(pid)
+	maps, err := p.Maps()
 	if err != nil {
 		return // the process is gone, or a kernel thread
 	}
-	exe, _ := os.Readlink(filepath.Join(h.procRoot, strconv.Itoa(pid), "exe"))
-	exe = strings.TrimSuffix(exe, " (deleted)")
+	exe, _ := p.Exe()
 	h.loader.consider(pid, maps, exe)
 	for _, t := range ts {
 		t.consider(pid, maps, exe)

@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
@@ -53,7 +54,7 @@ func TestTracersShareTheHub(t *testing.T) {
 	defer a.Close()
 	require.Same(t, a.hub, b.hub)
 	hubs.Lock()
-	require.Same(t, a.hub, hubs.byRoot["/proc"])
+	require.Same(t, a.hub, hubs.byRoot[procfs.FS{Root: procfs.DefaultRoot}])
 	hubs.Unlock()
 
 	// start runs a copy of exe (a file of its own: a new inode) and
@@ -100,5 +101,5 @@ func TestTracersShareTheHub(t *testing.T) {
 	require.NoError(t, b.Close())
 	hubs.Lock()
 	defer hubs.Unlock()
-	require.NotContains(t, hubs.byRoot, "/proc", "the hub outlived its last Tracer")
+	require.NotContains(t, hubs.byRoot, procfs.FS{Root: procfs.DefaultRoot}, "the hub outlived its last Tracer")
 }

@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	gomaps "maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,7 +38,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/xpuscope/xpuscope"
-	"github.com/xpuscope/xpuscope/internal/procmaps"
+	"github.com/xpuscope/xpuscope/internal/procfs"
 )
 
 // Probe attaches Entry (and Return, if set) to Symbol, with Cookie as the
@@ -78,9 +77,9 @@ type Target struct {
 
 // Config configures a Tracer.
 type Config struct {
-	// ProcRoot is where the host's procfs is mounted ("/proc").
-	ProcRoot string
-	Targets  []Target
+	// Procfs is the host's procfs (procfs.DefaultRoot when zero).
+	Procfs  procfs.FS
+	Targets []Target
 	// Rescan is the period of the fallback full rescan; 0 means 30s.
 	Rescan time.Duration
 }
@@ -173,8 +172,8 @@ func isLoader(base string) bool {
 // it starts if it is the first. Missing privilege or kernel support is
 // xpuscope.ErrUnavailable.
 func New(cfg Config) (*Tracer, error) {
-	if cfg.ProcRoot == "" {
-		cfg.ProcRoot = "/proc"
+	if cfg.Procfs.Root == "" {
+		cfg.Procfs.Root = procfs.DefaultRoot
 	}
 	if cfg.Rescan <= 0 {
 		cfg.Rescan = defaultRescan
@@ -200,7 +199,7 @@ func (t *Tracer) Rescan() error { return t.hub.scanAll([]*Tracer{t}) }
 // consider classifies the files process pid maps, as the hub read them,
 // that t has not classified before, and attaches to those that are
 // targets.
-func (t *Tracer) consider(pid int, maps []procmaps.Mapping, exe string) {
+func (t *Tracer) consider(pid int, maps procfs.Maps, exe string) {
 	t.scanMu.Lock()
 	defer t.scanMu.Unlock()
 	if t.closed {
@@ -208,7 +207,7 @@ func (t *Tracer) consider(pid int, maps []procmaps.Mapping, exe string) {
 	}
 	t.remember(pid, exe)
 	for _, m := range maps {
-		if m.Perms&procmaps.PermExec == 0 || m.Inode == 0 || !strings.HasPrefix(m.Path, "/") {
+		if m.Perms&procfs.PermExec == 0 || m.Inode == 0 || !strings.HasPrefix(m.Path, "/") {
 			continue
 		}
 		id := fileID{m.Dev, m.Inode}
@@ -229,12 +228,10 @@ func (t *Tracer) consider(pid int, maps []procmaps.Mapping, exe string) {
 // classify decides whether the file m maps is a target, and attaches to it
 // if so. It reports whether it attached, and whether it could tell (not
 // when the process exited before its file could be opened).
-func (t *Tracer) classify(pid int, m procmaps.Mapping, isExe bool) (attached, ok bool) {
-	f, err := os.Open(procmaps.MapFilesPath(t.cfg.ProcRoot, pid, m))
+func (t *Tracer) classify(pid int, m procfs.Mapping, isExe bool) (attached, ok bool) {
+	f, err := t.cfg.Procfs.Proc(pid).OpenMapped(m)
 	if err != nil {
-		if f, err = os.Open(procmaps.RootPath(t.cfg.ProcRoot, pid, m.Path)); err != nil {
-			return false, false
-		}
+		return false, false
 	}
 	defer f.Close()
 	// The process may exit while its file is classified and probed, and
@@ -272,7 +269,7 @@ func (t *Tracer) reject(r Rejection) {
 	}
 }
 
-func (t *Tracer) attach(tg Target, pid int, m procmaps.Mapping, path string, isExe bool) bool {
+func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe bool) bool {
 	offsets, err := locate(path, tg.Probes, isExe)
 	if err != nil {
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})

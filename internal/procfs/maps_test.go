@@ -1,11 +1,11 @@
-package procmaps
+package procfs
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +13,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	prometheus "github.com/prometheus/procfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
 )
 
 const (
@@ -29,8 +35,8 @@ func readFixture(t testing.TB) []byte {
 	return b
 }
 
-func TestParseFixture(t *testing.T) {
-	ms, err := Parse(bytes.NewReader(readFixture(t)))
+func TestParseMapsFixture(t *testing.T) {
+	ms, err := ParseMaps(bytes.NewReader(readFixture(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +80,7 @@ func TestParseFixture(t *testing.T) {
 	}
 }
 
-func TestParseLine(t *testing.T) {
+func TestParseMapsLine(t *testing.T) {
 	for _, tc := range []struct {
 		name, line string
 		want       Mapping
@@ -131,7 +137,7 @@ func TestParseLine(t *testing.T) {
 		{name: "truncated in device", line: "7f2b3c00e000-7f2b3c06e000 r-xp 0000e000 103:", err: "bad device minor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ms, err := Parse(strings.NewReader(tc.line + "\n"))
+			ms, err := ParseMaps(strings.NewReader(tc.line + "\n"))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "line 1") {
 					t.Fatalf("err = %v, want one naming line 1 and containing %q", err, tc.err)
@@ -148,7 +154,7 @@ func TestParseLine(t *testing.T) {
 	}
 }
 
-func TestParseShapes(t *testing.T) {
+func TestParseMapsShapes(t *testing.T) {
 	line := "1000-2000 r-xp 00000000 08:01 42 /lib/libx.so"
 	for _, tc := range []struct {
 		name, in string
@@ -160,7 +166,7 @@ func TestParseShapes(t *testing.T) {
 		{"blank lines skipped", line + "\n\n" + strings.Replace(line, "1000-2000", "2000-3000", 1) + "\n", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ms, err := Parse(strings.NewReader(tc.in))
+			ms, err := ParseMaps(strings.NewReader(tc.in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,17 +177,17 @@ func TestParseShapes(t *testing.T) {
 	}
 }
 
-func TestParseTruncatedFile(t *testing.T) {
+func TestParseMapsTruncatedFile(t *testing.T) {
 	b := readFixture(t)
 	// Cut inside the header of line 14.
 	cut := bytes.Index(b, []byte("7f2b3c00e000-7f2b3c06e000 r-xp")) + len("7f2b3c00e000-7f2b3c06e000 r-")
-	_, err := Parse(bytes.NewReader(b[:cut]))
+	_, err := ParseMaps(bytes.NewReader(b[:cut]))
 	if err == nil || !strings.Contains(err.Error(), "line 14: bad permissions") {
 		t.Fatalf("err = %v, want line 14: bad permissions", err)
 	}
 	// Cut inside a path: the shorter path is all that can be known.
 	cut = bytes.Index(b, []byte("/opt/My Models")) + len("/opt/My Mod")
-	ms, err := Parse(bytes.NewReader(b[:cut]))
+	ms, err := ParseMaps(bytes.NewReader(b[:cut]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,37 +196,37 @@ func TestParseTruncatedFile(t *testing.T) {
 	}
 }
 
-func TestParseLongLine(t *testing.T) {
+func TestParseMapsLongLine(t *testing.T) {
 	head := "1000-2000 r-xp 00000000 08:01 42 "
-	ok := head + "/" + strings.Repeat("a", MaxLineLen-len(head)-2) // the newline makes MaxLineLen
-	ms, err := Parse(strings.NewReader(ok + "\n"))
-	if err != nil || len(ms) != 1 || len(ms[0].Path) != MaxLineLen-len(head)-1 {
-		t.Fatalf("line of MaxLineLen bytes: %d mappings, err %v", len(ms), err)
+	ok := head + "/" + strings.Repeat("a", MaxMapsLine-len(head)-2) // the newline makes MaxMapsLine
+	ms, err := ParseMaps(strings.NewReader(ok + "\n"))
+	if err != nil || len(ms) != 1 || len(ms[0].Path) != MaxMapsLine-len(head)-1 {
+		t.Fatalf("line of MaxMapsLine bytes: %d mappings, err %v", len(ms), err)
 	}
 	long := "1000-2000 r-xp 0 08:01 42 /x\n" + ok + "a\n"
-	_, err = Parse(strings.NewReader(long))
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line 2 is longer than %d bytes", MaxLineLen)) {
+	_, err = ParseMaps(strings.NewReader(long))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line 2 is longer than %d bytes", MaxMapsLine)) {
 		t.Fatalf("err = %v, want line 2 too long", err)
 	}
 }
 
-func TestParseTooMany(t *testing.T) {
+func TestParseMapsTooMany(t *testing.T) {
 	var b strings.Builder
 	for i := range 5 {
 		fmt.Fprintf(&b, "%x-%x r--p 00000000 00:00 0\n", (i+1)*0x1000, (i+2)*0x1000)
 	}
-	if ms, err := parse(strings.NewReader(b.String()), 5); err != nil || len(ms) != 5 {
+	if ms, err := parseMaps(strings.NewReader(b.String()), 5); err != nil || len(ms) != 5 {
 		t.Fatalf("5 of at most 5: %d mappings, err %v", len(ms), err)
 	}
-	_, err := parse(strings.NewReader(b.String()), 4)
+	_, err := parseMaps(strings.NewReader(b.String()), 4)
 	if err == nil || !strings.Contains(err.Error(), "line 5: more than 4 mappings") {
 		t.Fatalf("err = %v, want more than 4 mappings", err)
 	}
 }
 
-func TestParseUnsorted(t *testing.T) {
+func TestParseMapsUnsorted(t *testing.T) {
 	in := "3000-4000 r--p 0 00:00 0 /c\n1000-2000 r--p 0 00:00 0 /a\n2000-3000 r--p 0 00:00 0 /b\n"
-	ms, err := Parse(strings.NewReader(in))
+	ms, err := ParseMaps(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,8 +249,8 @@ func (r *errReader) Read(p []byte) (int, error) {
 	return 0, syscall.EIO
 }
 
-func TestParseReadError(t *testing.T) {
-	_, err := Parse(&errReader{})
+func TestParseMapsReadError(t *testing.T) {
+	_, err := ParseMaps(&errReader{})
 	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("err = %v, want EIO at line 2", err)
 	}
@@ -263,8 +269,8 @@ func TestPermsString(t *testing.T) {
 	}
 }
 
-func TestFind(t *testing.T) {
-	ms, err := Parse(bytes.NewReader(readFixture(t)))
+func TestMapsFind(t *testing.T) {
+	ms, err := ParseMaps(bytes.NewReader(readFixture(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +291,7 @@ func TestFind(t *testing.T) {
 		{0xffffffffff600000, "[vsyscall]", 0},
 		{0xffffffffffffffff, "", 0},
 	} {
-		m, ok := Find(ms, tc.addr)
+		m, ok := ms.Find(tc.addr)
 		if ok != (tc.path != "") || m.Path != tc.path {
 			t.Errorf("Find(%#x) = %q, %v; want %q", tc.addr, m.Path, ok, tc.path)
 			continue
@@ -294,18 +300,18 @@ func TestFind(t *testing.T) {
 			t.Errorf("FileOffset(%#x) = %#x, want %#x", tc.addr, m.FileOffset(tc.addr), tc.off)
 		}
 	}
-	if _, ok := Find(nil, 0x1000); ok {
+	if _, ok := Maps(nil).Find(0x1000); ok {
 		t.Error("Find in no mappings found one")
 	}
 }
 
-func TestFiles(t *testing.T) {
-	ms, err := Parse(bytes.NewReader(readFixture(t)))
+func TestMapsFiles(t *testing.T) {
+	ms, err := ParseMaps(bytes.NewReader(readFixture(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, m := range Files(ms) {
+	for _, m := range ms.Files() {
 		got = append(got, fmt.Sprintf("%s@%x", m.Path, m.Offset))
 	}
 	want := []string{
@@ -315,18 +321,18 @@ func TestFiles(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Files:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if Files(nil) != nil {
-		t.Error("Files(nil) is not nil")
+	if Maps(nil).Files() != nil {
+		t.Error("Files of no mappings is not nil")
 	}
 }
 
 func TestPaths(t *testing.T) {
 	m := Mapping{Start: 0x7f2b3c00e000, End: 0x7f2b3c06e000}
-	if got, want := MapFilesPath("/host/proc", 4242, m), "/host/proc/4242/map_files/7f2b3c00e000-7f2b3c06e000"; got != want {
-		t.Errorf("MapFilesPath = %q, want %q", got, want)
+	if got, want := (FS{Root: "/host/proc"}).Proc(4242).mapFilesPath(m), "/host/proc/4242/map_files/7f2b3c00e000-7f2b3c06e000"; got != want {
+		t.Errorf("mapFilesPath = %q, want %q", got, want)
 	}
-	if got, want := MapFilesPath("/proc", 1, Mapping{Start: 0x400000, End: 0xffffffffff601000}), "/proc/1/map_files/400000-ffffffffff601000"; got != want {
-		t.Errorf("MapFilesPath = %q, want %q", got, want)
+	if got, want := (FS{Root: "/proc"}).Proc(1).mapFilesPath(Mapping{Start: 0x400000, End: 0xffffffffff601000}), "/proc/1/map_files/400000-ffffffffff601000"; got != want {
+		t.Errorf("mapFilesPath = %q, want %q", got, want)
 	}
 	for _, tc := range []struct{ path, want string }{
 		{cudart, "/proc/7/root" + cudart},
@@ -335,48 +341,60 @@ func TestPaths(t *testing.T) {
 		{"../x", "/proc/7/root/x"},
 		{"", "/proc/7/root"},
 	} {
-		if got := RootPath("/proc", 7, tc.path); got != tc.want {
-			t.Errorf("RootPath(%q) = %q, want %q", tc.path, got, tc.want)
+		if got := (FS{Root: "/proc"}).Proc(7).rootPath(tc.path); got != tc.want {
+			t.Errorf("rootPath(%q) = %q, want %q", tc.path, got, tc.want)
 		}
 	}
 }
 
-func TestReadPIDFixture(t *testing.T) {
-	root := t.TempDir()
-	if err := os.Mkdir(filepath.Join(root, "123"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "123", "maps"), readFixture(t), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ms, err := ReadPID(root, 123)
+func TestMapsOfFixture(t *testing.T) {
+	root := procfstest.New(t, procfstest.Process{PID: 123, Maps: string(readFixture(t))})
+	fs := FS{Root: root}
+	ms, err := fs.Proc(123).Maps()
 	if err != nil || len(ms) != 31 {
-		t.Fatalf("ReadPID: %d mappings, err %v", len(ms), err)
+		t.Fatalf("Maps: %d mappings, err %v", len(ms), err)
 	}
-	_, err = ReadPID(root, 124)
-	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), filepath.Join(root, "124", "maps")) {
+	_, err = fs.Proc(124).Maps()
+	if !errors.Is(err, iofs.ErrNotExist) || !strings.Contains(err.Error(), filepath.Join(root, "124", "maps")) {
 		t.Fatalf("missing pid: err = %v, want ErrNotExist naming the file", err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "123", "maps"), []byte("garbage\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err = ReadPID(root, 123)
+	procfstest.Write(t, root, procfstest.Process{PID: 123, Maps: "garbage\n"})
+	_, err = fs.Proc(123).Maps()
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "123", "maps")+": line 1: bad start address") {
 		t.Fatalf("bad file: err = %v", err)
 	}
 }
 
-// TestReadPIDSelf reads the test binary's own maps and checks that the
+// OpenMapped falls back to the path under the process's root directory
+// where map_files cannot be read, and names both tries when neither can.
+func TestOpenMapped(t *testing.T) {
+	m := Mapping{Start: 0x1000, End: 0x2000, Path: "/usr/lib/libx.so"}
+	root := procfstest.New(t, procfstest.Process{PID: 7, Files: map[string]string{"root/usr/lib/libx.so": "ELF"}})
+	f, err := FS{Root: root}.Proc(7).OpenMapped(m)
+	require.NoError(t, err)
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	require.NoError(t, err)
+	assert.Equal(t, "ELF", string(b))
+
+	_, err = FS{Root: root}.Proc(8).OpenMapped(m)
+	require.ErrorIs(t, err, iofs.ErrNotExist)
+	assert.ErrorContains(t, err, filepath.Join(root, "8", "map_files", "1000-2000"))
+	assert.ErrorContains(t, err, filepath.Join(root, "8", "root", "usr", "lib", "libx.so"))
+}
+
+// TestMapsOfSelf reads the test binary's own maps and checks that the
 // address of a Go function lands in the executable's text.
-func TestReadPIDSelf(t *testing.T) {
-	ms, err := ReadPID("/proc", os.Getpid())
+func TestMapsOfSelf(t *testing.T) {
+	self := FS{Root: DefaultRoot}.Proc(os.Getpid())
+	ms, err := self.Maps()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := uint64(reflect.ValueOf(TestReadPIDSelf).Pointer())
-	m, ok := Find(ms, addr)
+	addr := uint64(reflect.ValueOf(TestMapsOfSelf).Pointer())
+	m, ok := ms.Find(addr)
 	if !ok {
-		t.Fatalf("no mapping contains TestReadPIDSelf at %#x", addr)
+		t.Fatalf("no mapping contains TestMapsOfSelf at %#x", addr)
 	}
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
@@ -398,15 +416,15 @@ func TestReadPIDSelf(t *testing.T) {
 	}
 	// The same file, opened through map_files, is the executable (needs
 	// CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE).
-	if fi, err := os.Stat(MapFilesPath("/proc", os.Getpid(), m)); err == nil {
+	if fi, err := os.Stat(self.mapFilesPath(m)); err == nil {
 		if fi.Sys().(*syscall.Stat_t).Ino != st.Ino {
 			t.Errorf("map_files points at inode %d, want %d", fi.Sys().(*syscall.Stat_t).Ino, st.Ino)
 		}
 	} else {
 		t.Logf("map_files not readable: %v", err)
 	}
-	if fi, err := os.Stat(RootPath("/proc", os.Getpid(), m.Path)); err != nil || fi.Sys().(*syscall.Stat_t).Ino != st.Ino {
-		t.Errorf("RootPath: %v", err)
+	if fi, err := os.Stat(self.rootPath(m.Path)); err != nil || fi.Sys().(*syscall.Stat_t).Ino != st.Ino {
+		t.Errorf("rootPath: %v", err)
 	}
 	var stack, vdso bool
 	for _, m := range ms {
@@ -433,12 +451,12 @@ func format(m Mapping) string {
 	return s
 }
 
-func FuzzParse(f *testing.F) {
+func FuzzParseMaps(f *testing.F) {
 	f.Add(readFixture(f))
 	f.Add([]byte("1000-2000 r-xp 00000000 08:01 42 /lib/libx.so (deleted)\n1000-2000 rw-s 0 0:0 0"))
 	f.Add([]byte("ffffffffffffffff-ffffffffffffffff ---s ffffffffffffffff ffffffff:ffffffff 18446744073709551615 [x]\n\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ms, err := parse(bytes.NewReader(b), 64)
+		ms, err := parseMaps(bytes.NewReader(b), 64)
 		if err != nil {
 			if ms != nil {
 				t.Fatal("mappings returned with an error")
@@ -448,18 +466,18 @@ func FuzzParse(f *testing.F) {
 		if len(ms) > 64 {
 			t.Fatalf("%d mappings, cap 64", len(ms))
 		}
-		if fs := Files(ms); len(fs) > len(ms) {
+		if fs := ms.Files(); len(fs) > len(ms) {
 			t.Fatalf("%d files of %d mappings", len(fs), len(ms))
 		}
 		for i, m := range ms {
 			if m.End < m.Start || (i > 0 && m.Start < ms[i-1].Start) {
 				t.Fatalf("mapping %d out of order: %+v", i, m)
 			}
-			if got, ok := Find(ms, m.Start); ok && (m.Start < got.Start || m.Start >= got.End) {
+			if got, ok := ms.Find(m.Start); ok && (m.Start < got.Start || m.Start >= got.End) {
 				t.Fatalf("Find(%#x) = %+v, which does not contain it", m.Start, got)
 			}
 			// What the kernel would print for m parses back to m.
-			again, err := Parse(strings.NewReader(format(m)))
+			again, err := ParseMaps(strings.NewReader(format(m)))
 			if err != nil || len(again) != 1 || again[0] != m {
 				t.Fatalf("round trip of %+v: %+v, %v", m, again, err)
 			}
@@ -486,21 +504,40 @@ func benchMaps(n int) []byte {
 	return b.Bytes()
 }
 
-func BenchmarkParse(b *testing.B) {
+func BenchmarkParseMaps(b *testing.B) {
 	in := benchMaps(500) // 3000 mappings, a PyTorch process
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	r := bytes.NewReader(in)
 	for b.Loop() {
 		r.Reset(in)
-		if _, err := Parse(r); err != nil {
+		if _, err := ParseMaps(r); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
+// BenchmarkMaps reads a process's maps the way the uprobe hub does at
+// every exec and dlopen, and for every process at each rescan: the
+// 3000-mapping fixture of BenchmarkParseMaps, and this test binary's own,
+// against prometheus/procfs's Proc.ProcMaps on the same file.
+func BenchmarkMaps(b *testing.B) {
+	fixture := procfstest.New(b, procfstest.Process{PID: 42, Maps: string(benchMaps(500))})
+	for _, tc := range []struct {
+		name, root string
+		pid        int
+	}{{"pytorch", fixture, 42}, {"self", DefaultRoot, os.Getpid()}} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := FS{Root: tc.root}.Proc(tc.pid)
+			procfstest.Versus(b, tc.root, tc.pid,
+				func() error { _, err := p.Maps(); return err },
+				func(p prometheus.Proc) error { _, err := p.ProcMaps(); return err })
+		})
+	}
+}
+
 func BenchmarkFind(b *testing.B) {
-	ms, err := Parse(bytes.NewReader(benchMaps(500)))
+	ms, err := ParseMaps(bytes.NewReader(benchMaps(500)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -512,7 +549,7 @@ func BenchmarkFind(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, ok := Find(ms, addrs[i&1023]); !ok {
+		if _, ok := ms.Find(addrs[i&1023]); !ok {
 			b.Fatal("not found")
 		}
 		i++

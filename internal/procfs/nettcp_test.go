@@ -1,0 +1,163 @@
+package procfs
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	prometheus "github.com/prometheus/procfs"
+
+	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
+)
+
+func TestParseNetTCPLine(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want TCPSocket
+		ok   bool
+	}{
+		{"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode", TCPSocket{}, false},
+		{"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 24467 1 0000000000000000 100 0 0 10 0",
+			TCPSocket{LocalPort: 8000, State: TCPListen}, true},
+		{"   7: 0100007F:D3A2 0100007F:2CAB 01 00000000:00000000 00:00000000 00000000  1000        0 99 1",
+			TCPSocket{LocalPort: 0xd3a2, RemotePort: 11435, State: TCPEstablished}, true},
+		// tcp6: 32 hex digits of address.
+		{"   1: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0 0 1",
+			TCPSocket{LocalPort: 8080, State: TCPListen}, true},
+		{"   0: 0100007F:1F40 00000000:0000 A 0", TCPSocket{}, false},  // one-digit state
+		{"   0: 0100007F:1F4 00000000:0000 0A 0", TCPSocket{}, false},  // three-digit port
+		{"   0: 0100007F:XYZW 00000000:0000 0A 0", TCPSocket{}, false}, // not hex
+		{"   0: 0100007F1F40 00000000:0000 0A 0", TCPSocket{}, false},  // no colon
+		{"0100007F:1F40 00000000:0000 0A 0 0", TCPSocket{}, false},     // no slot
+		{"", TCPSocket{}, false},
+	} {
+		got, ok := ParseNetTCPLine([]byte(tc.line))
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("ParseNetTCPLine(%q) = %+v, %v; want %+v, %v", tc.line, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// Bytes pass with no change of state only through an established or half
+// closed socket.
+func TestCarriesData(t *testing.T) {
+	carries := map[uint8]bool{TCPEstablished: true, TCPFinWait1: true, TCPFinWait2: true, TCPCloseWait: true}
+	for st := range uint8(0x10) {
+		if got := (TCPSocket{State: st}).CarriesData(); got != carries[st] {
+			t.Errorf("state %#02x: CarriesData %v, want %v", st, got, carries[st])
+		}
+	}
+}
+
+// TestTCPSockets: a listener this test opens is found through the real
+// procfs, and each namespace is read once.
+func TestTCPSockets(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := uint16(l.Addr().(*net.TCPAddr).Port)
+	found := 0
+	if err := (FS{Root: DefaultRoot}).TCPSockets(func(s TCPSocket) bool {
+		if s.LocalPort == port && s.State == TCPListen {
+			found++
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if found != 1 {
+		t.Errorf("the listener on port %d was found %d times, want once", port, found)
+	}
+	// Stopping early stops.
+	calls := 0
+	_ = FS{Root: DefaultRoot}.TCPSockets(func(TCPSocket) bool { calls++; return false })
+	if calls != 1 {
+		t.Errorf("%d calls after f returned false", calls)
+	}
+	if err := (FS{Root: filepath.Join(t.TempDir(), "none")}).TCPSockets(func(TCPSocket) bool { return true }); err == nil {
+		t.Error("a missing root is no error")
+	}
+}
+
+func FuzzParseNetTCPLine(f *testing.F) {
+	f.Add([]byte("   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 24467 1"))
+	f.Add([]byte("   1: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if s, ok := ParseNetTCPLine(b); !ok && s != (TCPSocket{}) {
+			t.Fatalf("not a socket line, yet %+v", s)
+		}
+	})
+}
+
+// TestTCPSocketsUnreadable: a namespace whose sockets no process gives
+// is an error, so that a caller can fail open; one read through any of
+// its processes is not.
+func TestTCPSocketsUnreadable(t *testing.T) {
+	root := t.TempDir()
+	proc := func(pid int, ns string, tcp bool) {
+		p := procfstest.Process{PID: pid, NetNS: "net:[" + ns + "]"}
+		if tcp {
+			lines := "  sl  local_address\n   0: 0100007F:1F40 00000000:0000 0A 0\n"
+			p.Files = map[string]string{"net/tcp": lines, "net/tcp6": lines}
+		}
+		procfstest.Write(t, root, p)
+	}
+	proc(10, "1", false) // exited before its files were read...
+	proc(11, "1", true)  // ...but this one is in the same namespace
+	n := 0
+	count := func(TCPSocket) bool { n++; return true }
+	if err := (FS{Root: root}).TCPSockets(count); err != nil || n != 2 {
+		t.Fatalf("TCPSockets: %v, %d sockets; want no error, 2", err, n)
+	}
+	proc(12, "2", false) // a namespace nothing gives
+	if err := (FS{Root: root}).TCPSockets(count); err == nil {
+		t.Error("an unreadable namespace is no error")
+	}
+}
+
+// BenchmarkTCPSockets reads the sockets of one network namespace, 1000
+// IPv4 and 1000 IPv6 ones, as the genai capture does at start for each
+// namespace, against prometheus/procfs's NetTCP and NetTCP6 on the same
+// files.
+func BenchmarkTCPSockets(b *testing.B) {
+	var tcp, tcp6 strings.Builder
+	tcp.WriteString("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n")
+	tcp6.WriteString(tcp.String())
+	for i := range 1000 {
+		fmt.Fprintf(&tcp, "%4d: 0100007F:%04X 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 %d 1 0000000000000000 20 4 30 10 -1\n", i, 30000+i, 100000+i)
+		fmt.Fprintf(&tcp6, "%4d: 00000000000000000000000001000000:%04X 00000000000000000000000001000000:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 %d 1 0000000000000000 20 4 30 10 -1\n", i, 30000+i, 200000+i)
+	}
+	root := procfstest.New(b, procfstest.Process{PID: 1, NetNS: "net:[1]",
+		Files: map[string]string{"net/tcp": tcp.String(), "net/tcp6": tcp6.String()}})
+	fs := FS{Root: root}
+	procfstest.Versus(b, root, 1,
+		func() error {
+			n := 0
+			err := fs.TCPSockets(func(TCPSocket) bool { n++; return true })
+			if err == nil && n != 2000 {
+				err = fmt.Errorf("%d sockets", n)
+			}
+			return err
+		},
+		func(p prometheus.Proc) error {
+			// An FS rooted at the process's directory reads its net/tcp.
+			fs, err := prometheus.NewFS(filepath.Join(root, strconv.Itoa(p.PID)))
+			if err != nil {
+				return err
+			}
+			v4, err := fs.NetTCP()
+			if err != nil {
+				return err
+			}
+			v6, err := fs.NetTCP6()
+			if err == nil && len(v4)+len(v6) != 2000 {
+				err = fmt.Errorf("%d sockets", len(v4)+len(v6))
+			}
+			return err
+		})
+}
