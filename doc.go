@@ -3,8 +3,9 @@
 // traffic from outside the application: no SDK in the workload, no code
 // change.
 //
-// Each data source is its own package (gpu, and later cudatrace, genai, …)
-// and follows one contract, the Source:
+// Each data source is its own package (gpu, cudatrace, hiptrace, genai;
+// podjoin places what they see in pods) and follows one contract, the
+// Source:
 //
 //	src, err := gpu.New(
 //		gpu.WithMeterProvider(mp), // default: otel.GetMeterProvider()
@@ -23,6 +24,14 @@
 // never stop a Source: they are counted in self-metrics named
 // xpuscope.*.
 //
+// The options follow one rule in every Source: left out, the default;
+// given, what the value says, and an error naming the option when it is
+// out of range. Every Meter and Tracer carries Version as its
+// instrumentation scope's version. What several Sources report is defined
+// here: Attachment and Rejection (the uprobe Sources' Status), and
+// ProcessResolver (what WithResolver takes).
+//
 // Every metric, span and attribute name lives in package semconv; the
-// generated reference is docs/metrics.md.
+// generated reference is docs/metrics.md. docs/architecture.md gives the
+// shape of a Source.
 package xpuscope
