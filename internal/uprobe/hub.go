@@ -1,16 +1,14 @@
 package uprobe
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
 
-	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/bpfsource"
 	"github.com/xpuscope/xpuscope/internal/procfs"
 )
@@ -24,9 +22,10 @@ import (
 // its maps at each exec. A hub lives while a Tracer holds it.
 type hub struct {
 	procfs  procfs.FS
-	watch   watchObjects
+	maps    watchMaps
+	progs   bpfsource.Programs
 	execRT  link.Link
-	watchRB *ringbuf.Reader
+	watcher *bpfsource.Ring
 	loader  *Tracer
 
 	scans chan int // pids to rescan
@@ -95,78 +94,85 @@ func (h *hub) period() time.Duration {
 // starts the worker. Missing privilege or kernel support is
 // xpuscope.ErrUnavailable.
 func newHub(fs procfs.FS) (*hub, error) {
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, xpuscope.Unavailablef("uprobe: remove memlock limit: %w", err)
-	}
 	h := &hub{
 		procfs:  fs,
 		scans:   make(chan int, 4096),
 		stop:    make(chan struct{}),
 		tracers: map[*Tracer]time.Duration{},
 	}
-	if err := loadWatchObjects(&h.watch, nil); err != nil {
+	spec, err := loadWatch()
+	if err != nil {
+		return nil, fmt.Errorf("uprobe: parse the embedded watcher object: %w", err)
+	}
+	h.progs, err = bpfsource.Load(spec, bpfsource.LoadOptions{Programs: []string{watchProgOnExec, watchProgOnLoaderChange}}, &h.maps)
+	if err != nil {
 		return nil, bpfsource.Classify("uprobe: load the exec/dlopen watcher", err)
 	}
-	var err error
-	h.execRT, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exec", Program: h.watch.OnExec})
+	h.execRT, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exec", Program: h.progs.Program(watchProgOnExec)})
 	if err != nil {
-		h.watch.Close()
+		h.closeObjects()
 		return nil, bpfsource.Classify("uprobe: attach raw tracepoint sched_process_exec", err)
-	}
-	h.watchRB, err = ringbuf.NewReader(h.watch.WatchEvents)
-	if err != nil {
-		h.execRT.Close()
-		h.watch.Close()
-		return nil, fmt.Errorf("uprobe: watcher ring buffer: %w", err)
 	}
 	h.loader = &Tracer{
 		cfg: Config{Procfs: fs, Targets: []Target{{
 			Name: loaderTarget, Anchor: "_dl_debug_state", Hint: isLoader,
-			Probes: []Probe{{Symbol: "_dl_debug_state", Entry: h.watch.OnLoaderChange}},
+			Probes: []Probe{{Symbol: "_dl_debug_state", Entry: h.progs.Program(watchProgOnLoaderChange)}},
 		}}},
 		seen: map[fileID]seenFile{},
 	}
 	if err := h.scanAll(nil); err != nil {
-		h.watchRB.Close()
 		h.execRT.Close()
 		h.loader.closeLinks()
-		h.watch.Close()
+		h.closeObjects()
 		return nil, err
 	}
+	// The watcher wakes its reader at every record: exec and dlopen are
+	// rare, and each must be seen at once. The poll only bounds the wait
+	// between records.
+	h.watcher, err = bpfsource.NewRing(h.maps.WatchEvents, bpfsource.RingConfig{Poll: time.Second, Decode: h.decode})
+	if err != nil {
+		h.execRT.Close()
+		h.loader.closeLinks()
+		h.closeObjects()
+		return nil, fmt.Errorf("uprobe: watcher: %w", err)
+	}
 	h.tick = time.NewTicker(defaultRescan)
-	h.wg.Add(2)
-	go h.readWatch()
+	h.wg.Add(1)
 	go h.work()
 	return h, nil
 }
 
-// readWatch forwards the pids the watcher names to the worker.
-func (h *hub) readWatch() {
-	defer h.wg.Done()
-	var rec ringbuf.Record
-	for {
-		if err := h.watchRB.ReadInto(&rec); err != nil {
-			if errors.Is(err, ringbuf.ErrClosed) {
-				return
-			}
-			continue
-		}
-		if len(rec.RawSample) < 8 {
-			continue
-		}
-		pid := int(uint32(rec.RawSample[0]) | uint32(rec.RawSample[1])<<8 | uint32(rec.RawSample[2])<<16 | uint32(rec.RawSample[3])<<24)
-		what := uint32(rec.RawSample[4]) | uint32(rec.RawSample[5])<<8
-		h.request(pid)
-		if what == uint32(watchWatchWhatWATCH_EXEC) {
-			// At exec the new image has not mapped its libraries yet;
-			// the loader hook catches them, these catch a loader not
-			// yet probed (a container's own ld.so).
-			for _, d := range [...]time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond} {
-				time.AfterFunc(d, func() { h.request(pid) })
-			}
+// decode forwards the pid a watcher record names to the worker; an exec
+// also to the rescans after it.
+func (h *hub) decode(raw []byte) error {
+	pid, exec, err := decodeWatch(raw)
+	if err != nil {
+		return err
+	}
+	h.request(pid)
+	if exec {
+		// At exec the new image has not mapped its libraries yet; the
+		// loader hook catches them, these catch a loader not yet probed
+		// (a container's own ld.so).
+		for _, d := range [...]time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond} {
+			time.AfterFunc(d, func() { h.request(pid) })
 		}
 	}
+	return nil
 }
+
+// decodeWatch reads a watcher record (struct watch_event): the process,
+// and whether it exec'd (else it called the dynamic loader's hook).
+func decodeWatch(raw []byte) (pid int, exec bool, err error) {
+	if len(raw) < 8 {
+		return 0, false, fmt.Errorf("uprobe: watcher record of %d bytes, want 8", len(raw))
+	}
+	what := watchWatchWhat(binary.LittleEndian.Uint32(raw[4:]))
+	return int(binary.LittleEndian.Uint32(raw)), what == watchWatchWhatWATCH_EXEC, nil
+}
+
+// closeObjects frees the watcher's programs and maps.
+func (h *hub) closeObjects() error { return errors.Join(h.progs.Close(), h.maps.Close()) }
 
 func (h *hub) request(pid int) {
 	select {
@@ -246,9 +252,9 @@ func (h *hub) scanPID(pid int, ts []*Tracer) {
 // close stops the worker and detaches the watcher.
 func (h *hub) close() error {
 	close(h.stop)
-	errs := []error{h.watchRB.Close()}
+	errs := []error{h.watcher.Close()}
 	h.wg.Wait()
 	h.tick.Stop()
-	errs = append(errs, h.loader.closeLinks(), h.execRT.Close(), h.watch.Close())
+	errs = append(errs, h.loader.closeLinks(), h.execRT.Close(), h.closeObjects())
 	return errors.Join(errs...)
 }
