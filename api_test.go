@@ -56,7 +56,8 @@ func isInternal(path string) bool {
 // wrote each one's export data, by import path, dependencies included.
 func exportData(t *testing.T) map[string]string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}} {{.Export}}", "./...")
+	args := append([]string{"list", "-export", "-deps", "-f", "{{.ImportPath}} {{.Export}}"}, raceFlags...)
+	cmd := exec.Command("go", append(args, "./...")...)
 	cmd.Dir = "."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
