@@ -1,6 +1,10 @@
 package occupancy
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
 
 // benchCycle is one step of a steady workload of one process: two
 // streams, s2 waiting for an event of s1, events synchronised, a stream
@@ -68,15 +72,11 @@ func benchModel(b *testing.B, fresh bool) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	b.StopTimer()
 	// Every kernel of the cycle ends, and nothing is dropped.
-	if want := b.N / (len(benchCycle) * procs) * 9 * procs; kernels < want-9*procs {
-		b.Fatalf("%d kernels completed in %d events, want about %d", kernels, b.N, want)
-	}
+	want := b.N / (len(benchCycle) * procs) * 9 * procs
+	require.GreaterOrEqual(b, kernels, want-9*procs, "%d kernels completed in %d events, want about %d", kernels, b.N, want)
 	for r := range NumDropReasons {
-		if m.Dropped(r) != 0 {
-			b.Fatalf("dropped %d (%v)", m.Dropped(r), r)
-		}
+		require.Zero(b, m.Dropped(r), "dropped (%v)", r)
 	}
-	if s := m.Size(); s.Pending > 9*procs {
-		b.Fatalf("state grows: %+v", s)
-	}
+	s := m.Size()
+	require.LessOrEqual(b, s.Pending, 9*procs, "state grows: %+v", s)
 }

@@ -1,8 +1,12 @@
 package occupancy
 
 import (
+	"fmt"
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Golden sequences, computed by hand. Times are in milliseconds; the
@@ -349,9 +353,9 @@ func TestGolden(t *testing.T) {
 				}
 				c.usage(o.t, us)
 				for _, u := range us {
-					if u.Capacity != goldenCap || u.CapacitySource != CapacityConfigured || u.PID != 1 {
-						t.Errorf("usage %+v: wrong capacity or pid", u)
-					}
+					assert.Equal(t, goldenCap, u.Capacity, "usage %+v: wrong capacity", u)
+					assert.Equal(t, CapacityConfigured, u.CapacitySource, "usage %+v: wrong capacity source", u)
+					assert.Equal(t, uint32(1), u.PID, "usage %+v: wrong pid", u)
 					got = append(got, wantUsage{
 						report: reports, dev: u.Device, threadSeconds: u.ThreadSeconds, late: u.LateThreadSeconds,
 						threadRatio: u.ThreadRatio, smRatio: u.SMActiveRatio, kernels: u.Kernels,
@@ -360,29 +364,38 @@ func TestGolden(t *testing.T) {
 				}
 				reports++
 			}
-			if len(c.kernels) != len(tc.kernels) {
-				t.Fatalf("got %d kernels %+v, want %d", len(c.kernels), c.kernels, len(tc.kernels))
-			}
+			require.Len(t, c.kernels, len(tc.kernels), "kernels")
 			for i, k := range c.kernels {
 				w := tc.kernels[i]
 				g := wantKernel{k.ID, float64(k.Start) / 1e6, float64(k.End) / 1e6, float64(k.Bound) / 1e6, k.Completion}
-				if !near(g.start, w.start) || !near(g.end, w.end) || !near(g.bound, w.bound) || g.id != w.id || g.completion != w.completion {
-					t.Errorf("kernel %d: got %+v, want %+v", i, g, w)
-				}
+				where := fmt.Sprintf("kernel %d: got %+v, want %+v", i, g, w)
+				assertNear(t, w.start, g.start, where)
+				assertNear(t, w.end, g.end, where)
+				assertNear(t, w.bound, g.bound, where)
+				assert.Equal(t, w.id, g.id, where)
+				assert.Equal(t, w.completion, g.completion, where)
 			}
-			if len(got) != len(tc.usage) {
-				t.Fatalf("got usage %+v, want %+v", got, tc.usage)
-			}
+			require.Len(t, got, len(tc.usage), "got usage %+v, want %+v", got, tc.usage)
 			for i, g := range got {
 				w := tc.usage[i]
-				if g.report != w.report || g.dev != w.dev || !near(g.threadSeconds, w.threadSeconds) || !near(g.late, w.late) ||
-					!near(g.threadRatio, w.threadRatio) || !near(g.smRatio, w.smRatio) || g.kernels != w.kernels ||
-					g.pending != w.pending || g.clamped != w.clamped || g.exited != w.exited {
-					t.Errorf("usage %d:\n got %+v\nwant %+v", i, g, w)
-				}
+				where := fmt.Sprintf("usage %d:\n got %+v\nwant %+v", i, g, w)
+				assert.Equal(t, w.report, g.report, where)
+				assert.Equal(t, w.dev, g.dev, where)
+				assertNear(t, w.threadSeconds, g.threadSeconds, where)
+				assertNear(t, w.late, g.late, where)
+				assertNear(t, w.threadRatio, g.threadRatio, where)
+				assertNear(t, w.smRatio, g.smRatio, where)
+				assert.Equal(t, w.kernels, g.kernels, where)
+				assert.Equal(t, w.pending, g.pending, where)
+				assert.Equal(t, w.clamped, g.clamped, where)
+				assert.Equal(t, w.exited, g.exited, where)
 			}
 		})
 	}
 }
 
-func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b)) }
+// assertNear asserts that got is want within 1e-9 × max(1, |want|).
+func assertNear(t *testing.T, want, got float64, msgAndArgs ...any) bool {
+	t.Helper()
+	return assert.InDelta(t, want, got, 1e-9*max(1, math.Abs(want)), msgAndArgs...)
+}

@@ -3,6 +3,8 @@ package occupancy
 import (
 	"fmt"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // op is one API event, for tables, random sequences and the fuzzer.
@@ -99,18 +101,26 @@ func newChecker(t testing.TB, lim Limits) *checker {
 	return &checker{t: t, lim: lim.withDefaults(), streamEnd: map[[2]uint64]int64{}, series: map[[2]int64]*series{}}
 }
 
+// The checks below run for every kernel and report of the property tests
+// and the fuzzer: each is guarded by its condition, so that a check that
+// passes costs no call into testify (whose t.Helper is not free).
+
 func (c *checker) kernel(k *Kernel) {
 	c.t.Helper()
 	if !(k.Launch <= k.Start && k.Start <= k.End && k.End <= k.Bound) {
-		c.t.Fatalf("kernel %+v: want Launch ≤ Start ≤ End ≤ Bound", *k)
+		require.LessOrEqual(c.t, k.Launch, k.Start, "kernel %+v: want Launch ≤ Start ≤ End ≤ Bound", *k)
+		require.LessOrEqual(c.t, k.Start, k.End, "kernel %+v: want Launch ≤ Start ≤ End ≤ Bound", *k)
+		require.LessOrEqual(c.t, k.End, k.Bound, "kernel %+v: want Launch ≤ Start ≤ End ≤ Bound", *k)
 	}
 	if k.Completion >= NumCompletions || k.Threads <= 0 || k.Blocks <= 0 {
-		c.t.Fatalf("kernel %+v: bad completion or size", *k)
+		require.Less(c.t, k.Completion, NumCompletions, "kernel %+v: bad completion", *k)
+		require.Positive(c.t, k.Threads, "kernel %+v: bad size", *k)
+		require.Positive(c.t, k.Blocks, "kernel %+v: bad size", *k)
 	}
 	kd, kh := streamKey(k.Device, k.Stream)
 	key := [2]uint64{uint64(k.PID), kh ^ uint64(uint32(kd))<<32}
 	if prev, ok := c.streamEnd[key]; ok && k.Start < prev {
-		c.t.Fatalf("kernel %+v starts before the previous kernel of its stream ended (%d)", *k, prev)
+		require.GreaterOrEqual(c.t, k.Start, prev, "kernel %+v starts before the previous kernel of its stream ended", *k)
 	}
 	c.streamEnd[key] = k.End
 	c.kernels = append(c.kernels, *k)
@@ -137,14 +147,19 @@ func (c *checker) usage(now int64, us []Usage) {
 	for _, u := range us {
 		capT := float64(u.Capacity.Threads())
 		if u.ThreadRatio < 0 || u.ThreadRatio > 1 || u.SMActiveRatio < 0 || u.SMActiveRatio > 1 {
-			c.t.Fatalf("usage %+v: ratio out of 0..1", u)
+			require.GreaterOrEqual(c.t, u.ThreadRatio, 0.0, "usage %+v: ratio out of 0..1", u)
+			require.LessOrEqual(c.t, u.ThreadRatio, 1.0, "usage %+v: ratio out of 0..1", u)
+			require.GreaterOrEqual(c.t, u.SMActiveRatio, 0.0, "usage %+v: ratio out of 0..1", u)
+			require.LessOrEqual(c.t, u.SMActiveRatio, 1.0, "usage %+v: ratio out of 0..1", u)
 		}
 		if u.ThreadSeconds < 0 || u.LateThreadSeconds < 0 || u.LateThreadSeconds > u.ThreadSeconds*(1+eps) {
-			c.t.Fatalf("usage %+v: negative or inconsistent thread-seconds", u)
+			require.GreaterOrEqual(c.t, u.ThreadSeconds, 0.0, "usage %+v: negative thread-seconds", u)
+			require.GreaterOrEqual(c.t, u.LateThreadSeconds, 0.0, "usage %+v: negative late thread-seconds", u)
+			require.LessOrEqual(c.t, u.LateThreadSeconds, u.ThreadSeconds*(1+eps), "usage %+v: more late thread-seconds than thread-seconds", u)
 		}
 		// The interval's part never exceeds capacity × interval.
-		if cur := (u.ThreadSeconds - u.LateThreadSeconds) * 1e9; cur > capT*float64(u.Interval)*(1+eps)+1 {
-			c.t.Fatalf("usage %+v: %.0f thread-ns in an interval of %d ns, capacity %v", u, cur, u.Interval, capT)
+		if cur, most := (u.ThreadSeconds-u.LateThreadSeconds)*1e9, capT*float64(u.Interval)*(1+eps)+1; cur > most {
+			require.LessOrEqual(c.t, cur, most, "usage %+v: %.0f thread-ns in an interval of %d ns, capacity %v", u, cur, u.Interval, capT)
 		}
 		// The series' total never exceeds capacity × the wall time since
 		// the first event.
@@ -156,7 +171,7 @@ func (c *checker) usage(now int64, us []Usage) {
 		}
 		s.credited += u.ThreadSeconds * 1e9
 		if wall := float64(c.now - c.first); s.credited > capT*wall*(1+eps)+1 {
-			c.t.Fatalf("usage %+v: %.0f thread-ns credited in %v ns of wall time, capacity %v", u, s.credited, wall, capT)
+			require.LessOrEqual(c.t, s.credited, capT*wall*(1+eps)+1, "usage %+v: %.0f thread-ns credited in %v ns of wall time, capacity %v", u, s.credited, wall, capT)
 		}
 		if u.Exited {
 			delete(c.series, key)
@@ -170,7 +185,12 @@ func (c *checker) size(m *Model) {
 	l := c.lim
 	if s.Processes > l.Processes || s.MaxStreams > l.StreamsPerProcess || s.MaxPending > l.PendingPerStream ||
 		s.PendingSlots > l.PendingTotal || s.Events > l.Events || s.Pending > s.PendingSlots {
-		c.t.Fatalf("size %+v exceeds limits %+v", s, l)
+		require.LessOrEqual(c.t, s.Processes, l.Processes, "size %+v exceeds limits %+v", s, l)
+		require.LessOrEqual(c.t, s.MaxStreams, l.StreamsPerProcess, "size %+v exceeds limits %+v", s, l)
+		require.LessOrEqual(c.t, s.MaxPending, l.PendingPerStream, "size %+v exceeds limits %+v", s, l)
+		require.LessOrEqual(c.t, s.PendingSlots, l.PendingTotal, "size %+v exceeds limits %+v", s, l)
+		require.LessOrEqual(c.t, s.Events, l.Events, "size %+v exceeds limits %+v", s, l)
+		require.LessOrEqual(c.t, s.Pending, s.PendingSlots, "size %+v exceeds limits %+v", s, l)
 	}
 }
 

@@ -3,6 +3,9 @@ package occupancy
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -12,9 +15,7 @@ func TestNamesComeFromSemconv(t *testing.T) {
 		CompletionSync:  semconv.KernelCompletionSyncFallback,
 		CompletionExit:  semconv.KernelCompletionExit,
 	} {
-		if c.String() != want {
-			t.Errorf("%d: %q, want %q", c, c, want)
-		}
+		assert.Equal(t, want, c.String(), "%d", c)
 	}
 	for r, want := range map[DropReason]string{
 		DropPendingCap: semconv.DropReasonPendingCap,
@@ -22,9 +23,7 @@ func TestNamesComeFromSemconv(t *testing.T) {
 		DropProcessCap: semconv.DropReasonProcessCap,
 		DropEventCap:   semconv.DropReasonEventCap,
 	} {
-		if r.String() != want {
-			t.Errorf("%d: %q, want %q", r, r, want)
-		}
+		assert.Equal(t, want, r.String(), "%d", r)
 	}
 	for s, want := range map[CapacitySource]string{
 		CapacityDefault:    semconv.CapacitySourceDefault,
@@ -32,9 +31,7 @@ func TestNamesComeFromSemconv(t *testing.T) {
 		CapacityNVML:       semconv.CapacitySourceNVML,
 		CapacityKFD:        semconv.CapacitySourceKFD,
 	} {
-		if s.String() != want {
-			t.Errorf("%d: %q, want %q", s, s, want)
-		}
+		assert.Equal(t, want, s.String(), "%d", s)
 	}
 }
 
@@ -53,24 +50,10 @@ func TestStreamKeys(t *testing.T) {
 	m.StreamSync(5, 6, 1, 0, 1) // cudaStreamLegacy: stream 0 of device 0
 	m.StreamSync(7, 8, 1, 0, PerThreadStream(11))
 	m.StreamSync(9, 10, 1, 3, s1) // current device 3: still s1
-	if want := []uint64{1, 4, 5}; !equal(got, want) {
-		t.Fatalf("completed %v, want %v", got, want)
-	}
-	if s := m.Size(); s.Streams != 5 || s.Pending != 2 {
-		t.Fatalf("size %+v, want 5 streams, 2 pending", s)
-	}
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	require.Equal(t, []uint64{1, 4, 5}, got, "completed")
+	s := m.Size()
+	require.Equal(t, 5, s.Streams, "size %+v: streams", s)
+	require.Equal(t, 2, s.Pending, "size %+v: pending", s)
 }
 
 func TestDefaultsAndIgnoredInput(t *testing.T) {
@@ -78,31 +61,24 @@ func TestDefaultsAndIgnoredInput(t *testing.T) {
 	m := New(WithKernelHandler(func(*Kernel) { n++ }), WithCapacity(func(uint32, int32) (Capacity, CapacitySource) {
 		return Capacity{}, CapacityNVML // invalid: the default replaces it
 	}))
-	if us := m.Report(0, nil); len(us) != 0 {
-		t.Fatalf("report of an empty model: %+v", us)
-	}
+	require.Empty(t, m.Report(0, nil), "report of an empty model")
 	m.Launch(10, 1, 0, 0, [3]uint32{0, 1, 1}, [3]uint32{32, 1, 1}, 1) // empty grid: fails without running
 	m.StreamSync(20, 30, 2, 0, 0)                                     // unknown process
 	m.EventComplete(30, 1, 0xe)                                       // unknown event
 	m.Launch(40, 1, 0, 0, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 2)
 	m.DeviceSync(50, 60, 1, 0)
 	us := m.Report(100, nil)
-	if n != 1 || len(us) != 1 || us[0].Capacity != DefaultCapacity || us[0].CapacitySource != CapacityDefault || us[0].Interval != 100 {
-		t.Fatalf("%d kernels, usage %+v", n, us)
-	}
-	if us[0].ThreadSeconds != 32*20/1e9 {
-		t.Fatalf("thread-seconds %v, want 32 threads × 20 ns", us[0].ThreadSeconds)
-	}
+	require.Equal(t, 1, n, "kernels")
+	require.Len(t, us, 1, "usage")
+	require.Equal(t, DefaultCapacity, us[0].Capacity, "usage %+v", us)
+	require.Equal(t, CapacityDefault, us[0].CapacitySource, "usage %+v", us)
+	require.Equal(t, int64(100), us[0].Interval, "usage %+v", us)
+	require.Equal(t, 32*20/1e9, us[0].ThreadSeconds, "thread-seconds, want 32 threads × 20 ns")
 	// Sizes saturate.
-	if size3([3]uint32{1 << 31, 1 << 31, 1 << 31}) != 1<<63-1 || mulSat(1<<62, 4) != 1<<63-1 {
-		t.Fatal("sizes do not saturate")
-	}
+	require.Equal(t, int64(1<<63-1), size3([3]uint32{1 << 31, 1 << 31, 1 << 31}), "sizes do not saturate")
+	require.Equal(t, int64(1<<63-1), mulSat(1<<62, 4), "sizes do not saturate")
 	var k Kernel
 	k.Start, k.End = 5, 2005
-	if k.Duration().Microseconds() != 2 {
-		t.Fatal(k.Duration())
-	}
-	if m.Dropped(NumDropReasons) != 0 {
-		t.Fatal("an unknown reason counts")
-	}
+	require.Equal(t, int64(2), k.Duration().Microseconds(), "%v", k.Duration())
+	require.Zero(t, m.Dropped(NumDropReasons), "an unknown reason counts")
 }

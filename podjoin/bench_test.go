@@ -8,6 +8,7 @@ import (
 	"time"
 
 	prometheus "github.com/prometheus/procfs"
+	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
@@ -39,9 +40,7 @@ func BenchmarkProcessCached(b *testing.B) {
 	proc := b.TempDir()
 	writeProc(b, proc, 42, 7, benchCgroup(42), benchEnviron(42))
 	r, _ := newTestResolver(b, proc, "", WithRefresh(time.Hour))
-	if r.Process(42).ContainerID == "" {
-		b.Fatal("not resolved")
-	}
+	require.NotEmpty(b, r.Process(42).ContainerID, "not resolved")
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Process(42)
@@ -65,8 +64,8 @@ func BenchmarkProcessCold1000(b *testing.B) {
 		}
 		b.StartTimer()
 		for pid := 1; pid <= n; pid++ {
-			if r.Process(pid).ContainerID == "" {
-				b.Fatal("not resolved")
+			if id := r.Process(pid).ContainerID; id == "" {
+				require.NotEmpty(b, id, "not resolved")
 			}
 		}
 	}

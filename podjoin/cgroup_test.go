@@ -3,6 +3,9 @@ package podjoin
 import (
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const (
@@ -86,9 +89,7 @@ func TestParseCgroup(t *testing.T) {
 		{"CRLF is not a path", "0::/docker/" + id1 + "\r\n", Cgroup{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ParseCgroup([]byte(tc.in)); got != tc.want {
-				t.Errorf("ParseCgroup(%q)\n got %+v\nwant %+v", tc.in, got, tc.want)
-			}
+			assert.Equal(t, tc.want, ParseCgroup([]byte(tc.in)), "ParseCgroup(%q)", tc.in)
 		})
 	}
 }
@@ -96,11 +97,8 @@ func TestParseCgroup(t *testing.T) {
 // Lines past the cap are not read.
 func TestParseCgroupLineCap(t *testing.T) {
 	in := strings.Repeat("1:cpu:/\n", maxCgroupLines) + "0::/docker/" + id1 + "\n"
-	if got := ParseCgroup([]byte(in)); got != (Cgroup{}) {
-		t.Fatalf("line past the cap was read: %+v", got)
-	}
+	require.Equal(t, Cgroup{}, ParseCgroup([]byte(in)), "line past the cap was read")
 	in = strings.Repeat("1:cpu:/\n", maxCgroupLines-1) + "0::/docker/" + id1 + "\n"
-	if got := ParseCgroup([]byte(in)); got.ContainerID != id1 {
-		t.Fatalf("last line within the cap not read: %+v", got)
-	}
+	got := ParseCgroup([]byte(in))
+	require.Equal(t, id1, got.ContainerID, "last line within the cap not read: %+v", got)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
@@ -32,9 +34,7 @@ func TestNormalizeDeviceID(t *testing.T) {
 		"renderD128":                  "renderD128",
 		"":                            "",
 	} {
-		if got := NormalizeDeviceID(in); got != want {
-			t.Errorf("NormalizeDeviceID(%q) = %q, want %q", in, got, want)
-		}
+		assert.Equal(t, want, NormalizeDeviceID(in), "NormalizeDeviceID(%q)", in)
 	}
 }
 
@@ -45,9 +45,7 @@ func TestGPUResource(t *testing.T) {
 		"gpu.intel.com/i915_monitoring": false, "gpu.intel.com/xe_monitoring": false,
 		"example.com/nic": false, "cpu": false, "": false, "notnvidia.com/gpu": false,
 	} {
-		if got := gpuResource(name); got != want {
-			t.Errorf("gpuResource(%q) = %v", name, got)
-		}
+		assert.Equal(t, want, gpuResource(name), "gpuResource(%q)", name)
 	}
 }
 
@@ -83,12 +81,11 @@ func TestIndexDevices(t *testing.T) {
 		"GPU-i": {Namespace: "init", Pod: "p"},
 		"GPU-r": {Namespace: "same", Pod: "p", Container: "c"},
 	}
-	if fmt.Sprint(d.owners) != fmt.Sprint(want) {
-		t.Errorf("owners %v\nwant %v", d.owners, want)
-	}
-	if d.allocated != 6 || d.shared != 2 || d.pods != 11 || d.truncated {
-		t.Errorf("allocated %d shared %d pods %d truncated %v, want 6 2 11 false", d.allocated, d.shared, d.pods, d.truncated)
-	}
+	assert.Equal(t, fmt.Sprint(want), fmt.Sprint(d.owners), "owners")
+	assert.Equal(t, 6, d.allocated, "allocated")
+	assert.Equal(t, 2, d.shared, "shared")
+	assert.Equal(t, 11, d.pods, "pods")
+	assert.False(t, d.truncated, "truncated")
 }
 
 func TestIndexDevicesCaps(t *testing.T) {
@@ -97,25 +94,22 @@ func TestIndexDevicesCaps(t *testing.T) {
 		pods = append(pods, pod("ns", fmt.Sprint("p", i), []string{"c", "nvidia.com/gpu", fmt.Sprint("GPU-", i)}))
 	}
 	d := indexDevices(pods)
-	if d.pods != maxPods || !d.truncated || len(d.owners) != maxPods {
-		t.Fatalf("pods %d owners %d truncated %v", d.pods, len(d.owners), d.truncated)
-	}
+	require.Equal(t, maxPods, d.pods, "pods")
+	require.True(t, d.truncated, "truncated, with %d pods", d.pods)
+	require.Len(t, d.owners, maxPods, "owners")
 	ids := []string{"c", "nvidia.com/gpu"}
 	for i := range maxDevices + 1 {
 		ids = append(ids, fmt.Sprint("GPU-", i))
 	}
 	d = indexDevices([]*podresourcesv1.PodResources{pod("ns", "p", ids)})
-	if len(d.owners) != maxDevices || !d.truncated {
-		t.Fatalf("devices %d truncated %v", len(d.owners), d.truncated)
-	}
+	require.Len(t, d.owners, maxDevices, "devices")
+	require.True(t, d.truncated, "truncated, with %d devices", len(d.owners))
 }
 
 func TestBackoff(t *testing.T) {
 	const i = 8e9
 	for failures, want := range map[int]float64{1: 2e9, 2: 4e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 32e9, 50: 32e9} {
-		if got := backoff(i, failures); float64(got) != want {
-			t.Errorf("backoff after %d failures = %v, want %v", failures, got, want)
-		}
+		assert.Equal(t, want, float64(backoff(i, failures)), "backoff after %d failures", failures)
 	}
 }
 
@@ -129,14 +123,12 @@ func TestPodLogNames(t *testing.T) {
 		"a_b_c_e6ad2b47-524d-5472-b6fd-cd5deeb0e561":              false,
 	} {
 		p, uid, got := parsePodLogDir(name)
-		if got != ok {
-			t.Errorf("parsePodLogDir(%q) = %v %q %v", name, p, uid, got)
-		}
+		assert.Equal(t, ok, got, "parsePodLogDir(%q) = %v %q", name, p, uid)
 	}
 	id, c, ok := parseContainerLogName("trainer-0_ml_trainer-" + id1 + ".log")
-	if !ok || id != id1 || c != (containerName{podName{"ml", "trainer-0"}, "trainer"}) {
-		t.Errorf("got %q %+v %v", id, c, ok)
-	}
+	assert.True(t, ok, "got %q %+v", id, c)
+	assert.Equal(t, id1, id)
+	assert.Equal(t, containerName{podName{"ml", "trainer-0"}, "trainer"}, c)
 	for _, name := range []string{
 		"trainer-0_ml_trainer-" + id1,               // no .log
 		"trainer-0_ml_trainer-" + id1[:60] + ".log", // cut id
@@ -146,8 +138,7 @@ func TestPodLogNames(t *testing.T) {
 		"_ml_trainer-" + id1 + ".log",
 		id1 + ".log",
 	} {
-		if _, _, ok := parseContainerLogName(name); ok {
-			t.Errorf("parseContainerLogName(%q) accepted", name)
-		}
+		_, _, ok := parseContainerLogName(name)
+		assert.False(t, ok, "parseContainerLogName(%q) accepted", name)
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func env(entries ...string) []byte {
@@ -39,13 +42,10 @@ func TestParseEnviron(t *testing.T) {
 		{"only NULs", []byte{0, 0, 0}, Environ{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ParseEnviron(tc.in); got != tc.want {
-				t.Errorf("got %+v, want %+v", got, tc.want)
-			}
+			assert.Equal(t, tc.want, ParseEnviron(tc.in))
 			got, err := scanEnviron(bytes.NewReader(tc.in), make([]byte, maxEnvEntry+1), maxEnviron)
-			if err != nil || got != tc.want {
-				t.Errorf("scanEnviron: got %+v, %v; want %+v", got, err, tc.want)
-			}
+			assert.NoError(t, err, "scanEnviron")
+			assert.Equal(t, tc.want, got, "scanEnviron")
 		})
 	}
 }
@@ -62,9 +62,8 @@ func TestScanEnvironInPieces(t *testing.T) {
 	block = append(block, "OTEL_RESOURCE_ATTRIBUTES="+strings.Repeat("a", MaxResourceAttributes)+"\x00"...)
 	block = append(block, "OTEL_SERVICE_NAME=far\x00"...)
 	want := ParseEnviron(block)
-	if want.ServiceName != "far" || len(want.ResourceAttributes) != MaxResourceAttributes {
-		t.Fatalf("ParseEnviron: %q, %d bytes", want.ServiceName, len(want.ResourceAttributes))
-	}
+	require.Equal(t, "far", want.ServiceName, "ParseEnviron")
+	require.Equal(t, MaxResourceAttributes, len(want.ResourceAttributes), "ParseEnviron: bytes of %s", EnvResourceAttributes)
 	buf := make([]byte, environBuf)
 	for _, r := range []io.Reader{
 		bytes.NewReader(block),
@@ -73,12 +72,9 @@ func TestScanEnvironInPieces(t *testing.T) {
 		iotest.DataErrReader(bytes.NewReader(block)),
 	} {
 		got, err := scanEnviron(r, buf, maxEnviron)
-		if err != nil || got != want {
-			t.Errorf("%T: got %q, %d bytes, %v", r, got.ServiceName, len(got.ResourceAttributes), err)
-		}
-		if bytes.ContainsFunc(buf, func(r rune) bool { return r != 0 }) {
-			t.Errorf("%T: buffer not zeroed", r)
-		}
+		assert.NoError(t, err, "%T", r)
+		assert.Equal(t, want, got, "%T: got %q, %d bytes", r, got.ServiceName, len(got.ResourceAttributes))
+		assert.False(t, bytes.ContainsFunc(buf, func(r rune) bool { return r != 0 }), "%T: buffer not zeroed", r)
 	}
 }
 
@@ -88,14 +84,13 @@ func TestScanEnvironLimit(t *testing.T) {
 	buf := make([]byte, maxEnvEntry+1)
 	// The limit cuts TRACESTATE: it is dropped, not cut.
 	got, err := scanEnviron(bytes.NewReader(block), buf, at+len("TRACESTATE=k"))
-	if err != nil || got != (Environ{ServiceName: "svc"}) {
-		t.Fatalf("got %+v, %v", got, err)
-	}
+	require.NoError(t, err)
+	require.Equal(t, Environ{ServiceName: "svc"}, got)
 	// Nothing past the limit is read.
 	r := &countingReader{r: bytes.NewReader(bytes.Repeat([]byte("A=b\x00"), 1<<20))}
-	if _, err := scanEnviron(r, buf, 10000); err != nil || r.n != 10000 {
-		t.Fatalf("read %d bytes, %v; want the limit, 10000", r.n, err)
-	}
+	_, err = scanEnviron(r, buf, 10000)
+	require.NoError(t, err, "read %d bytes", r.n)
+	require.Equal(t, 10000, r.n, "bytes read; want the limit")
 }
 
 type countingReader struct {
@@ -113,15 +108,11 @@ func TestScanEnvironErrors(t *testing.T) {
 	buf := make([]byte, maxEnvEntry+1)
 	boom := errors.New("boom")
 	got, err := scanEnviron(io.MultiReader(bytes.NewReader(env("OTEL_SERVICE_NAME=svc")), iotest.ErrReader(boom)), buf, maxEnviron)
-	if !errors.Is(err, boom) || got.ServiceName != "svc" {
-		t.Fatalf("got %+v, %v", got, err)
-	}
-	if _, err := scanEnviron(emptyReader{}, buf, maxEnviron); !errors.Is(err, io.ErrNoProgress) {
-		t.Fatalf("reader without progress: %v", err)
-	}
-	if bytes.ContainsFunc(buf, func(r rune) bool { return r != 0 }) {
-		t.Fatal("buffer not zeroed after an error")
-	}
+	require.ErrorIs(t, err, boom, "got %+v", got)
+	require.Equal(t, "svc", got.ServiceName)
+	_, err = scanEnviron(emptyReader{}, buf, maxEnviron)
+	require.ErrorIs(t, err, io.ErrNoProgress, "reader without progress")
+	require.False(t, bytes.ContainsFunc(buf, func(r rune) bool { return r != 0 }), "buffer not zeroed after an error")
 }
 
 type emptyReader struct{}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
 )
 
@@ -72,15 +74,11 @@ func environBlock(lines []byte) []byte {
 func unpack(t testing.TB, path string) fixture {
 	t.Helper()
 	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	dir := t.TempDir()
 	fx := fixture{proc: procfstest.New(t), logs: filepath.Join(dir, "log")}
 	for _, d := range []string{filepath.Join(fx.logs, "pods"), filepath.Join(fx.logs, "containers")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(d, 0o755))
 	}
 	procs := map[int]*procfstest.Process{}
 	for _, f := range parseArchive(data) {
@@ -88,9 +86,7 @@ func unpack(t testing.TB, path string) fixture {
 			for _, l := range strings.Split(strings.TrimSpace(string(f.data)), "\n") {
 				pid, rest, _ := strings.Cut(l, " ")
 				n, err := strconv.Atoi(pid)
-				if err != nil {
-					t.Fatalf("%s: want line %q: %v", path, l, err)
-				}
+				require.NoError(t, err, "%s: want line %q", path, l)
 				fx.want = append(fx.want, wantLine{n, rest})
 			}
 			continue
@@ -98,9 +94,7 @@ func unpack(t testing.TB, path string) fixture {
 		if proc, ok := strings.CutPrefix(f.name, "proc/"); ok {
 			id, name, _ := strings.Cut(proc, "/")
 			pid, err := strconv.Atoi(id)
-			if err != nil {
-				t.Fatalf("%s: %s: %v", path, f.name, err)
-			}
+			require.NoError(t, err, "%s: %s", path, f.name)
 			p := procs[pid]
 			if p == nil {
 				p = &procfstest.Process{PID: pid, Files: map[string]string{}}
@@ -114,12 +108,8 @@ func unpack(t testing.TB, path string) fixture {
 			continue
 		}
 		p := filepath.Join(dir, filepath.FromSlash(f.name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, f.data, 0o644))
 	}
 	for pid, p := range procs {
 		if _, ok := p.Files["stat"]; !ok {

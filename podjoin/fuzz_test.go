@@ -6,10 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -17,15 +17,11 @@ import (
 // (cgroup, environ), as the procfs tree has them.
 func fixtureFiles(t testing.TB, base string) [][]byte {
 	paths, err := filepath.Glob("testdata/*.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var out [][]byte
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for _, f := range parseArchive(data) {
 			if filepath.Base(f.name) == base {
 				if base == "environ" {
@@ -36,9 +32,7 @@ func fixtureFiles(t testing.TB, base string) [][]byte {
 			}
 		}
 	}
-	if len(out) == 0 {
-		t.Fatalf("no %s fixtures", base)
-	}
+	require.NotEmpty(t, out, "no %s fixtures", base)
 	return out
 }
 
@@ -49,36 +43,33 @@ func FuzzParseCgroup(f *testing.F) {
 	f.Add([]byte("0::/kubepods/pod" + uid1_ + "/" + id1 + "/docker/" + id2))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c := ParseCgroup(b)
-		if c.ContainerID != "" && !isContainerID([]byte(c.ContainerID)) {
-			t.Fatalf("container id %q", c.ContainerID)
+		if c.ContainerID != "" {
+			require.True(t, isContainerID([]byte(c.ContainerID)), "container id %q", c.ContainerID)
 		}
-		if c.Runtime != "" && c.ContainerID == "" {
-			t.Fatalf("runtime %q without a container", c.Runtime)
+		if c.Runtime != "" {
+			require.NotEmpty(t, c.ContainerID, "runtime %q without a container", c.Runtime)
 		}
 		switch c.Runtime {
 		case "", RuntimeContainerd, RuntimeCRIO, RuntimeDocker, RuntimePodman:
 		default:
-			t.Fatalf("runtime %q", c.Runtime)
+			require.Failf(t, "unknown runtime", "runtime %q", c.Runtime)
 		}
 		if c.PodUID != "" {
-			if u, ok := normalizeUID([]byte(c.PodUID)); !ok || u != c.PodUID || strings.Contains(u, "_") {
-				t.Fatalf("pod uid %q", c.PodUID)
-			}
+			u, ok := normalizeUID([]byte(c.PodUID))
+			require.True(t, ok, "pod uid %q", c.PodUID)
+			require.Equal(t, c.PodUID, u, "pod uid normalised")
+			require.NotContains(t, u, "_", "pod uid %q", c.PodUID)
 		}
 		switch c.QoSClass {
 		case QoSGuaranteed, QoSBurstable, QoSBestEffort:
-			if c.PodUID == "" {
-				t.Fatalf("QoS %q without a pod", c.QoSClass)
-			}
+			require.NotEmpty(t, c.PodUID, "QoS %q without a pod", c.QoSClass)
 		case "":
-			if c.PodUID != "" {
-				t.Fatal("pod without a QoS class")
-			}
+			require.Empty(t, c.PodUID, "pod without a QoS class")
 		default:
-			t.Fatalf("QoS %q", c.QoSClass)
+			require.Failf(t, "unknown QoS class", "QoS %q", c.QoSClass)
 		}
-		if c.ContainerID != "" && !bytes.Contains(b, []byte(c.ContainerID)) {
-			t.Fatal("container id not from the input")
+		if c.ContainerID != "" {
+			require.Contains(t, string(b), c.ContainerID, "container id not from the input")
 		}
 	})
 }
@@ -108,22 +99,18 @@ func FuzzParseEnviron(f *testing.F) {
 			{EnvResourceAttributes, e.ResourceAttributes, MaxResourceAttributes},
 			{EnvServiceName, e.ServiceName, MaxServiceName},
 		} {
-			if len(v.val) > v.max || strings.IndexByte(v.val, 0) >= 0 {
-				t.Fatalf("%s: %d bytes", v.name, len(v.val))
-			}
-			if v.val != "" && !bytes.Contains(b, []byte(v.name+"="+v.val)) {
-				t.Fatalf("%s=%q is not an entry of the input", v.name, v.val)
+			require.LessOrEqual(t, len(v.val), v.max, "%s: bytes", v.name)
+			require.NotContains(t, v.val, "\x00", "%s: %d bytes", v.name, len(v.val))
+			if v.val != "" {
+				require.Contains(t, string(b), v.name+"="+v.val, "%s=%q is not an entry of the input", v.name, v.val)
 			}
 		}
 		// The scanner, reading in pieces of any size, agrees.
 		buf := make([]byte, maxEnvEntry+1)
 		got, err := scanEnviron(chunkReader{bytes.NewReader(b), int(piece)%(2*maxEnvEntry) + 1}, buf, len(b)+1)
-		if err != nil || got != e {
-			t.Fatalf("scanEnviron = %+v, %v; ParseEnviron = %+v", got, err, e)
-		}
-		if bytes.ContainsFunc(buf, func(r rune) bool { return r != 0 }) {
-			t.Fatal("buffer not zeroed")
-		}
+		require.NoError(t, err, "scanEnviron")
+		require.Equal(t, e, got, "scanEnviron, against ParseEnviron")
+		require.False(t, bytes.ContainsFunc(buf, func(r rune) bool { return r != 0 }), "buffer not zeroed")
 	})
 }
 
@@ -135,24 +122,20 @@ func FuzzParseTraceparent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, tp, ts string) {
 		sc := ParseTraceparent(tp, ts)
 		if !sc.IsValid() {
-			if !sc.Equal(trace.SpanContext{}) {
-				t.Fatalf("invalid but not zero: %+v", sc)
-			}
+			require.True(t, sc.Equal(trace.SpanContext{}), "invalid but not zero: %+v", sc)
 			return
 		}
-		if len(tp) < 55 || tp[:2] == "ff" || sc.TraceFlags()&^(trace.FlagsSampled|trace.FlagsRandom) != 0 || !sc.IsRemote() {
-			t.Fatalf("accepted %q as %+v", tp, sc)
-		}
+		require.GreaterOrEqual(t, len(tp), 55, "accepted %q as %+v", tp, sc)
+		require.NotEqual(t, "ff", tp[:2], "accepted %q as %+v", tp, sc)
+		require.Zero(t, sc.TraceFlags()&^(trace.FlagsSampled|trace.FlagsRandom), "accepted %q as %+v", tp, sc)
+		require.True(t, sc.IsRemote(), "accepted %q as %+v", tp, sc)
 		enc := fmt.Sprintf("%s-%s-%s-%02x", tp[:2], sc.TraceID(), sc.SpanID(), byte(sc.TraceFlags()))
-		if tp[:2] == "00" && enc != tp {
-			t.Fatalf("version 00 %q read as %q", tp, enc)
+		if tp[:2] == "00" {
+			require.Equal(t, tp, enc, "version 00 %q read", tp)
+		} else {
+			require.Equal(t, tp[:52], enc[:52], "%q read as %q", tp, enc)
 		}
-		if tp[:2] != "00" && tp[:52] != enc[:52] {
-			t.Fatalf("%q read as %q", tp, enc)
-		}
-		if len(sc.TraceState().String()) > len(ts) {
-			t.Fatalf("tracestate grew: %q from %q", sc.TraceState().String(), ts)
-		}
+		require.LessOrEqual(t, len(sc.TraceState().String()), len(ts), "tracestate grew: %q from %q", sc.TraceState().String(), ts)
 	})
 }
 
@@ -164,23 +147,20 @@ func FuzzParseResourceAttributes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		kvs, err := ParseResourceAttributes(s)
 		if err != nil {
-			if kvs != nil || !strings.Contains(err.Error(), EnvResourceAttributes) {
-				t.Fatalf("error %v with %v", err, kvs)
-			}
+			require.Nil(t, kvs, "error %v", err)
+			require.ErrorContains(t, err, EnvResourceAttributes)
 			return
 		}
-		if len(kvs) > MaxResourceAttrs {
-			t.Fatalf("%d attributes", len(kvs))
-		}
+		require.LessOrEqual(t, len(kvs), MaxResourceAttrs, "attributes")
 		seen := map[string]bool{}
 		for _, kv := range kvs {
 			k, v := string(kv.Key), kv.Value.AsString()
-			if k == "" || len(k) > MaxResourceKey || len(v) > MaxResourceValue || !utf8.ValidString(k) || !utf8.ValidString(v) {
-				t.Fatalf("attribute %q=%q", k, v)
-			}
-			if seen[k] {
-				t.Fatalf("key %q twice", k)
-			}
+			require.NotEmpty(t, k, "attribute %q=%q", k, v)
+			require.LessOrEqual(t, len(k), MaxResourceKey, "attribute %q=%q: key bytes", k, v)
+			require.LessOrEqual(t, len(v), MaxResourceValue, "attribute %q=%q: value bytes", k, v)
+			require.True(t, utf8.ValidString(k), "attribute %q=%q: key not UTF-8", k, v)
+			require.True(t, utf8.ValidString(v), "attribute %q=%q: value not UTF-8", k, v)
+			require.False(t, seen[k], "key %q twice", k)
 			seen[k] = true
 		}
 	})

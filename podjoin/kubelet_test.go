@@ -7,11 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
@@ -47,9 +48,7 @@ func (f *fakeKubelet) GetAllocatableResources(ctx context.Context, req *podresou
 func socketPath(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "pr")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return filepath.Join(dir, "kubelet.sock")
 }
@@ -59,9 +58,7 @@ func socketPath(t *testing.T) string {
 func serve(t *testing.T, path string, f *fakeKubelet) (stop func()) {
 	t.Helper()
 	lis, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s := grpc.NewServer()
 	podresourcesv1.RegisterPodResourcesListerServer(s, f)
 	done := make(chan struct{})
@@ -125,9 +122,7 @@ func TestKubeletJoin(t *testing.T) {
 	serve(t, sock, &fakeKubelet{pods: nodePods(), alloc: alloc})
 	logs := t.TempDir()
 	for _, d := range []string{"pods/ml_train-0_e6ad2b47-524d-5472-b6fd-cd5deeb0e561", "containers"} {
-		if err := os.MkdirAll(filepath.Join(logs, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(filepath.Join(logs, d), 0o755))
 	}
 	r, reader := newTestResolver(t, t.TempDir(), logs, WithKubeletSocket(sock))
 
@@ -156,41 +151,42 @@ func TestKubeletJoin(t *testing.T) {
 		{"GPU-unknown", Owner{}, false},
 	} {
 		got, ok := r.Device(tc.id)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("Device(%q) = %+v %v, want %+v %v", tc.id, got, ok, tc.want, tc.ok)
-		}
+		assert.Equal(t, tc.want, got, "Device(%q)", tc.id)
+		assert.Equal(t, tc.ok, ok, "Device(%q) = %+v", tc.id, got)
 		kvs, ok := r.DeviceAttributes(tc.id)
-		if want := tc.want.Attributes(); ok != tc.ok || !tc.ok && kvs != nil || fmt.Sprint(kvs) != fmt.Sprint(want) {
-			t.Errorf("DeviceAttributes(%q) = %v %v, want %v %v", tc.id, kvs, ok, want, tc.ok)
+		want := tc.want.Attributes()
+		assert.Equal(t, tc.ok, ok, "DeviceAttributes(%q) = %v", tc.id, kvs)
+		if !tc.ok {
+			assert.Nil(t, kvs, "DeviceAttributes(%q)", tc.id)
 		}
+		assert.Equal(t, fmt.Sprint(want), fmt.Sprint(kvs), "DeviceAttributes(%q)", tc.id)
 	}
 	st := r.Status()
-	if !st.KubeletUp || st.KubeletErr != nil || st.LastRefresh.IsZero() || st.Pods != 12 ||
-		st.Devices != 9 || st.Shared != 3 || st.Allocatable != 6 || st.NamedPods != 1 || st.Truncated {
-		t.Errorf("status %+v", st)
-	}
+	assert.True(t, st.KubeletUp, "status %+v", st)
+	assert.NoError(t, st.KubeletErr, "status %+v", st)
+	assert.False(t, st.LastRefresh.IsZero(), "status %+v", st)
+	assert.Equal(t, 12, st.Pods, "status %+v", st)
+	assert.Equal(t, 9, st.Devices, "status %+v", st)
+	assert.Equal(t, 3, st.Shared, "status %+v", st)
+	assert.Equal(t, 6, st.Allocatable, "status %+v", st)
+	assert.Equal(t, 1, st.NamedPods, "status %+v", st)
+	assert.False(t, st.Truncated, "status %+v", st)
 	attrs := map[string]string{}
 	for _, kv := range (Owner{"ml", "train-0", "u", "trainer"}).Attributes() {
 		attrs[string(kv.Key)] = kv.Value.Emit()
 	}
-	if len(attrs) != 4 || attrs[string(semconv.K8sPodName)] != "train-0" || attrs[string(semconv.K8sNamespaceName)] != "ml" ||
-		attrs[string(semconv.K8sPodUID)] != "u" || attrs[string(semconv.K8sContainerName)] != "trainer" {
-		t.Errorf("owner attributes %v", attrs)
-	}
-	if kvs := (Owner{Namespace: "ml", Pod: "prep"}).Attributes(); len(kvs) != 2 {
-		t.Errorf("owner without container: %v", kvs)
-	}
+	assert.Equal(t, map[string]string{
+		string(semconv.K8sPodName): "train-0", string(semconv.K8sNamespaceName): "ml",
+		string(semconv.K8sPodUID): "u", string(semconv.K8sContainerName): "trainer",
+	}, attrs, "owner attributes")
+	kvs := (Owner{Namespace: "ml", Pod: "prep"}).Attributes()
+	assert.Len(t, kvs, 2, "owner without container")
 	ps := testutil.Collect(t, reader)
-	if p := ps.One(t, semconv.XpuscopePodjoinKubeletUp.Name); p.Value != 1 {
-		t.Errorf("kubelet.up = %v", p.Value)
-	}
-	if p := ps.One(t, semconv.XpuscopePodjoinDevicesShared.Name); p.Value != 3 {
-		t.Errorf("devices.shared = %v", p.Value)
-	}
+	assert.Equal(t, 1.0, ps.One(t, semconv.XpuscopePodjoinKubeletUp.Name).Value, "kubelet.up")
+	assert.Equal(t, 3.0, ps.One(t, semconv.XpuscopePodjoinDevicesShared.Name).Value, "devices.shared")
 	for _, call := range []string{semconv.PodjoinCallList, semconv.PodjoinCallAllocatable} {
-		if p := ps.One(t, semconv.XpuscopePodjoinKubeletErrors.Name, semconv.XpuscopePodjoinKubeletCall.String(call)); p.Value != 0 {
-			t.Errorf("kubelet.errors{%s} = %v", call, p.Value)
-		}
+		p := ps.One(t, semconv.XpuscopePodjoinKubeletErrors.Name, semconv.XpuscopePodjoinKubeletCall.String(call))
+		assert.Equal(t, 0.0, p.Value, "kubelet.errors{%s}", call)
 	}
 }
 
@@ -199,19 +195,16 @@ func TestKubeletWithoutAllocatable(t *testing.T) {
 	sock := socketPath(t)
 	serve(t, sock, &fakeKubelet{pods: nodePods()})
 	r, reader := newTestResolver(t, t.TempDir(), "", WithKubeletSocket(sock), WithRefresh(10*time.Millisecond))
-	if _, ok := r.Device(gpuTrain); !ok {
-		t.Fatal("no owner")
-	}
+	_, ok := r.Device(gpuTrain)
+	require.True(t, ok, "no owner")
 	time.Sleep(50 * time.Millisecond) // several refreshes
 	st := r.Status()
-	if !st.KubeletUp || st.KubeletErr != nil || st.Allocatable != -1 {
-		t.Fatalf("status %+v", st)
-	}
+	require.True(t, st.KubeletUp, "status %+v", st)
+	require.NoError(t, st.KubeletErr, "status %+v", st)
+	require.Equal(t, -1, st.Allocatable, "status %+v", st)
 	p := testutil.Collect(t, reader).One(t, semconv.XpuscopePodjoinKubeletErrors.Name,
 		semconv.XpuscopePodjoinKubeletCall.String(semconv.PodjoinCallAllocatable))
-	if p.Value != 0 {
-		t.Fatalf("Unimplemented counted as %v errors", p.Value)
-	}
+	require.Equal(t, 0.0, p.Value, "Unimplemented counted as errors")
 }
 
 // The kubelet goes away and comes back: while it is away the last
@@ -221,39 +214,32 @@ func TestKubeletRestart(t *testing.T) {
 	stop := serve(t, sock, &fakeKubelet{pods: nodePods()})
 	r, reader := newTestResolver(t, t.TempDir(), "", WithKubeletSocket(sock),
 		WithRefresh(20*time.Millisecond), WithTTL(time.Minute))
-	if o, ok := r.Device(gpuTrain); !ok || o.Pod != "train-0" {
-		t.Fatalf("before: %+v %v", o, ok)
-	}
+	o, ok := r.Device(gpuTrain)
+	require.True(t, ok, "before: %+v", o)
+	require.Equal(t, "train-0", o.Pod, "before")
 	stop()
 	waitFor(t, "kubelet down", func() bool { return !r.Status().KubeletUp })
 	st := r.Status()
-	if st.KubeletErr == nil || !strings.Contains(st.KubeletErr.Error(), sock) || st.Devices != 9 {
-		t.Fatalf("down: %+v", st)
-	}
-	if o, ok := r.Device(gpuTrain); !ok || o.Pod != "train-0" {
-		t.Fatalf("allocations younger than the TTL not served: %+v %v", o, ok)
-	}
+	require.ErrorContains(t, st.KubeletErr, sock, "down: %+v", st)
+	require.Equal(t, 9, st.Devices, "down: %+v", st)
+	o, ok = r.Device(gpuTrain)
+	require.True(t, ok, "allocations younger than the TTL not served: %+v", o)
+	require.Equal(t, "train-0", o.Pod, "allocations younger than the TTL not served")
 	ps := testutil.Collect(t, reader)
-	if p := ps.One(t, semconv.XpuscopePodjoinKubeletUp.Name); p.Value != 0 {
-		t.Errorf("kubelet.up = %v while down", p.Value)
-	}
-	if p := ps.One(t, semconv.XpuscopePodjoinKubeletErrors.Name, semconv.XpuscopePodjoinKubeletCall.String(semconv.PodjoinCallList)); p.Value < 1 {
-		t.Errorf("kubelet.errors{list} = %v", p.Value)
-	}
+	assert.Equal(t, 0.0, ps.One(t, semconv.XpuscopePodjoinKubeletUp.Name).Value, "kubelet.up while down")
+	p := ps.One(t, semconv.XpuscopePodjoinKubeletErrors.Name, semconv.XpuscopePodjoinKubeletCall.String(semconv.PodjoinCallList))
+	assert.GreaterOrEqual(t, p.Value, 1.0, "kubelet.errors{list}")
 
 	// Back, with the training pod gone and its GPU given to another.
 	moved := []*podresourcesv1.PodResources{pod("ml", "train-1", []string{"trainer", "nvidia.com/gpu", gpuTrain})}
 	serve(t, sock, &fakeKubelet{pods: moved})
 	waitFor(t, "kubelet back", func() bool { return r.Status().KubeletUp })
-	if o, ok := r.Device(gpuTrain); !ok || o.Pod != "train-1" {
-		t.Fatalf("after: %+v %v", o, ok)
-	}
-	if _, ok := r.Device(amdGPU); ok {
-		t.Fatal("allocation of the old answer still served")
-	}
-	if p := testutil.Collect(t, reader).One(t, semconv.XpuscopePodjoinKubeletUp.Name); p.Value != 1 {
-		t.Errorf("kubelet.up = %v after recovery", p.Value)
-	}
+	o, ok = r.Device(gpuTrain)
+	require.True(t, ok, "after: %+v", o)
+	require.Equal(t, "train-1", o.Pod, "after")
+	_, ok = r.Device(amdGPU)
+	require.False(t, ok, "allocation of the old answer still served")
+	assert.Equal(t, 1.0, testutil.Collect(t, reader).One(t, semconv.XpuscopePodjoinKubeletUp.Name).Value, "kubelet.up after recovery")
 }
 
 // Past the TTL without an answer, the last allocations are dropped.
@@ -262,17 +248,17 @@ func TestKubeletDownPastTTL(t *testing.T) {
 	stop := serve(t, sock, &fakeKubelet{pods: nodePods()})
 	r, _ := newTestResolver(t, t.TempDir(), "", WithKubeletSocket(sock),
 		WithRefresh(10*time.Millisecond), WithTTL(150*time.Millisecond))
-	if _, ok := r.Device(gpuTrain); !ok {
-		t.Fatal("no owner")
-	}
+	_, ok := r.Device(gpuTrain)
+	require.True(t, ok, "no owner")
 	stop()
 	waitFor(t, "allocations expired", func() bool {
 		_, ok := r.Device(gpuTrain)
 		return !ok
 	})
-	if st := r.Status(); st.KubeletUp || st.Devices != 0 || st.Pods != 0 {
-		t.Fatalf("status %+v", st)
-	}
+	st := r.Status()
+	require.False(t, st.KubeletUp, "status %+v", st)
+	require.Zero(t, st.Devices, "status %+v", st)
+	require.Zero(t, st.Pods, "status %+v", st)
 	// The refresh frees them too, not only Device that hides them.
 	waitFor(t, "allocations freed", func() bool { return r.kube.Load().dev.owners == nil })
 }
@@ -283,12 +269,10 @@ func TestKubeletMissingAtStart(t *testing.T) {
 	sock := socketPath(t)
 	r, _ := newTestResolver(t, t.TempDir(), "", WithKubeletSocket(sock), WithRefresh(20*time.Millisecond))
 	st := r.Status()
-	if st.KubeletUp || st.KubeletErr == nil || !strings.Contains(st.KubeletErr.Error(), sock) {
-		t.Fatalf("status %+v", st)
-	}
-	if _, ok := r.Device(gpuTrain); ok {
-		t.Fatal("owner without a kubelet")
-	}
+	require.False(t, st.KubeletUp, "status %+v", st)
+	require.ErrorContains(t, st.KubeletErr, sock, "status %+v", st)
+	_, ok := r.Device(gpuTrain)
+	require.False(t, ok, "owner without a kubelet")
 	serve(t, sock, &fakeKubelet{pods: nodePods()})
 	waitFor(t, "kubelet found", func() bool {
 		_, ok := r.Device(gpuTrain)
@@ -302,17 +286,13 @@ func TestKubeletAttemptsDoNotLeak(t *testing.T) {
 	sock := socketPath(t)
 	before := runtime.NumGoroutine()
 	r, err := New(WithProcRoot(t.TempDir()), WithLogRoot(""), WithKubeletSocket(sock), WithRefresh(4*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	time.Sleep(100 * time.Millisecond) // attempts every 1 to 16 ms
 	stop := serve(t, sock, &fakeKubelet{pods: nodePods()})
 	waitFor(t, "kubelet up", func() bool { return r.Status().KubeletUp })
 	stop()
 	waitFor(t, "kubelet down", func() bool { return !r.Status().KubeletUp })
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.Close())
 	waitFor(t, "goroutines gone", func() bool { return runtime.NumGoroutine() <= before })
 }
 
@@ -328,12 +308,16 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			for i := range 300 {
 				w := fx.want[(g+i)%len(fx.want)]
+				// Guarded: assert's t.Helper takes t's lock, which
+				// would serialise the goroutines on every lookup.
 				if got := render(r.Process(w.pid)); got != w.want {
-					t.Errorf("pid %d: %s", w.pid, got)
+					assert.Equal(t, w.want, got, "pid %d", w.pid)
 					return
 				}
 				if o, ok := r.Device(gpuTrain); !ok || o.Pod != "train-0" {
-					t.Errorf("Device: %+v %v", o, ok)
+					if assert.True(t, ok, "Device: %+v", o) {
+						assert.Equal(t, "train-0", o.Pod, "Device")
+					}
 					return
 				}
 				if i%50 == 0 {

@@ -1,7 +1,6 @@
 package podjoin
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -9,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
@@ -27,35 +28,24 @@ func newTestResolver(t testing.TB, proc, logs string, opts ...Option) (*Resolver
 		WithProcRoot(proc), WithLogRoot(logs), WithKubeletSocket(""), WithMeterProvider(mp),
 	}, opts...)
 	r, err := New(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, r.Close()) })
 	return r, reader
 }
 
 func TestFixtures(t *testing.T) {
 	paths, err := filepath.Glob("testdata/*.txtar")
-	if err != nil || len(paths) < 4 {
-		t.Fatalf("fixtures: %v %v", paths, err)
-	}
+	require.NoError(t, err, "fixtures")
+	require.GreaterOrEqual(t, len(paths), 4, "fixtures: %v", paths)
 	for _, path := range paths {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
 			fx := unpack(t, path)
-			if len(fx.want) == 0 {
-				t.Fatal("fixture has no want lines")
-			}
+			require.NotEmpty(t, fx.want, "fixture has no want lines")
 			r, _ := newTestResolver(t, fx.proc, fx.logs)
 			for _, w := range fx.want {
 				// Twice: read, then from the cache.
 				for i := range 2 {
-					if got := render(r.Process(w.pid)); got != w.want {
-						t.Errorf("pid %d (lookup %d):\n got %s\nwant %s", w.pid, i+1, got, w.want)
-					}
+					assert.Equal(t, w.want, render(r.Process(w.pid)), "pid %d (lookup %d)", w.pid, i+1)
 				}
 			}
 		})
@@ -76,19 +66,14 @@ func TestResolveCounts(t *testing.T) {
 		semconv.PodjoinResultNotFound: 3,
 	} {
 		p := ps.One(t, semconv.XpuscopePodjoinResolves.Name, semconv.XpuscopePodjoinResult.String(res))
-		if p.Value != want {
-			t.Errorf("resolves{%s} = %v, want %v", res, p.Value, want)
-		}
+		assert.Equal(t, want, p.Value, "resolves{%s}", res)
 	}
-	if got := ps.Find(semconv.XpuscopePodjoinKubeletUp.Name); len(got) != 0 {
-		t.Errorf("kubelet client off, yet %v", got)
-	}
+	assert.Empty(t, ps.Find(semconv.XpuscopePodjoinKubeletUp.Name), "kubelet client off")
 	// A partial result is cached like a full one: the environment is
 	// not read again until the TTL.
 	r.Process(307)
-	if p := testutil.Collect(t, reader).One(t, semconv.XpuscopePodjoinResolves.Name, semconv.XpuscopePodjoinResult.String(semconv.PodjoinResultHit)); p.Value != 2 {
-		t.Errorf("hits = %v, want 2", p.Value)
-	}
+	p := testutil.Collect(t, reader).One(t, semconv.XpuscopePodjoinResolves.Name, semconv.XpuscopePodjoinResult.String(semconv.PodjoinResultHit))
+	assert.Equal(t, 2.0, p.Value, "hits")
 }
 
 const (
@@ -101,19 +86,13 @@ func TestReusedPidIsReadAgain(t *testing.T) {
 	proc := t.TempDir()
 	writeProc(t, proc, 42, 100, podA, nil)
 	r, _ := newTestResolver(t, proc, "", WithTTL(time.Hour))
-	if got := r.Process(42).PodUID; got != "e6ad2b47-524d-5472-b6fd-cd5deeb0e561" {
-		t.Fatalf("first process: pod %q", got)
-	}
+	require.Equal(t, "e6ad2b47-524d-5472-b6fd-cd5deeb0e561", r.Process(42).PodUID, "first process: pod")
 	writeProc(t, proc, 42, 200, podB, nil) // exited; the pid is reused
-	if got := r.Process(42).PodUID; got != "f4e2b41a-8589-5dac-abeb-5439ed42d10a" {
-		t.Fatalf("reused pid kept the old pod: %q", got)
-	}
+	require.Equal(t, "f4e2b41a-8589-5dac-abeb-5439ed42d10a", r.Process(42).PodUID, "reused pid kept the old pod")
 	// Same start time, new cgroup: the cache answers (a process does not
 	// change pods), until the TTL.
 	writeProc(t, proc, 42, 200, podA, nil)
-	if got := r.Process(42).PodUID; got != "f4e2b41a-8589-5dac-abeb-5439ed42d10a" {
-		t.Fatalf("cached entry not served: %q", got)
-	}
+	require.Equal(t, "f4e2b41a-8589-5dac-abeb-5439ed42d10a", r.Process(42).PodUID, "cached entry not served")
 }
 
 func TestTTL(t *testing.T) {
@@ -125,13 +104,11 @@ func TestTTL(t *testing.T) {
 	r.Process(42)
 	writeProc(t, proc, 42, 100, podB, nil)
 	got := r.Process(42).PodUID
-	if time.Since(read) < ttl && got != "e6ad2b47-524d-5472-b6fd-cd5deeb0e561" {
-		t.Fatalf("before the TTL: %q", got)
+	if time.Since(read) < ttl {
+		require.Equal(t, "e6ad2b47-524d-5472-b6fd-cd5deeb0e561", got, "before the TTL")
 	}
 	time.Sleep(ttl + 50*time.Millisecond)
-	if got := r.Process(42).PodUID; got != "f4e2b41a-8589-5dac-abeb-5439ed42d10a" {
-		t.Fatalf("after the TTL the entry was not read again: %q", got)
-	}
+	require.Equal(t, "f4e2b41a-8589-5dac-abeb-5439ed42d10a", r.Process(42).PodUID, "after the TTL the entry was not read again")
 }
 
 func TestCacheIsBounded(t *testing.T) {
@@ -147,16 +124,15 @@ func TestCacheIsBounded(t *testing.T) {
 	r.mu.Lock()
 	n, has1, has10, has5 := r.cache.len(), r.cache.get(1) != nil, r.cache.get(10) != nil, r.cache.get(5) != nil
 	r.mu.Unlock()
-	if n != 4 || !has1 || !has10 || has5 {
-		t.Fatalf("cache of %d entries (1: %v, 10: %v, 5: %v), want 4 with the most recent", n, has1, has10, has5)
-	}
+	require.Equal(t, 4, n, "cache entries")
+	require.True(t, has1, "1, recently used, evicted")
+	require.True(t, has10, "10, the last read, evicted")
+	require.False(t, has5, "5 kept in a cache of %d entries, want 4 with the most recent", n)
 	r.Forget(10)
 	r.mu.Lock()
 	n = r.cache.len()
 	r.mu.Unlock()
-	if n != 3 {
-		t.Fatalf("Forget left %d entries", n)
-	}
+	require.Equal(t, 3, n, "entries Forget left")
 }
 
 // The refresh drops the entries of processes that exited, and those of
@@ -170,9 +146,7 @@ func TestRefreshDropsExited(t *testing.T) {
 	for _, pid := range []int{42, 43, 44} {
 		r.Process(pid)
 	}
-	if err := os.RemoveAll(filepath.Join(proc, "42")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.RemoveAll(filepath.Join(proc, "42")))
 	writeProc(t, proc, 43, 999, podB, nil)
 	waitFor(t, "exited and reused pids dropped", func() bool {
 		r.mu.Lock()
@@ -183,9 +157,8 @@ func TestRefreshDropsExited(t *testing.T) {
 
 func TestNewUnavailableWithoutProcfs(t *testing.T) {
 	_, err := New(WithProcRoot(filepath.Join(t.TempDir(), "missing")), WithKubeletSocket(""))
-	if !errors.Is(err, xpuscope.ErrUnavailable) || !strings.Contains(err.Error(), "missing") {
-		t.Fatalf("err = %v, want unavailable naming the path", err)
-	}
+	require.ErrorIs(t, err, xpuscope.ErrUnavailable)
+	require.ErrorContains(t, err, "missing", "want unavailable naming the path")
 }
 
 func TestBadOptionsAreFaults(t *testing.T) {
@@ -193,9 +166,8 @@ func TestBadOptionsAreFaults(t *testing.T) {
 		WithProcRoot(""), WithKubeletSocket("relative.sock"), WithRefresh(0), WithCacheSize(0), WithTTL(-time.Second),
 	} {
 		_, err := New(o)
-		if err == nil || errors.Is(err, xpuscope.ErrUnavailable) {
-			t.Errorf("err = %v, want a fault", err)
-		}
+		assert.Error(t, err, "want a fault")
+		assert.NotErrorIs(t, err, xpuscope.ErrUnavailable, "want a fault")
 	}
 }
 
@@ -204,21 +176,12 @@ func TestCloseIsIdempotentAndStops(t *testing.T) {
 	writeProc(t, proc, 42, 100, podA, nil)
 	before := runtime.NumGoroutine()
 	r, err := New(WithProcRoot(proc), WithKubeletSocket(""), WithRefresh(time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Process(42).ContainerID == "" {
-		t.Fatal("no container")
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := r.Process(42); got.ContainerID != "" {
-		t.Fatalf("after Close: %+v", got)
-	}
+	require.NoError(t, err)
+	require.NotEmpty(t, r.Process(42).ContainerID, "no container")
+	require.NoError(t, r.Close())
+	require.NoError(t, r.Close())
+	got := r.Process(42)
+	require.Empty(t, got.ContainerID, "after Close: %+v", got)
 	waitFor(t, "goroutines gone", func() bool { return runtime.NumGoroutine() <= before })
 }
 
@@ -239,12 +202,9 @@ func TestAttributes(t *testing.T) {
 		semconv.K8sContainerName.String("ctr"), semconv.ContainerID.String("c1"), semconv.ServiceName.String("svc"),
 		attribute.String("team", "ml"),
 	)
-	if !got.Equals(&want) || len(p.Attributes()) != want.Len() {
-		t.Fatalf("got %v\nwant %v", p.Attributes(), want.ToSlice())
-	}
-	if kvs := (ProcessInfo{}).Attributes(); len(kvs) != 0 {
-		t.Fatalf("zero ProcessInfo: %v", kvs)
-	}
+	require.True(t, got.Equals(&want), "got %v\nwant %v", p.Attributes(), want.ToSlice())
+	require.Len(t, p.Attributes(), want.Len())
+	require.Empty(t, (ProcessInfo{}).Attributes(), "zero ProcessInfo")
 }
 
 // ProcessAttributes is what the Sources take: the process's attributes,
@@ -263,16 +223,16 @@ func TestProcessAttributes(t *testing.T) {
 		semconv.ServiceName.String("trainer"),
 		attribute.String("team", "ml"),
 	)
-	if !got.Equals(&want) || len(kvs) != want.Len() {
-		t.Errorf("attributes %v, want %v", kvs, want.ToSlice())
-	}
-	if !sc.IsValid() || !sc.IsRemote() || sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" ||
-		sc.SpanID().String() != "00f067aa0ba902b7" || !sc.IsSampled() {
-		t.Errorf("span context %+v", sc)
-	}
-	if kvs, sc := r.ProcessAttributes(43); len(kvs) != 0 || sc.IsValid() {
-		t.Errorf("no such process: %v %+v", kvs, sc)
-	}
+	assert.True(t, got.Equals(&want), "attributes %v, want %v", kvs, want.ToSlice())
+	assert.Len(t, kvs, want.Len(), "attributes")
+	assert.True(t, sc.IsValid(), "span context %+v", sc)
+	assert.True(t, sc.IsRemote(), "span context %+v", sc)
+	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", sc.TraceID().String(), "span context")
+	assert.Equal(t, "00f067aa0ba902b7", sc.SpanID().String(), "span context")
+	assert.True(t, sc.IsSampled(), "span context %+v", sc)
+	kvs, sc = r.ProcessAttributes(43)
+	assert.Empty(t, kvs, "no such process")
+	assert.False(t, sc.IsValid(), "no such process: %+v", sc)
 }
 
 // waitFor polls cond for up to 10 s.
@@ -280,9 +240,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
+		require.False(t, time.Now().After(deadline), "timed out waiting: %s", what)
 		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
@@ -43,18 +46,18 @@ func secretEnviron() []byte {
 
 func TestEnvironSecretsAreNotKept(t *testing.T) {
 	block := secretEnviron()
-	if i := bytes.Index(block, []byte("OTEL_EXPORTER")); i < environBuf-len("OTEL_") || i >= environBuf {
-		t.Fatalf("fixture: OTEL_EXPORTER… at %d does not straddle the %d-byte piece", i, environBuf)
-	}
+	i := bytes.Index(block, []byte("OTEL_EXPORTER"))
+	require.GreaterOrEqual(t, i, environBuf-len("OTEL_"), "fixture: OTEL_EXPORTER… does not straddle the %d-byte piece", environBuf)
+	require.Less(t, i, environBuf, "fixture: OTEL_EXPORTER… does not straddle the %d-byte piece", environBuf)
 	proc := t.TempDir()
 	writeProc(t, proc, 500, 7, podA, block)
 	r, reader := newTestResolver(t, proc, "", WithRefresh(time.Hour)) // no goroutine runs while the test walks r
 
 	info := r.Process(500)
 	again := r.Process(500) // from the cache
-	if info.ServiceName != "payments" || !info.SpanContext.IsValid() || len(info.ResourceAttrs) != 2 {
-		t.Fatalf("allowed variables not read: %+v", info)
-	}
+	require.Equal(t, "payments", info.ServiceName, "allowed variables not read: %+v", info)
+	require.True(t, info.SpanContext.IsValid(), "allowed variables not read: %+v", info)
+	require.Len(t, info.ResourceAttrs, 2, "allowed variables not read: %+v", info)
 	outputs := []string{
 		fmt.Sprintf("%+v", info), fmt.Sprintf("%#v", again), fmt.Sprintf("%+v", info.Attributes()),
 		fmt.Sprintf("%+v", r.Status()), fmt.Sprintf("%+v", testutil.Collect(t, reader)),
@@ -62,30 +65,21 @@ func TestEnvironSecretsAreNotKept(t *testing.T) {
 	}
 	for _, out := range outputs {
 		for _, s := range secrets {
-			if strings.Contains(out, s) {
-				t.Errorf("secret %q in output %.200s…", s, out)
-			}
+			assert.NotContains(t, out, s, "secret in output")
 		}
 	}
-	if !strings.Contains(outputs[0], "payments") {
-		t.Fatal("the output check sees nothing") // the check must be able to fail
-	}
+	require.Contains(t, outputs[0], "payments", "the output check sees nothing") // the check must be able to fail
 
-	if bytes.ContainsFunc(r.envBuf, func(c rune) bool { return c != 0 }) {
-		t.Error("the environment buffer is not zeroed after the read")
-	}
+	assert.False(t, bytes.ContainsFunc(r.envBuf, func(c rune) bool { return c != 0 }), "the environment buffer is not zeroed after the read")
 	w := &memWalker{seen: map[visit]bool{}}
 	for _, root := range []any{r, r.kube.Load(), r.logs.Load()} {
 		w.walk(reflect.ValueOf(root), "r")
 	}
 	for _, s := range secrets {
-		for _, got := range w.find(s) {
-			t.Errorf("secret %q kept in %s", s, got)
-		}
+		assert.Empty(t, w.find(s), "secret %q kept in these", s)
 	}
-	if len(w.find("payments")) == 0 || w.strings < 10 {
-		t.Fatalf("the walk found %d strings and not the service name: it cannot see the cache", w.strings)
-	}
+	require.NotEmpty(t, w.find("payments"), "the walk found %d strings and not the service name: it cannot see the cache", w.strings)
+	require.GreaterOrEqual(t, w.strings, 10, "the walk found too few strings: it cannot see the cache")
 }
 
 // memWalker collects every string and byte slice reachable from a value,

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -42,21 +43,16 @@ func TestParseTraceparent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := ParseTraceparent(tc.tp, tc.ts)
-			if sc.IsValid() != tc.valid {
-				t.Fatalf("valid = %v, want %v", sc.IsValid(), tc.valid)
-			}
+			require.Equal(t, tc.valid, sc.IsValid(), "valid")
 			if !tc.valid {
-				if !sc.Equal(trace.SpanContext{}) {
-					t.Fatalf("invalid traceparent gave %+v", sc)
-				}
+				require.True(t, sc.Equal(trace.SpanContext{}), "invalid traceparent gave %+v", sc)
 				return
 			}
-			if sc.TraceID().String() != tid || sc.SpanID().String() != sid || !sc.IsRemote() {
-				t.Fatalf("ids %s %s remote %v", sc.TraceID(), sc.SpanID(), sc.IsRemote())
-			}
-			if sc.TraceFlags() != tc.flags || sc.TraceState().String() != tc.state {
-				t.Fatalf("flags %02x state %q, want %02x %q", byte(sc.TraceFlags()), sc.TraceState().String(), byte(tc.flags), tc.state)
-			}
+			require.Equal(t, tid, sc.TraceID().String(), "trace id")
+			require.Equal(t, sid, sc.SpanID().String(), "span id")
+			require.True(t, sc.IsRemote(), "remote")
+			require.Equal(t, tc.flags, sc.TraceFlags(), "flags %02x, want %02x", byte(sc.TraceFlags()), byte(tc.flags))
+			require.Equal(t, tc.state, sc.TraceState().String(), "state")
 		})
 	}
 }
@@ -87,14 +83,13 @@ func TestParseResourceAttributes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseResourceAttributes(tc.in)
 			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), EnvResourceAttributes) || got != nil {
-					t.Fatalf("got %v, %v; want nil and an error with %q", got, err, tc.err)
-				}
+				require.ErrorContains(t, err, tc.err)
+				require.ErrorContains(t, err, EnvResourceAttributes)
+				require.Nil(t, got, "want nil and an error with %q", tc.err)
 				return
 			}
-			if err != nil || !equalKVs(got, tc.want) {
-				t.Fatalf("got %v, %v; want %v", got, err, tc.want)
-			}
+			require.NoError(t, err)
+			require.True(t, equalKVs(got, tc.want), "got %v; want %v", got, tc.want)
 		})
 	}
 }
@@ -105,22 +100,21 @@ func TestParseResourceAttributesBounds(t *testing.T) {
 		members = append(members, "k"+strings.Repeat("x", i)+"=v")
 	}
 	got, err := ParseResourceAttributes(strings.Join(members, ","))
-	if err != nil || len(got) != MaxResourceAttrs || got[0].Key != "k" {
-		t.Fatalf("%d attributes, %v; want the first %d", len(got), err, MaxResourceAttrs)
-	}
+	require.NoError(t, err)
+	require.Len(t, got, MaxResourceAttrs, "want the first %d", MaxResourceAttrs)
+	require.Equal(t, attribute.Key("k"), got[0].Key, "want the first %d", MaxResourceAttrs)
 	got, err = ParseResourceAttributes(strings.Repeat("k", MaxResourceKey+1) + "=v,ok=1")
-	if err != nil || !equalKVs(got, []attribute.KeyValue{attribute.String("ok", "1")}) {
-		t.Fatalf("over-long key: %v, %v", got, err)
-	}
+	require.NoError(t, err, "over-long key")
+	require.True(t, equalKVs(got, []attribute.KeyValue{attribute.String("ok", "1")}), "over-long key: %v", got)
 	long := strings.Repeat("é", MaxResourceValue) // 2 bytes each
 	got, err = ParseResourceAttributes("a=" + long + "x")
-	if err != nil || len(got) != 1 || got[0].Value.AsString() != long[:MaxResourceValue] {
-		t.Fatalf("over-long value: %d bytes, %v", len(got[0].Value.AsString()), err)
-	}
+	require.NoError(t, err, "over-long value")
+	require.Len(t, got, 1, "over-long value")
+	require.Equal(t, long[:MaxResourceValue], got[0].Value.AsString(), "over-long value")
 	got, _ = ParseResourceAttributes("a=x" + long)
-	if v := got[0].Value.AsString(); len(v) != MaxResourceValue-1 || !strings.HasPrefix(v, "x") {
-		t.Fatalf("value not cut at a character boundary: %d bytes", len(v))
-	}
+	v := got[0].Value.AsString()
+	require.Len(t, v, MaxResourceValue-1, "value not cut at a character boundary")
+	require.True(t, strings.HasPrefix(v, "x"), "value not cut at a character boundary: %q", v)
 }
 
 func equalKVs(a, b []attribute.KeyValue) bool {
