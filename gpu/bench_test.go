@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/embedded"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -34,9 +35,7 @@ func BenchmarkCollect(b *testing.B) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
 	s, err := New(WithNVML(fs.lib()), WithMeterProvider(mp), WithInterval(1<<62), WithProcRoot(b.TempDir()))
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer s.Close()
 	var rm metricdata.ResourceMetrics
 
@@ -62,13 +61,11 @@ func BenchmarkCollect(b *testing.B) {
 		for b.Loop() {
 			s.poll()
 			if err := reader.Collect(context.Background(), &rm); err != nil {
-				b.Fatal(err)
+				require.NoError(b, err)
 			}
 		}
 		pts, err := testutil.Flatten(rm)
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		b.ReportMetric(float64(len(pts)), "points/op")
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestPCIAddress(t *testing.T) {
@@ -17,9 +19,7 @@ func TestPCIAddress(t *testing.T) {
 		{"garbage", "garbage"},
 		{"", ""},
 	} {
-		if got := pciAddress(tc.in); got != tc.want {
-			t.Errorf("pciAddress(%q) = %q, want %q", tc.in, got, tc.want)
-		}
+		assert.Equal(t, tc.want, pciAddress(tc.in), "pciAddress(%q)", tc.in)
 	}
 }
 
@@ -33,39 +33,32 @@ func TestMIGProfile(t *testing.T) {
 		{"NVIDIA X MIG 1g.5gb; rm -rf", ""},
 		{"MIG 1g.5gb", ""}, // no space before MIG: not NVML's form
 	} {
-		if got := migProfile(tc.in); got != tc.want {
-			t.Errorf("migProfile(%q) = %q, want %q", tc.in, got, tc.want)
-		}
+		assert.Equal(t, tc.want, migProfile(tc.in), "migProfile(%q)", tc.in)
 	}
 }
 
 func TestCString(t *testing.T) {
 	b := busID("00000000:3B:00.0")
-	if got := cString(b[:]); got != "00000000:3B:00.0" {
-		t.Errorf("cString = %q", got)
-	}
+	assert.Equal(t, "00000000:3B:00.0", cString(b[:]), "cString")
 	full := make([]int8, 4)
 	for i := range full {
 		full[i] = 'a'
 	}
-	if got := cString(full); got != "aaaa" {
-		t.Errorf("cString without NUL = %q", got)
-	}
+	assert.Equal(t, "aaaa", cString(full), "cString without NUL")
 }
 
 func TestFieldUint64(t *testing.T) {
 	fv := nvml.FieldValue{ValueType: uint32(nvml.VALUE_TYPE_UNSIGNED_INT), Value: [8]byte{0x01, 0x02, 0, 0, 0xff, 0xff, 0xff, 0xff}}
-	if v, ok := fieldUint64(&fv); !ok || v != 0x0201 {
-		t.Errorf("uint32 field = %#x, %v", v, ok)
-	}
+	v, ok := fieldUint64(&fv)
+	assert.True(t, ok, "uint32 field = %#x, %v", v, ok)
+	assert.Equal(t, uint64(0x0201), v, "uint32 field = %#x, %v", v, ok)
 	fv = nvml.FieldValue{ValueType: uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG), Value: [8]byte{0, 0, 0, 0, 0, 0, 0, 1}}
-	if v, ok := fieldUint64(&fv); !ok || v != 1<<56 {
-		t.Errorf("uint64 field = %#x, %v", v, ok)
-	}
+	v, ok = fieldUint64(&fv)
+	assert.True(t, ok, "uint64 field = %#x, %v", v, ok)
+	assert.Equal(t, uint64(1<<56), v, "uint64 field = %#x, %v", v, ok)
 	fv = nvml.FieldValue{ValueType: uint32(nvml.VALUE_TYPE_DOUBLE)}
-	if _, ok := fieldUint64(&fv); ok {
-		t.Error("a double is not read as a counter")
-	}
+	_, ok = fieldUint64(&fv)
+	assert.False(t, ok, "a double is not read as a counter")
 }
 
 func FuzzPCIAddress(f *testing.F) {
@@ -74,12 +67,8 @@ func FuzzPCIAddress(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got := pciAddress(s)
-		if len(got) > maxBusID {
-			t.Fatalf("pciAddress(%q) = %q is longer than %d", s, got, maxBusID)
-		}
-		if strings.ContainsAny(got, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") {
-			t.Fatalf("pciAddress(%q) = %q is not lower case", s, got)
-		}
+		require.LessOrEqual(t, len(got), maxBusID, "pciAddress(%q) = %q is longer than %d", s, got, maxBusID)
+		require.False(t, strings.ContainsAny(got, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"), "pciAddress(%q) = %q is not lower case", s, got)
 	})
 }
 
@@ -89,8 +78,9 @@ func FuzzMIGProfile(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		p := migProfile(s)
-		if len(p) > 32 || (p != "" && !strings.HasSuffix(s, p) && !strings.HasSuffix(strings.TrimSpace(s), p)) {
-			t.Fatalf("migProfile(%q) = %q", s, p)
+		require.LessOrEqual(t, len(p), 32, "migProfile(%q) = %q", s, p)
+		if p != "" {
+			require.True(t, strings.HasSuffix(s, p) || strings.HasSuffix(strings.TrimSpace(s), p), "migProfile(%q) = %q", s, p)
 		}
 	})
 }
@@ -103,9 +93,8 @@ func FuzzCString(f *testing.F) {
 			a[i] = int8(b[i])
 		}
 		s := cString(a)
-		if len(s) > len(b) || strings.IndexByte(s, 0) >= 0 {
-			t.Fatalf("cString(%q) = %q", b, s)
-		}
+		require.LessOrEqual(t, len(s), len(b), "cString(%q) = %q", b, s)
+		require.NotContains(t, s, "\x00", "cString(%q) = %q", b, s)
 	})
 }
 
@@ -122,8 +111,7 @@ func TestCapacity(t *testing.T) {
 		{9, 0, 0, 0, 0},
 	} {
 		sms, threads := capacity(tc.major, tc.minor, tc.cores)
-		if sms != tc.sms || threads != tc.threads {
-			t.Errorf("capacity(%d.%d, %d) = %d, %d; want %d, %d", tc.major, tc.minor, tc.cores, sms, threads, tc.sms, tc.threads)
-		}
+		assert.Equal(t, tc.sms, sms, "capacity(%d.%d, %d) = %d, %d; want %d, %d", tc.major, tc.minor, tc.cores, sms, threads, tc.sms, tc.threads)
+		assert.Equal(t, tc.threads, threads, "capacity(%d.%d, %d) = %d, %d; want %d, %d", tc.major, tc.minor, tc.cores, sms, threads, tc.sms, tc.threads)
 	}
 }

@@ -2,13 +2,14 @@ package elfsym
 
 import (
 	"bytes"
-	"errors"
 	"io/fs"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // memFile is a File over bytes.
@@ -45,28 +46,27 @@ func TestCacheLookup(t *testing.T) {
 	id := FileID{Dev: 0x801, Inode: 42}
 	for range 3 {
 		name, ok, err := c.Lookup(id, off(0x202410), open)
-		if err != nil || !ok || name != "vectorAdd(float*, float*, float*, int)" {
-			t.Fatalf("Lookup = %q, %v, %v", name, ok, err)
-		}
-		if _, ok, err := c.Lookup(id, off(0x201100), open); ok || err != nil {
-			t.Fatalf("Lookup in a gap = %v, %v", ok, err)
-		}
+		require.NoError(t, err, "Lookup = %q, %v, %v", name, ok, err)
+		require.True(t, ok, "Lookup = %q, %v, %v", name, ok, err)
+		require.Equal(t, "vectorAdd(float*, float*, float*, int)", name, "Lookup = %q, %v, %v", name, ok, err)
+		_, ok, err = c.Lookup(id, off(0x201100), open)
+		require.NoError(t, err, "Lookup in a gap = %v, %v", ok, err)
+		require.False(t, ok, "Lookup in a gap = %v, %v", ok, err)
 	}
-	if opens.Load() != 1 {
-		t.Errorf("%d opens, want 1", opens.Load())
-	}
+	assert.Equal(t, int32(1), opens.Load(), "opens")
 	tab, _ := c.Table(id, nil)
-	if s := c.Stats(); s != (CacheStats{Tables: 1, Bytes: tab.bytes(), Builds: 1}) || s.Bytes < 1000 {
-		t.Errorf("Stats = %+v", s)
-	}
+	s := c.Stats()
+	assert.Equal(t, CacheStats{Tables: 1, Bytes: tab.bytes(), Builds: 1}, s, "Stats")
+	assert.GreaterOrEqual(t, s.Bytes, int64(1000), "Stats = %+v", s)
 	tab, err := c.Table(id, open)
-	if err != nil || !tab.Has("f1") || tab.Has("cudaLaunchKernel") {
-		t.Errorf("Table: %v", err)
+	if assert.NoError(t, err, "Table") {
+		assert.True(t, tab.Has("f1"), "Table: Has(f1)")
+		assert.False(t, tab.Has("cudaLaunchKernel"), "Table: Has(cudaLaunchKernel)")
 	}
 	c.Forget(id)
-	if _, _, err := c.Lookup(id, 0, open); err != nil || opens.Load() != 2 {
-		t.Errorf("after Forget: %d opens, err %v", opens.Load(), err)
-	}
+	_, _, err = c.Lookup(id, 0, open)
+	assert.NoError(t, err, "after Forget: %d opens", opens.Load())
+	assert.Equal(t, int32(2), opens.Load(), "after Forget: opens, err %v", err)
 	c.Forget(FileID{Inode: 1}) // not held: nothing happens
 }
 
@@ -79,14 +79,10 @@ func TestCacheErrors(t *testing.T) {
 	id := FileID{Dev: 0xfd01, Inode: 7}
 	for range 2 {
 		_, _, err := c.Lookup(id, 0, stripped)
-		if !errors.Is(err, ErrNoSymbols) ||
-			!strings.Contains(err.Error(), "elfsym: /proc/7/map_files/1000-2000 (dev 253:1 inode 7): neither .symtab nor .dynsym") {
-			t.Fatalf("stripped: %v", err)
-		}
+		require.ErrorIs(t, err, ErrNoSymbols, "stripped")
+		require.ErrorContains(t, err, "elfsym: /proc/7/map_files/1000-2000 (dev 253:1 inode 7): neither .symtab nor .dynsym", "stripped")
 	}
-	if opens.Load() != 1 {
-		t.Errorf("stripped file opened %d times, want 1", opens.Load())
-	}
+	assert.Equal(t, int32(1), opens.Load(), "times the stripped file was opened")
 
 	// An Opener that fails is asked again next time.
 	fails := true
@@ -100,21 +96,18 @@ func TestCacheErrors(t *testing.T) {
 	}
 	id = FileID{Dev: 0x801, Inode: 8}
 	_, _, err := c.Lookup(id, off(0x201000), flaky)
-	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "open the file of dev 8:1 inode 8") {
-		t.Fatalf("failing opener: %v", err)
-	}
+	require.ErrorIs(t, err, fs.ErrPermission, "failing opener")
+	require.ErrorContains(t, err, "open the file of dev 8:1 inode 8", "failing opener")
 	fails = false
-	if name, ok, err := c.Lookup(id, off(0x201000), flaky); name != "f1" || !ok || err != nil {
-		t.Fatalf("after the opener recovers: %q, %v, %v", name, ok, err)
-	}
-	if n.Load() != 2 {
-		t.Errorf("flaky opener called %d times, want 2", n.Load())
-	}
+	name, ok, err := c.Lookup(id, off(0x201000), flaky)
+	require.NoError(t, err, "after the opener recovers: %q, %v, %v", name, ok, err)
+	require.True(t, ok, "after the opener recovers: %q, %v, %v", name, ok, err)
+	require.Equal(t, "f1", name, "after the opener recovers: %q, %v, %v", name, ok, err)
+	assert.Equal(t, int32(2), n.Load(), "times the flaky opener was called")
 
 	// No Opener: only a held table is returned.
-	if _, err := c.Table(FileID{Inode: 99}, nil); err == nil || !strings.Contains(err.Error(), "inode 99 is not held and there is no Opener") {
-		t.Errorf("nil opener: %v", err)
-	}
+	_, err = c.Table(FileID{Inode: 99}, nil)
+	assert.ErrorContains(t, err, "inode 99 is not held and there is no Opener", "nil opener")
 
 	// A panicking Opener leaves no entry behind that others would wait on.
 	id = FileID{Inode: 9}
@@ -122,9 +115,9 @@ func TestCacheErrors(t *testing.T) {
 		defer func() { _ = recover() }()
 		c.Lookup(id, 0, func() (File, error) { panic("boom") })
 	}()
-	if _, ok, err := c.Lookup(id, off(0x201000), counter("lib", fakeLib().bytes(), &opens)); !ok || err != nil {
-		t.Errorf("after a panicking opener: %v, %v", ok, err)
-	}
+	_, ok, err = c.Lookup(id, off(0x201000), counter("lib", fakeLib().bytes(), &opens))
+	assert.NoError(t, err, "after a panicking opener: %v, %v", ok, err)
+	assert.True(t, ok, "after a panicking opener: %v, %v", ok, err)
 }
 
 func TestCacheEviction(t *testing.T) {
@@ -133,29 +126,27 @@ func TestCacheEviction(t *testing.T) {
 	var opens [5]atomic.Int32
 	get := func(i int) {
 		t.Helper()
-		if _, ok, err := c.Lookup(FileID{Inode: uint64(i)}, off(0x201000), counter("lib", lib, &opens[i])); !ok || err != nil {
-			t.Fatalf("file %d: %v, %v", i, ok, err)
-		}
+		_, ok, err := c.Lookup(FileID{Inode: uint64(i)}, off(0x201000), counter("lib", lib, &opens[i]))
+		require.NoError(t, err, "file %d: %v, %v", i, ok, err)
+		require.True(t, ok, "file %d: %v, %v", i, ok, err)
 	}
 	get(1)
 	get(2)
 	get(3) // full, both used: the hand clears both and takes 1's slot
-	if s := c.Stats(); s.Tables != 2 || s.Evictions != 1 {
-		t.Fatalf("Stats %+v, want 2 tables, 1 eviction", s)
-	}
+	s := c.Stats()
+	require.Equal(t, 2, s.Tables, "Stats %+v, want 2 tables, 1 eviction", s)
+	require.Equal(t, uint64(1), s.Evictions, "Stats %+v, want 2 tables, 1 eviction", s)
 	get(3) // used since the sweep
 	get(4) // evicts 2, the one not used since the hand passed
 	get(3)
-	if opens[3].Load() != 1 || opens[2].Load() != 1 {
-		t.Fatalf("file 3 opened %d times, file 2 %d times; want 1, 1", opens[3].Load(), opens[2].Load())
-	}
+	require.Equal(t, int32(1), opens[3].Load(), "file 3 opened %d times, file 2 %d times; want 1, 1", opens[3].Load(), opens[2].Load())
+	require.Equal(t, int32(1), opens[2].Load(), "file 3 opened %d times, file 2 %d times; want 1, 1", opens[3].Load(), opens[2].Load())
 	get(2)
-	if opens[2].Load() != 2 {
-		t.Errorf("file 2 opened %d times after its eviction, want 2", opens[2].Load())
-	}
-	if s := c.Stats(); s.Tables != 2 || s.Evictions != 3 || s.Builds != 5 {
-		t.Errorf("Stats %+v, want 2 tables, 3 evictions, 5 builds", s)
-	}
+	assert.Equal(t, int32(2), opens[2].Load(), "times file 2 was opened after its eviction")
+	s = c.Stats()
+	assert.Equal(t, 2, s.Tables, "Stats %+v, want 2 tables, 3 evictions, 5 builds", s)
+	assert.Equal(t, uint64(3), s.Evictions, "Stats %+v, want 2 tables, 3 evictions, 5 builds", s)
+	assert.Equal(t, uint64(5), s.Builds, "Stats %+v, want 2 tables, 3 evictions, 5 builds", s)
 }
 
 func TestCacheBytes(t *testing.T) {
@@ -172,21 +163,18 @@ func TestCacheBytes(t *testing.T) {
 	} {
 		c := NewCache(CacheConfig{MaxTables: 8, MaxBytes: tc.maxBytes})
 		for i := range 5 {
-			if _, ok, err := c.Lookup(FileID{Inode: uint64(i)}, off(0x201000), counter("lib", lib, &n)); !ok || err != nil {
-				t.Fatalf("file %d: %v, %v", i, ok, err)
-			}
+			_, ok, err := c.Lookup(FileID{Inode: uint64(i)}, off(0x201000), counter("lib", lib, &n))
+			require.NoError(t, err, "file %d: %v, %v", i, ok, err)
+			require.True(t, ok, "file %d: %v, %v", i, ok, err)
 		}
 		s := c.Stats()
-		if s.Tables != tc.tables || s.Bytes != int64(tc.tables)*one || s.Evictions != uint64(5-tc.tables) {
-			t.Errorf("MaxBytes %d: Stats %+v, want %d tables of %d bytes", tc.maxBytes, s, tc.tables, one)
-		}
-		if _, err := c.Table(FileID{Inode: 4}, nil); err != nil {
-			t.Errorf("MaxBytes %d: the last table built is not held: %v", tc.maxBytes, err)
-		}
+		assert.Equal(t, tc.tables, s.Tables, "MaxBytes %d: Stats %+v, want %d tables of %d bytes", tc.maxBytes, s, tc.tables, one)
+		assert.Equal(t, int64(tc.tables)*one, s.Bytes, "MaxBytes %d: Stats %+v, want %d tables of %d bytes", tc.maxBytes, s, tc.tables, one)
+		assert.Equal(t, uint64(5-tc.tables), s.Evictions, "MaxBytes %d: Stats %+v, want %d tables of %d bytes", tc.maxBytes, s, tc.tables, one)
+		_, err := c.Table(FileID{Inode: 4}, nil)
+		assert.NoError(t, err, "MaxBytes %d: the last table built is not held", tc.maxBytes)
 		c.Forget(FileID{Inode: 4})
-		if s := c.Stats(); s.Bytes != int64(tc.tables-1)*one {
-			t.Errorf("MaxBytes %d: after Forget, %d bytes", tc.maxBytes, s.Bytes)
-		}
+		assert.Equal(t, int64(tc.tables-1)*one, c.Stats().Bytes, "MaxBytes %d: bytes after Forget", tc.maxBytes)
 	}
 }
 
@@ -203,15 +191,14 @@ func TestCacheConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
-			if name, ok, err := c.Lookup(FileID{Inode: 1}, off(0x202105), slow); name != "f2" || !ok || err != nil {
-				t.Errorf("Lookup = %q, %v, %v", name, ok, err)
-			}
+			name, ok, err := c.Lookup(FileID{Inode: 1}, off(0x202105), slow)
+			assert.NoError(t, err, "Lookup = %q, %v, %v", name, ok, err)
+			assert.True(t, ok, "Lookup = %q, %v, %v", name, ok, err)
+			assert.Equal(t, "f2", name, "Lookup = %q, %v, %v", name, ok, err)
 		})
 	}
 	wg.Wait()
-	if opens.Load() != 1 {
-		t.Errorf("%d builds for one file, want 1", opens.Load())
-	}
+	assert.Equal(t, int32(1), opens.Load(), "builds for one file")
 	// Many files through a small cache: evictions under the race detector.
 	var n atomic.Int32
 	for g := range 8 {
@@ -223,14 +210,16 @@ func TestCacheConcurrent(t *testing.T) {
 					want, o = "exported_only", off(0x204000+uint64(i%0x10))
 				}
 				if name, ok, err := c.Lookup(id, o, counter("lib", lib, &n)); name != want || !ok || err != nil {
-					t.Errorf("Lookup = %q, %v, %v; want %q", name, ok, err, want)
+					assert.NoError(t, err, "Lookup = %q, %v, %v; want %q", name, ok, err, want)
+					assert.True(t, ok, "Lookup = %q, %v, %v; want %q", name, ok, err, want)
+					assert.Equal(t, want, name, "Lookup = %q, %v, %v; want %q", name, ok, err, want)
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if s := c.Stats(); s.Tables > 3 || s.Evictions == 0 {
-		t.Errorf("Stats %+v, want at most 3 tables and some evictions", s)
-	}
+	s := c.Stats()
+	assert.LessOrEqual(t, s.Tables, 3, "Stats %+v, want at most 3 tables and some evictions", s)
+	assert.NotZero(t, s.Evictions, "Stats %+v, want at most 3 tables and some evictions", s)
 }

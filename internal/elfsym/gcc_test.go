@@ -3,13 +3,15 @@ package elfsym
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/testutil"
@@ -86,13 +88,9 @@ func build(t *testing.T) built {
 		}
 	}
 	dir := filepath.Join(t.TempDir(), "with space")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Mkdir(dir, 0o755))
 	for name, src := range map[string]string{"lib.c": libSrc, "main.c": mainSrc} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644))
 	}
 	p := func(name string) string { return filepath.Join(dir, name) }
 	b := built{lib: p("libkern.so"), libStripped: p("libkern-stripped.so"),
@@ -105,9 +103,8 @@ func build(t *testing.T) built {
 		{"strip", "-o", b.libStripped, b.lib},
 		{"strip", "-o", b.pieStripped, b.pie},
 	} {
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-		}
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		require.NoError(t, err, "%s\n%s", strings.Join(args, " "), out)
 	}
 	return b
 }
@@ -117,27 +114,19 @@ func build(t *testing.T) built {
 func run(t *testing.T, exe string) (map[string]uint64, procfs.Maps) {
 	t.Helper()
 	out, err := exec.Command(exe).Output()
-	if err != nil {
-		t.Fatalf("%s: %v", exe, err)
-	}
+	require.NoError(t, err, exe)
 	head, maps, ok := bytes.Cut(out, []byte("maps\n"))
-	if !ok {
-		t.Fatalf("%s printed no maps:\n%s", exe, out)
-	}
+	require.True(t, ok, "%s printed no maps:\n%s", exe, out)
 	addrs := map[string]uint64{}
 	sc := bufio.NewScanner(bytes.NewReader(head))
 	for sc.Scan() {
 		name, hex, _ := strings.Cut(sc.Text(), " ")
 		v, err := strconv.ParseUint(strings.TrimPrefix(hex, "0x"), 16, 64)
-		if err != nil {
-			t.Fatalf("%s: bad line %q", exe, sc.Text())
-		}
+		require.NoError(t, err, "%s: bad line %q", exe, sc.Text())
 		addrs[name] = v
 	}
 	ms, err := procfs.ParseMaps(bytes.NewReader(maps))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return addrs, ms
 }
 
@@ -150,45 +139,38 @@ func TestCompiled(t *testing.T) {
 	for _, exe := range []string{b.pie, b.exe} {
 		t.Run(filepath.Base(exe), func(t *testing.T) {
 			addrs, ms := run(t, exe)
-			if len(addrs) != 7 {
-				t.Fatalf("%d addresses printed, want 7", len(addrs))
-			}
+			require.Len(t, addrs, 7, "addresses printed")
 			for name, addr := range addrs {
 				m, ok := ms.Find(addr)
-				if !ok || m.Perms&procfs.PermExec == 0 {
-					t.Fatalf("%s at %#x: mapping %+v, %v", name, addr, m, ok)
-				}
+				require.True(t, ok, "%s at %#x: mapping %+v, %v", name, addr, m, ok)
+				require.NotZero(t, m.Perms&procfs.PermExec, "%s at %#x: mapping %+v, %v", name, addr, m, ok)
 				wantFile := b.lib
 				if name == "exe_func" || strings.HasPrefix(name, "_Z6") {
 					wantFile = exe
 				}
-				if m.Path != wantFile {
-					t.Fatalf("%s at %#x is in %q, want %q", name, addr, m.Path, wantFile)
-				}
+				require.Equal(t, wantFile, m.Path, "the file of %s at %#x", name, addr)
 				o := m.FileOffset(addr)
 				open := func() (File, error) { return os.Open(m.Path) }
 				tab, err := c.Table(FileID{Dev: m.Dev, Inode: m.Inode}, open)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if raw, ok := tab.LookupOffset(o); raw != name || !ok {
-					t.Errorf("%s: LookupOffset(%#x) = %q, %v", name, o, raw, ok)
-				}
+				require.NoError(t, err)
+				raw, ok := tab.LookupOffset(o)
+				assert.Equal(t, name, raw, "%s: LookupOffset(%#x) = %q, %v", name, o, raw, ok)
+				assert.True(t, ok, "%s: LookupOffset(%#x) = %q, %v", name, o, raw, ok)
 				if name != "zsym" { // zsym has no size: its own address only
-					if raw, _ := tab.LookupOffset(o + 1); raw != name {
-						t.Errorf("%s: LookupOffset(%#x+1) = %q", name, o, raw)
-					}
+					raw, _ := tab.LookupOffset(o + 1)
+					assert.Equal(t, name, raw, "%s: LookupOffset(%#x+1)", name, o)
 				}
 				want := name
 				if d, ok := demangled[name]; ok {
 					want = d
 				}
-				if got, ok, err := c.Lookup(FileID{Dev: m.Dev, Inode: m.Inode}, o, open); got != want || !ok || err != nil {
-					t.Errorf("%s: Lookup = %q, %v, %v; want %q", name, got, ok, err, want)
-				}
-				if a, ok := tab.Address(name); a != o || !ok {
-					t.Errorf("Address(%s) = %#x, %v; want %#x", name, a, ok, o)
-				}
+				got, ok, err := c.Lookup(FileID{Dev: m.Dev, Inode: m.Inode}, o, open)
+				assert.Equal(t, want, got, "%s: Lookup = %q, %v, %v; want %q", name, got, ok, err, want)
+				assert.True(t, ok, "%s: Lookup = %q, %v, %v; want %q", name, got, ok, err, want)
+				assert.NoError(t, err, "%s: Lookup = %q, %v, %v; want %q", name, got, ok, err, want)
+				a, ok := tab.Address(name)
+				assert.Equal(t, o, a, "Address(%s) = %#x, %v; want %#x", name, a, ok, o)
+				assert.True(t, ok, "Address(%s) = %#x, %v; want %#x", name, a, ok, o)
 			}
 		})
 	}
@@ -197,53 +179,39 @@ func TestCompiled(t *testing.T) {
 func TestCompiledIFUNC(t *testing.T) {
 	b := build(t)
 	tab, err := Open(b.lib, Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	o, ok := tab.Address("fast")
-	if !ok {
-		t.Fatal("no symbol fast")
-	}
-	if name, _ := tab.LookupOffset(o); name != "fast" {
-		t.Errorf("LookupOffset(Address(fast)) = %q", name)
-	}
+	require.True(t, ok, "no symbol fast")
+	name, _ := tab.LookupOffset(o)
+	assert.Equal(t, "fast", name, "LookupOffset(Address(fast))")
 }
 
 func TestCompiledStripped(t *testing.T) {
 	b := build(t)
 	full, err := Open(b.lib, Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tab, err := Open(b.libStripped, Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if full.Stripped() || !tab.Stripped() {
-		t.Errorf("Stripped: full %v, stripped %v", full.Stripped(), tab.Stripped())
-	}
+	require.NoError(t, err)
+	assert.False(t, full.Stripped(), "Stripped: full %v, stripped %v", full.Stripped(), tab.Stripped())
+	assert.True(t, tab.Stripped(), "Stripped: full %v, stripped %v", full.Stripped(), tab.Stripped())
 	for _, name := range []string{"lib_add", "_Z9vectorAddPfS_S_i", "zsym", "fast", "lib_addr"} {
 		want, _ := full.Address(name)
-		if got, ok := tab.Address(name); got != want || !ok {
-			t.Errorf("stripped Address(%s) = %#x, %v; want %#x", name, got, ok, want)
-		}
+		got, ok := tab.Address(name)
+		assert.Equal(t, want, got, "stripped Address(%s) = %#x, %v; want %#x", name, got, ok, want)
+		assert.True(t, ok, "stripped Address(%s) = %#x, %v; want %#x", name, got, ok, want)
 	}
 	local, ok := full.Address("lib_local")
-	if !ok || tab.Has("lib_local") {
-		t.Fatalf("lib_local: in the full library %v, in the stripped one %v", ok, tab.Has("lib_local"))
-	}
-	if name, ok := tab.LookupOffset(local); ok {
-		t.Errorf("stripped LookupOffset(lib_local) = %q", name)
-	}
+	require.True(t, ok, "lib_local: in the full library %v, in the stripped one %v", ok, tab.Has("lib_local"))
+	require.False(t, tab.Has("lib_local"), "lib_local: in the full library %v, in the stripped one %v", ok, tab.Has("lib_local"))
+	name, ok := tab.LookupOffset(local)
+	assert.False(t, ok, "stripped LookupOffset(lib_local) = %q", name)
 
 	// A stripped executable exports nothing: ErrNoSymbols.
 	_, err = Open(b.pieStripped, Limits{})
-	if !errors.Is(err, ErrNoSymbols) || !strings.Contains(err.Error(), b.pieStripped) {
-		t.Errorf("stripped executable: %v", err)
-	}
+	assert.ErrorIs(t, err, ErrNoSymbols, "stripped executable")
+	assert.ErrorContains(t, err, b.pieStripped, "stripped executable")
 	c := NewCache(CacheConfig{MaxTables: 2})
 	_, _, err = c.Lookup(FileID{Inode: 1}, 0x1000, func() (File, error) { return os.Open(b.pieStripped) })
-	if !errors.Is(err, ErrNoSymbols) || !strings.Contains(err.Error(), b.pieStripped+" (dev 0:0 inode 1): ") {
-		t.Errorf("stripped executable through a Cache: %v", err)
-	}
+	assert.ErrorIs(t, err, ErrNoSymbols, "stripped executable through a Cache")
+	assert.ErrorContains(t, err, b.pieStripped+" (dev 0:0 inode 1): ", "stripped executable through a Cache")
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
@@ -76,9 +78,7 @@ func sampleNames(t *testing.T, f *elf.File) map[string]bool {
 // it) and in the fake library, with and without .symtab.
 func TestFuncAddrsAgreesWithDebugElf(t *testing.T) {
 	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	files := map[string]func() (*bytes.Reader, error){
 		"fake library": func() (*bytes.Reader, error) { return bytes.NewReader(fakeLib().bytes()), nil },
 	}
@@ -95,25 +95,15 @@ func TestFuncAddrsAgreesWithDebugElf(t *testing.T) {
 				testutil.SkipOrFail(t, "%v", err)
 			}
 			f, err := elf.NewFile(r)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			wanted := sampleNames(t, f)
 			for _, symtab := range []bool{false, true} {
 				want, err := funcAddrsOracle(f, wanted, symtab)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				got, err := FuncAddrs(r, f, wanted, symtab)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !maps.Equal(got, want) {
-					t.Errorf("symtab %v: FuncAddrs = %v, debug/elf = %v", symtab, got, want)
-				}
-				if len(want) < 2 {
-					t.Errorf("symtab %v: only %d of %d names found: the sample tests too little", symtab, len(want), len(wanted))
-				}
+				require.NoError(t, err)
+				assert.Equal(t, want, got, "symtab %v: FuncAddrs (got) against debug/elf (want)", symtab)
+				assert.GreaterOrEqual(t, len(want), 2, "symtab %v: only %d of %d names found: the sample tests too little", symtab, len(want), len(wanted))
 			}
 		})
 	}
@@ -135,16 +125,10 @@ func TestFuncAddrsAcrossWindows(t *testing.T) {
 		}}
 		b := e.bytes()
 		f, err := elf.NewFile(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		got, err := FuncAddrs(bytes.NewReader(b), f, wanted, false)
-		if err != nil {
-			t.Fatalf("name at %d: %v", pos, err)
-		}
-		if want := map[string]uint64{target: 0x202000, "k": 0x203000}; !maps.Equal(got, want) {
-			t.Fatalf("name at string table offset %d: got %v, want %v", pos, got, want)
-		}
+		require.NoError(t, err, "name at %d", pos)
+		require.Equal(t, map[string]uint64{target: 0x202000, "k": 0x203000}, got, "name at string table offset %d", pos)
 	}
 }
 
@@ -158,39 +142,25 @@ func TestFuncAddrsTailMerged(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "x.c")
 	lib := filepath.Join(dir, "libx.so")
-	if err := os.WriteFile(src, []byte("int my_SSL_write(void) { return 1; }\nint SSL_write(void) { return 2; }\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	require.NoError(t, os.WriteFile(src, []byte("int my_SSL_write(void) { return 1; }\nint SSL_write(void) { return 2; }\n"), 0o644))
+	out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", lib, src).CombinedOutput()
+	require.NoError(t, err, "gcc:\n%s", out)
 	b, err := os.ReadFile(lib)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	f, err := elf.NewFile(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	dynstr, err := f.Section(".dynstr").Data()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if bytes.Count(dynstr, []byte("SSL_write\x00")) != 1 {
 		t.Logf("this linker did not merge the names: the test checks the plain layout only")
 	}
 	wanted := map[string]bool{"SSL_write": true, "my_SSL_write": true}
 	want, err := funcAddrsOracle(f, wanted, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got, err := FuncAddrs(bytes.NewReader(b), f, wanted, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(want) != 2 || !maps.Equal(got, want) {
-		t.Fatalf("FuncAddrs = %v, debug/elf = %v; want both names", got, want)
-	}
+	require.NoError(t, err)
+	require.Len(t, want, 2, "debug/elf = %v; want both names", want)
+	require.Equal(t, want, got, "FuncAddrs (got) against debug/elf (want)")
 }
 
 // TestFuncAddrsBoundsHits: a string table that repeats a wanted name
@@ -202,13 +172,9 @@ func TestFuncAddrsBoundsHits(t *testing.T) {
 	}
 	b := fakeELF{segs: fakeSegs, dynsym: syms}.bytes()
 	f, err := elf.NewFile(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_, err = FuncAddrs(bytes.NewReader(b), f, map[string]bool{"f": true}, false)
-	if err == nil || !strings.Contains(err.Error(), "more than 1024 places") {
-		t.Fatalf("err = %v, want the bound on hits", err)
-	}
+	require.ErrorContains(t, err, "more than 1024 places", "want the bound on hits")
 }
 
 // FuzzFuncAddrs reads arbitrary bytes as an ELF file: FuncAddrs must not
@@ -229,11 +195,9 @@ func FuzzFuncAddrs(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(got) > len(wanted) {
-			t.Fatalf("found %d names, asked for %d", len(got), len(wanted))
-		}
-		if want, err := funcAddrsOracle(ef, wanted, true); err == nil && !maps.Equal(got, want) {
-			t.Fatalf("FuncAddrs = %v, debug/elf = %v", got, want)
+		require.LessOrEqual(t, len(got), len(wanted), "found %d names, asked for %d", len(got), len(wanted))
+		if want, err := funcAddrsOracle(ef, wanted, true); err == nil {
+			require.Equal(t, want, got, "FuncAddrs (got) against debug/elf (want)")
 		}
 	})
 }
@@ -245,18 +209,12 @@ func FuzzFuncAddrs(f *testing.F) {
 // per call and the ratios of naive to ours.
 func BenchmarkFuncAddrs(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "libbig.so")
-	if err := os.WriteFile(path, fakeELF{segs: fakeSegs, symtab: manySyms(200_000, 40)}.bytes(), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, os.WriteFile(path, fakeELF{segs: fakeSegs, symtab: manySyms(200_000, 40)}.bytes(), 0o644))
 	file, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer file.Close()
 	f, err := elf.NewFile(file)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	wanted := map[string]bool{"cudaLaunchKernel": true, "SSL_write": true}
 	measure := func(fn func() error) (time.Duration, uint64) {
 		var before, after runtime.MemStats
@@ -264,7 +222,7 @@ func BenchmarkFuncAddrs(b *testing.B) {
 		start := time.Now()
 		for range b.N {
 			if err := fn(); err != nil {
-				b.Fatal(err)
+				require.NoError(b, err)
 			}
 		}
 		elapsed := time.Since(start)

@@ -10,6 +10,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
@@ -41,14 +44,10 @@ func selfOpener(m procfs.Mapping) Opener {
 func selfMapping(t testing.TB, fn any) (procfs.Mapping, uint64) {
 	t.Helper()
 	ms, err := procfs.FS{Root: procfs.DefaultRoot}.Proc(os.Getpid()).Maps()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	addr := uint64(reflect.ValueOf(fn).Pointer())
 	m, ok := ms.Find(addr)
-	if !ok {
-		t.Fatalf("no mapping holds %#x", addr)
-	}
+	require.True(t, ok, "no mapping holds %#x", addr)
 	return m, addr
 }
 
@@ -66,38 +65,26 @@ func TestSelf(t *testing.T) {
 		// go test links with -s: no .symtab, and a Go binary's .dynsym
 		// defines no function. That must be why.
 		f, ferr := elf.Open("/proc/self/exe")
-		if ferr != nil {
-			t.Fatal(ferr)
-		}
+		require.NoError(t, ferr)
 		defer f.Close()
-		if f.Section(".symtab") != nil {
-			t.Fatalf("ErrNoSymbols for a binary with a .symtab: %v", err)
-		}
+		require.Nil(t, f.Section(".symtab"), "ErrNoSymbols for a binary with a .symtab: %v", err)
 		return
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tab, err := c.Table(id, nil) // held: the opener is not called
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("%s: %d function symbols, stripped %v", m.Path, tab.Len(), tab.Stripped())
 	if tab.Stripped() {
-		if ok {
-			t.Fatalf("stripped binary: Lookup(%#x) = %q, want no name", addr, name)
-		}
+		require.False(t, ok, "stripped binary: Lookup(%#x) = %q, want no name", addr, name)
 		return
 	}
-	if !ok || name != knownName {
-		t.Fatalf("Lookup(%#x) = %q, %v; want %q", addr, name, ok, knownName)
-	}
-	if got, _ := tab.LookupOffset(m.FileOffset(addr) + 8); got != knownName {
-		t.Errorf("inside the function: %q", got)
-	}
-	if o, ok := tab.Address(knownName); o != m.FileOffset(addr) || !ok {
-		t.Errorf("Address = %#x, %v; want %#x", o, ok, m.FileOffset(addr))
-	}
+	require.True(t, ok, "Lookup(%#x) = %q, %v; want %q", addr, name, ok, knownName)
+	require.Equal(t, knownName, name, "Lookup(%#x)", addr)
+	got, _ := tab.LookupOffset(m.FileOffset(addr) + 8)
+	assert.Equal(t, knownName, got, "inside the function")
+	o, ok := tab.Address(knownName)
+	assert.Equal(t, m.FileOffset(addr), o, "Address = %#x, %v; want %#x", o, ok, m.FileOffset(addr))
+	assert.True(t, ok, "Address = %#x, %v; want %#x", o, ok, m.FileOffset(addr))
 }
 
 const probeSrc = `package main
@@ -138,29 +125,25 @@ func TestGoBinary(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for name, src := range map[string]string{"go.mod": "module probe\n\ngo 1.26\n", "main.go": probeSrc} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644))
 	}
 	exe := filepath.Join(dir, "probe")
 	cmd := exec.Command(goTool, "build", "-o", exe, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build:\n%s", out)
 	addrs, ms := run(t, exe)
 	c := NewCache(CacheConfig{MaxTables: 2})
 	for name, addr := range addrs {
 		m, ok := ms.Find(addr)
-		if !ok || m.Path != exe {
-			t.Fatalf("%s at %#x: mapping %+v, %v", name, addr, m, ok)
-		}
+		require.True(t, ok, "%s at %#x: mapping %+v, %v", name, addr, m, ok)
+		require.Equal(t, exe, m.Path, "%s at %#x: mapping %+v, %v", name, addr, m, ok)
 		open := func() (File, error) { return os.Open(m.Path) }
 		got, ok, err := c.Lookup(FileID{Dev: m.Dev, Inode: m.Inode}, m.FileOffset(addr)+1, open)
-		if got != name || !ok || err != nil {
-			t.Errorf("Lookup(%s) = %q, %v, %v", name, got, ok, err)
-		}
+		assert.Equal(t, name, got, "Lookup(%s) = %q, %v, %v", name, got, ok, err)
+		assert.True(t, ok, "Lookup(%s) = %q, %v, %v", name, got, ok, err)
+		assert.NoError(t, err, "Lookup(%s) = %q, %v, %v", name, got, ok, err)
 	}
 }
 
@@ -189,19 +172,15 @@ func TestVendorLibraries(t *testing.T) {
 				testutil.SkipOrFail(t, "none of %v installed", lib.paths)
 			}
 			tab, err := Open(path, Limits{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			for _, name := range lib.exports {
 				o, ok := tab.Address(name)
-				if !ok {
-					t.Errorf("%s: no %s", path, name)
+				if !assert.True(t, ok, "%s: no %s", path, name) {
 					continue
 				}
 				got, _ := tab.LookupOffset(o)
-				if a, _ := tab.Address(got); a != o {
-					t.Errorf("%s: LookupOffset(Address(%s)) = %q, at %#x", path, name, got, a)
-				}
+				a, _ := tab.Address(got)
+				assert.Equal(t, o, a, "%s: LookupOffset(Address(%s)) = %q, at %#x", path, name, got, a)
 			}
 			t.Logf("%s: %d function symbols, stripped %v", path, tab.Len(), tab.Stripped())
 		})
@@ -223,9 +202,7 @@ func benchLib(b *testing.B, n int) (string, []uint64) {
 	}
 	segs := []fakeSeg{{off: textOff, vaddr: textVaddr, filesz: uint64(n) * 0x40, flags: elf.PF_R | elf.PF_X}}
 	path := filepath.Join(b.TempDir(), "libkernels.so")
-	if err := os.WriteFile(path, fakeELF{segs: segs, symtab: syms, dynsym: syms[:n/10]}.bytes(), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, os.WriteFile(path, fakeELF{segs: segs, symtab: syms, dynsym: syms[:n/10]}.bytes(), 0o644))
 	return path, offs
 }
 
@@ -242,15 +219,15 @@ func BenchmarkLookupCached(b *testing.B) {
 	c := NewCache(CacheConfig{MaxTables: 4})
 	id, open := FileID{Dev: 1, Inode: 2}, fileOpener(path)
 	for _, o := range offs {
-		if _, _, err := c.Lookup(id, o, open); err != nil {
-			b.Fatal(err)
-		}
+		_, _, err := c.Lookup(id, o, open)
+		require.NoError(b, err)
 	}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		if _, ok, err := c.Lookup(id, offs[i%len(offs)], open); !ok || err != nil {
-			b.Fatal(ok, err)
+			require.NoError(b, err)
+			require.True(b, ok)
 		}
 		i++
 	}
@@ -261,15 +238,13 @@ func BenchmarkLookupCached(b *testing.B) {
 func BenchmarkLookupUncached(b *testing.B) {
 	path, offs := benchLib(b, 100_000)
 	tab, err := Open(path, Limits{MemoSize: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	b.Run("raw", func(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
 			if _, ok := tab.LookupOffset(offs[(i*7919)%len(offs)]); !ok {
-				b.Fatal("not found")
+				require.True(b, ok, "not found")
 			}
 			i++
 		}
@@ -280,7 +255,7 @@ func BenchmarkLookupUncached(b *testing.B) {
 		for b.Loop() {
 			// A memo of one slot and a new offset each time: always a miss.
 			if _, ok := tab.Resolve(offs[(i*7919)%len(offs)]); !ok {
-				b.Fatal("not found")
+				require.True(b, ok, "not found")
 			}
 			i++
 		}
@@ -298,7 +273,8 @@ func BenchmarkLookupCold(b *testing.B) {
 			for b.Loop() {
 				c := NewCache(CacheConfig{MaxTables: 1})
 				if _, ok, err := c.Lookup(FileID{}, offs[n/2], open); !ok || err != nil {
-					b.Fatal(ok, err)
+					require.NoError(b, err)
+					require.True(b, ok)
 				}
 			}
 		})
@@ -308,7 +284,7 @@ func BenchmarkLookupCold(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := Open(cudartPath, Limits{}); err != nil {
-					b.Fatal(err)
+					require.NoError(b, err)
 				}
 			}
 		})

@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The text segment of the fake shared object: file offset 0x1000 maps to
@@ -57,17 +60,15 @@ func fakeLib() fakeELF {
 func mustTable(t testing.TB, b []byte, lim Limits) *Table {
 	t.Helper()
 	tab, err := NewTable(bytes.NewReader(b), int64(len(b)), lim)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return tab
 }
 
 func TestLookupOffset(t *testing.T) {
 	tab := mustTable(t, fakeLib().bytes(), Limits{})
-	if tab.Stripped() || tab.Dropped() != 0 || tab.Len() != 11 {
-		t.Fatalf("Stripped %v, Dropped %d, Len %d; want false, 0, 11", tab.Stripped(), tab.Dropped(), tab.Len())
-	}
+	require.False(t, tab.Stripped(), "Stripped")
+	require.Zero(t, tab.Dropped(), "Dropped")
+	require.Equal(t, 11, tab.Len(), "Len")
 	for _, tc := range []struct {
 		off       uint64
 		raw, name string // raw "" for no symbol
@@ -91,14 +92,12 @@ func TestLookupOffset(t *testing.T) {
 		{textOff - 1, "", ""}, // just before the text
 	} {
 		raw, ok := tab.LookupOffset(tc.off)
-		if raw != tc.raw || ok != (tc.raw != "") {
-			t.Errorf("LookupOffset(%#x) = %q, %v; want %q", tc.off, raw, ok, tc.raw)
-		}
+		assert.Equal(t, tc.raw, raw, "LookupOffset(%#x) = %q, %v; want %q", tc.off, raw, ok, tc.raw)
+		assert.Equal(t, tc.raw != "", ok, "LookupOffset(%#x) = %q, %v; want %q", tc.off, raw, ok, tc.raw)
 		for range 2 { // the second comes from the memo
 			name, ok := tab.Resolve(tc.off)
-			if name != tc.name || ok != (tc.raw != "") {
-				t.Errorf("Resolve(%#x) = %q, %v; want %q", tc.off, name, ok, tc.name)
-			}
+			assert.Equal(t, tc.name, name, "Resolve(%#x) = %q, %v; want %q", tc.off, name, ok, tc.name)
+			assert.Equal(t, tc.raw != "", ok, "Resolve(%#x) = %q, %v; want %q", tc.off, name, ok, tc.name)
 		}
 	}
 }
@@ -125,12 +124,9 @@ func TestAddress(t *testing.T) {
 		{"zzz", 0, false},
 	} {
 		got, ok := tab.Address(tc.name)
-		if got != tc.off || ok != tc.ok {
-			t.Errorf("Address(%q) = %#x, %v; want %#x, %v", tc.name, got, ok, tc.off, tc.ok)
-		}
-		if tab.Has(tc.name) != tc.ok {
-			t.Errorf("Has(%q) = %v, want %v", tc.name, !tc.ok, tc.ok)
-		}
+		assert.Equal(t, tc.off, got, "Address(%q) = %#x, %v; want %#x, %v", tc.name, got, ok, tc.off, tc.ok)
+		assert.Equal(t, tc.ok, ok, "Address(%q) = %#x, %v; want %#x, %v", tc.name, got, ok, tc.off, tc.ok)
+		assert.Equal(t, tc.ok, tab.Has(tc.name), "Has(%q)", tc.name)
 	}
 }
 
@@ -138,12 +134,10 @@ func TestStrippedAnd32BitBigEndian(t *testing.T) {
 	e := fakeLib()
 	e.symtab = nil
 	tab := mustTable(t, e.bytes(), Limits{})
-	if !tab.Stripped() || tab.Len() != 2 {
-		t.Fatalf("Stripped %v, Len %d; want true, 2", tab.Stripped(), tab.Len())
-	}
-	if name, _ := tab.LookupOffset(off(0x201010)); name != "f1" {
-		t.Errorf("LookupOffset in f1 = %q", name)
-	}
+	require.True(t, tab.Stripped(), "Stripped")
+	require.Equal(t, 2, tab.Len(), "Len")
+	name, _ := tab.LookupOffset(off(0x201010))
+	assert.Equal(t, "f1", name, "LookupOffset in f1")
 
 	e32 := fakeELF{
 		class: elf.ELFCLASS32, order: binary.BigEndian, typ: elf.ET_EXEC,
@@ -151,15 +145,14 @@ func TestStrippedAnd32BitBigEndian(t *testing.T) {
 		symtab: []fakeSym{{name: "main", value: 0x10100, size: 0x20}, {name: "_start", value: 0x10000}},
 	}
 	tab = mustTable(t, e32.bytes(), Limits{})
-	if name, ok := tab.LookupOffset(0x11f); name != "main" || !ok {
-		t.Errorf("ELF32 LookupOffset(0x11f) = %q, %v", name, ok)
-	}
-	if name, _ := tab.LookupOffset(0x120); name != "" {
-		t.Errorf("ELF32 LookupOffset(0x120) = %q, want none", name)
-	}
-	if o, ok := tab.Address("_start"); o != 0 || !ok {
-		t.Errorf("ELF32 Address(_start) = %#x, %v", o, ok)
-	}
+	name, ok := tab.LookupOffset(0x11f)
+	assert.Equal(t, "main", name, "ELF32 LookupOffset(0x11f) = %q, %v", name, ok)
+	assert.True(t, ok, "ELF32 LookupOffset(0x11f) = %q, %v", name, ok)
+	name, _ = tab.LookupOffset(0x120)
+	assert.Empty(t, name, "ELF32 LookupOffset(0x120), want none")
+	o, ok := tab.Address("_start")
+	assert.Zero(t, o, "ELF32 Address(_start) = %#x, %v", o, ok)
+	assert.True(t, ok, "ELF32 Address(_start) = %#x, %v", o, ok)
 }
 
 // patchSection rewrites one field of section header i of a 64-bit
@@ -216,34 +209,24 @@ func TestErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewTable(bytes.NewReader(tc.b), int64(len(tc.b)), Limits{})
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if errors.Is(err, ErrNoSymbols) != tc.noSyms {
-				t.Errorf("errors.Is(%v, ErrNoSymbols) = %v, want %v", err, !tc.noSyms, tc.noSyms)
-			}
-			if !strings.Contains(err.Error(), tc.message) || !strings.HasPrefix(err.Error(), "elfsym: ") {
-				t.Errorf("error %q, want it to contain %q", err, tc.message)
-			}
+			require.Error(t, err, "no error")
+			assert.Equal(t, tc.noSyms, errors.Is(err, ErrNoSymbols), "errors.Is(%v, ErrNoSymbols)", err)
+			assert.Contains(t, err.Error(), tc.message)
+			assert.True(t, strings.HasPrefix(err.Error(), "elfsym: "), "error %q, want it to start with %q", err, "elfsym: ")
 		})
 	}
-	if _, err := NewTable(bytes.NewReader(lib), -1, Limits{}); err == nil {
-		t.Error("negative size: no error")
-	}
+	_, err := NewTable(bytes.NewReader(lib), -1, Limits{})
+	assert.Error(t, err, "negative size: no error")
 }
 
 func TestOpen(t *testing.T) {
-	if _, err := Open("/nonexistent/libx.so", Limits{}); err == nil || !strings.Contains(err.Error(), "/nonexistent/libx.so") {
-		t.Errorf("Open of a missing file: %v", err)
-	}
+	_, err := Open("/nonexistent/libx.so", Limits{})
+	assert.ErrorContains(t, err, "/nonexistent/libx.so", "Open of a missing file")
 	path := t.TempDir() + "/script.sh"
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := Open(path, Limits{})
-	if !errors.Is(err, ErrNoSymbols) || !strings.Contains(err.Error(), path+": not an ELF file") {
-		t.Errorf("Open of a script: %v", err)
-	}
+	require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\n"), 0o644))
+	_, err = Open(path, Limits{})
+	assert.ErrorIs(t, err, ErrNoSymbols, "Open of a script")
+	assert.ErrorContains(t, err, path+": not an ELF file", "Open of a script")
 }
 
 func manySyms(n, nameLen int) []fakeSym {
@@ -258,19 +241,17 @@ func manySyms(n, nameLen int) []fakeSym {
 func TestLimits(t *testing.T) {
 	e := fakeELF{segs: fakeSegs, symtab: manySyms(100, 10)}
 	tab := mustTable(t, e.bytes(), Limits{MaxSymbols: 10})
-	if tab.Len() != 10 || tab.Dropped() != 90 {
-		t.Errorf("MaxSymbols 10: Len %d, Dropped %d", tab.Len(), tab.Dropped())
-	}
+	assert.Equal(t, 10, tab.Len(), "MaxSymbols 10: Len")
+	assert.Equal(t, 90, tab.Dropped(), "MaxSymbols 10: Dropped")
 	tab = mustTable(t, e.bytes(), Limits{MaxNameBytes: 55})
-	if tab.Len() != 5 || tab.Dropped() != 95 || len(tab.names) > 55 {
-		t.Errorf("MaxNameBytes 55: Len %d, Dropped %d, %d name bytes", tab.Len(), tab.Dropped(), len(tab.names))
-	}
+	assert.Equal(t, 5, tab.Len(), "MaxNameBytes 55: Len")
+	assert.Equal(t, 95, tab.Dropped(), "MaxNameBytes 55: Dropped")
+	assert.LessOrEqual(t, len(tab.names), 55, "MaxNameBytes 55: name bytes")
 	// Every symbol dropped: not "stripped", but the error says why.
 	e.symtab = manySyms(3, 100)
 	_, err := NewTable(bytes.NewReader(e.bytes()), int64(len(e.bytes())), Limits{MaxNameBytes: 50})
-	if !errors.Is(err, ErrNoSymbols) || !strings.Contains(err.Error(), "3 left out by limits") {
-		t.Errorf("all dropped: %v", err)
-	}
+	assert.ErrorIs(t, err, ErrNoSymbols, "all dropped")
+	assert.ErrorContains(t, err, "3 left out by limits", "all dropped")
 
 	// A name longer than MaxNameLen is cut.
 	long := strings.Repeat("x", MaxNameLen+100)
@@ -281,18 +262,15 @@ func TestLimits(t *testing.T) {
 	}}
 	tab = mustTable(t, e.bytes(), Limits{})
 	for i, want := range []string{"before", long[:MaxNameLen], "after"} {
-		if got, _ := tab.LookupOffset(textOff + uint64(i)*0x10); got != want {
-			t.Errorf("symbol %d: %d bytes %.10q…, want %d bytes", i, len(got), got, len(want))
-		}
+		got, _ := tab.LookupOffset(textOff + uint64(i)*0x10)
+		assert.Equal(t, want, got, "symbol %d: %d bytes %.10q…, want %d bytes", i, len(got), got, len(want))
 	}
 }
 
 func TestMemoCollisions(t *testing.T) {
 	e := fakeELF{segs: fakeSegs, symtab: manySyms(64, 8)}
 	tab := mustTable(t, e.bytes(), Limits{MemoSize: 2})
-	if len(tab.memo) != 2 {
-		t.Fatalf("memo of %d slots, want 2", len(tab.memo))
-	}
+	require.Len(t, tab.memo, 2, "memo slots")
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -300,7 +278,8 @@ func TestMemoCollisions(t *testing.T) {
 				k := (i + g) % 64
 				want := fmt.Sprintf("f%07d", k)
 				if got, ok := tab.Resolve(textOff + uint64(k)*0x10 + uint64(g)); got != want || !ok {
-					t.Errorf("Resolve symbol %d = %q, %v", k, got, ok)
+					assert.Equal(t, want, got, "Resolve symbol %d = %q, %v", k, got, ok)
+					assert.True(t, ok, "Resolve symbol %d = %q, %v", k, got, ok)
 					return
 				}
 			}
@@ -326,9 +305,7 @@ func TestDemangle(t *testing.T) {
 		{"_R", "_R"},
 		{"", ""},
 	} {
-		if got := Demangle(tc.in); got != tc.want {
-			t.Errorf("Demangle(%q) = %q, want %q", tc.in, got, tc.want)
-		}
+		assert.Equal(t, tc.want, Demangle(tc.in), "Demangle(%q)", tc.in)
 	}
 }
 
@@ -338,9 +315,8 @@ func FuzzDemangle(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if out := Demangle(s); len(out) > 1<<maxDemangled+len(s) {
-			t.Fatalf("Demangle(%q) returned %d bytes", s, len(out))
-		}
+		out := Demangle(s)
+		require.LessOrEqual(t, len(out), 1<<maxDemangled+len(s), "Demangle(%q) returned %d bytes", s, len(out))
 	})
 }
 
@@ -363,21 +339,19 @@ func FuzzTable(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if tab.Len() > lim.MaxSymbols || len(tab.names) > lim.MaxNameBytes || len(tab.memo) != lim.MemoSize {
-			t.Fatalf("limits exceeded: %d symbols, %d name bytes, %d memo slots", tab.Len(), len(tab.names), len(tab.memo))
-		}
+		require.LessOrEqual(t, tab.Len(), lim.MaxSymbols, "limits exceeded: %d symbols, %d name bytes, %d memo slots", tab.Len(), len(tab.names), len(tab.memo))
+		require.LessOrEqual(t, len(tab.names), lim.MaxNameBytes, "limits exceeded: %d symbols, %d name bytes, %d memo slots", tab.Len(), len(tab.names), len(tab.memo))
+		require.Len(t, tab.memo, lim.MemoSize, "limits exceeded: %d symbols, %d name bytes, %d memo slots", tab.Len(), len(tab.names), len(tab.memo))
 		for _, s := range tab.syms {
 			name := tab.name(s)
-			if name == "" || !tab.Has(name) {
-				t.Fatalf("symbol %q not found by name", name)
-			}
+			require.NotEmpty(t, name, "symbol %q not found by name", name)
+			require.True(t, tab.Has(name), "symbol %q not found by name", name)
 			o, ok := tab.offset(s.addr)
 			if !ok {
 				continue
 			}
-			if _, ok := tab.LookupOffset(o); !ok {
-				t.Fatalf("symbol %q at offset %#x not found by offset", name, o)
-			}
+			_, ok = tab.LookupOffset(o)
+			require.True(t, ok, "symbol %q at offset %#x not found by offset", name, o)
 			tab.Resolve(o)
 			tab.Address(name)
 		}
@@ -396,14 +370,11 @@ func TestHeaderBudget(t *testing.T) {
 	b = append(b, make([]byte, 20<<20)...)
 	b = patchSection(b, shstrndx, 0x20, uint64(len(b))-shoff, 8) // its size: to the end of the file
 	_, err := NewTable(bytes.NewReader(b), int64(len(b)), Limits{})
-	if err == nil || !strings.Contains(err.Error(), "read ELF headers") || !strings.Contains(err.Error(), "headers of more than") {
-		t.Fatalf("err = %v, want the header budget exceeded", err)
-	}
+	require.ErrorContains(t, err, "read ELF headers", "want the header budget exceeded")
+	require.ErrorContains(t, err, "headers of more than", "want the header budget exceeded")
 }
 
 func TestSizes(t *testing.T) {
-	if unsafe.Sizeof(sym{}) != symSize || unsafe.Sizeof(segment{}) != segmentSize {
-		t.Errorf("sym is %d bytes, segment %d; symSize and segmentSize say %d, %d",
-			unsafe.Sizeof(sym{}), unsafe.Sizeof(segment{}), symSize, segmentSize)
-	}
+	assert.Equal(t, uintptr(symSize), unsafe.Sizeof(sym{}), "the size of sym, against symSize")
+	assert.Equal(t, uintptr(segmentSize), unsafe.Sizeof(segment{}), "the size of segment, against segmentSize")
 }

@@ -25,6 +25,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -174,18 +176,13 @@ func newBenchStream() *benchStream {
 func newBenchSource(tb testing.TB, mp metric.MeterProvider) *Source {
 	tb.Helper()
 	cfg, err := newConfig([]Option{WithMeterProvider(mp), WithTracerProvider(tracenoop.NewTracerProvider())})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, err)
 	now := uint64(time.Hour)
 	s := &Source{cfg: cfg, mono: func() uint64 { return now }, attachedByTarget: map[string]int64{}}
 	meter := mp.Meter(CUDA.ScopeName())
-	if err := s.inst.create(meter); err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := meter.RegisterCallback(s.observe, s.inst.observables()...); err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, s.inst.create(meter))
+	_, err = meter.RegisterCallback(s.observe, s.inst.observables()...)
+	require.NoError(tb, err)
 	names := &fakeNames{exe: map[uint32]string{100: "train", 200: "serve"}, symbols: map[uint64]string{}}
 	s.agg = newAggregator(&s.cfg, names, &s.inst, &spanner{tracer: cfg.tracerProvider.Tracer(CUDA.ScopeName()),
 		wall: func(k uint64) time.Time { return time.Unix(0, int64(k)) }})
@@ -248,7 +245,7 @@ func BenchmarkDecodeAggregate(b *testing.B) {
 			binary.LittleEndian.PutUint64(rec, ts)
 			if decodeOnly {
 				if err := gputracebpf.Decode(rec, &ev); err != nil {
-					b.Fatal(err)
+					require.NoError(b, err)
 				}
 				continue
 			}
@@ -256,11 +253,9 @@ func BenchmarkDecodeAggregate(b *testing.B) {
 		}
 		b.StopTimer()
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
-		if decodeErrors != 0 {
-			b.Fatalf("%d decode errors", decodeErrors)
-		}
-		if !decodeOnly && s.agg.unresolved != 0 {
-			b.Fatalf("%d launches of unresolved kernels: the names did not take", s.agg.unresolved)
+		require.Zero(b, decodeErrors, "decode errors")
+		if !decodeOnly {
+			require.Zero(b, s.agg.unresolved, "launches of unresolved kernels: the names did not take")
 		}
 	}
 	b.Run("ours", func(b *testing.B) {
@@ -290,12 +285,9 @@ func benchCheckCollect(b *testing.B, s *Source, reader *sdkmetric.ManualReader) 
 	s.mu.Unlock()
 	s.publish()
 	pts := testutil.Collect(b, reader)
-	if launches == 0 || len(pts) == 0 {
-		b.Fatalf("no launches counted (%d points)", len(pts))
-	}
-	if series > 2*2*benchKernels {
-		b.Fatalf("%d launch series, want at most %d", series, 2*2*benchKernels)
-	}
+	require.NotZero(b, launches, "no launches counted (%d points)", len(pts))
+	require.NotEmpty(b, pts, "no launches counted (%d points)", len(pts))
+	require.LessOrEqual(b, series, 2*2*benchKernels, "%d launch series, want at most %d", series, 2*2*benchKernels)
 }
 
 // benchEnvInt reads a positive integer from the environment, or def.
@@ -350,14 +342,10 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	rounds := benchEnvInt("XPUSCOPE_BENCH_ROUNDS", 5)
 
 	objs, err := gputracebpf.Load(gputracebpf.LoadOptions{WakeupBytes: DefaultRingBytes / 4, Bench: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer objs.Close()
 	cudart, err := link.OpenExecutable(lib)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 
 	// loop runs the scenario; attach (may be nil) runs between READY and
 	// the go line and returns what to undo after the run.
@@ -373,16 +361,12 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 			detach()
 		}
 		ns, ok := cudaprog.NsPerCall(lines)
-		if !ok {
-			b.Fatalf("no NS_PER_CALL line in %q", lines)
-		}
+		require.True(b, ok, "no NS_PER_CALL line in %q", lines)
 		return ns
 	}
 	uprobe := func(prog *ebpf.Program, cookie uint64) func() {
 		l, err := cudart.Uprobe("cudaLaunchKernel", prog, &link.UprobeOptions{Cookie: cookie})
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		return func() { _ = l.Close() }
 	}
 	// drain reads objs' ring buffer until stop is called, blocking
@@ -390,9 +374,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	// decodes every record; stop returns the records read.
 	drain := func(blocking bool) (stop func() int64) {
 		rd, err := ringbuf.NewReader(objs.Events())
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		var (
 			wg sync.WaitGroup
 			n  atomic.Int64
@@ -431,7 +413,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 				return p.Cookie()
 			}
 		}
-		b.Fatal("no cudaLaunchKernel probe")
+		require.Fail(b, "no cudaLaunchKernel probe")
 		return 0
 	}()
 
@@ -462,29 +444,24 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 						launches.Add(1)
 					}
 				}))
-			if err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, err)
 			newTime.Add(int64(time.Since(t0)))
 			for _, target := range []string{TargetRuntime, TargetDriver} {
 				if a, ok := benchAttachment(src, target); !ok || len(a.AttachErrors) > 0 {
 					st := src.Status()
 					src.Close()
-					b.Fatalf("ours: %s not fully attached: %+v", target, st)
+					require.True(b, ok, "ours: %s not fully attached: %+v", target, st)
+					require.Empty(b, a.AttachErrors, "ours: %s not fully attached: %+v", target, st)
 				}
 			}
 			return func() {
 				// Let the reader drain: a poll interval and a margin.
 				time.Sleep(3 * DefaultPollInterval)
 				c, err := src.objs.Counters()
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				oursDrops.Add(int64(c[gputracebpf.CounterDrops]))
 				t0 := time.Now()
-				if err := src.Close(); err != nil {
-					b.Error(err)
-				}
+				assert.NoError(b, src.Close())
 				closeTime.Add(int64(time.Since(t0)))
 			}
 		})
@@ -617,14 +594,10 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	defer stats.Close()
 	perRun := func(p *ebpf.Program, run func() float64) (bpfNs, callNs float64) {
 		s0, err := p.Stats()
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		callNs = run()
 		s1, err := p.Stats()
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		if n := s1.RunCount - s0.RunCount; n > 0 {
 			bpfNs = float64(s1.Runtime-s0.Runtime) / float64(n)
 		}
@@ -651,13 +624,9 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 // benchProgID returns p's kernel id.
 func benchProgID(b *testing.B, p *ebpf.Program) ebpf.ProgramID {
 	info, err := p.Info()
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	id, ok := info.ID()
-	if !ok {
-		b.Fatal("no program id")
-	}
+	require.True(b, ok, "no program id")
 	return id
 }
 
@@ -683,15 +652,13 @@ func BenchmarkSymbolizeCached(b *testing.B) {
 	p := cudaprog.Start(b, cudaprog.Build(b, "static"), "loop", "1")
 	defer func() { p.Go(); p.Wait() }()
 	stub := cudaprog.Stubs(p.Lines())[cudaprog.KernelVectorAdd]
-	if stub == 0 {
-		b.Fatalf("no STUB line for %s in %q", cudaprog.KernelVectorAdd, p.Lines())
-	}
+	require.NotZero(b, stub, "no STUB line for %s in %q", cudaprog.KernelVectorAdd, p.Lines())
 	s := newSymbolizer(procfs.FS{Root: procfs.DefaultRoot})
 	pid := uint32(p.Pid)
 	const want = "vectorAdd(float*, float*, float*, int)"
-	if name, ok := s.Symbolize(pid, stub); !ok || name != want {
-		b.Fatalf("Symbolize(%d, %#x) = %q, %v; want %q", pid, stub, name, ok, want)
-	}
+	name, ok := s.Symbolize(pid, stub)
+	require.True(b, ok, "Symbolize(%d, %#x) = %q, %v; want %q", pid, stub, name, ok, want)
+	require.Equal(b, want, name, "Symbolize(%d, %#x)", pid, stub)
 	for _, bc := range []struct {
 		name string
 		addr uint64
@@ -702,9 +669,8 @@ func BenchmarkSymbolizeCached(b *testing.B) {
 		{"miss-unmapped", 0x1000, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			if _, ok := s.Symbolize(pid, bc.addr); ok != bc.ok {
-				b.Fatalf("Symbolize(%#x) ok = %v", bc.addr, ok)
-			}
+			_, ok := s.Symbolize(pid, bc.addr)
+			require.Equal(b, bc.ok, ok, "Symbolize(%#x) ok", bc.addr)
 			b.ReportAllocs()
 			for b.Loop() {
 				s.Symbolize(pid, bc.addr)

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -175,9 +176,7 @@ func (tr *traced) waitAttached(t testing.TB, target, path string) uprobe.Attachm
 	}
 	if !poll(time.Second, found) {
 		require.NoError(t, tr.tracer.Rescan())
-		if !found() {
-			t.Fatalf("not attached to %s (%s) after a rescan; status: %+v", path, target, tr.Status())
-		}
+		require.True(t, found(), "not attached to %s (%s) after a rescan; status: %+v", path, target, tr.Status())
 	}
 	require.Empty(t, a.AttachErrors, "attach errors on %s", path)
 	return a
@@ -189,13 +188,11 @@ func (tr *traced) waitEvents(t testing.TB, pid, n int) []gputracebpf.Event {
 	t.Helper()
 	if !poll(10*time.Second, func() bool { return len(tr.rec.Events(pid)) >= n }) {
 		evs := tr.rec.Events(pid)
-		t.Fatalf("pid %d: %d events after 10s, want %d:\n%s", pid, len(evs), n, dumpEvents(evs))
+		require.Failf(t, "too few events", "pid %d: %d events after 10s, want %d:\n%s", pid, len(evs), n, dumpEvents(evs))
 	}
 	time.Sleep(3 * tr.cfg.pollInterval)
 	evs := tr.rec.Events(pid)
-	if len(evs) != n {
-		t.Fatalf("pid %d: %d events, want %d:\n%s", pid, len(evs), n, dumpEvents(evs))
-	}
+	require.Len(t, evs, n, "pid %d: %d events, want %d:\n%s", pid, len(evs), n, dumpEvents(evs))
 	return evs
 }
 
@@ -430,14 +427,11 @@ func checkThreads(t *testing.T, evs []gputracebpf.Event, pid int, threads [][]cu
 		want := traceable(seq)
 		devs := devices(want)
 		got := byTid[uint32(tids[i])]
-		if len(got) != len(want) {
-			t.Errorf("thread %d (tid %d): %d events, want %d:\n%s", i, tids[i], len(got), len(want), dumpEvents(got))
+		if !assert.Len(t, got, len(want), "thread %d (tid %d): %d events, want %d:\n%s", i, tids[i], len(got), len(want), dumpEvents(got)) {
 			continue
 		}
 		for j, c := range want {
-			if err := checkEvent(got[j], c, devs[j], stubs); err != nil {
-				t.Errorf("thread %d call %d: %v\n  got %s", i, j, err, fmtEvent(got[j]))
-			}
+			assert.NoError(t, checkEvent(got[j], c, devs[j], stubs), "thread %d call %d\n  got %s", i, j, fmtEvent(got[j]))
 		}
 	}
 }
@@ -452,7 +446,7 @@ func memcpyKindName(t testing.TB, k cudaprog.MemcpyKind) string {
 			return a.Values[k]
 		}
 	}
-	t.Fatal("cuda.memcpy.kind is not registered")
+	require.Fail(t, "cuda.memcpy.kind is not registered")
 	return ""
 }
 
@@ -652,11 +646,10 @@ func startLingering(t testing.TB, exe string, args ...string) *cudaprog.Proc {
 // consuming it (Proc.Wait still finds DONE).
 func waitPrinted(t testing.TB, p *cudaprog.Proc, prefix string) {
 	t.Helper()
-	if !poll(cudaprog.DefaultTimeout, func() bool {
+	printed := poll(cudaprog.DefaultTimeout, func() bool {
 		return slices.ContainsFunc(p.Lines(), func(l string) bool { return strings.HasPrefix(l, prefix) })
-	}) {
-		t.Fatalf("pid %d printed no %q line: %q\n%s", p.Pid, prefix, p.Lines(), p.Stderr())
-	}
+	})
+	require.True(t, printed, "pid %d printed no %q line: %q\n%s", p.Pid, prefix, p.Lines(), p.Stderr())
 }
 
 // demangled names a runtime launch's kernel by its host stub's symbol.

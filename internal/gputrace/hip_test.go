@@ -23,7 +23,7 @@ func hexField(t *testing.T, lines []string, prefix string, n int) uint64 {
 			return v
 		}
 	}
-	t.Fatalf("no %q line in %q", prefix, lines)
+	require.Failf(t, "no such line", "no %q line in %q", prefix, lines)
 	return 0
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
@@ -383,8 +384,8 @@ func testForwardCountedOnce(t *testing.T, tr *traced) {
 	p.WaitLine("CALLED")
 	time.Sleep(3 * tr.cfg.pollInterval)
 	evs := tr.rec.Events(p.Pid)
-	if len(evs) == 2 && evs[1].API.Driver() {
-		t.Errorf("the forwarded launch was counted twice: the driver call came %v after the runtime call's entry "+
+	if len(evs) == 2 {
+		assert.False(t, evs[1].API.Driver(), "the forwarded launch was counted twice: the driver call came %v after the runtime call's entry "+
 			"(the forward library initialises the driver first), past the BPF nest window",
 			time.Duration(evs[1].TS-evs[0].TS))
 	}
@@ -439,8 +440,8 @@ func TestNoPrivilegeChild(t *testing.T) {
 	s, err := New(CUDA, WithMeterProvider(sdkmetric.NewMeterProvider()))
 	if err == nil {
 		s.Close()
-		t.Fatal("New succeeded without privilege")
 	}
+	require.Error(t, err, "New succeeded without privilege")
 	require.ErrorIs(t, err, xpuscope.ErrUnavailable)
 	require.Contains(t, err.Error(), "CAP_BPF")
 	// What is missing, said once; no benchmark program (it is not even
@@ -554,7 +555,7 @@ func TestTraceCloseLeavesNothing(t *testing.T) {
 	for runtime.NumGoroutine() > goroutines || countFDs(t) > fds {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("after Close: %d goroutines (%d before), %d fds (%d before)\n%s",
+			require.Failf(t, "goroutines or fds left after Close", "after Close: %d goroutines (%d before), %d fds (%d before)\n%s",
 				runtime.NumGoroutine(), goroutines, countFDs(t), fds, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(10 * time.Millisecond)

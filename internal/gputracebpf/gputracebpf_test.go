@@ -55,12 +55,8 @@ func encode(e Event, name string) []byte {
 // structs, so that a change to gputrace.bpf.c without a regenerate (or the
 // reverse) fails here.
 func TestLayout(t *testing.T) {
-	if got := binary.Size(gputraceEvent{}); got != EventSize {
-		t.Errorf("struct event is %d bytes, EventSize %d", got, EventSize)
-	}
-	if got := binary.Size(gputraceNameEvent{}); got != NameEventSize {
-		t.Errorf("struct name_event is %d bytes, NameEventSize %d", got, NameEventSize)
-	}
+	assert.Equal(t, EventSize, binary.Size(gputraceEvent{}), "the size of struct event, against EventSize")
+	assert.Equal(t, NameEventSize, binary.Size(gputraceNameEvent{}), "the size of struct name_event, against NameEventSize")
 	// The offsets Decode reads, against the generated struct.
 	var ev gputraceEvent
 	for _, f := range []struct {
@@ -77,9 +73,7 @@ func TestLayout(t *testing.T) {
 		{"ret", reflect.TypeOf(ev).Field(7).Offset, 24},
 		{"a", reflect.TypeOf(ev).Field(9).Offset, 32},
 	} {
-		if f.off != f.want {
-			t.Errorf("field %s at offset %d, Decode reads it at %d", f.name, f.off, f.want)
-		}
+		assert.Equal(t, f.want, f.off, "the offset of field %s (actual), where Decode reads it (expected)", f.name)
 	}
 }
 
@@ -146,33 +140,21 @@ func TestDecodeKinds(t *testing.T) {
 			in.TS, in.PID, in.TID = 0x0123456789abcdef, 4242, 4343
 			// A reused Event: a previous name must not survive.
 			got := Event{Name: []byte("stale")}
-			if err := Decode(encode(in, ""), &got); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, in) {
-				t.Fatalf("Decode = %+v, want %+v", got, in)
-			}
-			if got.Name != nil {
-				t.Errorf("Name = %q, want nil for kind %d", got.Name, got.Kind)
-			}
+			require.NoError(t, Decode(encode(in, ""), &got))
+			require.Equal(t, in, got, "Decode")
+			assert.Nil(t, got.Name, "Name = %q, want nil for kind %d", got.Name, got.Kind)
 			if got.Kind == KindLaunch {
-				if g := got.Grid(); g != tc.grid {
-					t.Errorf("Grid() = %v, want %v", g, tc.grid)
-				}
-				if b := got.Block(); b != tc.block {
-					t.Errorf("Block() = %v, want %v", b, tc.block)
-				}
+				assert.Equal(t, tc.grid, got.Grid(), "Grid()")
+				assert.Equal(t, tc.block, got.Block(), "Block()")
 			}
 			for name, want := range tc.want {
-				if v := accessors[name](&got); v != want {
-					t.Errorf("%s() = %#x, want %#x", name, v, want)
-				}
+				v := accessors[name](&got)
+				assert.Equal(t, want, v, "%s() = %#x, want %#x", name, v, want)
 			}
 			for _, name := range kindAware {
 				if _, given := tc.want[name]; !given {
-					if v := accessors[name](&got); v != 0 {
-						t.Errorf("%s() = %#x for kind %d, want 0", name, v, got.Kind)
-					}
+					v := accessors[name](&got)
+					assert.Zero(t, v, "%s() = %#x for kind %d, want 0", name, v, got.Kind)
 				}
 			}
 		})
@@ -180,9 +162,7 @@ func TestDecodeKinds(t *testing.T) {
 	}
 	seen[KindFuncName] = true // TestDecodeName
 	for k := KindLaunch; k <= KindKernelHandle; k++ {
-		if !seen[k] {
-			t.Errorf("kind %d has no Decode case", k)
-		}
+		assert.True(t, seen[k], "kind %d has no Decode case", k)
 	}
 }
 
@@ -207,31 +187,24 @@ func TestDecodeName(t *testing.T) {
 			// Ring buffer samples can be longer than the record.
 			for _, rec := range [][]byte{b, append(b, 0xaa, 0xbb, 0, 0, 0, 0, 0, 0)} {
 				var got Event
-				if err := Decode(rec, &got); err != nil {
-					t.Fatal(err)
-				}
-				if string(got.Name) != tc.want {
-					t.Errorf("Name = %q, want %q", got.Name, tc.want)
-				}
-				if got.Name == nil {
-					t.Errorf("Name is nil, want an empty or non-empty slice")
-				}
-				if len(got.Name) > 0 && &got.Name[0] != &rec[EventSize] {
-					t.Errorf("Name does not alias the record")
+				require.NoError(t, Decode(rec, &got))
+				assert.Equal(t, tc.want, string(got.Name), "Name")
+				assert.NotNil(t, got.Name, "Name is nil, want an empty or non-empty slice")
+				if len(got.Name) > 0 {
+					assert.Same(t, &rec[EventSize], &got.Name[0], "Name does not alias the record")
 				}
 				got.Name = nil
-				if !reflect.DeepEqual(got, in) {
-					t.Errorf("header = %+v, want %+v", got, in)
-				}
+				assert.Equal(t, in, got, "header")
 			}
 		})
 	}
 	// A driver name: a1 = 1.
 	var got Event
 	in := Event{Kind: KindFuncName, API: API(gputraceApiAPI_cuModuleGetFunction), A: [6]uint64{0xf00, 1}}
-	if err := Decode(encode(in, "kern"), &got); err != nil || string(got.Name) != "kern" || got.A[1] != 1 {
-		t.Errorf("driver name: %v, %+v", err, got)
-	}
+	err := Decode(encode(in, "kern"), &got)
+	assert.NoError(t, err, "driver name: %v, %+v", err, got)
+	assert.Equal(t, "kern", string(got.Name), "driver name: %v, %+v", err, got)
+	assert.Equal(t, uint64(1), got.A[1], "driver name: %v, %+v", err, got)
 }
 
 func TestDecodeShort(t *testing.T) {
@@ -251,16 +224,12 @@ func TestDecodeShort(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var e Event
 			err := Decode(tc.b, &e)
-			if !errors.Is(err, ErrShort) {
-				t.Fatalf("Decode(%d bytes) = %v, want ErrShort", len(tc.b), err)
-			}
+			require.ErrorIs(t, err, ErrShort, "Decode(%d bytes)", len(tc.b))
 		})
 	}
 	// Exactly the size is enough.
 	var e Event
-	if err := Decode(launch, &e); err != nil {
-		t.Errorf("Decode(%d bytes) = %v", len(launch), err)
-	}
+	assert.NoError(t, Decode(launch, &e), "Decode(%d bytes)", len(launch))
 }
 
 func TestDecodeDoesNotAllocate(t *testing.T) {
@@ -268,9 +237,8 @@ func TestDecodeDoesNotAllocate(t *testing.T) {
 	name := encode(Event{Kind: KindFuncName}, "_Z9vectorAddPfS_S_i")
 	var e Event
 	for _, b := range [][]byte{launch, name} {
-		if n := testing.AllocsPerRun(100, func() { _ = Decode(b, &e) }); n != 0 {
-			t.Errorf("Decode of kind %d allocates %v times per record", binary.LittleEndian.Uint16(b[16:]), n)
-		}
+		n := testing.AllocsPerRun(100, func() { _ = Decode(b, &e) })
+		assert.Equal(t, 0.0, n, "Decode of kind %d allocates %v times per record", binary.LittleEndian.Uint16(b[16:]), n)
 	}
 }
 
@@ -279,9 +247,7 @@ func TestDecodeDoesNotAllocate(t *testing.T) {
 func goAPIConsts(t *testing.T) map[string]uint64 {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), "gputrace_x86_bpfel.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out := map[string]uint64{}
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
@@ -295,20 +261,14 @@ func goAPIConsts(t *testing.T) map[string]uint64 {
 			}
 			for i, n := range vs.Names {
 				lit, ok := vs.Values[i].(*ast.BasicLit)
-				if !ok {
-					t.Fatalf("%s: not a literal", n.Name)
-				}
+				require.True(t, ok, "%s: not a literal", n.Name)
 				v, err := strconv.ParseUint(lit.Value, 0, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				out[n.Name] = v
 			}
 		}
 	}
-	if len(out) == 0 {
-		t.Fatal("no gputraceApi constants in gputrace_x86_bpfel.go")
-	}
+	require.NotEmpty(t, out, "no gputraceApi constants in gputrace_x86_bpfel.go")
 	return out
 }
 
@@ -317,13 +277,9 @@ func goAPIConsts(t *testing.T) map[string]uint64 {
 func cAPIEnum(t *testing.T) map[uint64]string {
 	t.Helper()
 	src, err := os.ReadFile("gputrace.bpf.c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_, body, ok := bytes.Cut(src, []byte("enum api {"))
-	if !ok {
-		t.Fatal("no enum api in gputrace.bpf.c")
-	}
+	require.True(t, ok, "no enum api in gputrace.bpf.c")
 	body, _, _ = bytes.Cut(body, []byte("};"))
 	re := regexp.MustCompile(`^\s*API_(\w+)\s*(?:=\s*(\d+))?\s*,?\s*(?://.*)?$`)
 	out := map[uint64]string{}
@@ -333,9 +289,7 @@ func cAPIEnum(t *testing.T) map[uint64]string {
 			continue
 		}
 		m := re.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("gputrace.bpf.c: cannot read enum api line %q", line)
-		}
+		require.NotNil(t, m, "gputrace.bpf.c: cannot read enum api line %q", line)
 		if m[2] != "" {
 			next, _ = strconv.ParseUint(m[2], 10, 64)
 		}
@@ -352,18 +306,10 @@ func TestProbesCoverEnum(t *testing.T) {
 	consts := goAPIConsts(t)
 	enum := cAPIEnum(t)
 	maxAPI, ok := consts["gputraceApiAPI_MAX"]
-	if !ok {
-		t.Fatal("no gputraceApiAPI_MAX")
-	}
-	if uint64(gputraceApiAPI_MAX) != maxAPI {
-		t.Fatalf("parsed MAX %d, compiled %d", maxAPI, gputraceApiAPI_MAX)
-	}
-	if len(enum) != len(consts) {
-		t.Errorf("gputrace.bpf.c's enum api has %d values, gputrace_x86_bpfel.go %d: regenerate (go generate)", len(enum), len(consts))
-	}
-	if enum[maxAPI] != "MAX" {
-		t.Errorf("value %d is API_%s in gputrace.bpf.c, MAX in gputrace_x86_bpfel.go: regenerate", maxAPI, enum[maxAPI])
-	}
+	require.True(t, ok, "no gputraceApiAPI_MAX")
+	require.Equal(t, maxAPI, uint64(gputraceApiAPI_MAX), "MAX compiled (actual), parsed (expected)")
+	assert.Len(t, enum, len(consts), "gputrace.bpf.c's enum api has %d values, gputrace_x86_bpfel.go %d: regenerate (go generate)", len(enum), len(consts))
+	assert.Equal(t, "MAX", enum[maxAPI], "value %d is API_%s in gputrace.bpf.c, MAX in gputrace_x86_bpfel.go: regenerate", maxAPI, enum[maxAPI])
 	byAPI := map[API][]Probe{}
 	for _, p := range Probes {
 		byAPI[p.API] = append(byAPI[p.API], p)
@@ -373,53 +319,34 @@ func TestProbesCoverEnum(t *testing.T) {
 		if name == "gputraceApiAPI_MAX" {
 			continue
 		}
-		if prev, dup := values[v]; dup {
-			t.Errorf("%s and %s share value %d", prev, name, v)
-		}
+		prev, dup := values[v]
+		assert.False(t, dup, "%s and %s share value %d", prev, name, v)
 		values[v] = name
 		ps := byAPI[API(v)]
-		switch {
-		case len(ps) == 0:
-			t.Errorf("%s (%d) is in no Probe", name, v)
-		case len(ps) > 1:
-			t.Errorf("%s (%d) is in %d Probes", name, v, len(ps))
-		case enum[v] != ps[0].Symbol:
-			t.Errorf("value %d is API_%s in gputrace.bpf.c but probes %s", v, enum[v], ps[0].Symbol)
+		if assert.Len(t, ps, 1, "%s (%d) is in %d Probes, want 1", name, v, len(ps)) {
+			assert.Equal(t, enum[v], ps[0].Symbol, "value %d is API_%s in gputrace.bpf.c but probes %s", v, enum[v], ps[0].Symbol)
 		}
-		if v == 0 || v >= maxAPI {
-			t.Errorf("%s = %d is outside 1..MAX-1", name, v)
-		}
+		assert.NotZero(t, v, "%s = %d is outside 1..MAX-1", name, v)
+		assert.Less(t, v, maxAPI, "%s = %d is outside 1..MAX-1", name, v)
 	}
 	symbols := map[string]bool{}
 	for _, p := range Probes {
-		if _, ok := values[uint64(p.API)]; !ok {
-			t.Errorf("probe %s has API %d, no gputraceApi value", p.Symbol, p.API)
-		}
-		if symbols[p.Symbol] {
-			t.Errorf("symbol %s is probed twice", p.Symbol)
-		}
+		_, ok := values[uint64(p.API)]
+		assert.True(t, ok, "probe %s has API %d, no gputraceApi value", p.Symbol, p.API)
+		assert.False(t, symbols[p.Symbol], "symbol %s is probed twice", p.Symbol)
 		symbols[p.Symbol] = true
-		if p.API.String() != p.Symbol {
-			t.Errorf("API(%d).String() = %q, want %q", p.API, p.API.String(), p.Symbol)
-		}
-		if p.Entry == "" {
-			t.Errorf("probe %s has no Entry", p.Symbol)
-		}
+		assert.Equal(t, p.Symbol, p.API.String(), "API(%d).String()", p.API)
+		assert.NotEmpty(t, p.Entry, "probe %s has no Entry", p.Symbol)
 	}
-	if len(Probes) != int(maxAPI)-1 {
-		t.Errorf("%d Probes, %d API values", len(Probes), maxAPI-1)
-	}
-	if API(0).String() != "api(?)" || API(maxAPI).String() != "api(?)" {
-		t.Errorf("unknown API names: %q, %q", API(0).String(), API(maxAPI).String())
-	}
+	assert.Len(t, Probes, int(maxAPI)-1, "%d Probes, %d API values", len(Probes), maxAPI-1)
+	assert.Equal(t, "api(?)", API(0).String(), "unknown API name of 0")
+	assert.Equal(t, "api(?)", API(maxAPI).String(), "unknown API name of MAX")
 	for lib, anchor := range Anchors {
 		found := false
 		for _, p := range Probes {
 			found = found || (p.Symbol == anchor && p.Library == lib)
 		}
-		if !found {
-			t.Errorf("anchor %s of %v is not a probed symbol of that library", anchor, lib)
-		}
+		assert.True(t, found, "anchor %s of %v is not a probed symbol of that library", anchor, lib)
 	}
 }
 
@@ -445,58 +372,43 @@ func TestCookieRoundTrip(t *testing.T) {
 		{Probe{API: 40, StreamArg: 0, CopyKind: MemcpyHostToHost}, 40 | 1<<20},
 		{Probe{API: 6, CopyKind: NoCopyKind, SyncCopy: true}, 6 | 1<<24},
 	} {
-		if got := tc.p.Cookie(); got != tc.want {
-			t.Errorf("%+v.Cookie() = %#x, want %#x", tc.p, got, tc.want)
-		}
+		got := tc.p.Cookie()
+		assert.Equal(t, tc.want, got, "%+v.Cookie() = %#x, want %#x", tc.p, got, tc.want)
 	}
 	for _, p := range Probes {
 		c := p.Cookie()
-		if got := bpfAPIOf(c); got != uint32(p.API) {
-			t.Errorf("%s: api_of = %d, want %d", p.Symbol, got, p.API)
-		}
-		if got := bpfStreamArg(c); got != uint32(p.StreamArg) {
-			t.Errorf("%s: stream_of reads argument %d, want %d", p.Symbol, got, p.StreamArg)
-		}
-		if p.StreamArg > 6 {
-			t.Errorf("%s: stream argument %d is not in a register: arg() returns 0", p.Symbol, p.StreamArg)
-		}
-		if got := bpfCopyKindOf(c); got != int(p.CopyKind) {
-			t.Errorf("%s: copy_kind_of = %d, want %d", p.Symbol, got, p.CopyKind)
-		}
-		if c>>25 != 0 {
-			t.Errorf("%s: cookie %#x has bits above 24", p.Symbol, c)
-		}
+		assert.Equal(t, uint32(p.API), bpfAPIOf(c), "%s: api_of", p.Symbol)
+		assert.Equal(t, uint32(p.StreamArg), bpfStreamArg(c), "%s: the argument stream_of reads", p.Symbol)
+		assert.LessOrEqual(t, p.StreamArg, uint8(6), "%s: stream argument %d is not in a register: arg() returns 0", p.Symbol, p.StreamArg)
+		assert.Equal(t, int(p.CopyKind), bpfCopyKindOf(c), "%s: copy_kind_of", p.Symbol)
+		assert.Zero(t, c>>25, "%s: cookie %#x has bits above 24", p.Symbol, c)
 		// sync_copy reads bit 24; a synchronous copy has the return probe
 		// that makes its KIND_COPY_DONE record, and no stream argument.
-		if got := c>>24&1 == 1; got != p.SyncCopy {
-			t.Errorf("%s: sync_copy = %v, want %v", p.Symbol, got, p.SyncCopy)
+		assert.Equal(t, p.SyncCopy, c>>24&1 == 1, "%s: sync_copy", p.Symbol)
+		if p.SyncCopy {
+			assert.NotEmpty(t, p.Return, "%s: a synchronous copy needs its return probe and takes no stream", p.Symbol)
+			assert.Zero(t, p.StreamArg, "%s: a synchronous copy needs its return probe and takes no stream", p.Symbol)
 		}
-		if p.SyncCopy && (p.Return == "" || p.StreamArg != 0) {
-			t.Errorf("%s: a synchronous copy needs its return probe and takes no stream", p.Symbol)
-		}
-		if bpfIsDriver(uint32(p.API)) != (p.Library == Driver) || p.API.Driver() != (p.Library == Driver) {
-			t.Errorf("%s: library %v but IS_DRIVER(%d) = %v, API.Driver() = %v",
-				p.Symbol, p.Library, p.API, bpfIsDriver(uint32(p.API)), p.API.Driver())
-		}
+		assert.Equal(t, p.Library == Driver, bpfIsDriver(uint32(p.API)), "%s: library %v but IS_DRIVER(%d) = %v, API.Driver() = %v",
+			p.Symbol, p.Library, p.API, bpfIsDriver(uint32(p.API)), p.API.Driver())
+		assert.Equal(t, p.Library == Driver, p.API.Driver(), "%s: library %v but IS_DRIVER(%d) = %v, API.Driver() = %v",
+			p.Symbol, p.Library, p.API, bpfIsDriver(uint32(p.API)), p.API.Driver())
 		// Only the driver's copies carry a direction; driver_memcpy turns
 		// "none" into MEMCPY_DEFAULT, runtime_memcpy reads the argument.
 		isDriverCopy := p.Library == Driver && strings.HasPrefix(p.Symbol, "cuMemcpy")
-		if isDriverCopy != (p.CopyKind != NoCopyKind) {
-			t.Errorf("%s: CopyKind %d", p.Symbol, p.CopyKind)
-		}
-		if p.CopyKind < NoCopyKind || p.CopyKind > MemcpyDefault {
-			t.Errorf("%s: CopyKind %d out of range", p.Symbol, p.CopyKind)
-		}
+		assert.Equal(t, isDriverCopy, p.CopyKind != NoCopyKind, "%s: CopyKind %d", p.Symbol, p.CopyKind)
+		assert.GreaterOrEqual(t, p.CopyKind, int8(NoCopyKind), "%s: CopyKind %d out of range", p.Symbol, p.CopyKind)
+		assert.LessOrEqual(t, p.CopyKind, int8(MemcpyDefault), "%s: CopyKind %d out of range", p.Symbol, p.CopyKind)
 		// The direction in the name.
 		for sub, k := range map[string]int8{"HtoD": MemcpyHostToDevice, "DtoH": MemcpyDeviceToHost, "DtoD": MemcpyDeviceToDevice} {
-			if isDriverCopy && strings.Contains(p.Symbol, sub) && p.CopyKind != k {
-				t.Errorf("%s: CopyKind %d, want %d", p.Symbol, p.CopyKind, k)
+			if isDriverCopy && strings.Contains(p.Symbol, sub) {
+				assert.Equal(t, k, p.CopyKind, "%s: CopyKind", p.Symbol)
 			}
 		}
 		// Async and per-thread-stream variants take a stream; plain copies
 		// and launches pass theirs elsewhere.
-		if strings.Contains(p.Symbol, "Async") && p.StreamArg == 0 {
-			t.Errorf("%s: an async call without a stream argument", p.Symbol)
+		if strings.Contains(p.Symbol, "Async") {
+			assert.NotZero(t, p.StreamArg, "%s: an async call without a stream argument", p.Symbol)
 		}
 	}
 }
@@ -505,9 +417,7 @@ func TestCookieRoundTrip(t *testing.T) {
 func programSections(t *testing.T, o *Objects) map[*ebpf.Program]string {
 	t.Helper()
 	spec, err := loadGputrace()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out := map[*ebpf.Program]string{}
 	for name, ps := range spec.Programs {
 		if p := o.Program(name); p != nil {
@@ -535,9 +445,9 @@ func TestLoad(t *testing.T) {
 			if err != nil {
 				var ve *ebpf.VerifierError
 				if errors.As(err, &ve) {
-					t.Fatalf("verifier: %+v", ve)
+					require.Failf(t, "verifier", "%+v", ve)
 				}
-				t.Fatal(err)
+				require.NoError(t, err)
 			}
 			defer objs.Close()
 			checkPrograms(t, objs)
@@ -549,35 +459,19 @@ func TestLoad(t *testing.T) {
 
 	// The options reach the kernel objects.
 	objs, err := Load(LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer objs.Close()
-	if got := objs.Events().MaxEntries(); got != 2<<20 {
-		t.Errorf("ring buffer of %d bytes, want the default 2 MiB", got)
-	}
+	assert.Equal(t, uint32(2<<20), objs.Events().MaxEntries(), "ring buffer bytes, want the default 2 MiB")
 	c, err := objs.Counters()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c != [NumCounters]uint64{} {
-		t.Errorf("fresh counters %v", c)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, [NumCounters]uint64{}, c, "fresh counters")
 	small, err := Load(LoadOptions{RingBytes: 1 << 16, WakeupBytes: 1 << 12})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer small.Close()
-	if got := small.Events().MaxEntries(); got != 1<<16 {
-		t.Errorf("ring buffer of %d bytes, want 64 KiB", got)
-	}
+	assert.Equal(t, uint32(1<<16), small.Events().MaxEntries(), "ring buffer bytes, want 64 KiB")
 	var wake uint64
-	if err := small.WakeupBytes.Get(&wake); err != nil {
-		t.Fatal(err)
-	}
-	if wake != 1<<12 {
-		t.Errorf("wakeup_bytes = %d, want 4096", wake)
-	}
+	require.NoError(t, small.WakeupBytes.Get(&wake))
+	assert.Equal(t, uint64(1<<12), wake, "wakeup_bytes")
 }
 
 // TestLoadOnlyWhatIsUsed: a Source's load leaves out the benchmark
@@ -612,34 +506,25 @@ func checkPrograms(t *testing.T, objs *Objects) {
 	sections := programSections(t, objs)
 	for _, p := range Probes {
 		entry := objs.Program(p.Entry)
-		if entry == nil {
-			t.Errorf("%s: nil entry program", p.Symbol)
+		if !assert.NotNil(t, entry, "%s: nil entry program", p.Symbol) {
 			continue
 		}
-		if entry.Type() != ebpf.Kprobe {
-			t.Errorf("%s: entry program of type %v, want Kprobe", p.Symbol, entry.Type())
-		}
-		if s := sections[entry]; s != "uprobe" {
-			t.Errorf("%s: entry program in section %q, want uprobe", p.Symbol, s)
-		}
+		assert.Equal(t, ebpf.Kprobe, entry.Type(), "%s: the entry program's type", p.Symbol)
+		assert.Equal(t, "uprobe", sections[entry], "%s: the entry program's section", p.Symbol)
 		if p.Return == "" {
 			continue
 		}
 		ret := objs.Program(p.Return)
-		if ret == nil {
-			t.Errorf("%s: nil return program", p.Symbol)
+		if !assert.NotNil(t, ret, "%s: nil return program", p.Symbol) {
 			continue
 		}
-		if ret.Type() != ebpf.Kprobe {
-			t.Errorf("%s: return program of type %v, want Kprobe", p.Symbol, ret.Type())
-		}
-		if s := sections[ret]; s != "uretprobe" {
-			t.Errorf("%s: return program in section %q, want uretprobe", p.Symbol, s)
-		}
+		assert.Equal(t, ebpf.Kprobe, ret.Type(), "%s: the return program's type", p.Symbol)
+		assert.Equal(t, "uretprobe", sections[ret], "%s: the return program's section", p.Symbol)
 	}
 	for _, name := range BenchPrograms {
-		if p := objs.Program(name); p == nil || p.Type() != ebpf.Kprobe {
-			t.Errorf("bench program %s: %v", name, p)
+		p := objs.Program(name)
+		if assert.NotNil(t, p, "bench program %s: %v", name, p) {
+			assert.Equal(t, ebpf.Kprobe, p.Type(), "bench program %s: %v", name, p)
 		}
 	}
 }
@@ -668,8 +553,7 @@ func checkMultiAttach(t *testing.T, objs *Objects) {
 			attach = ex.UretprobeMulti
 		}
 		l, err := attach([]string{sym}, prog, opts)
-		if err != nil {
-			t.Errorf("%s: uprobe_multi attach (return %v): %v", p.Symbol, ret, err)
+		if !assert.NoError(t, err, "%s: uprobe_multi attach (return %v)", p.Symbol, ret) {
 			return
 		}
 		_ = l.Close()
@@ -681,10 +565,11 @@ func checkMultiAttach(t *testing.T, objs *Objects) {
 		}
 	}
 	// The bench programs stay perf-event uprobes.
-	if l, err := ex.UprobeMulti([]string{sym}, objs.Program(gputraceProgBenchEmpty), nil); err == nil {
+	l, err := ex.UprobeMulti([]string{sym}, objs.Program(gputraceProgBenchEmpty), nil)
+	if err == nil {
 		_ = l.Close()
-		t.Error("bench_empty attached as uprobe_multi: it should stay a plain uprobe")
 	}
+	assert.Error(t, err, "bench_empty attached as uprobe_multi: it should stay a plain uprobe")
 }
 
 func FuzzDecode(f *testing.F) {
@@ -698,19 +583,13 @@ func FuzzDecode(f *testing.F) {
 		var e Event
 		err := Decode(b, &e)
 		if err != nil {
-			if !errors.Is(err, ErrShort) {
-				t.Fatalf("error %v is not ErrShort", err)
-			}
+			require.ErrorIs(t, err, ErrShort)
 			short := len(b) < EventSize ||
 				(binary.LittleEndian.Uint16(b[16:]) == uint16(KindFuncName) && len(b) < NameEventSize)
-			if !short {
-				t.Fatalf("ErrShort for a %d-byte record", len(b))
-			}
+			require.True(t, short, "ErrShort for a %d-byte record", len(b))
 			return
 		}
-		if len(b) < EventSize {
-			t.Fatalf("decoded a %d-byte record", len(b))
-		}
+		require.GreaterOrEqual(t, len(b), EventSize, "decoded a %d-byte record", len(b))
 		// Every field is the little-endian value at its offset.
 		le := binary.LittleEndian
 		want := Event{TS: le.Uint64(b), PID: le.Uint32(b[8:]), TID: le.Uint32(b[12:]), Kind: Kind(le.Uint16(b[16:])),
@@ -720,27 +599,24 @@ func FuzzDecode(f *testing.F) {
 		}
 		name := e.Name
 		e.Name = nil
-		if !reflect.DeepEqual(e, want) {
-			t.Fatalf("Decode = %+v, want %+v", e, want)
-		}
+		require.Equal(t, want, e, "Decode")
 		if want.Kind != KindFuncName {
-			if name != nil {
-				t.Fatalf("Name %q for kind %d", name, want.Kind)
-			}
+			require.Nil(t, name, "Name %q for kind %d", name, want.Kind)
 		} else {
 			field := b[EventSize:NameEventSize]
-			if len(name) > nameLen || !bytes.Equal(name, field[:len(name)]) || bytes.IndexByte(name, 0) >= 0 ||
-				(len(name) < nameLen && field[len(name)] != 0) {
-				t.Fatalf("Name %q from field %q", name, field)
+			require.LessOrEqual(t, len(name), nameLen, "Name %q from field %q", name, field)
+			require.True(t, bytes.Equal(name, field[:len(name)]), "Name %q from field %q", name, field)
+			require.Negative(t, bytes.IndexByte(name, 0), "Name %q from field %q", name, field)
+			if len(name) < nameLen {
+				require.Zero(t, field[len(name)], "Name %q from field %q", name, field)
 			}
-			if len(name) > 0 && &name[0] != &b[EventSize] {
-				t.Fatal("Name does not alias the record")
+			if len(name) > 0 {
+				require.Same(t, &b[EventSize], &name[0], "Name does not alias the record")
 			}
 		}
 		// The success path allocates nothing: Name is a sub-slice.
-		if n := testing.AllocsPerRun(1, func() { _ = Decode(b, &e) }); n != 0 {
-			t.Fatalf("Decode allocated %v times", n)
-		}
+		n := testing.AllocsPerRun(1, func() { _ = Decode(b, &e) })
+		require.Equal(t, 0.0, n, "Decode allocated %v times", n)
 	})
 }
 
@@ -760,7 +636,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.SetBytes(int64(len(bc.rec)))
 			for b.Loop() {
 				if err := Decode(bc.rec, &e); err != nil {
-					b.Fatal(err)
+					require.NoError(b, err)
 				}
 			}
 		})

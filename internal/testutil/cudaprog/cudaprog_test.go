@@ -6,12 +6,14 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // realGPU skips t on a machine with the NVIDIA kernel module: the
@@ -40,18 +42,14 @@ func TestScenarios(t *testing.T) {
 			t.Parallel()
 			exe := Build(t, s.Program)
 			lines := run(t, exec.Command(exe, s.Name))
-			if got, want := Rets(lines), s.Rets(); !reflect.DeepEqual(got, want) {
-				t.Errorf("RET lines %v, want %v", got, want)
-			}
+			assert.Equal(t, s.Rets(), Rets(lines), "RET lines")
 			if n := len(s.Threads); n > 1 {
-				if got := Threads(lines); len(got) != n {
-					t.Errorf("THREAD lines %v, want %d", got, n)
-				}
+				assert.Len(t, Threads(lines), n, "THREAD lines")
 			}
 			stubs := Stubs(lines)
 			for _, c := range s.Calls() {
-				if c.Func != "" && stubs[c.Func] == 0 {
-					t.Errorf("no STUB line for %s", c.Func)
+				if c.Func != "" {
+					assert.NotZero(t, stubs[c.Func], "no STUB line for %s", c.Func)
 				}
 			}
 		})
@@ -120,22 +118,16 @@ func parseGot(lines []string) map[int][]got {
 func checkGot(t *testing.T, lines []string, threads [][]Call, tids map[int]int, stubs map[string]uint64) {
 	t.Helper()
 	byTid := parseGot(lines)
-	if len(byTid) != len(threads) {
-		t.Errorf("GOT lines from %d threads %v, want %d", len(byTid), slices.Collect(maps.Keys(byTid)), len(threads))
-	}
+	assert.Len(t, byTid, len(threads), "GOT lines from %d threads %v, want %d", len(byTid), slices.Collect(maps.Keys(byTid)), len(threads))
 	for i, seq := range threads {
 		var want []Call
 		for _, c := range seq {
 			want = append(want, expand(c)...)
 		}
 		gots := byTid[tids[i]]
-		if len(gots) != len(want) {
-			t.Errorf("thread %d: %d calls recorded, want %d", i, len(gots), len(want))
-		}
+		assert.Len(t, gots, len(want), "thread %d: %d calls recorded, want %d", i, len(gots), len(want))
 		for j := range min(len(gots), len(want)) {
-			if err := match(gots[j], want[j], stubs); err != nil {
-				t.Errorf("thread %d call %d: %v", i, j, err)
-			}
+			assert.NoError(t, match(gots[j], want[j], stubs), "thread %d call %d", i, j)
 		}
 	}
 }
@@ -207,12 +199,10 @@ func TestLoop(t *testing.T) {
 		t.Run(prog, func(t *testing.T) {
 			t.Parallel()
 			lines := run(t, exec.Command(Build(t, prog), "loop", "1000"))
-			if ns, ok := NsPerCall(lines); !ok || ns <= 0 {
-				t.Errorf("NS_PER_CALL %v %v in %q", ns, ok, lines)
-			}
-			if got, want := Rets(lines), map[string]map[int]int{c.API: {c.Ret: 1000}}; !reflect.DeepEqual(got, want) {
-				t.Errorf("RET lines %v, want %v", got, want)
-			}
+			ns, ok := NsPerCall(lines)
+			assert.True(t, ok, "NS_PER_CALL %v %v in %q", ns, ok, lines)
+			assert.Positive(t, ns, "NS_PER_CALL %v %v in %q", ns, ok, lines)
+			assert.Equal(t, map[string]map[int]int{c.API: {c.Ret: 1000}}, Rets(lines), "RET lines")
 		})
 	}
 }
@@ -220,9 +210,7 @@ func TestLoop(t *testing.T) {
 func mapped(t *testing.T, pid int, path string) bool {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return strings.Contains(string(b), path)
 }
 
@@ -233,25 +221,17 @@ func TestDlopenRealCudart(t *testing.T) {
 	exe := Build(t, "dlopen")
 	lib := CopyLib(t, RealCudart(t), "site-packages/nvidia/cuda_runtime/lib/libcudart.so.12")
 	p := Start(t, exe, lib, "pause")
-	if mapped(t, p.Pid, lib) {
-		t.Fatal("library mapped before the go line")
-	}
+	require.False(t, mapped(t, p.Pid, lib), "library mapped before the go line")
 	p.Go()
 	p.WaitLine("LOADED ")
-	if !mapped(t, p.Pid, lib) {
-		t.Fatalf("%s not in /proc/%d/maps after LOADED", lib, p.Pid)
-	}
+	require.True(t, mapped(t, p.Pid, lib), "%s not in /proc/%d/maps after LOADED", lib, p.Pid)
 	p.Go()
 	p.WaitLine("CALLED")
 	p.Go()
 	lines := p.Wait()
 	want := map[string]map[int]int{"cudaLaunchKernel": {DlopenLaunch.Ret: 1}}
-	if got := Rets(lines); !reflect.DeepEqual(got, want) {
-		t.Errorf("RET lines %v, want %v", got, want)
-	}
-	if Stubs(lines)[DlopenLaunch.Func] == 0 {
-		t.Errorf("no STUB line for %s in %q", DlopenLaunch.Func, lines)
-	}
+	assert.Equal(t, want, Rets(lines), "RET lines")
+	assert.NotZero(t, Stubs(lines)[DlopenLaunch.Func], "no STUB line for %s in %q", DlopenLaunch.Func, lines)
 }
 
 // TestForward checks that the forward library passes the launch on to
@@ -265,14 +245,10 @@ func TestForward(t *testing.T) {
 	p := Start(t, exe, fwd)
 	p.Go()
 	p.WaitLine("CALLED")
-	if !mapped(t, p.Pid, libcuda) {
-		t.Errorf("%s not mapped", libcuda)
-	}
+	assert.True(t, mapped(t, p.Pid, libcuda), "%s not mapped", libcuda)
 	p.Go()
 	want := map[string]map[int]int{"cudaLaunchKernel": {ForwardLaunch.Ret: 1}}
-	if got := Rets(p.Wait()); !reflect.DeepEqual(got, want) {
-		t.Errorf("RET lines %v, want %v", got, want)
-	}
+	assert.Equal(t, want, Rets(p.Wait()), "RET lines")
 
 	// With the recorder preloaded, the forwarded call's arguments.
 	cmd := exec.Command(exe, fwd)
@@ -295,23 +271,20 @@ func TestSymbols(t *testing.T) {
 		"dlopen":  {KernelSaxpy},
 	} {
 		f, err := elf.Open(Build(t, prog))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		syms, err := f.Symbols()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		dyn, _ := f.DynamicSymbols()
 		f.Close()
 		for _, name := range want {
 			i := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == name })
-			if i < 0 || elf.ST_TYPE(syms[i].Info) != elf.STT_FUNC || elf.ST_BIND(syms[i].Info) != elf.STB_GLOBAL || syms[i].Value == 0 {
-				t.Errorf("%s: %s is not a defined global function in .symtab", prog, name)
+			if assert.GreaterOrEqual(t, i, 0, "%s: %s is not a defined global function in .symtab", prog, name) {
+				assert.Equal(t, elf.STT_FUNC, elf.ST_TYPE(syms[i].Info), "%s: %s is not a defined global function in .symtab", prog, name)
+				assert.Equal(t, elf.STB_GLOBAL, elf.ST_BIND(syms[i].Info), "%s: %s is not a defined global function in .symtab", prog, name)
+				assert.NotZero(t, syms[i].Value, "%s: %s is not a defined global function in .symtab", prog, name)
 			}
-			if slices.ContainsFunc(dyn, func(s elf.Symbol) bool { return s.Name == name && s.Value != 0 }) {
-				t.Errorf("%s: %s is exported in .dynsym", prog, name)
-			}
+			assert.False(t, slices.ContainsFunc(dyn, func(s elf.Symbol) bool { return s.Name == name && s.Value != 0 }),
+				"%s: %s is exported in .dynsym", prog, name)
 		}
 	}
 }
@@ -324,14 +297,10 @@ func TestLibraryExports(t *testing.T) {
 		prog string
 	}{{RealCudart(t), "runtime"}, {RealLibcuda(t), "driver"}} {
 		f, err := elf.Open(l.path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		dyn, err := f.DynamicSymbols()
 		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		have := map[string]bool{}
 		for _, s := range dyn {
 			if s.Value != 0 && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
@@ -343,9 +312,7 @@ func TestLibraryExports(t *testing.T) {
 				continue
 			}
 			for api := range s.Counts() {
-				if !have[api] {
-					t.Errorf("%s does not export %s", l.path, api)
-				}
+				assert.True(t, have[api], "%s does not export %s", l.path, api)
 			}
 		}
 	}
@@ -359,17 +326,14 @@ func TestLinger(t *testing.T) {
 	p := StartCmd(t, cmd)
 	p.Go()
 	for deadline := time.Now().Add(DefaultTimeout); !slices.Contains(p.Lines(), "DONE"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no DONE: %q", p.Lines())
-		}
+		require.False(t, time.Now().After(deadline), "no DONE: %q", p.Lines())
 	}
 	select {
 	case <-p.exited:
-		t.Fatalf("exited (%v) before its stdin was closed", p.err)
+		require.Fail(t, "exited before its stdin was closed", "exit: %v", p.err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid)); err != nil {
-		t.Fatalf("lingering, yet its /proc entry is gone: %v", err)
-	}
+	_, err := os.Stat("/proc/" + strconv.Itoa(p.Pid))
+	require.NoError(t, err, "lingering, yet its /proc entry is gone")
 	p.Wait()
 }
