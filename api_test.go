@@ -39,9 +39,7 @@ func TestNoInternalTypeInPublicAPI(t *testing.T) {
 		public++
 		pkg, err := imp.Import(path)
 		require.NoError(t, err, path)
-		for _, leak := range internalTypes(pkg) {
-			t.Errorf("%s: %s", path, leak)
-		}
+		assert.Empty(t, internalTypes(pkg), "%s: internal types in the public API", path)
 	}
 	assert.GreaterOrEqual(t, public, 8, "public packages checked")
 }

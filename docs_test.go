@@ -38,8 +38,7 @@ func TestDocLinks(t *testing.T) {
 				continue
 			}
 			to := filepath.Clean(filepath.Join(filepath.Dir(path), target))
-			if strings.HasPrefix(to, "..") {
-				t.Errorf("%s: %s leads out of the repository", path, m[1])
+			if !assert.False(t, strings.HasPrefix(to, ".."), "%s: %s leads out of the repository", path, m[1]) {
 				continue
 			}
 			_, err := os.Stat(to)

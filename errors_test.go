@@ -1,20 +1,15 @@
 package xpuscope
 
 import (
-	"errors"
 	"io/fs"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestUnavailablef(t *testing.T) {
 	err := Unavailablef("gpu: open %s: %w", "/dev/nvidia0", fs.ErrPermission)
-	if !errors.Is(err, ErrUnavailable) {
-		t.Error("does not wrap ErrUnavailable")
-	}
-	if !errors.Is(err, fs.ErrPermission) {
-		t.Error("loses the cause it wraps")
-	}
-	if got, want := err.Error(), "gpu: open /dev/nvidia0: permission denied"; got != want {
-		t.Errorf("Error() = %q, want %q", got, want)
-	}
+	assert.ErrorIs(t, err, ErrUnavailable, "does not wrap ErrUnavailable")
+	assert.ErrorIs(t, err, fs.ErrPermission, "loses the cause it wraps")
+	assert.EqualError(t, err, "gpu: open /dev/nvidia0: permission denied", "Error()")
 }

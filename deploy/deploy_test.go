@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
@@ -28,9 +28,7 @@ func promtool(t *testing.T, args ...string) {
 		testutil.SkipOrFail(t, "promtool (Debian package prometheus, installed by scripts/install-test-deps.sh) is needed: %v", err)
 	}
 	out, err := exec.Command(bin, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	require.NoError(t, err, "promtool %s\n%s", strings.Join(args, " "), out)
 }
 
 func TestPromtoolCheckRules(t *testing.T) {
@@ -62,9 +60,7 @@ func TestEveryAlertIsTestedBothWays(t *testing.T) {
 	readYAML(t, "prometheus/rules.yml", &rf)
 	var at alertTests
 	readYAML(t, "prometheus/rules_test.yml", &at)
-	if !slices.Equal(at.RuleFiles, []string{"rules.yml"}) {
-		t.Errorf("rules_test.yml tests %v, want [rules.yml]", at.RuleFiles)
-	}
+	assert.Equal(t, []string{"rules.yml"}, at.RuleFiles, "the rule files rules_test.yml tests")
 	fires, silent := map[string]int{}, map[string]int{}
 	for _, tc := range at.Tests {
 		for _, a := range tc.AlertTests {
@@ -82,27 +78,17 @@ func TestEveryAlertIsTestedBothWays(t *testing.T) {
 				continue
 			}
 			alerts[r.Alert] = true
-			if fires[r.Alert] == 0 {
-				t.Errorf("%s: no test case where it fires", r.Alert)
-			}
-			if silent[r.Alert] == 0 {
-				t.Errorf("%s: no test case where it must not fire", r.Alert)
-			}
+			assert.NotZero(t, fires[r.Alert], "%s: no test case where it fires", r.Alert)
+			assert.NotZero(t, silent[r.Alert], "%s: no test case where it must not fire", r.Alert)
 		}
 	}
 	for name := range fires {
-		if !alerts[name] {
-			t.Errorf("rules_test.yml tests %s, which rules.yml does not define", name)
-		}
+		assert.True(t, alerts[name], "rules_test.yml tests %s, which rules.yml does not define", name)
 	}
 	for name := range silent {
-		if !alerts[name] {
-			t.Errorf("rules_test.yml tests %s, which rules.yml does not define", name)
-		}
+		assert.True(t, alerts[name], "rules_test.yml tests %s, which rules.yml does not define", name)
 	}
-	if len(alerts) == 0 {
-		t.Fatal("no alerts in rules.yml")
-	}
+	require.NotEmpty(t, alerts, "no alerts in rules.yml")
 }
 
 // TestPrometheusRuleEmbedsRuleFile: the Operator's PrometheusRule and the
@@ -120,17 +106,10 @@ func TestPrometheusRuleEmbedsRuleFile(t *testing.T) {
 		} `yaml:"spec"`
 	}
 	readYAML(t, "kubernetes/prometheusrule.yaml", &crd)
-	if crd.APIVersion != "monitoring.coreos.com/v1" || crd.Kind != "PrometheusRule" {
-		t.Errorf("prometheusrule.yaml is a %s %s, want a monitoring.coreos.com/v1 PrometheusRule", crd.APIVersion, crd.Kind)
-	}
-	if file.Groups == nil {
-		t.Fatal("rules.yml has no groups")
-	}
-	if !reflect.DeepEqual(file.Groups, crd.Spec.Groups) {
-		got, _ := yaml.Marshal(crd.Spec.Groups)
-		want, _ := yaml.Marshal(file.Groups)
-		t.Errorf("prometheusrule.yaml's spec.groups differ from rules.yml's groups:\n--- prometheusrule.yaml\n%s\n--- rules.yml\n%s", got, want)
-	}
+	assert.Equal(t, "monitoring.coreos.com/v1", crd.APIVersion, "prometheusrule.yaml's apiVersion")
+	assert.Equal(t, "PrometheusRule", crd.Kind, "prometheusrule.yaml's kind")
+	require.NotNil(t, file.Groups, "rules.yml has no groups")
+	assert.Equal(t, file.Groups, crd.Spec.Groups, "prometheusrule.yaml's spec.groups differ from rules.yml's groups")
 }
 
 func TestKustomizationListsEveryManifest(t *testing.T) {
@@ -139,9 +118,7 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 	}
 	readYAML(t, "kubernetes/kustomization.yaml", &k)
 	files, err := filepath.Glob("kubernetes/*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var want []string
 	for _, f := range files {
 		if b := filepath.Base(f); b != "kustomization.yaml" {
@@ -149,9 +126,7 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 		}
 	}
 	got := slices.Sorted(slices.Values(k.Resources))
-	if !slices.Equal(got, want) {
-		t.Errorf("kustomization.yaml lists %v; kubernetes/ holds %v", got, want)
-	}
+	assert.Equal(t, want, got, "kustomization.yaml's resources against what kubernetes/ holds")
 }
 
 // The manifests' shape, as far as the tests read it.
@@ -234,46 +209,22 @@ func TestDaemonSetPrivileges(t *testing.T) {
 	var ds daemonSet
 	readYAML(t, "kubernetes/daemonset.yaml", &ds)
 	pod := ds.Spec.Template.Spec
-	if !pod.HostPID {
-		t.Error("hostPID must be true: the probes report the node's pids")
-	}
-	if pod.HostNetwork {
-		t.Error("hostNetwork is not needed: the capture reads sockets through tracepoints")
-	}
-	if len(pod.Containers) != 1 {
-		t.Fatalf("want one container, got %d", len(pod.Containers))
-	}
+	assert.True(t, pod.HostPID, "hostPID must be true: the probes report the node's pids")
+	assert.False(t, pod.HostNetwork, "hostNetwork is not needed: the capture reads sockets through tracepoints")
+	require.Len(t, pod.Containers, 1, "want one container")
 	c := pod.Containers[0]
 	sc := c.SecurityContext
-	if sc.Privileged != nil && *sc.Privileged {
-		t.Error("the agent must not run privileged")
-	}
-	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-		t.Error("allowPrivilegeEscalation must be false")
-	}
-	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
-		t.Error("readOnlyRootFilesystem must be true")
-	}
-	if sc.RunAsUser == nil || *sc.RunAsUser != 0 {
-		t.Error("runAsUser must be 0: the capabilities below are granted to root")
-	}
-	if !slices.Equal(sc.Capabilities.Drop, []string{"ALL"}) {
-		t.Errorf("capabilities.drop = %v, want [ALL]", sc.Capabilities.Drop)
-	}
-	if !slices.Equal(slices.Sorted(slices.Values(sc.Capabilities.Add)), capabilities) {
-		t.Errorf("capabilities.add = %v, want %v", sc.Capabilities.Add, capabilities)
-	}
+	assert.False(t, sc.Privileged != nil && *sc.Privileged, "the agent must not run privileged")
+	assert.True(t, sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation, "allowPrivilegeEscalation must be false")
+	assert.True(t, sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem, "readOnlyRootFilesystem must be true")
+	assert.True(t, sc.RunAsUser != nil && *sc.RunAsUser == 0, "runAsUser must be 0: the capabilities below are granted to root")
+	assert.Equal(t, []string{"ALL"}, sc.Capabilities.Drop, "capabilities.drop")
+	assert.Equal(t, capabilities, slices.Sorted(slices.Values(sc.Capabilities.Add)), "capabilities.add = %v, sorted", sc.Capabilities.Add)
 	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, cp := range sc.Capabilities.Add {
-		if strings.HasPrefix(cp, "CAP_") {
-			t.Errorf("%s: spell capabilities without CAP_, as Kubernetes does", cp)
-		}
-		if !strings.Contains(string(readme), "| `CAP_"+cp+"` |") {
-			t.Errorf("README.md's capability table has no row for CAP_%s", cp)
-		}
+		assert.False(t, strings.HasPrefix(cp, "CAP_"), "%s: spell capabilities without CAP_, as Kubernetes does", cp)
+		assert.True(t, strings.Contains(string(readme), "| `CAP_"+cp+"` |"), "README.md's capability table has no row for CAP_%s", cp)
 	}
 
 	// Every host path is mounted read-only, and the procfs mount is where
@@ -286,33 +237,28 @@ func TestDaemonSetPrivileges(t *testing.T) {
 	}
 	mounts := map[string]string{} // host path -> mount path
 	for _, m := range c.VolumeMounts {
-		if !m.ReadOnly {
-			t.Errorf("volume %s at %s must be read-only", m.Name, m.MountPath)
-		}
+		assert.True(t, m.ReadOnly, "volume %s at %s must be read-only", m.Name, m.MountPath)
 		if hp, ok := hostPaths[m.Name]; ok {
 			mounts[hp] = m.MountPath
 		}
 	}
 	for _, hp := range []string{"/proc", "/sys", "/var/lib/kubelet/pod-resources", "/var/log"} {
-		if _, ok := mounts[hp]; !ok {
-			t.Errorf("the node's %s is not mounted", hp)
-		}
+		assert.Contains(t, mounts, hp, "the node's %s is not mounted", hp)
 	}
 	for hp, mp := range mounts {
-		if !strings.Contains(string(readme), "| host `"+hp+"` at `"+mp+"` (read-only)") {
-			t.Errorf("README.md's privilege table has no row for the node's %s at %s", hp, mp)
-		}
+		assert.True(t, strings.Contains(string(readme), "| host `"+hp+"` at `"+mp+"` (read-only)"),
+			"README.md's privilege table has no row for the node's %s at %s", hp, mp)
 	}
 	// podjoin reads the kubelet's socket and log directories where they
 	// are on the node: no flag names them.
 	for _, hp := range []string{"/var/lib/kubelet/pod-resources", "/var/log"} {
-		if mp, ok := mounts[hp]; ok && mp != hp {
-			t.Errorf("the node's %s is mounted at %s; podjoin reads it at %s", hp, mp, hp)
+		if mp, ok := mounts[hp]; ok {
+			assert.Equal(t, hp, mp, "the node's %s is mounted at %s; podjoin reads it at %s", hp, mp, hp)
 		}
 	}
-	if i := slices.Index(c.Args, "-proc-root"); i < 0 || i+1 == len(c.Args) || c.Args[i+1] != mounts["/proc"] {
-		t.Errorf("args %v: want -proc-root %s, where the node's /proc is mounted", c.Args, mounts["/proc"])
-	}
+	i := slices.Index(c.Args, "-proc-root")
+	assert.True(t, i >= 0 && i+1 != len(c.Args) && c.Args[i+1] == mounts["/proc"],
+		"args %v: want -proc-root %s, where the node's /proc is mounted", c.Args, mounts["/proc"])
 
 	nodeName := false
 	for _, e := range c.Env {
@@ -320,24 +266,17 @@ func TestDaemonSetPrivileges(t *testing.T) {
 			nodeName = true
 		}
 	}
-	if !nodeName {
-		t.Error("K8S_NODE_NAME must come from the downward API's spec.nodeName")
-	}
+	assert.True(t, nodeName, "K8S_NODE_NAME must come from the downward API's spec.nodeName")
 	for _, r := range []string{"cpu", "memory"} {
-		if c.Resources.Requests[r] == "" || c.Resources.Limits[r] == "" {
-			t.Errorf("resources: %s needs a request and a limit", r)
-		}
+		assert.NotEmpty(t, c.Resources.Requests[r], "resources: %s needs a request and a limit", r)
+		assert.NotEmpty(t, c.Resources.Limits[r], "resources: %s needs a request and a limit", r)
 	}
-	if len(pod.NodeSelector) == 0 {
-		t.Error("no nodeSelector: the agent belongs on GPU nodes")
-	}
+	assert.NotEmpty(t, pod.NodeSelector, "no nodeSelector: the agent belongs on GPU nodes")
 	tolerated := false
 	for _, tl := range pod.Tolerations {
 		tolerated = tolerated || tl.Key == "nvidia.com/gpu" && tl.Effect == "NoSchedule"
 	}
-	if !tolerated {
-		t.Error("GPU nodes are often tainted nvidia.com/gpu:NoSchedule; tolerate it")
-	}
+	assert.True(t, tolerated, "GPU nodes are often tainted nvidia.com/gpu:NoSchedule; tolerate it")
 }
 
 // TestScrapeWiring: the ServiceMonitor finds the Service, the Service the
@@ -384,13 +323,9 @@ func TestScrapeWiring(t *testing.T) {
 
 	namespace := ns.Metadata.Name
 	for _, m := range []objectMeta{sa.Metadata, ds.Metadata, svc.Metadata, sm.Metadata} {
-		if m.Namespace != namespace {
-			t.Errorf("%s is in namespace %q, want %q", m.Name, m.Namespace, namespace)
-		}
+		assert.Equal(t, namespace, m.Namespace, "%s's namespace", m.Name)
 	}
-	if ds.Spec.Template.Spec.ServiceAccountName != sa.Metadata.Name {
-		t.Errorf("the DaemonSet runs as %q, want %q", ds.Spec.Template.Spec.ServiceAccountName, sa.Metadata.Name)
-	}
+	assert.Equal(t, sa.Metadata.Name, ds.Spec.Template.Spec.ServiceAccountName, "the DaemonSet's service account")
 	podLabels := ds.Spec.Template.Metadata.Labels
 	matches := func(selector, labels map[string]string) bool {
 		for k, v := range selector {
@@ -400,61 +335,45 @@ func TestScrapeWiring(t *testing.T) {
 		}
 		return len(selector) > 0
 	}
-	if !matches(ds.Spec.Selector.MatchLabels, podLabels) {
-		t.Error("the DaemonSet's selector does not match its pod template")
-	}
-	if !matches(svc.Spec.Selector, podLabels) {
-		t.Error("the Service's selector does not match the agent's pods")
-	}
-	if !matches(sm.Spec.Selector.MatchLabels, svc.Metadata.Labels) {
-		t.Error("the ServiceMonitor's selector does not match the Service")
-	}
-	if !slices.Contains(sm.Spec.NamespaceSelector.MatchNames, namespace) {
-		t.Errorf("the ServiceMonitor looks in %v, not %s", sm.Spec.NamespaceSelector.MatchNames, namespace)
-	}
+	assert.True(t, matches(ds.Spec.Selector.MatchLabels, podLabels), "the DaemonSet's selector does not match its pod template")
+	assert.True(t, matches(svc.Spec.Selector, podLabels), "the Service's selector does not match the agent's pods")
+	assert.True(t, matches(sm.Spec.Selector.MatchLabels, svc.Metadata.Labels), "the ServiceMonitor's selector does not match the Service")
+	assert.Contains(t, sm.Spec.NamespaceSelector.MatchNames, namespace, "the namespaces the ServiceMonitor looks in")
 
 	c := ds.Spec.Template.Spec.Containers[0]
 	i := slices.Index(c.Args, "-listen")
-	if i < 0 || i+1 == len(c.Args) {
-		t.Fatalf("args %v: want -listen", c.Args)
-	}
+	require.True(t, i >= 0 && i+1 != len(c.Args), "args %v: want -listen", c.Args)
 	_, listenPort, _ := strings.Cut(c.Args[i+1], ":")
 	containerPorts := map[string]int{}
 	for _, p := range c.Ports {
 		containerPorts[p.Name] = p.ContainerPort
 	}
-	if len(svc.Spec.Ports) != 1 || len(sm.Spec.Endpoints) != 1 {
-		t.Fatalf("want one Service port and one ServiceMonitor endpoint")
-	}
+	require.Len(t, svc.Spec.Ports, 1, "want one Service port and one ServiceMonitor endpoint")
+	require.Len(t, sm.Spec.Endpoints, 1, "want one Service port and one ServiceMonitor endpoint")
 	sp, ep := svc.Spec.Ports[0], sm.Spec.Endpoints[0]
-	if port, ok := containerPorts[sp.TargetPort]; !ok || strconv.Itoa(port) != listenPort {
-		t.Errorf("the Service targets port %q, the container exposes %v, the agent listens on %s", sp.TargetPort, containerPorts, c.Args[i+1])
-	}
-	if ep.Port != sp.Name || ep.Path != "/metrics" {
-		t.Errorf("the ServiceMonitor scrapes port %q path %q; the Service's port is %q and the agent serves /metrics", ep.Port, ep.Path, sp.Name)
-	}
+	port, ok := containerPorts[sp.TargetPort]
+	assert.True(t, ok && strconv.Itoa(port) == listenPort,
+		"the Service targets port %q, the container exposes %v, the agent listens on %s", sp.TargetPort, containerPorts, c.Args[i+1])
+	assert.Equal(t, sp.Name, ep.Port, "the port the ServiceMonitor scrapes, against the Service's")
+	assert.Equal(t, "/metrics", ep.Path, "the path the ServiceMonitor scrapes; the agent serves /metrics")
 }
 
 // TestReadmeListsAlertsAndDashboards: README.md's tables name every alert
 // and dashboard there is.
 func TestReadmeListsAlertsAndDashboards(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var rf ruleFile
 	readYAML(t, "prometheus/rules.yml", &rf)
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
-			if r.Alert != "" && !strings.Contains(string(readme), "| `"+r.Alert+"` |") {
-				t.Errorf("README.md's alert table has no row for %s", r.Alert)
+			if r.Alert != "" {
+				assert.True(t, strings.Contains(string(readme), "| `"+r.Alert+"` |"), "README.md's alert table has no row for %s", r.Alert)
 			}
 		}
 	}
 	for _, path := range dashboards {
 		d := readDashboard(t, path)
-		if !strings.Contains(string(readme), "| `"+path+"` | `"+d.UID+"` |") {
-			t.Errorf("README.md's dashboard table has no row for %s (uid %s)", path, d.UID)
-		}
+		assert.True(t, strings.Contains(string(readme), "| `"+path+"` | `"+d.UID+"` |"), "README.md's dashboard table has no row for %s (uid %s)", path, d.UID)
 	}
 }

@@ -6,10 +6,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -20,18 +21,14 @@ type dockerfile [][2]string
 func readDockerfile(t *testing.T) dockerfile {
 	t.Helper()
 	b, err := os.ReadFile("image/Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var d dockerfile
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if strings.HasSuffix(line, "\\") {
-			t.Fatalf("continued line %q: the test reads one instruction per line", line)
-		}
+		require.False(t, strings.HasSuffix(line, "\\"), "continued line %q: the test reads one instruction per line", line)
 		k, v, _ := strings.Cut(line, " ")
 		d = append(d, [2]string{strings.ToUpper(k), strings.TrimSpace(v)})
 	}
@@ -58,33 +55,21 @@ func TestDockerfile(t *testing.T) {
 	d := readDockerfile(t)
 
 	gomod, err := os.ReadFile("../go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(gomod)
-	if goVersion == nil {
-		t.Fatal("go.mod has no go directive")
-	}
-	if want := "GO_VERSION=" + string(goVersion[1]); !slices.Contains(d.all("ARG"), want) {
-		t.Errorf("ARG %v, want %s (go.mod)", d.all("ARG"), want)
-	}
+	require.NotNil(t, goVersion, "go.mod has no go directive")
+	assert.Contains(t, d.all("ARG"), "GO_VERSION="+string(goVersion[1]), "ARG, against go.mod")
 
 	froms := d.all("FROM")
-	if len(froms) != 2 {
-		t.Fatalf("FROM %v: want a build stage and a runtime stage", froms)
-	}
+	require.Len(t, froms, 2, "FROM %v: want a build stage and a runtime stage", froms)
 	release := regexp.MustCompile(`-(bookworm|trixie|bullseye)\b|:(bookworm|trixie|bullseye)-`)
 	var releases []string
 	for _, f := range froms {
 		m := release.FindStringSubmatch(f)
-		if m == nil {
-			t.Fatalf("FROM %s: not a Debian release the test knows", f)
-		}
+		require.NotNil(t, m, "FROM %s: not a Debian release the test knows", f)
 		releases = append(releases, m[1]+m[2])
 	}
-	if releases[0] != releases[1] {
-		t.Errorf("build stage on %s, runtime on %s: the agent links the build stage's glibc", releases[0], releases[1])
-	}
+	assert.Equal(t, releases[0], releases[1], "build stage on %s, runtime on %s: the agent links the build stage's glibc", releases[0], releases[1])
 
 	// The build line, run as written from the repository root, into a
 	// directory of ours instead of /out.
@@ -94,44 +79,31 @@ func TestDockerfile(t *testing.T) {
 			build = r
 		}
 	}
-	if build == "" {
-		t.Fatal("no RUN go build line")
-	}
+	require.NotEmpty(t, build, "no RUN go build line")
 	out := t.TempDir()
 	cmd := exec.Command("sh", "-c", strings.ReplaceAll(build, "/out/", out+"/"))
 	cmd.Dir = ".."
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", build, err, b)
-	}
+	buildOut, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s\n%s", build, buildOut)
 	bins, err := filepath.Glob(filepath.Join(out, "*"))
-	if err != nil || len(bins) != 1 {
-		t.Fatalf("the build line wrote %v (%v), want one binary", bins, err)
-	}
+	require.NoError(t, err, "the build line's output")
+	require.Len(t, bins, 1, "the build line wrote %v, want one binary", bins)
 	f, err := elf.Open(bins[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	libs, err := f.ImportedLibraries()
 	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, l := range libs {
-		if l != "libc.so.6" {
-			t.Errorf("the agent needs %s, which the runtime image (Debian slim: glibc) may lack", l)
-		}
+		assert.Equal(t, "libc.so.6", l, "the agent needs %s, which the runtime image (Debian slim: glibc) may lack", l)
 	}
-	check := exec.Command(bins[0], "-check")
-	if b, err := check.CombinedOutput(); err != nil || !regexp.MustCompile(`(?m)^genai +`).Match(b) {
-		t.Errorf("the built agent's -check: %v\n%s", err, b)
-	}
+	checkOut, err := exec.Command(bins[0], "-check").CombinedOutput()
+	assert.NoError(t, err, "the built agent's -check:\n%s", checkOut)
+	assert.Regexp(t, regexp.MustCompile(`(?m)^genai +`), string(checkOut), "the built agent's -check")
 
 	// The binary copied from the build stage is the entrypoint.
 	copied := d.all("COPY")
 	dest := strings.Fields(copied[len(copied)-1])
-	if want := `["` + dest[len(dest)-1] + `"]`; !slices.Equal(d.all("ENTRYPOINT"), []string{want}) {
-		t.Errorf("ENTRYPOINT %v, want %s", d.all("ENTRYPOINT"), want)
-	}
+	assert.Equal(t, []string{`["` + dest[len(dest)-1] + `"]`}, d.all("ENTRYPOINT"), "ENTRYPOINT")
 
 	// The port is the DaemonSet's container port.
 	var ds struct {
@@ -148,14 +120,9 @@ func TestDockerfile(t *testing.T) {
 		} `yaml:"spec"`
 	}
 	b, err := os.ReadFile("kubernetes/daemonset.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(b, &ds); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &ds))
 	port := ds.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort
-	if got := d.all("EXPOSE"); !slices.Equal(got, []string{"9464"}) || port != 9464 {
-		t.Errorf("EXPOSE %v, DaemonSet port %d: want 9464 in both", got, port)
-	}
+	assert.Equal(t, []string{"9464"}, d.all("EXPOSE"), "EXPOSE: want 9464 in both it and the DaemonSet")
+	assert.Equal(t, 9464, port, "the DaemonSet's port: want 9464 in both it and EXPOSE")
 }

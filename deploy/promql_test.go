@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The rules and dashboards are checked against the metric registry, so
@@ -332,13 +335,11 @@ func TestParseQuery(t *testing.T) {
 		},
 	} {
 		q, err := parseQuery(tc.expr)
-		if err != nil {
-			t.Errorf("parseQuery(%q): %v", tc.expr, err)
+		if !assert.NoError(t, err, "parseQuery(%q)", tc.expr) {
 			continue
 		}
-		if fmt.Sprint(q.selectors) != fmt.Sprint(tc.selectors) || !slices.Equal(q.grouping, tc.grouping) {
-			t.Errorf("parseQuery(%q) = %v by %v, want %v by %v", tc.expr, q.selectors, q.grouping, tc.selectors, tc.grouping)
-		}
+		assert.Equal(t, fmt.Sprint(tc.selectors), fmt.Sprint(q.selectors), "parseQuery(%q)'s selectors", tc.expr)
+		assert.Equal(t, tc.grouping, q.grouping, "parseQuery(%q)'s grouping", tc.expr)
 	}
 }
 
@@ -357,24 +358,18 @@ func TestParseQueryRefuses(t *testing.T) {
 		`sum by hw_id (x)`,                // by without a list
 		`rate(x[5m]) > ${__rate_interval`, // unterminated ${
 	} {
-		if q, err := parseQuery(expr); err == nil {
-			t.Errorf("parseQuery(%q) = %v, want an error", expr, q)
-		}
+		q, err := parseQuery(expr)
+		assert.Error(t, err, "parseQuery(%q) = %v, want an error", expr, q)
 	}
 }
 
 func TestParseVariableQuery(t *testing.T) {
 	q, err := parseVariableQuery(`label_values(hw_gpu_memory_limit_bytes{hw_type="gpu", node=~"$node"}, hw_id)`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := []selector{{"hw_gpu_memory_limit_bytes", []string{"hw_type", "node", "hw_id"}}}
-	if fmt.Sprint(q.selectors) != fmt.Sprint(want) {
-		t.Errorf("got %v, want %v", q.selectors, want)
-	}
+	assert.Equal(t, fmt.Sprint(want), fmt.Sprint(q.selectors))
 	for _, s := range []string{`label_values(node)`, `query_result(up)`, `label_values(a or b, node)`} {
-		if _, err := parseVariableQuery(s); err == nil {
-			t.Errorf("parseVariableQuery(%q): want an error", s)
-		}
+		_, err := parseVariableQuery(s)
+		assert.Error(t, err, "parseVariableQuery(%q): want an error", s)
 	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
@@ -42,27 +44,19 @@ func exportedFamilies(t *testing.T) map[string]family {
 	for _, m := range semconv.Metrics() {
 		reg := prometheus.NewRegistry()
 		exp, err := otelprom.New(otelprom.WithRegisterer(reg))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 		record(t, mp.Meter("github.com/xpuscope/xpuscope/deploy"), m)
 		got, err := reg.Gather()
-		if err != nil {
-			t.Fatalf("%s: gather: %v", m.Name, err)
-		}
-		if err := mp.Shutdown(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err, "%s: gather", m.Name)
+		require.NoError(t, mp.Shutdown(context.Background()))
 		var fams []*dto.MetricFamily
 		for _, f := range got {
 			if f.GetName() != "target_info" { // the resource, not a registry metric
 				fams = append(fams, f)
 			}
 		}
-		if len(fams) != 1 {
-			t.Fatalf("%s: the exporter made %d families, want 1", m.Name, len(fams))
-		}
+		require.Len(t, fams, 1, "%s: the families the exporter made", m.Name)
 		f := fams[0]
 		fam := family{otelName: m.Name, kind: f.GetType(), labels: map[string]bool{}}
 		for _, metric := range f.GetMetric() {
@@ -70,9 +64,8 @@ func exportedFamilies(t *testing.T) map[string]family {
 				fam.labels[l.GetName()] = true
 			}
 		}
-		if prev, dup := out[f.GetName()]; dup {
-			t.Fatalf("%s and %s are both exported as %s", prev.otelName, m.Name, f.GetName())
-		}
+		prev, dup := out[f.GetName()]
+		require.False(t, dup, "%s and %s are both exported as %s", prev.otelName, m.Name, f.GetName())
 		out[f.GetName()] = fam
 	}
 	return out
@@ -111,11 +104,9 @@ func record(t *testing.T, meter metric.Meter, m semconv.Metric) {
 			h.Record(ctx, 1, set)
 		}
 	default:
-		t.Fatalf("%s: unknown kind %v", m.Name, m.Kind)
+		require.Failf(t, "unknown kind", "%s: unknown kind %v", m.Name, m.Kind)
 	}
-	if err != nil {
-		t.Fatalf("%s: %v", m.Name, err)
-	}
+	require.NoError(t, err, m.Name)
 }
 
 // operatorLabels are the target labels the Prometheus Operator puts on
@@ -198,12 +189,8 @@ func (v vocabulary) check(q query) []error {
 func readYAML(t *testing.T, path string, v any) {
 	t.Helper()
 	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(data, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, v), path)
 }
 
 // ruleFile is the part of a Prometheus rule file the tests read.
@@ -233,28 +220,19 @@ func TestRulesUseExportedMetrics(t *testing.T) {
 			n++
 			name := g.Name + "/" + r.Alert + r.Record
 			q, err := parseQuery(r.Expr)
-			if err != nil {
-				t.Errorf("%s: %v", name, err)
+			if !assert.NoError(t, err, name) {
 				continue
 			}
-			if len(q.selectors) == 0 {
-				t.Errorf("%s: the expression selects no metric", name)
-			}
-			for _, err := range v.check(q) {
-				t.Errorf("%s: %v", name, err)
-			}
+			assert.NotEmpty(t, q.selectors, "%s: the expression selects no metric", name)
+			assert.Empty(t, v.check(q), name)
 			for _, text := range slices.Concat(slices.Collect(maps.Values(r.Annotations)), slices.Collect(maps.Values(r.Labels))) {
 				for _, m := range templateLabel.FindAllStringSubmatch(text, -1) {
-					if !v.anyLabel[m[1]] {
-						t.Errorf("%s: a template reads $labels.%s, which no exported series has", name, m[1])
-					}
+					assert.True(t, v.anyLabel[m[1]], "%s: a template reads $labels.%s, which no exported series has", name, m[1])
 				}
 			}
 		}
 	}
-	if n == 0 {
-		t.Fatal("no rules in prometheus/rules.yml")
-	}
+	require.NotZero(t, n, "no rules in prometheus/rules.yml")
 }
 
 var dashboards = []string{"grafana/gpu-overview.json", "grafana/cuda-activity.json", "grafana/llm-performance.json"}
@@ -296,13 +274,9 @@ type datasourceRef struct {
 func readDashboard(t *testing.T, path string) dashboard {
 	t.Helper()
 	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var d dashboard
-	if err := json.Unmarshal(data, &d); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	require.NoError(t, json.Unmarshal(data, &d), path)
 	return d
 }
 
@@ -337,16 +311,11 @@ func TestDashboardsUseExportedMetrics(t *testing.T) {
 			for _, tg := range p.Targets {
 				exprs++
 				q, err := parseQuery(tg.Expr)
-				if err != nil {
-					t.Errorf("%s: panel %q %s: %v", path, p.Title, tg.RefID, err)
+				if !assert.NoError(t, err, "%s: panel %q %s", path, p.Title, tg.RefID) {
 					continue
 				}
-				if len(q.selectors) == 0 {
-					t.Errorf("%s: panel %q %s selects no metric", path, p.Title, tg.RefID)
-				}
-				for _, err := range v.check(q) {
-					t.Errorf("%s: panel %q %s: %v", path, p.Title, tg.RefID, err)
-				}
+				assert.NotEmpty(t, q.selectors, "%s: panel %q %s selects no metric", path, p.Title, tg.RefID)
+				assert.Empty(t, v.check(q), "%s: panel %q %s", path, p.Title, tg.RefID)
 			}
 		}
 		for _, tv := range d.Templating.List {
@@ -354,17 +323,12 @@ func TestDashboardsUseExportedMetrics(t *testing.T) {
 				continue
 			}
 			q, err := parseVariableQuery(variableQuery(tv.Query))
-			if err != nil {
-				t.Errorf("%s: variable %s: %v", path, tv.Name, err)
+			if !assert.NoError(t, err, "%s: variable %s", path, tv.Name) {
 				continue
 			}
-			for _, err := range v.check(q) {
-				t.Errorf("%s: variable %s: %v", path, tv.Name, err)
-			}
+			assert.Empty(t, v.check(q), "%s: variable %s", path, tv.Name)
 		}
-		if exprs == 0 {
-			t.Errorf("%s: no queries", path)
-		}
+		assert.NotZero(t, exprs, "%s: no queries", path)
 	}
 }
 
@@ -395,9 +359,8 @@ func TestVocabularyRefuses(t *testing.T) {
 		} else {
 			errs = []error{err}
 		}
-		if len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), tc.want) {
-			t.Errorf("%s: got %v, want an error containing %q", tc.expr, errs, tc.want)
-		}
+		assert.NotEmpty(t, errs, "%s: want an error containing %q", tc.expr, tc.want)
+		assert.Contains(t, fmt.Sprint(errs), tc.want, "%s: the errors", tc.expr)
 	}
 	// And accepts the forms in use.
 	for _, expr := range []string{
@@ -407,13 +370,10 @@ func TestVocabularyRefuses(t *testing.T) {
 		`xpuscope_genai_cost_total{otel_scope_name="x"}`,
 	} {
 		q, err := parseQuery(expr)
-		if err != nil {
-			t.Errorf("%s: %v", expr, err)
+		if !assert.NoError(t, err, expr) {
 			continue
 		}
-		if errs := v.check(q); len(errs) > 0 {
-			t.Errorf("%s: %v", expr, errs)
-		}
+		assert.Empty(t, v.check(q), expr)
 	}
 }
 
@@ -423,68 +383,50 @@ func TestDashboardsAreWellFormed(t *testing.T) {
 	uids := map[string]string{}
 	for _, path := range dashboards {
 		d := readDashboard(t, path)
-		if d.UID == "" || d.Title == "" {
-			t.Errorf("%s: uid and title are required", path)
-		}
-		if other, dup := uids[d.UID]; dup {
-			t.Errorf("%s and %s share uid %s", path, other, d.UID)
-		}
+		assert.NotEmpty(t, d.UID, "%s: uid and title are required", path)
+		assert.NotEmpty(t, d.Title, "%s: uid and title are required", path)
+		other, dup := uids[d.UID]
+		assert.False(t, dup, "%s and %s share uid %s", path, other, d.UID)
 		uids[d.UID] = path
-		if d.SchemaVersion < 36 {
-			t.Errorf("%s: schemaVersion %d predates data source references by uid (36)", path, d.SchemaVersion)
-		}
+		assert.GreaterOrEqual(t, d.SchemaVersion, 36, "%s: schemaVersion %d predates data source references by uid (36)", path, d.SchemaVersion)
 		hasDatasource := false
 		for _, tv := range d.Templating.List {
 			if tv.Name == "datasource" && tv.Type == "datasource" && variableQuery(tv.Query) == "prometheus" {
 				hasDatasource = true
 			}
 		}
-		if !hasDatasource {
-			t.Errorf("%s: no datasource variable of type prometheus", path)
-		}
+		assert.True(t, hasDatasource, "%s: no datasource variable of type prometheus", path)
 		ids := map[int]bool{}
 		for _, p := range allPanels(d.Panels) {
-			if ids[p.ID] {
-				t.Errorf("%s: panel id %d is used twice", path, p.ID)
-			}
+			assert.False(t, ids[p.ID], "%s: panel id %d is used twice", path, p.ID)
 			ids[p.ID] = true
-			if p.GridPos.W <= 0 || p.GridPos.H <= 0 || p.GridPos.X+p.GridPos.W > 24 {
-				t.Errorf("%s: panel %q: gridPos %+v does not fit the 24-column grid", path, p.Title, p.GridPos)
-			}
+			assert.True(t, p.GridPos.W > 0 && p.GridPos.H > 0 && p.GridPos.X+p.GridPos.W <= 24,
+				"%s: panel %q: gridPos %+v does not fit the 24-column grid", path, p.Title, p.GridPos)
 			if p.Type == "row" {
 				continue
 			}
-			if p.Type != "timeseries" && p.Type != "stat" {
-				t.Errorf("%s: panel %q has type %q, want timeseries or stat", path, p.Title, p.Type)
-			}
-			if p.Title == "" || len(p.Targets) == 0 {
-				t.Errorf("%s: panel %d needs a title and queries", path, p.ID)
-			}
+			assert.Contains(t, []string{"timeseries", "stat"}, p.Type, "%s: panel %q's type", path, p.Title)
+			assert.NotEmpty(t, p.Title, "%s: panel %d needs a title and queries", path, p.ID)
+			assert.NotEmpty(t, p.Targets, "%s: panel %d needs a title and queries", path, p.ID)
 			sources := []*datasourceRef{p.Datasource}
 			for _, tg := range p.Targets {
 				sources = append(sources, tg.Datasource)
 			}
 			for _, ds := range sources {
-				if ds == nil || ds.Type != "prometheus" || ds.UID != "${datasource}" {
-					t.Errorf("%s: panel %q: data source %+v, want the prometheus ${datasource} variable", path, p.Title, ds)
-				}
+				assert.Equal(t, &datasourceRef{Type: "prometheus", UID: "${datasource}"}, ds,
+					"%s: panel %q: want the prometheus ${datasource} variable as data source", path, p.Title)
 			}
 			refs := map[string]bool{}
 			for _, tg := range p.Targets {
-				if tg.RefID == "" || refs[tg.RefID] || tg.Expr == "" {
-					t.Errorf("%s: panel %q: each query needs an expr and a refId of its own", path, p.Title)
-				}
+				assert.True(t, tg.RefID != "" && !refs[tg.RefID] && tg.Expr != "",
+					"%s: panel %q: each query needs an expr and a refId of its own", path, p.Title)
 				refs[tg.RefID] = true
 			}
 		}
 	}
 	got, err := filepath.Glob("grafana/*.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(got, slices.Sorted(slices.Values(dashboards))) {
-		t.Errorf("grafana/ holds %v; the tests check %v", got, dashboards)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, slices.Sorted(slices.Values(dashboards)), got, "what grafana/ holds, against the dashboards the tests check")
 }
 
 // grafanaVariable matches the Grafana variables in a query: interval
@@ -516,12 +458,8 @@ func TestDashboardQueriesArePromQL(t *testing.T) {
 		}
 	}
 	data, err := yaml.Marshal(map[string]any{"groups": []any{map[string]any{"name": "dashboards", "rules": rules}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	file := filepath.Join(t.TempDir(), "dashboards.yml")
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(file, data, 0o644))
 	promtool(t, "check", "rules", file)
 }

@@ -52,7 +52,7 @@ func rejectedInstruction(t *testing.T, obj []byte) []byte {
 			return out
 		}
 	}
-	t.Fatal("the CUDA object has no program section")
+	require.Fail(t, "the CUDA object has no program section")
 	return nil
 }
 

@@ -162,9 +162,7 @@ func startAgent(t *testing.T, args ...string) string {
 	cmd.Stderr = &stderr
 	wait := startStoppable(t, cmd)
 	t.Cleanup(func() {
-		if err := wait(); err != nil {
-			t.Errorf("agent %v: %v; stderr:\n%s", args, err, stderr.String())
-		}
+		assert.NoError(t, wait(), "agent %v; stderr:\n%s", args, stderr.String())
 	})
 	var addr string
 	ok := poll(30*time.Second, func() bool {
@@ -231,9 +229,7 @@ scrape_configs:
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	wait := startStoppable(t, cmd)
 	t.Cleanup(func() {
-		if err := wait(); err != nil {
-			t.Errorf("prometheus: %v; log:\n%s", err, p.log.String())
-		}
+		assert.NoError(t, wait(), "prometheus; log:\n%s", p.log.String())
 	})
 	ready := poll(30*time.Second, func() bool {
 		resp, err := http.Get(p.url + "/-/ready")

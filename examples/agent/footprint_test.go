@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
@@ -33,16 +35,14 @@ func BenchmarkFootprint(b *testing.B) {
 	seconds := 60
 	if v := os.Getenv(envBenchSeconds); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("%s=%q: want a positive number of seconds", envBenchSeconds, v)
-		}
+		require.NoError(b, err, "%s=%q: want a positive number of seconds", envBenchSeconds, v)
+		require.Positive(b, n, "%s=%q: want a positive number of seconds", envBenchSeconds, v)
 		seconds = n
 	}
 	lib := testutil.BuildFakeNVML(b, "-DFAKE_GPUS=8")
 	exe := filepath.Join(b.TempDir(), "agent")
-	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput()
+	require.NoError(b, err, "go build\n%s", out)
 	args := []string{"-duration", strconv.Itoa(seconds) + "s", "-interval", "1s", "-nvml-library", lib, "-listen", "127.0.0.1:0"}
 	var maxRSS, cpu, wall float64
 	for range b.N {
@@ -51,14 +51,14 @@ func BenchmarkFootprint(b *testing.B) {
 		cmd.Stderr = &stderr // stdout, the final metrics, is discarded
 		start := time.Now()
 		if err := cmd.Start(); err != nil {
-			b.Fatalf("starting the agent %v: %v", args, err)
+			require.NoError(b, err, "starting the agent %v", args)
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		err := scrapeUntilExit(cmd, &stderr, done, 15*time.Second, time.Duration(seconds)*time.Second)
 		elapsed := time.Since(start)
 		if err != nil {
-			b.Fatalf("agent %v: %v; stderr:\n%s", args, err, stderr.String())
+			require.NoError(b, err, "agent %v; stderr:\n%s", args, stderr.String())
 		}
 		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 		maxRSS = max(maxRSS, float64(ru.Maxrss)*1024/1e6) // Maxrss is in KiB

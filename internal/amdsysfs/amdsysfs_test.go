@@ -277,12 +277,13 @@ func FuzzParseInt(f *testing.F) {
 		if v, err := amdsysfs.ParseInt(b); err == nil {
 			back, err := amdsysfs.ParseInt([]byte(strconv.FormatInt(v, 10)))
 			if err != nil || back != v {
-				t.Fatalf("%q → %d does not round-trip", b, v)
+				require.NoError(t, err, "%q → %d does not round-trip", b, v)
+				require.Equal(t, v, back, "%q → %d does not round-trip", b, v)
 			}
 		}
 		if v, err := amdsysfs.ParseUint(b); err == nil {
 			if s := strconv.FormatUint(v, 10); s == "" {
-				t.Fatal("empty")
+				require.NotEmpty(t, s, "empty")
 			}
 		}
 		_, _ = amdsysfs.ParseHex(b)
@@ -296,7 +297,10 @@ func FuzzParseUevent(f *testing.F) {
 		u := amdsysfs.ParseUevent(b)
 		for _, s := range []string{u.Driver, u.PCIID, u.PCISlot} {
 			if len(s) > 128 || strings.ContainsAny(s, "\n") || strings.TrimSpace(s) != s || !utf8.ValidString(s) {
-				t.Fatalf("%q: value %q is not one trimmed line of UTF-8", b, s)
+				require.LessOrEqual(t, len(s), 128, "%q: value %q is not one trimmed line of UTF-8", b, s)
+				require.NotContains(t, s, "\n", "%q: value %q is not one trimmed line of UTF-8", b, s)
+				require.Equal(t, strings.TrimSpace(s), s, "%q: value %q is not one trimmed line of UTF-8", b, s)
+				require.True(t, utf8.ValidString(s), "%q: value %q is not one trimmed line of UTF-8", b, s)
 			}
 		}
 	})
@@ -314,10 +318,11 @@ func FuzzParseProperties(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := amdsysfs.ParseProperties(b)
 		if addr, ok := p.PCIAddress(); ok && !amdsysfs.ValidPCIAddress(addr) {
-			t.Fatalf("%q: invalid address %q", b, addr)
+			require.True(t, amdsysfs.ValidPCIAddress(addr), "%q: invalid address %q", b, addr)
 		}
 		if cus := p.CUs(); cus < 0 || cus > 1<<16 {
-			t.Fatalf("%q: %d CUs", b, cus)
+			require.GreaterOrEqual(t, cus, 0, "%q: CUs", b)
+			require.LessOrEqual(t, cus, 1<<16, "%q: CUs", b)
 		}
 	})
 }
@@ -328,9 +333,7 @@ func FuzzParseProperties(f *testing.F) {
 func FuzzTree(f *testing.F) {
 	for _, name := range []string{"one-gpu", "eight-gpus"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name+".txtar"))
-		if err != nil {
-			f.Fatal(err)
-		}
+		require.NoError(f, err)
 		f.Add(b)
 	}
 	f.Add([]byte("-- class/drm/card0/device/uevent --\nDRIVER=amdgpu\nPCI_SLOT_NAME=0000:03:00.0\n-- class/drm/card0/device/hwmon/hwmonX/temp1_input --\n1\n"))
@@ -339,36 +342,43 @@ func FuzzTree(f *testing.F) {
 		// An error is class/drm's own (missing, or a file): no cards then.
 		cards, err := amdsysfs.Cards(fsys)
 		if err != nil && cards != nil {
-			t.Fatalf("Cards: %v with %+v", err, cards)
+			require.Nil(t, cards, "Cards: %v", err)
 		}
 		for i, c := range cards {
 			if !amdsysfs.ValidPCIAddress(c.PCIAddress) || (i > 0 && cards[i-1].PCIAddress >= c.PCIAddress) {
-				t.Fatalf("cards not valid, sorted and unique: %+v", cards)
+				require.True(t, amdsysfs.ValidPCIAddress(c.PCIAddress), "cards not valid, sorted and unique: %+v", cards)
+				if i > 0 {
+					require.Less(t, cards[i-1].PCIAddress, c.PCIAddress, "cards not valid, sorted and unique: %+v", cards)
+				}
 			}
 			for _, in := range amdsysfs.TempInputs(fsys, c.Hwmon) {
 				if in != "" && !strings.HasPrefix(in, c.Hwmon+"/temp") {
-					t.Fatalf("temperature input %q outside %q", in, c.Hwmon)
+					require.True(t, strings.HasPrefix(in, c.Hwmon+"/temp"), "temperature input %q outside %q", in, c.Hwmon)
 				}
 			}
 		}
 		nodes, err := amdsysfs.Topology(fsys)
 		if err != nil && nodes != nil {
-			t.Fatalf("Topology: %v with %+v", err, nodes)
+			require.Nil(t, nodes, "Topology: %v", err)
 		}
 		var ids []uint32
 		for _, n := range nodes {
 			if n.GPUID == 0 || !amdsysfs.ValidPCIAddress(n.PCIAddress) || n.CUs < 0 {
-				t.Fatalf("bad node %+v", n)
+				require.NotZero(t, n.GPUID, "bad node %+v", n)
+				require.True(t, amdsysfs.ValidPCIAddress(n.PCIAddress), "bad node %+v", n)
+				require.GreaterOrEqual(t, n.CUs, 0, "bad node %+v", n)
 			}
 			ids = append(ids, n.GPUID)
 		}
 		usage, err := (&amdsysfs.Reader{FS: fsys}).Processes(ids, nil)
 		if err != nil && usage != nil {
-			t.Fatalf("Processes: %v with %+v", err, usage)
+			require.Nil(t, usage, "Processes: %v", err)
 		}
 		for _, u := range usage {
 			if u.PID == 0 || !slices.Contains(ids, u.GPUID) || (u.Err == nil && !u.HasVRAM) {
-				t.Fatalf("bad usage %+v", u)
+				require.NotZero(t, u.PID, "bad usage %+v", u)
+				require.Contains(t, ids, u.GPUID, "bad usage %+v", u)
+				require.True(t, u.Err != nil || u.HasVRAM, "bad usage %+v", u)
 			}
 		}
 	})

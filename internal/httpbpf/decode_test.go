@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // encode lays a record out as capture.bpf.c writes it.
@@ -27,17 +30,12 @@ func TestDecode(t *testing.T) {
 	good := Record{TS: 42, Conn: 0x5555aaaa, PID: 7, TID: 8, Kind: KindData, Source: SourceTLS, Dir: Read,
 		Total: 100, Offset: 90, Seq: 3, Data: []byte("0123456789")}
 	var r Record
-	if err := Decode(encode(good), &r); err != nil {
-		t.Fatal(err)
-	}
-	if r.TS != 42 || r.Conn != 0x5555aaaa || r.PID != 7 || r.TID != 8 || r.Kind != KindData || r.Source != SourceTLS ||
-		r.Dir != Read || r.Total != 100 || r.Offset != 90 || r.Seq != 3 || string(r.Data) != "0123456789" {
-		t.Fatalf("decoded %+v", r)
-	}
+	require.NoError(t, Decode(encode(good), &r))
+	require.Equal(t, good, r, "decoded")
 	closeRec := Record{Kind: KindClose, Source: SourceSocket, Conn: 3}
-	if err := Decode(encode(closeRec), &r); err != nil || r.Kind != KindClose || len(r.Data) != 0 {
-		t.Fatalf("close record: %+v, %v", r, err)
-	}
+	require.NoError(t, Decode(encode(closeRec), &r), "close record")
+	require.Equal(t, KindClose, r.Kind, "close record: %+v", r)
+	require.Empty(t, r.Data, "close record: %+v", r)
 
 	bad := map[string][]byte{
 		"short header": encode(good)[:HeaderSize-1],
@@ -48,18 +46,14 @@ func TestDecode(t *testing.T) {
 		"cut data":     encode(good)[:HeaderSize+5],
 	}
 	for name, b := range bad {
-		if err := Decode(b, &r); !errors.Is(err, ErrMalformed) {
-			t.Errorf("%s: err %v, want ErrMalformed", name, err)
-		}
+		assert.ErrorIs(t, Decode(b, &r), ErrMalformed, name)
 	}
 }
 
 func TestDecodeAllocs(t *testing.T) {
 	b := encode(Record{Kind: KindData, Source: SourceSocket, Total: 4, Data: []byte("GET ")})
 	var r Record
-	if n := testing.AllocsPerRun(100, func() { _ = Decode(b, &r) }); n != 0 {
-		t.Fatalf("%v allocations per Decode", n)
-	}
+	require.Zero(t, testing.AllocsPerRun(100, func() { _ = Decode(b, &r) }), "allocations per Decode")
 }
 
 // FuzzDecode: any bytes decode or fail with ErrMalformed, never panic, and
@@ -72,12 +66,15 @@ func FuzzDecode(f *testing.F) {
 		var r Record
 		if err := Decode(b, &r); err != nil {
 			if !errors.Is(err, ErrMalformed) {
-				t.Fatalf("error %v is not ErrMalformed", err)
+				require.ErrorIs(t, err, ErrMalformed)
 			}
 			return
 		}
 		if len(r.Data) > Piece || len(r.Data) > len(b)-HeaderSize || uint64(r.Offset)+uint64(len(r.Data)) > uint64(r.Total) {
-			t.Fatalf("decoded %d data bytes at %d of %d from %d bytes", len(r.Data), r.Offset, r.Total, len(b))
+			msg := []any{"decoded %d data bytes at %d of %d from %d bytes", len(r.Data), r.Offset, r.Total, len(b)}
+			require.LessOrEqual(t, len(r.Data), Piece, msg...)
+			require.LessOrEqual(t, len(r.Data), len(b)-HeaderSize, msg...)
+			require.LessOrEqual(t, uint64(r.Offset)+uint64(len(r.Data)), uint64(r.Total), msg...)
 		}
 	})
 }

@@ -8,13 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
@@ -33,31 +34,19 @@ func TestLoad(t *testing.T) {
 	requireRoot(t)
 	for _, multi := range []bool{false, true} {
 		objs, err := Load(LoadOptions{UprobeMulti: multi, Plaintext: true})
-		if err != nil {
-			t.Fatalf("multi=%v: %v", multi, err)
-		}
-		if err := objs.WatchPorts([]uint16{8000, 11434}); err != nil {
-			t.Fatal(err)
-		}
-		if err := objs.Close(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err, "multi=%v", multi)
+		require.NoError(t, objs.WatchPorts([]uint16{8000, 11434}))
+		require.NoError(t, objs.Close())
 	}
 	// Without the plaintext capture its programs are left out.
 	objs, err := Load(LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer objs.Close()
 	for _, name := range []string{SockState, SysEnter, SysExit} {
-		if objs.Program(name) != nil {
-			t.Errorf("%s loaded without the plaintext capture", name)
-		}
+		assert.Nil(t, objs.Program(name), "%s loaded without the plaintext capture", name)
 	}
 	for _, p := range TLSProbes {
-		if objs.Program(p.Entry) == nil {
-			t.Errorf("%s: entry program %s not loaded", p.Symbol, p.Entry)
-		}
+		assert.NotNil(t, objs.Program(p.Entry), "%s: entry program %s not loaded", p.Symbol, p.Entry)
 	}
 }
 
@@ -82,13 +71,9 @@ type captured struct {
 func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) captured) {
 	t.Helper()
 	objs, err := Load(LoadOptions{Plaintext: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { objs.Close() })
-	if err := objs.WatchPorts(ports); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, objs.WatchPorts(ports))
 	var links []link.Link
 	t.Cleanup(func() {
 		for _, l := range links {
@@ -96,23 +81,15 @@ func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) c
 		}
 	})
 	state, err := link.AttachTracing(link.TracingOptions{Program: objs.Program(SockState)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	links = append(links, state)
 	enter, err := link.AttachTracing(link.TracingOptions{Program: objs.Program(SysEnter)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	exit, err := link.AttachTracing(link.TracingOptions{Program: objs.Program(SysExit)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	links = append(links, enter, exit)
 	ex, err := link.OpenExecutable(SystemLibSSL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// The exported functions, by symbol: the probes used where the
 	// internal ones are not found. (The Tracer places those; the genai
 	// capture's tests cover them.)
@@ -121,22 +98,16 @@ func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) c
 			continue
 		}
 		l, err := ex.Uprobe(p.Symbol, objs.Program(p.Entry), &link.UprobeOptions{Cookie: p.Cookie})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		links = append(links, l)
 		if p.Return != "" {
 			l, err := ex.Uretprobe(p.Symbol, objs.Program(p.Return), &link.UprobeOptions{Cookie: p.Cookie})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			links = append(links, l)
 		}
 	}
 	rd, err := ringbuf.NewReader(objs.Records)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var (
 		mu  sync.Mutex
 		all []Record
@@ -154,8 +125,7 @@ func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) c
 				continue
 			}
 			var r Record
-			if err := Decode(rec.RawSample, &r); err != nil {
-				t.Errorf("decode: %v", err)
+			if err := Decode(rec.RawSample, &r); !assert.NoError(t, err, "decode") {
 				continue
 			}
 			r.Data = bytes.Clone(r.Data)
@@ -203,7 +173,7 @@ func SystemLibSSL(t testing.TB) string {
 			return p
 		}
 	}
-	t.Fatal("no libssl.so.3 (Debian's libssl3; make deps installs it with curl)")
+	require.Fail(t, "no libssl.so.3 (Debian's libssl3; make deps installs it with curl)")
 	return ""
 }
 
@@ -219,12 +189,8 @@ func curl(t *testing.T, s *llmserver.Server) int {
 	}
 	cmd := exec.Command("curl", append(args, s.URL+"/v1/chat/completions")...)
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("curl: %v: %s", err, out)
-	}
-	if !bytes.Contains(out, []byte("data: [DONE]")) {
-		t.Fatalf("curl got %q", out)
-	}
+	require.NoError(t, err, "curl: %s", out)
+	require.Contains(t, string(out), "data: [DONE]", "curl's output")
 	return cmd.Process.Pid
 }
 
@@ -246,13 +212,10 @@ func TestCaptureCurl(t *testing.T) {
 			pid := curl(t, s)
 			c := stop(pid)
 			counters, err := objs.Counters()
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			// A failed call read as a byte count (its -1 in eax) faults.
-			if counters[CounterReadFault] != 0 || counters[CounterShort] != 0 {
-				t.Errorf("counters: drops %d, short %d, read faults %d", counters[CounterDrops], counters[CounterShort], counters[CounterReadFault])
-			}
+			assert.Zero(t, counters[CounterReadFault], "counters: drops %d, short %d, read faults %d", counters[CounterDrops], counters[CounterShort], counters[CounterReadFault])
+			assert.Zero(t, counters[CounterShort], "counters: drops %d, short %d, read faults %d", counters[CounterDrops], counters[CounterShort], counters[CounterReadFault])
 			want := Source(SourceSocket)
 			if tls {
 				want = SourceTLS
@@ -263,36 +226,25 @@ func TestCaptureCurl(t *testing.T) {
 					conns = append(conns, k)
 				}
 			}
-			if len(conns) != 1 {
-				t.Fatalf("%d %v connections captured for curl, want 1 (all: %v)", len(conns), want, keys(c.bytes))
-			}
+			require.Len(t, conns, 1, "%v connections captured for curl (all: %v)", want, keys(c.bytes))
 			k := conns[0]
 			req, resp := c.bytes[k][Write].String(), c.bytes[k][Read].String()
 			for _, w := range []string{"POST /v1/chat/completions HTTP/1.1\r\n", "Authorization: Bearer " + secret, `"model":"gpt-4o-mini"`} {
-				if !bytes.Contains([]byte(req), []byte(w)) {
-					t.Errorf("request lacks %q:\n%s", w, req)
-				}
+				assert.Contains(t, req, w, "the request")
 			}
 			for _, w := range []string{"HTTP/1.1 200 OK\r\n", "text/event-stream", "data: [DONE]"} {
-				if !bytes.Contains([]byte(resp), []byte(w)) {
-					t.Errorf("response lacks %q:\n%s", w, resp)
-				}
+				assert.Contains(t, resp, w, "the response")
 			}
-			if gap := time.Duration(c.lastTS[k][Read] - c.lastTS[k][Write]); gap < delay {
-				t.Errorf("last response bytes %v after the request, want at least the server's %v", gap, delay)
-			}
-			if !c.closed[k] {
-				t.Errorf("no close record for %v", k)
-			}
+			gap := time.Duration(c.lastTS[k][Read] - c.lastTS[k][Write])
+			assert.GreaterOrEqual(t, gap, delay, "the last response bytes after the request, want at least the server's delay")
+			assert.True(t, c.closed[k], "no close record for %v", k)
 			// Calls numbered 1, 2, …, n, and the close carrying n.
 			seqs := c.seqs[k]
 			for i, q := range seqs[:len(seqs)-1] {
-				if q != uint32(i+1) {
-					t.Fatalf("call numbers %v, want 1..n then n", seqs)
-				}
+				require.Equal(t, uint32(i+1), q, "call numbers %v, want 1..n then n", seqs)
 			}
-			if len(seqs) < 3 || seqs[len(seqs)-1] != seqs[len(seqs)-2] {
-				t.Errorf("call numbers %v, want 1..n then n", seqs)
+			if assert.GreaterOrEqual(t, len(seqs), 3, "call numbers %v, want 1..n then n", seqs) {
+				assert.Equal(t, seqs[len(seqs)-2], seqs[len(seqs)-1], "call numbers %v, want 1..n then n", seqs)
 			}
 		})
 	}
@@ -315,57 +267,45 @@ func TestPlaintextGate(t *testing.T) {
 	requireRoot(t)
 	s := llmserver.Start(t, llmserver.Options{})
 	old, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", s.Port))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer old.Close()
 	objs, stop := capture(t, uint16(s.Port))
 	gate := func() Gate {
 		t.Helper()
 		g, err := objs.Gate()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return g
 	}
-	if g := gate(); g.IsOpen() {
-		t.Fatalf("gate %+v: the listener and the old connection predate the program", g)
-	}
+	g := gate()
+	require.False(t, g.IsOpen(), "gate %+v: the listener and the old connection predate the program", g)
 	fresh, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", s.Port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g := gate(); g.Open != 2 || !g.IsOpen() {
-		t.Fatalf("gate %+v with a new connection, want 2 sockets open (both ends)", g)
-	}
+	require.NoError(t, err)
+	g = gate()
+	require.Equal(t, uint64(2), g.Open, "gate %+v with a new connection, want 2 sockets open (both ends)", g)
+	require.True(t, g.IsOpen(), "gate %+v with a new connection, want 2 sockets open (both ends)", g)
 	fresh.Close()
 	closed := false
 	for range 100 {
-		if closed = !gate().IsOpen(); closed {
+		if g = gate(); !g.IsOpen() {
+			closed = true
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if !closed {
-		t.Fatalf("gate %+v after the new connection closed", gate())
-	}
+	require.True(t, closed, "gate %+v after the new connection closed", g)
 
 	ask := func(path string) {
 		t.Helper()
-		if _, err := fmt.Fprintf(old, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := old.Read(make([]byte, 4096)); err != nil {
-			t.Fatal(err)
-		}
+		_, err := fmt.Fprintf(old, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+		require.NoError(t, err)
+		_, err = old.Read(make([]byte, 4096))
+		require.NoError(t, err)
 	}
 	ask("/while-closed")
-	if err := objs.SetPreexisting(true); err != nil {
-		t.Fatal(err)
-	}
-	if g := gate(); !g.Preexisting || !g.IsOpen() {
-		t.Fatalf("gate %+v after SetPreexisting(true)", g)
-	}
+	require.NoError(t, objs.SetPreexisting(true))
+	g = gate()
+	require.True(t, g.Preexisting, "gate %+v after SetPreexisting(true)", g)
+	require.True(t, g.IsOpen(), "gate %+v after SetPreexisting(true)", g)
 	ask("/while-open")
 	var sent string
 	for k, b := range stop(os.Getpid()).bytes {
@@ -373,7 +313,6 @@ func TestPlaintextGate(t *testing.T) {
 			sent += b[Write].String()
 		}
 	}
-	if strings.Contains(sent, "/while-closed") || !strings.Contains(sent, "GET /while-open HTTP/1.1") {
-		t.Errorf("captured writes %q: want the request made while the gate was open, only", sent)
-	}
+	assert.NotContains(t, sent, "/while-closed", "captured writes: want the request made while the gate was open, only")
+	assert.Contains(t, sent, "GET /while-open HTTP/1.1", "captured writes: want the request made while the gate was open, only")
 }

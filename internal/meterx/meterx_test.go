@@ -1,9 +1,9 @@
 package meterx
 
 import (
-	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/xpuscope/xpuscope/semconv"
@@ -11,19 +11,14 @@ import (
 
 func TestKindMustMatchRegistry(t *testing.T) {
 	m := noop.NewMeterProvider().Meter("test")
-	if _, err := Float64ObservableGauge(m, semconv.HWPower); err != nil {
-		t.Fatalf("gauge as gauge: %v", err)
-	}
-	_, err := Int64ObservableCounter(m, semconv.HWPower)
-	if err == nil || !strings.Contains(err.Error(), "hw.power is registered as a Gauge, not a Counter") {
-		t.Fatalf("gauge as counter: %v", err)
-	}
-	if _, err := Int64ObservableUpDownCounter(m, semconv.HWEnergy); err == nil {
-		t.Fatal("counter as up-down counter must fail")
-	}
-	if _, err := Float64ObservableCounter(m, semconv.HWGPUMemoryUsage); err == nil {
-		t.Fatal("up-down counter as counter must fail")
-	}
+	_, err := Float64ObservableGauge(m, semconv.HWPower)
+	require.NoError(t, err, "gauge as gauge")
+	_, err = Int64ObservableCounter(m, semconv.HWPower)
+	require.ErrorContains(t, err, "hw.power is registered as a Gauge, not a Counter", "gauge as counter")
+	_, err = Int64ObservableUpDownCounter(m, semconv.HWEnergy)
+	require.Error(t, err, "counter as up-down counter must fail")
+	_, err = Float64ObservableCounter(m, semconv.HWGPUMemoryUsage)
+	require.Error(t, err, "up-down counter as counter must fail")
 }
 
 // The Builder keeps every instrument's error and reports them all.
@@ -31,14 +26,10 @@ func TestBuilderJoinsErrors(t *testing.T) {
 	b := Builder{Meter: noop.NewMeterProvider().Meter("test")}
 	b.Gauge(semconv.HWPower)
 	b.Counter(semconv.HWEnergy)
-	if err := b.Err(); err != nil {
-		t.Fatalf("well-kinded instruments: %v", err)
-	}
+	require.NoError(t, b.Err(), "well-kinded instruments")
 	b.Counter(semconv.HWPower)            // a gauge
 	b.Histogram(semconv.HWGPUMemoryUsage) // an up-down counter
 	err := b.Err()
-	if err == nil || !strings.Contains(err.Error(), "hw.power is registered as a Gauge") ||
-		!strings.Contains(err.Error(), "hw.gpu.memory.usage is registered as a UpDownCounter") {
-		t.Fatalf("both errors wanted, got %v", err)
-	}
+	require.ErrorContains(t, err, "hw.power is registered as a Gauge", "both errors wanted")
+	require.ErrorContains(t, err, "hw.gpu.memory.usage is registered as a UpDownCounter", "both errors wanted")
 }

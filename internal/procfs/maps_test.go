@@ -2,7 +2,6 @@ package procfs
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
@@ -29,24 +28,16 @@ const (
 func readFixture(t testing.TB) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "maps"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return b
 }
 
 func TestParseMapsFixture(t *testing.T) {
 	ms, err := ParseMaps(bytes.NewReader(readFixture(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ms) != 31 {
-		t.Fatalf("%d mappings, want 31", len(ms))
-	}
+	require.NoError(t, err)
+	require.Len(t, ms, 31, "mappings")
 	for i := 1; i < len(ms); i++ {
-		if ms[i].Start < ms[i-1].Start {
-			t.Fatalf("mapping %d starts before mapping %d", i, i-1)
-		}
+		require.GreaterOrEqual(t, ms[i].Start, ms[i-1].Start, "mapping %d starts before mapping %d", i, i-1)
 	}
 	byStart := map[uint64]Mapping{}
 	for _, m := range ms {
@@ -74,9 +65,7 @@ func TestParseMapsFixture(t *testing.T) {
 		{Start: 0x7ffd8a1ea000, End: 0x7ffd8a1ec000, Perms: PermRead | PermExec | PermPrivate, Path: "[vdso]"},
 		{Start: 0xffffffffff600000, End: 0xffffffffff601000, Perms: PermExec | PermPrivate, Path: "[vsyscall]"},
 	} {
-		if got := byStart[want.Start]; got != want {
-			t.Errorf("mapping at %#x:\n got %+v\nwant %+v", want.Start, got, want)
-		}
+		assert.Equal(t, want, byStart[want.Start], "mapping at %#x", want.Start)
 	}
 }
 
@@ -139,17 +128,13 @@ func TestParseMapsLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ms, err := ParseMaps(strings.NewReader(tc.line + "\n"))
 			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "line 1") {
-					t.Fatalf("err = %v, want one naming line 1 and containing %q", err, tc.err)
-				}
+				require.ErrorContains(t, err, tc.err)
+				require.ErrorContains(t, err, "line 1")
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ms) != 1 || ms[0] != tc.want {
-				t.Fatalf("got %+v\nwant %+v", ms, tc.want)
-			}
+			require.NoError(t, err)
+			require.Len(t, ms, 1)
+			require.Equal(t, tc.want, ms[0])
 		})
 	}
 }
@@ -167,12 +152,8 @@ func TestParseMapsShapes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ms, err := ParseMaps(strings.NewReader(tc.in))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ms) != tc.n {
-				t.Fatalf("%d mappings, want %d", len(ms), tc.n)
-			}
+			require.NoError(t, err)
+			require.Len(t, ms, tc.n, "mappings")
 		})
 	}
 }
@@ -182,32 +163,24 @@ func TestParseMapsTruncatedFile(t *testing.T) {
 	// Cut inside the header of line 14.
 	cut := bytes.Index(b, []byte("7f2b3c00e000-7f2b3c06e000 r-xp")) + len("7f2b3c00e000-7f2b3c06e000 r-")
 	_, err := ParseMaps(bytes.NewReader(b[:cut]))
-	if err == nil || !strings.Contains(err.Error(), "line 14: bad permissions") {
-		t.Fatalf("err = %v, want line 14: bad permissions", err)
-	}
+	require.ErrorContains(t, err, "line 14: bad permissions")
 	// Cut inside a path: the shorter path is all that can be known.
 	cut = bytes.Index(b, []byte("/opt/My Models")) + len("/opt/My Mod")
 	ms, err := ParseMaps(bytes.NewReader(b[:cut]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := ms[len(ms)-1].Path; got != "/opt/My Mod" {
-		t.Fatalf("last path %q, want %q", got, "/opt/My Mod")
-	}
+	require.NoError(t, err)
+	require.Equal(t, "/opt/My Mod", ms[len(ms)-1].Path, "last path")
 }
 
 func TestParseMapsLongLine(t *testing.T) {
 	head := "1000-2000 r-xp 00000000 08:01 42 "
 	ok := head + "/" + strings.Repeat("a", MaxMapsLine-len(head)-2) // the newline makes MaxMapsLine
 	ms, err := ParseMaps(strings.NewReader(ok + "\n"))
-	if err != nil || len(ms) != 1 || len(ms[0].Path) != MaxMapsLine-len(head)-1 {
-		t.Fatalf("line of MaxMapsLine bytes: %d mappings, err %v", len(ms), err)
-	}
+	require.NoError(t, err, "line of MaxMapsLine bytes")
+	require.Len(t, ms, 1, "line of MaxMapsLine bytes")
+	require.Equal(t, MaxMapsLine-len(head)-1, len(ms[0].Path), "line of MaxMapsLine bytes: path length")
 	long := "1000-2000 r-xp 0 08:01 42 /x\n" + ok + "a\n"
 	_, err = ParseMaps(strings.NewReader(long))
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line 2 is longer than %d bytes", MaxMapsLine)) {
-		t.Fatalf("err = %v, want line 2 too long", err)
-	}
+	require.ErrorContains(t, err, fmt.Sprintf("line 2 is longer than %d bytes", MaxMapsLine))
 }
 
 func TestParseMapsTooMany(t *testing.T) {
@@ -215,28 +188,22 @@ func TestParseMapsTooMany(t *testing.T) {
 	for i := range 5 {
 		fmt.Fprintf(&b, "%x-%x r--p 00000000 00:00 0\n", (i+1)*0x1000, (i+2)*0x1000)
 	}
-	if ms, err := parseMaps(strings.NewReader(b.String()), 5); err != nil || len(ms) != 5 {
-		t.Fatalf("5 of at most 5: %d mappings, err %v", len(ms), err)
-	}
-	_, err := parseMaps(strings.NewReader(b.String()), 4)
-	if err == nil || !strings.Contains(err.Error(), "line 5: more than 4 mappings") {
-		t.Fatalf("err = %v, want more than 4 mappings", err)
-	}
+	ms, err := parseMaps(strings.NewReader(b.String()), 5)
+	require.NoError(t, err, "5 of at most 5")
+	require.Len(t, ms, 5, "5 of at most 5")
+	_, err = parseMaps(strings.NewReader(b.String()), 4)
+	require.ErrorContains(t, err, "line 5: more than 4 mappings")
 }
 
 func TestParseMapsUnsorted(t *testing.T) {
 	in := "3000-4000 r--p 0 00:00 0 /c\n1000-2000 r--p 0 00:00 0 /a\n2000-3000 r--p 0 00:00 0 /b\n"
 	ms, err := ParseMaps(strings.NewReader(in))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got []string
 	for _, m := range ms {
 		got = append(got, m.Path)
 	}
-	if strings.Join(got, ",") != "/a,/b,/c" {
-		t.Fatalf("order %v, want /a,/b,/c", got)
-	}
+	require.Equal(t, "/a,/b,/c", strings.Join(got, ","), "order")
 }
 
 type errReader struct{ n int }
@@ -251,9 +218,8 @@ func (r *errReader) Read(p []byte) (int, error) {
 
 func TestParseMapsReadError(t *testing.T) {
 	_, err := ParseMaps(&errReader{})
-	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "line 2") {
-		t.Fatalf("err = %v, want EIO at line 2", err)
-	}
+	require.ErrorIs(t, err, syscall.EIO)
+	require.ErrorContains(t, err, "line 2")
 }
 
 func TestPermsString(t *testing.T) {
@@ -263,17 +229,13 @@ func TestPermsString(t *testing.T) {
 		PermRead | PermWrite:              "rw-s",
 		PermRead | PermWrite | PermExec | PermPrivate: "rwxp",
 	} {
-		if got := p.String(); got != want {
-			t.Errorf("%08b.String() = %q, want %q", p, got, want)
-		}
+		assert.Equal(t, want, p.String(), "%08b.String()", p)
 	}
 }
 
 func TestMapsFind(t *testing.T) {
 	ms, err := ParseMaps(bytes.NewReader(readFixture(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		addr uint64
 		path string // "" for no mapping
@@ -292,24 +254,21 @@ func TestMapsFind(t *testing.T) {
 		{0xffffffffffffffff, "", 0},
 	} {
 		m, ok := ms.Find(tc.addr)
-		if ok != (tc.path != "") || m.Path != tc.path {
-			t.Errorf("Find(%#x) = %q, %v; want %q", tc.addr, m.Path, ok, tc.path)
+		if !assert.Equal(t, tc.path != "", ok, "Find(%#x) found a mapping", tc.addr) ||
+			!assert.Equal(t, tc.path, m.Path, "Find(%#x)", tc.addr) {
 			continue
 		}
-		if ok && m.FileOffset(tc.addr) != tc.off {
-			t.Errorf("FileOffset(%#x) = %#x, want %#x", tc.addr, m.FileOffset(tc.addr), tc.off)
+		if ok {
+			assert.Equal(t, tc.off, m.FileOffset(tc.addr), "FileOffset(%#x)", tc.addr)
 		}
 	}
-	if _, ok := Maps(nil).Find(0x1000); ok {
-		t.Error("Find in no mappings found one")
-	}
+	_, ok := Maps(nil).Find(0x1000)
+	assert.False(t, ok, "Find in no mappings found one")
 }
 
 func TestMapsFiles(t *testing.T) {
 	ms, err := ParseMaps(bytes.NewReader(readFixture(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got []string
 	for _, m := range ms.Files() {
 		got = append(got, fmt.Sprintf("%s@%x", m.Path, m.Offset))
@@ -318,22 +277,14 @@ func TestMapsFiles(t *testing.T) {
 		"/usr/bin/python3.11@0", "/dev/nvidiactl@0", "/memfd:cuda-ipc@0", cudart + "@0",
 		spaced + "@0", "/tmp/torch_extensions/fused_adam.so@3000", "/usr/lib/x86_64-linux-gnu/libc.so.6@0",
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("Files:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if Maps(nil).Files() != nil {
-		t.Error("Files of no mappings is not nil")
-	}
+	assert.Equal(t, strings.Join(want, "\n"), strings.Join(got, "\n"), "Files")
+	assert.Nil(t, Maps(nil).Files(), "Files of no mappings is not nil")
 }
 
 func TestPaths(t *testing.T) {
 	m := Mapping{Start: 0x7f2b3c00e000, End: 0x7f2b3c06e000}
-	if got, want := (FS{Root: "/host/proc"}).Proc(4242).mapFilesPath(m), "/host/proc/4242/map_files/7f2b3c00e000-7f2b3c06e000"; got != want {
-		t.Errorf("mapFilesPath = %q, want %q", got, want)
-	}
-	if got, want := (FS{Root: "/proc"}).Proc(1).mapFilesPath(Mapping{Start: 0x400000, End: 0xffffffffff601000}), "/proc/1/map_files/400000-ffffffffff601000"; got != want {
-		t.Errorf("mapFilesPath = %q, want %q", got, want)
-	}
+	assert.Equal(t, "/host/proc/4242/map_files/7f2b3c00e000-7f2b3c06e000", (FS{Root: "/host/proc"}).Proc(4242).mapFilesPath(m), "mapFilesPath")
+	assert.Equal(t, "/proc/1/map_files/400000-ffffffffff601000", (FS{Root: "/proc"}).Proc(1).mapFilesPath(Mapping{Start: 0x400000, End: 0xffffffffff601000}), "mapFilesPath")
 	for _, tc := range []struct{ path, want string }{
 		{cudart, "/proc/7/root" + cudart},
 		{spaced, "/proc/7/root/opt/My Models/lib kernels.so"},
@@ -341,9 +292,7 @@ func TestPaths(t *testing.T) {
 		{"../x", "/proc/7/root/x"},
 		{"", "/proc/7/root"},
 	} {
-		if got := (FS{Root: "/proc"}).Proc(7).rootPath(tc.path); got != tc.want {
-			t.Errorf("rootPath(%q) = %q, want %q", tc.path, got, tc.want)
-		}
+		assert.Equal(t, tc.want, (FS{Root: "/proc"}).Proc(7).rootPath(tc.path), "rootPath(%q)", tc.path)
 	}
 }
 
@@ -351,18 +300,14 @@ func TestMapsOfFixture(t *testing.T) {
 	root := procfstest.New(t, procfstest.Process{PID: 123, Maps: string(readFixture(t))})
 	fs := FS{Root: root}
 	ms, err := fs.Proc(123).Maps()
-	if err != nil || len(ms) != 31 {
-		t.Fatalf("Maps: %d mappings, err %v", len(ms), err)
-	}
+	require.NoError(t, err, "Maps")
+	require.Len(t, ms, 31, "Maps")
 	_, err = fs.Proc(124).Maps()
-	if !errors.Is(err, iofs.ErrNotExist) || !strings.Contains(err.Error(), filepath.Join(root, "124", "maps")) {
-		t.Fatalf("missing pid: err = %v, want ErrNotExist naming the file", err)
-	}
+	require.ErrorIs(t, err, iofs.ErrNotExist, "missing pid")
+	require.ErrorContains(t, err, filepath.Join(root, "124", "maps"), "missing pid")
 	procfstest.Write(t, root, procfstest.Process{PID: 123, Maps: "garbage\n"})
 	_, err = fs.Proc(123).Maps()
-	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "123", "maps")+": line 1: bad start address") {
-		t.Fatalf("bad file: err = %v", err)
-	}
+	require.ErrorContains(t, err, filepath.Join(root, "123", "maps")+": line 1: bad start address", "bad file")
 }
 
 // OpenMapped falls back to the path under the process's root directory
@@ -388,28 +333,17 @@ func TestOpenMapped(t *testing.T) {
 func TestMapsOfSelf(t *testing.T) {
 	self := FS{Root: DefaultRoot}.Proc(os.Getpid())
 	ms, err := self.Maps()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	addr := uint64(reflect.ValueOf(TestMapsOfSelf).Pointer())
 	m, ok := ms.Find(addr)
-	if !ok {
-		t.Fatalf("no mapping contains TestMapsOfSelf at %#x", addr)
-	}
+	require.True(t, ok, "no mapping contains TestMapsOfSelf at %#x", addr)
 	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Path != strings.TrimSuffix(exe, deletedSuffix) || m.Perms&PermExec == 0 {
-		t.Fatalf("code mapping %+v, want an executable mapping of %s", m, exe)
-	}
+	require.NoError(t, err)
+	require.Equal(t, strings.TrimSuffix(exe, deletedSuffix), m.Path, "code mapping %+v, want an executable mapping of %s", m, exe)
+	require.NotZero(t, m.Perms&PermExec, "code mapping %+v, want an executable mapping of %s", m, exe)
 	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
-		t.Fatal(err)
-	}
-	if m.Inode != st.Ino {
-		t.Errorf("inode %d, stat says %d", m.Inode, st.Ino)
-	}
+	require.NoError(t, syscall.Stat("/proc/self/exe", &st))
+	assert.Equal(t, st.Ino, m.Inode, "inode, against stat's")
 	if m.Dev != st.Dev {
 		// Overlay and btrfs can report another device in maps than stat.
 		t.Logf("device %#x, stat says %#x", m.Dev, st.Dev)
@@ -417,23 +351,20 @@ func TestMapsOfSelf(t *testing.T) {
 	// The same file, opened through map_files, is the executable (needs
 	// CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE).
 	if fi, err := os.Stat(self.mapFilesPath(m)); err == nil {
-		if fi.Sys().(*syscall.Stat_t).Ino != st.Ino {
-			t.Errorf("map_files points at inode %d, want %d", fi.Sys().(*syscall.Stat_t).Ino, st.Ino)
-		}
+		assert.Equal(t, st.Ino, fi.Sys().(*syscall.Stat_t).Ino, "the inode map_files points at")
 	} else {
 		t.Logf("map_files not readable: %v", err)
 	}
-	if fi, err := os.Stat(self.rootPath(m.Path)); err != nil || fi.Sys().(*syscall.Stat_t).Ino != st.Ino {
-		t.Errorf("rootPath: %v", err)
+	if fi, err := os.Stat(self.rootPath(m.Path)); assert.NoError(t, err, "rootPath") {
+		assert.Equal(t, st.Ino, fi.Sys().(*syscall.Stat_t).Ino, "the inode rootPath names")
 	}
 	var stack, vdso bool
 	for _, m := range ms {
 		stack = stack || m.Path == "[stack]"
 		vdso = vdso || m.Path == "[vdso]"
 	}
-	if !stack || !vdso {
-		t.Errorf("[stack] found: %v, [vdso] found: %v", stack, vdso)
-	}
+	assert.True(t, stack, "[stack] found")
+	assert.True(t, vdso, "[vdso] found")
 }
 
 // format writes m the way the kernel does.
@@ -459,27 +390,33 @@ func FuzzParseMaps(f *testing.F) {
 		ms, err := parseMaps(bytes.NewReader(b), 64)
 		if err != nil {
 			if ms != nil {
-				t.Fatal("mappings returned with an error")
+				require.Nil(t, ms, "mappings returned with an error")
 			}
 			return
 		}
 		if len(ms) > 64 {
-			t.Fatalf("%d mappings, cap 64", len(ms))
+			require.LessOrEqual(t, len(ms), 64, "mappings, cap 64")
 		}
 		if fs := ms.Files(); len(fs) > len(ms) {
-			t.Fatalf("%d files of %d mappings", len(fs), len(ms))
+			require.LessOrEqual(t, len(fs), len(ms), "files, against mappings")
 		}
 		for i, m := range ms {
 			if m.End < m.Start || (i > 0 && m.Start < ms[i-1].Start) {
-				t.Fatalf("mapping %d out of order: %+v", i, m)
+				require.GreaterOrEqual(t, m.End, m.Start, "mapping %d out of order: %+v", i, m)
+				if i > 0 {
+					require.GreaterOrEqual(t, m.Start, ms[i-1].Start, "mapping %d out of order: %+v", i, m)
+				}
 			}
 			if got, ok := ms.Find(m.Start); ok && (m.Start < got.Start || m.Start >= got.End) {
-				t.Fatalf("Find(%#x) = %+v, which does not contain it", m.Start, got)
+				require.GreaterOrEqual(t, m.Start, got.Start, "Find(%#x) = %+v, which does not contain it", m.Start, got)
+				require.Less(t, m.Start, got.End, "Find(%#x) = %+v, which does not contain it", m.Start, got)
 			}
 			// What the kernel would print for m parses back to m.
 			again, err := ParseMaps(strings.NewReader(format(m)))
 			if err != nil || len(again) != 1 || again[0] != m {
-				t.Fatalf("round trip of %+v: %+v, %v", m, again, err)
+				require.NoError(t, err, "round trip of %+v", m)
+				require.Len(t, again, 1, "round trip of %+v", m)
+				require.Equal(t, m, again[0], "round trip of %+v", m)
 			}
 		}
 	})
@@ -512,7 +449,7 @@ func BenchmarkParseMaps(b *testing.B) {
 	for b.Loop() {
 		r.Reset(in)
 		if _, err := ParseMaps(r); err != nil {
-			b.Fatal(err)
+			require.NoError(b, err)
 		}
 	}
 }
@@ -538,9 +475,7 @@ func BenchmarkMaps(b *testing.B) {
 
 func BenchmarkFind(b *testing.B) {
 	ms, err := ParseMaps(bytes.NewReader(benchMaps(500)))
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	addrs := make([]uint64, 1024)
 	for i := range addrs {
 		m := ms[(i*7919)%len(ms)]
@@ -550,7 +485,7 @@ func BenchmarkFind(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		if _, ok := ms.Find(addrs[i&1023]); !ok {
-			b.Fatal("not found")
+			require.True(b, ok, "not found")
 		}
 		i++
 	}

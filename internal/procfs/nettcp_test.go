@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	prometheus "github.com/prometheus/procfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
 )
@@ -35,9 +37,8 @@ func TestParseNetTCPLine(t *testing.T) {
 		{"", TCPSocket{}, false},
 	} {
 		got, ok := ParseNetTCPLine([]byte(tc.line))
-		if ok != tc.ok || got != tc.want {
-			t.Errorf("ParseNetTCPLine(%q) = %+v, %v; want %+v, %v", tc.line, got, ok, tc.want, tc.ok)
-		}
+		assert.Equal(t, tc.ok, ok, "ParseNetTCPLine(%q) ok", tc.line)
+		assert.Equal(t, tc.want, got, "ParseNetTCPLine(%q)", tc.line)
 	}
 }
 
@@ -46,9 +47,7 @@ func TestParseNetTCPLine(t *testing.T) {
 func TestCarriesData(t *testing.T) {
 	carries := map[uint8]bool{TCPEstablished: true, TCPFinWait1: true, TCPFinWait2: true, TCPCloseWait: true}
 	for st := range uint8(0x10) {
-		if got := (TCPSocket{State: st}).CarriesData(); got != carries[st] {
-			t.Errorf("state %#02x: CarriesData %v, want %v", st, got, carries[st])
-		}
+		assert.Equal(t, carries[st], (TCPSocket{State: st}).CarriesData(), "state %#02x: CarriesData", st)
 	}
 }
 
@@ -56,32 +55,22 @@ func TestCarriesData(t *testing.T) {
 // procfs, and each namespace is read once.
 func TestTCPSockets(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer l.Close()
 	port := uint16(l.Addr().(*net.TCPAddr).Port)
 	found := 0
-	if err := (FS{Root: DefaultRoot}).TCPSockets(func(s TCPSocket) bool {
+	require.NoError(t, (FS{Root: DefaultRoot}).TCPSockets(func(s TCPSocket) bool {
 		if s.LocalPort == port && s.State == TCPListen {
 			found++
 		}
 		return true
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if found != 1 {
-		t.Errorf("the listener on port %d was found %d times, want once", port, found)
-	}
+	}))
+	assert.Equal(t, 1, found, "times the listener on port %d was found", port)
 	// Stopping early stops.
 	calls := 0
 	_ = FS{Root: DefaultRoot}.TCPSockets(func(TCPSocket) bool { calls++; return false })
-	if calls != 1 {
-		t.Errorf("%d calls after f returned false", calls)
-	}
-	if err := (FS{Root: filepath.Join(t.TempDir(), "none")}).TCPSockets(func(TCPSocket) bool { return true }); err == nil {
-		t.Error("a missing root is no error")
-	}
+	assert.Equal(t, 1, calls, "calls after f returned false")
+	assert.Error(t, (FS{Root: filepath.Join(t.TempDir(), "none")}).TCPSockets(func(TCPSocket) bool { return true }), "a missing root is no error")
 }
 
 func FuzzParseNetTCPLine(f *testing.F) {
@@ -89,7 +78,7 @@ func FuzzParseNetTCPLine(f *testing.F) {
 	f.Add([]byte("   1: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if s, ok := ParseNetTCPLine(b); !ok && s != (TCPSocket{}) {
-			t.Fatalf("not a socket line, yet %+v", s)
+			require.Zero(t, s, "not a socket line, yet %+v", s)
 		}
 	})
 }
@@ -111,13 +100,10 @@ func TestTCPSocketsUnreadable(t *testing.T) {
 	proc(11, "1", true)  // ...but this one is in the same namespace
 	n := 0
 	count := func(TCPSocket) bool { n++; return true }
-	if err := (FS{Root: root}).TCPSockets(count); err != nil || n != 2 {
-		t.Fatalf("TCPSockets: %v, %d sockets; want no error, 2", err, n)
-	}
+	require.NoError(t, (FS{Root: root}).TCPSockets(count), "TCPSockets")
+	require.Equal(t, 2, n, "TCPSockets: sockets")
 	proc(12, "2", false) // a namespace nothing gives
-	if err := (FS{Root: root}).TCPSockets(count); err == nil {
-		t.Error("an unreadable namespace is no error")
-	}
+	assert.Error(t, (FS{Root: root}).TCPSockets(count), "an unreadable namespace is no error")
 }
 
 // BenchmarkTCPSockets reads the sockets of one network namespace, 1000

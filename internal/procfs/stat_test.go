@@ -23,21 +23,17 @@ func TestStartTimeOfThisProcess(t *testing.T) {
 	got, ok := parseStartTime(b)
 	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	want, err := strconv.ParseUint(fields[19], 10, 64)
-	if !ok || err != nil || got != want {
-		t.Fatalf("start time %d %v, want %d (%v)", got, ok, want, err)
-	}
+	require.True(t, ok, "start time %d %v", got, ok)
+	require.NoError(t, err, "field 22 as awk reads it")
+	require.Equal(t, want, got, "start time")
 	h, err := FS{Root: DefaultRoot}.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer h.Close()
 	st, err := h.StartTime(os.Getpid())
-	if err != nil || st != want {
-		t.Fatalf("StartTime = %d, %v; want %d", st, err, want)
-	}
-	if _, err := h.StartTime(1 << 30); err == nil || !strings.Contains(err.Error(), "/proc/1073741824/stat") {
-		t.Fatalf("missing pid: err = %v, want one naming the path", err)
-	}
+	require.NoError(t, err, "StartTime")
+	require.Equal(t, want, st, "StartTime")
+	_, err = h.StartTime(1 << 30)
+	require.ErrorContains(t, err, "/proc/1073741824/stat", "missing pid")
 }
 
 func TestParseStartTime(t *testing.T) {
@@ -57,9 +53,8 @@ func TestParseStartTime(t *testing.T) {
 		{"1 (x) S 1 1 1 0 -1 4 1 0 0 0 1 2 0 0 20 0 1 0 18446744073709551615", 18446744073709551615, true},
 	} {
 		got, ok := parseStartTime([]byte(tc.in))
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("%q: %d %v, want %d %v", tc.in, got, ok, tc.want, tc.ok)
-		}
+		assert.Equal(t, tc.want, got, "%q", tc.in)
+		assert.Equal(t, tc.ok, ok, "%q ok", tc.in)
 	}
 }
 
@@ -93,10 +88,10 @@ func FuzzParseStartTime(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st, ok := parseStartTime(b)
 		if !ok && st != 0 {
-			t.Fatalf("no start time, yet %d", st)
+			require.Zero(t, st, "no start time, yet %d", st)
 		}
 		if ok && !strings.Contains(string(b), strconv.FormatUint(st, 10)) {
-			t.Fatalf("start time %d is not in the input", st)
+			require.Contains(t, string(b), strconv.FormatUint(st, 10), "start time %d is not in the input", st)
 		}
 	})
 }

@@ -3,6 +3,8 @@ package ringpoll
 import (
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestPacer(t *testing.T) {
@@ -23,13 +25,11 @@ func TestPacer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := New(tc.interval)
-			if p.Wait() != tc.interval {
-				t.Fatalf("a new Pacer waits %v, want the interval %v", p.Wait(), tc.interval)
-			}
+			require.Equal(t, tc.interval, p.Wait(), "a new Pacer waits the interval")
 			for i, n := range tc.records {
-				if got := p.Next(n); got != tc.want[i] || p.Wait() != got {
-					t.Fatalf("Next(%d) after %v = %v (Wait %v), want %v", n, tc.records[:i], got, p.Wait(), tc.want[i])
-				}
+				got := p.Next(n)
+				require.Equal(t, tc.want[i], got, "Next(%d) after %v", n, tc.records[:i])
+				require.Equal(t, got, p.Wait(), "Wait after Next(%d) after %v", n, tc.records[:i])
 			}
 		})
 	}

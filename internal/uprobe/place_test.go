@@ -206,7 +206,7 @@ func FuzzLocateELF(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := locateELF(bytes.NewReader(b), probes, true)
 		if err == nil && len(got) > len(probes) {
-			t.Fatalf("located %d probes, asked for %d", len(got), len(probes))
+			require.LessOrEqual(t, len(got), len(probes), "located %d probes, asked for %d", len(got), len(probes))
 		}
 	})
 }
