@@ -541,3 +541,611 @@ func mergeUsage(dst, src *Usage) {
 		}
 	}
 }
+
+// openaiChatContent reads the content of OpenAI chat completions and
+// completions: messages or a prompt in, choices out, whole or streamed.
+// Azure OpenAI and OpenAI-compatible servers send the same.
+func openaiChatContent(x *Exchange, r *contentReader) {
+	r.request(x, openaiChatInputPaths, &openaiChatInput{in: &r.in, msg: -1})
+	if !r.response(x) {
+		return
+	}
+	v := &openaiChatOutput{out: &r.out}
+	if !isEventStream(x) {
+		r.body(x, openaiChatOutputPaths, v)
+		return
+	}
+	r.events(x, func(data []byte) {
+		if !bytes.Equal(bytes.TrimSpace(data), done) {
+			r.output(openaiChatOutputPaths, data, v)
+		}
+	})
+}
+
+// Chat completions and completions requests.
+const (
+	ociMessage = iota
+	ociRole
+	ociContent // a string
+	ociPartText
+	ociCall
+	ociCallID
+	ociCallName
+	ociCallArgs
+	ociFuncName
+	ociFuncArgs
+	ociCallRef // a tool message's tool_call_id
+	ociPrompt  // completions: a string, or strings
+	ociPrompts
+)
+
+var openaiChatInputPaths = jsonscan.Compile(openaiChatInputFields[:]...)
+
+var openaiChatInputFields = [...]string{
+	ociMessage:  "messages[*]",
+	ociRole:     "messages[*].role",
+	ociContent:  "messages[*].content",
+	ociPartText: "messages[*].content[*].text",
+	ociCall:     "messages[*].tool_calls[*]",
+	ociCallID:   "messages[*].tool_calls[*].id",
+	ociCallName: "messages[*].tool_calls[*].function.name",
+	ociCallArgs: "messages[*].tool_calls[*].function.arguments",
+	ociFuncName: "messages[*].function_call.name",
+	ociFuncArgs: "messages[*].function_call.arguments",
+	ociCallRef:  "messages[*].tool_call_id",
+	ociPrompt:   "prompt",
+	ociPrompts:  "prompt[*]",
+}
+
+// openaiChatInput reads the messages of a request, each into an input
+// message as its fields arrive (the role may come last), or the prompt
+// into one user message.
+type openaiChatInput struct {
+	in       *contentSide
+	msg      int        // the message being read; -1 between messages
+	call, fn toolFields // a tool call being read; a legacy function call
+	callRef  []byte
+}
+
+func (v *openaiChatInput) message() int {
+	if v.msg < 0 {
+		v.msg = v.in.message(keyNone, "")
+	}
+	return v.msg
+}
+
+func (v *openaiChatInput) Value(id int, kind jsonscan.Kind, raw []byte) {
+	if kind != jsonscan.String {
+		return
+	}
+	s, in := jsonView{raw: raw, str: true}, v.in
+	if id == ociPrompt || id == ociPrompts {
+		in.onlyText("user", partText, s)
+		return
+	}
+	mi := v.message()
+	switch id {
+	case ociRole:
+		in.role(mi, raw)
+	case ociContent, ociPartText:
+		in.text(mi, partText, s)
+	case ociCallID:
+		v.call.id, v.call.seen = raw, true
+	case ociCallName:
+		v.call.name, v.call.seen = raw, true
+	case ociCallArgs:
+		v.call.args, v.call.seen = s, true
+	case ociFuncName:
+		v.fn.name, v.fn.seen = raw, true
+	case ociFuncArgs:
+		v.fn.args, v.fn.seen = s, true
+	case ociCallRef:
+		v.callRef = raw
+	}
+}
+
+func (v *openaiChatInput) Container(id int, raw []byte) {
+	switch id {
+	case ociCallArgs: // some compatible servers send an object
+		v.call.args, v.call.seen = containerValue(raw), true
+	case ociCall:
+		v.endCall()
+	case ociMessage:
+		v.endMessage()
+	}
+}
+
+func (v *openaiChatInput) endCall() {
+	if v.call.seen {
+		v.in.addTool(v.message(), partToolCall, &v.call)
+	}
+	v.call = toolFields{}
+}
+
+// endMessage adds a legacy function call, and makes a tool's message
+// the response to its call.
+func (v *openaiChatInput) endMessage() {
+	in, mi := v.in, v.msg
+	if v.fn.seen {
+		in.addTool(mi, partToolCall, &v.fn)
+	}
+	if mi >= 0 && (in.msgs[mi].role == "tool" || in.msgs[mi].role == "function") {
+		in.responses(mi, v.callRef)
+	}
+	v.msg, v.fn, v.callRef = -1, toolFields{}, nil
+}
+
+func (v *openaiChatInput) end() {
+	v.endCall()
+	if v.msg >= 0 {
+		v.endMessage()
+	}
+}
+
+// Chat completions and completions responses: a body, or a streamed
+// chunk. Streamed choices carry a delta where whole ones carry a
+// message.
+const (
+	ocoChoice = iota
+	ocoIndex
+	ocoText // completions
+	ocoFinish
+	ocoContent
+	ocoReasoning
+	ocoRefusal
+	ocoCall
+	ocoCallIndex
+	ocoCallID
+	ocoCallName
+	ocoCallArgs
+	ocoFuncName
+	ocoFuncArgs
+)
+
+var openaiChatOutputFields = func() []fieldPath {
+	f := []fieldPath{
+		{"choices[*]", ocoChoice},
+		{"choices[*].index", ocoIndex},
+		{"choices[*].text", ocoText},
+		{"choices[*].finish_reason", ocoFinish},
+	}
+	for _, m := range []string{"choices[*].message.", "choices[*].delta."} {
+		f = append(f,
+			fieldPath{m + "content", ocoContent},
+			fieldPath{m + "reasoning_content", ocoReasoning},
+			fieldPath{m + "reasoning", ocoReasoning},
+			fieldPath{m + "refusal", ocoRefusal},
+			fieldPath{m + "tool_calls[*]", ocoCall},
+			fieldPath{m + "tool_calls[*].index", ocoCallIndex},
+			fieldPath{m + "tool_calls[*].id", ocoCallID},
+			fieldPath{m + "tool_calls[*].function.name", ocoCallName},
+			fieldPath{m + "tool_calls[*].function.arguments", ocoCallArgs},
+			fieldPath{m + "function_call.name", ocoFuncName},
+			fieldPath{m + "function_call.arguments", ocoFuncArgs},
+		)
+	}
+	return f
+}()
+
+var openaiChatOutputPaths = compileFields(openaiChatOutputFields)
+
+// openaiChatOutput reads choices, each into the output message of its
+// index once the choice is read (the index may come last); streamed
+// deltas join the text, reasoning and tool calls of earlier chunks.
+type openaiChatOutput struct {
+	out    *contentSide
+	choice openaiChoice
+}
+
+type openaiChoice struct {
+	index                       int
+	finish                      []byte
+	content, reasoning, refusal jsonView
+	call                        toolFields // the tool call being read
+	callIndex                   int        // its index; -1 if not given
+	calls                       []indexedTool
+	fn                          toolFields
+	seen                        bool
+}
+
+type indexedTool struct {
+	index int
+	toolFields
+}
+
+// current returns the choice being read, begun when new.
+func (v *openaiChatOutput) current() *openaiChoice {
+	c := &v.choice
+	if !c.seen {
+		*c = openaiChoice{calls: c.calls[:0], callIndex: -1, seen: true}
+	}
+	return c
+}
+
+func (v *openaiChatOutput) Value(id int, kind jsonscan.Kind, raw []byte) {
+	c, s := v.current(), strValue(kind, raw)
+	switch openaiChatOutputFields[id].field {
+	case ocoIndex:
+		c.index = readIndex(kind, raw, c.index)
+	case ocoText, ocoContent:
+		c.content = s
+	case ocoFinish:
+		c.finish = s.raw
+	case ocoReasoning:
+		c.reasoning = s
+	case ocoRefusal:
+		c.refusal = s
+	case ocoCallIndex:
+		c.callIndex = readIndex(kind, raw, c.callIndex)
+	case ocoCallID:
+		c.call.id, c.call.seen = s.raw, true
+	case ocoCallName:
+		c.call.name, c.call.seen = s.raw, true
+	case ocoCallArgs:
+		c.call.args, c.call.seen = s, true
+	case ocoFuncName:
+		c.fn.name, c.fn.seen = s.raw, true
+	case ocoFuncArgs:
+		c.fn.args, c.fn.seen = s, true
+	}
+}
+
+func (v *openaiChatOutput) Container(id int, raw []byte) {
+	switch openaiChatOutputFields[id].field {
+	case ocoCallArgs: // some compatible servers send an object
+		c := v.current()
+		c.call.args, c.call.seen = containerValue(raw), true
+	case ocoCall:
+		v.endCall()
+	case ocoChoice:
+		v.endChoice()
+	}
+}
+
+// endCall keeps the tool call read, keyed by its index (in a whole
+// message, by its place).
+func (v *openaiChatOutput) endCall() {
+	c := &v.choice
+	if !c.call.seen {
+		return
+	}
+	if c.callIndex < 0 {
+		c.callIndex = len(c.calls)
+	}
+	if len(c.calls) < maxCallList {
+		c.calls = append(c.calls, indexedTool{c.callIndex, c.call})
+	} else {
+		v.out.cut = true
+	}
+	c.call, c.callIndex = toolFields{}, -1
+}
+
+func (v *openaiChatOutput) endChoice() {
+	c, out := &v.choice, v.out
+	if !c.seen {
+		return
+	}
+	mi := out.keyedMessage(c.index, "assistant")
+	out.finish(mi, c.finish)
+	out.delta(mi, keyReasoning, partReasoning, c.reasoning)
+	out.delta(mi, keyText, partText, c.content)
+	out.delta(mi, keyText, partText, c.refusal)
+	if c.fn.seen {
+		c.calls = append(c.calls, indexedTool{keyFunction, c.fn})
+	}
+	for i := range c.calls {
+		t := &c.calls[i]
+		pi := out.keyedPart(mi, t.index, partToolCall)
+		out.tool(mi, pi, t.id, t.name)
+		out.add(mi, pi, t.args)
+	}
+	c.seen = false
+}
+
+func (v *openaiChatOutput) end() {
+	v.endCall()
+	v.endChoice()
+}
+
+// openaiResponsesContent reads the content of the OpenAI Responses API:
+// instructions and input items in, output items out, whole or as a
+// stream of events.
+func openaiResponsesContent(x *Exchange, r *contentReader) {
+	r.request(x, responsesInputPaths, &responsesInput{r: r, item: -1})
+	if !r.response(x) {
+		return
+	}
+	if !isEventStream(x) {
+		r.body(x, responsesOutputPaths, &responsesOutput{out: &r.out})
+		return
+	}
+	v := &responsesEvent{out: &r.out}
+	r.events(x, func(data []byte) { r.output(responsesEventPaths, data, v) })
+}
+
+// Responses API requests.
+const (
+	oriInstructions = iota
+	oriInput        // a string
+	oriItem
+	oriType
+	oriRole
+	oriContent // a string
+	oriPartText
+	oriCallID
+	oriName
+	oriArgs
+	oriOutput // a function call's output: a string, or content parts
+)
+
+var responsesInputPaths = jsonscan.Compile(responsesInputFields[:]...)
+
+var responsesInputFields = [...]string{
+	oriInstructions: "instructions",
+	oriInput:        "input",
+	oriItem:         "input[*]",
+	oriType:         "input[*].type",
+	oriRole:         "input[*].role",
+	oriContent:      "input[*].content",
+	oriPartText:     "input[*].content[*].text",
+	oriCallID:       "input[*].call_id",
+	oriName:         "input[*].name",
+	oriArgs:         "input[*].arguments",
+	oriOutput:       "input[*].output",
+}
+
+// responsesInput reads the instructions into the system instructions,
+// and each input item into an input message: a message as its fields
+// arrive, a function call or a function call's output once the item is
+// read (its type may come last). Other items (reasoning, references)
+// are left out.
+type responsesInput struct {
+	r    *contentReader
+	item int // the message of the item being read; -1 between items
+	typ  []byte
+	call toolFields
+}
+
+func (v *responsesInput) message() int {
+	if v.item < 0 {
+		v.item = v.r.in.message(keyNone, "")
+	}
+	return v.item
+}
+
+func (v *responsesInput) Value(id int, kind jsonscan.Kind, raw []byte) {
+	if kind != jsonscan.String {
+		return
+	}
+	s, in := jsonView{raw: raw, str: true}, &v.r.in
+	switch id {
+	case oriInstructions:
+		v.r.sys.onlyText("", partText, s)
+	case oriInput:
+		if len(raw) > 0 {
+			in.text(in.message(keyNone, "user"), partText, s)
+		}
+	case oriType:
+		v.message()
+		v.typ = raw
+	case oriRole:
+		in.role(v.message(), raw)
+	case oriContent, oriPartText:
+		in.text(v.message(), partText, s)
+	case oriCallID:
+		v.message()
+		v.call.id = raw
+	case oriName:
+		v.message()
+		v.call.name = raw
+	case oriArgs, oriOutput:
+		v.message()
+		v.call.args = s
+	}
+}
+
+func (v *responsesInput) Container(id int, raw []byte) {
+	switch id {
+	case oriOutput:
+		v.call.args = containerValue(raw)
+	case oriItem:
+		v.endItem()
+	}
+}
+
+func (v *responsesInput) endItem() {
+	in, mi := &v.r.in, v.item
+	switch string(v.typ) {
+	case "function_call":
+		in.defaultRole(mi, "assistant")
+		in.addTool(mi, partToolCall, &v.call)
+	case "function_call_output":
+		in.defaultRole(mi, "tool")
+		in.addTool(mi, partToolResponse, &v.call)
+	}
+	in.dropEmpty(mi)
+	v.item, v.typ, v.call = -1, nil, toolFields{}
+}
+
+func (v *responsesInput) end() {
+	if v.item >= 0 {
+		v.endItem()
+	}
+}
+
+// Responses API response bodies.
+const (
+	oroStatus = iota
+	oroIncomplete
+	oroItem
+	oroType
+	oroPartText
+	oroRefusal
+	oroSummary
+	oroCallID
+	oroName
+	oroArgs
+)
+
+var responsesOutputPaths = jsonscan.Compile(responsesOutputFields[:]...)
+
+var responsesOutputFields = [...]string{
+	oroStatus:     "status",
+	oroIncomplete: "incomplete_details.reason",
+	oroItem:       "output[*]",
+	oroType:       "output[*].type",
+	oroPartText:   "output[*].content[*].text",
+	oroRefusal:    "output[*].content[*].refusal",
+	oroSummary:    "output[*].summary[*].text",
+	oroCallID:     "output[*].call_id",
+	oroName:       "output[*].name",
+	oroArgs:       "output[*].arguments",
+}
+
+// responsesOutput reads a response's output items, in order, into the
+// parts of one assistant message: message text, reasoning summaries and
+// function calls.
+type responsesOutput struct {
+	out            *contentSide
+	typ            []byte
+	call           toolFields
+	status, reason []byte
+}
+
+func (v *responsesOutput) message() int { return v.out.only("assistant") }
+
+func (v *responsesOutput) Value(id int, kind jsonscan.Kind, raw []byte) {
+	if kind != jsonscan.String {
+		return
+	}
+	s := jsonView{raw: raw, str: true}
+	switch id {
+	case oroStatus:
+		v.status = raw
+	case oroIncomplete:
+		v.reason = raw
+	case oroType:
+		v.typ = raw
+	case oroPartText, oroRefusal:
+		v.out.text(v.message(), partText, s)
+	case oroSummary:
+		v.out.text(v.message(), partReasoning, s)
+	case oroCallID:
+		v.call.id = raw
+	case oroName:
+		v.call.name = raw
+	case oroArgs:
+		v.call.args = s
+	}
+}
+
+func (v *responsesOutput) Container(id int, _ []byte) {
+	if id == oroItem {
+		v.endItem()
+	}
+}
+
+func (v *responsesOutput) endItem() {
+	if string(v.typ) == "function_call" {
+		v.out.addTool(v.message(), partToolCall, &v.call)
+	}
+	v.typ, v.call = nil, toolFields{}
+}
+
+func (v *responsesOutput) end() {
+	v.endItem()
+	v.out.finish(v.out.find(0), responsesFinish(v.status, v.reason))
+}
+
+// responsesFinish is a response's finish reason, as ParseOpenAI reads
+// it: "stop" when completed, the reason when incomplete.
+func responsesFinish(status, reason []byte) []byte {
+	switch string(status) {
+	case "completed":
+		return []byte("stop")
+	case "incomplete":
+		if len(reason) > 0 {
+			return reason
+		}
+		return status
+	}
+	return nil
+}
+
+// Responses API streaming events.
+const (
+	oreType = iota
+	oreIndex
+	oreDelta
+	oreItemType
+	oreItemCallID
+	oreItemName
+	oreStatus
+	oreIncomplete
+)
+
+var responsesEventPaths = jsonscan.Compile(responsesEventFields[:]...)
+
+var responsesEventFields = [...]string{
+	oreType:       "type",
+	oreIndex:      "output_index",
+	oreDelta:      "delta",
+	oreItemType:   "item.type",
+	oreItemCallID: "item.call_id",
+	oreItemName:   "item.name",
+	oreStatus:     "response.status",
+	oreIncomplete: "response.incomplete_details.reason",
+}
+
+// responsesEvent reads a stream's deltas into the parts of one assistant
+// message, a part per output item; the final event's copy of the whole
+// output is not read again.
+type responsesEvent struct {
+	out            *contentSide
+	typ, itemType  []byte
+	index          int
+	delta          jsonView
+	callID, name   []byte
+	status, reason []byte
+}
+
+func (v *responsesEvent) Value(id int, kind jsonscan.Kind, raw []byte) {
+	switch id {
+	case oreType:
+		v.typ = strValue(kind, raw).raw
+	case oreIndex:
+		v.index = readIndex(kind, raw, v.index)
+	case oreDelta:
+		v.delta = strValue(kind, raw)
+	case oreItemType:
+		v.itemType = strValue(kind, raw).raw
+	case oreItemCallID:
+		v.callID = strValue(kind, raw).raw
+	case oreItemName:
+		v.name = strValue(kind, raw).raw
+	case oreStatus:
+		v.status = strValue(kind, raw).raw
+	case oreIncomplete:
+		v.reason = strValue(kind, raw).raw
+	}
+}
+
+func (v *responsesEvent) end() {
+	out := v.out
+	switch string(v.typ) {
+	case "response.output_text.delta", "response.refusal.delta":
+		out.delta(out.only("assistant"), v.index, partText, v.delta)
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		out.delta(out.only("assistant"), v.index, partReasoning, v.delta)
+	case "response.function_call_arguments.delta":
+		out.delta(out.only("assistant"), v.index, partToolCall, v.delta)
+	case "response.output_item.added":
+		if string(v.itemType) == "function_call" {
+			mi := out.only("assistant")
+			out.tool(mi, out.keyedPart(mi, v.index, partToolCall), v.callID, v.name)
+		}
+	case "response.completed", "response.incomplete":
+		out.finish(out.find(0), responsesFinish(v.status, v.reason))
+	}
+	*v = responsesEvent{out: out}
+}
