@@ -3,11 +3,51 @@ package genai
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/xpuscope/xpuscope/genai/internal/jsonscan"
+	"github.com/xpuscope/xpuscope/semconv"
 )
+
+// The Anthropic API, which Vertex AI serves too for Anthropic models.
+const (
+	APIAnthropicMessages API = "anthropic.messages" // POST /v1/messages; Vertex rawPredict of Anthropic models
+)
+
+// anthropicProvider is Anthropic's API and the proxies that speak it.
+var anthropicProvider = provider{
+	name: semconv.GenAIProviderAnthropic,
+	apis: []apiReader{
+		{APIAnthropicMessages, ParseAnthropic, anthropicContent},
+	},
+	hosts: map[string]knownHost{
+		"api.anthropic.com": {provider: semconv.GenAIProviderAnthropic, route: anthropicHostRoute},
+	},
+	route: anthropicRoute,
+	guesses: []guess{
+		{semconv.GenAIProviderAnthropic, "Anthropic-Version", anthropicRoute},
+	},
+}
+
+// anthropicRoute matches {prefix}/v1/messages.
+func anthropicRoute(path string, x *Exchange) (routed, bool) {
+	if path != "/v1/messages" && !strings.HasSuffix(path, "/v1/messages") {
+		return routed{}, false
+	}
+	v := x.RequestHeader.Get("Anthropic-Version")
+	return routed{api: APIAnthropicMessages, op: semconv.GenAIOperationChat, version: cleanField(v, maxVersionLen)}, true
+}
+
+// anthropicHostRoute serves api.anthropic.com: /v1/messages, and its
+// OpenAI compatibility endpoints.
+func anthropicHostRoute(path string, x *Exchange) (routed, bool) {
+	if path == "/v1/messages" {
+		return anthropicRoute(path, x)
+	}
+	return openAIV1Route(path, x)
+}
 
 // ParseAnthropic reads an exchange in the Anthropic Messages API format
 // into c: POST /v1/messages, streamed (text/event-stream) or not, as
@@ -403,7 +443,7 @@ func (r anthropicRequest) Value(id int, kind jsonscan.Kind, raw []byte) {
 // messages in, content blocks out, whole or as a stream of
 // content_block_start and content_block_delta events. The same format
 // comes from Vertex AI's rawPredict.
-func anthropicContent(x *Exchange, r *contentReader) {
+func anthropicContent(x *Exchange, _ *Call, r *contentReader) {
 	r.request(x, anthropicInputPaths, &blockInput{r: r, fields: anthropicInputFields, msg: -1})
 	if !r.response(x) {
 		return

@@ -8,7 +8,141 @@ import (
 	"time"
 
 	"github.com/xpuscope/xpuscope/genai/internal/jsonscan"
+	"github.com/xpuscope/xpuscope/semconv"
 )
+
+// The APIs of the Gemini API, which Vertex AI serves too.
+const (
+	APIGeminiGenerateContent API = "gemini.generate_content" // :generateContent, :streamGenerateContent (Gemini API and Vertex AI)
+	APIGeminiEmbedContent    API = "gemini.embed_content"    // :embedContent, :batchEmbedContents
+)
+
+// geminiProvider is the Gemini API and Vertex AI, whose paths name the
+// model and the method (Vertex AI serves Anthropic models too).
+var geminiProvider = provider{
+	name: semconv.GenAIProviderGCPGemini,
+	apis: []apiReader{
+		{APIGeminiGenerateContent, ParseGemini, geminiContent},
+		{APIGeminiEmbedContent, nil, nil}, // detected, not parsed yet
+	},
+	hosts: map[string]knownHost{
+		"generativelanguage.googleapis.com": {provider: semconv.GenAIProviderGCPGemini, route: either(geminiRoute, openAIAnyRoute)},
+		"aiplatform.googleapis.com":         vertexHost,
+	},
+	hostSuffixes: []hostSuffix{
+		{suffix: "-aiplatform.googleapis.com", host: &vertexHost, regionFirst: true},
+	},
+	route: either(vertexRoute, geminiRoute),
+	guesses: []guess{
+		{semconv.GenAIProviderGCPVertexAI, "", vertexRoute},
+		{semconv.GenAIProviderGCPGenAI, "", geminiRoute},
+	},
+}
+
+// vertexHost is a Vertex AI host: it serves Vertex AI's model and
+// endpoint paths, and its OpenAI-compatible endpoints.
+var vertexHost = knownHost{provider: semconv.GenAIProviderGCPVertexAI, route: either(vertexRoute, openAIAnyRoute)}
+
+// geminiMethods maps Gemini API / Vertex AI methods to API and operation.
+var geminiMethods = map[string]struct {
+	api    API
+	op     string
+	stream bool
+}{
+	"generateContent":       {APIGeminiGenerateContent, semconv.GenAIOperationGenerateContent, false},
+	"streamGenerateContent": {APIGeminiGenerateContent, semconv.GenAIOperationGenerateContent, true},
+	"embedContent":          {APIGeminiEmbedContent, semconv.GenAIOperationEmbeddings, false},
+	"batchEmbedContents":    {APIGeminiEmbedContent, semconv.GenAIOperationEmbeddings, false},
+}
+
+// geminiRoute matches /{v1,v1beta,v1alpha}/{models,tunedModels}/{model}:{method}.
+func geminiRoute(path string, _ *Exchange) (routed, bool) {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if len(segs) != 3 || (segs[1] != "models" && segs[1] != "tunedModels") {
+		return routed{}, false
+	}
+	switch segs[0] {
+	case "v1", "v1beta", "v1alpha":
+	default:
+		return routed{}, false
+	}
+	model, method, ok := modelMethod(segs[2])
+	m, known := geminiMethods[method]
+	if !ok || !known {
+		return routed{}, false
+	}
+	return routed{api: m.api, op: m.op, stream: m.stream, model: model, version: segs[0]}, true
+}
+
+// vertexRoute matches
+// /{v1,v1beta1}/projects/{p}/locations/{l}/publishers/{pub}/models/{model}:{method}
+// and /{v1,v1beta1}/projects/{p}/locations/{l}/endpoints/{id}:{method}.
+func vertexRoute(path string, _ *Exchange) (routed, bool) {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if len(segs) < 6 || (segs[0] != "v1" && segs[0] != "v1beta1") || segs[1] != "projects" || segs[3] != "locations" {
+		return routed{}, false
+	}
+	r := routed{version: segs[0], region: segs[4]}
+	var last, publisher string
+	switch {
+	case len(segs) == 9 && segs[5] == "publishers" && segs[7] == "models":
+		publisher, last = segs[6], segs[8]
+	case len(segs) == 7 && segs[5] == "endpoints":
+		last = segs[6]
+	default:
+		return routed{}, false
+	}
+	model, method, ok := modelMethod(last)
+	if !ok {
+		return routed{}, false
+	}
+	if publisher != "" {
+		r.model = model
+	}
+	if m, known := geminiMethods[method]; known {
+		r.api, r.op, r.stream = m.api, m.op, m.stream
+		return r, true
+	}
+	if publisher == "anthropic" && (method == "rawPredict" || method == "streamRawPredict") {
+		r.api, r.op, r.stream = APIAnthropicMessages, semconv.GenAIOperationChat, method == "streamRawPredict"
+		return r, true
+	}
+	return routed{}, false
+}
+
+// modelMethod splits the last segment "{model}:{method}" (the colon may
+// arrive escaped) and unescapes the model.
+func modelMethod(seg string) (model, method string, ok bool) {
+	seg = unescape(seg)
+	i := strings.LastIndexByte(seg, ':')
+	if i <= 0 || i == len(seg)-1 {
+		return "", "", false
+	}
+	return cleanField(seg[:i], maxModelLen), seg[i+1:], true
+}
+
+// pathModelMethod reads a Google-style request path that ends in
+// …/models/{model}:{method} (Gemini API, Vertex AI publisher models,
+// behind any prefix; the colon may arrive escaped) and returns the model
+// and the method. model is "" when the segment before the last is not
+// models or tunedModels (a Vertex AI endpoints/{id} path names no model).
+func pathModelMethod(path string) (model, method string) {
+	path, _, _ = strings.Cut(path, "?")
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 {
+		return "", ""
+	}
+	m, meth, ok := modelMethod(path[i+1:])
+	if !ok {
+		return "", ""
+	}
+	prev := path[:i]
+	prev = prev[strings.LastIndexByte(prev, '/')+1:]
+	if prev != "models" && prev != "tunedModels" {
+		m = ""
+	}
+	return clampString(m), meth
+}
 
 // ParseGemini reads an exchange in the Gemini generateContent format
 // into c: the Gemini API (generativelanguage.googleapis.com) and Vertex
@@ -581,7 +715,7 @@ func (s *jsonSeq) rest() []byte {
 // systemInstruction and contents in, candidates out, whole or streamed
 // (events or a JSON array), each candidate's text joined over the
 // chunks.
-func geminiContent(x *Exchange, r *contentReader) {
+func geminiContent(x *Exchange, _ *Call, r *contentReader) {
 	r.request(x, geminiInputPaths, &blockInput{r: r, fields: geminiInputFields, msg: -1})
 	for i := range r.in.msgs {
 		r.in.msgs[i].role = geminiRole(r.in.msgs[i].role)

@@ -8,7 +8,45 @@ import (
 	"time"
 
 	"github.com/xpuscope/xpuscope/genai/internal/jsonscan"
+	"github.com/xpuscope/xpuscope/semconv"
 )
+
+// Ollama's native APIs.
+const (
+	APIOllamaChat     API = "ollama.chat"     // /api/chat
+	APIOllamaGenerate API = "ollama.generate" // /api/generate
+	APIOllamaEmbed    API = "ollama.embed"    // /api/embed, /api/embeddings
+)
+
+// ollamaPort is Ollama's port: a host Detect does not know is taken for
+// an Ollama server when the request goes to it.
+const ollamaPort = 11434
+
+// ollamaProvider is Ollama's native API. Ollama has no host of its own:
+// it is found on its port, or on a mapped host.
+var ollamaProvider = provider{
+	name: semconv.GenAIProviderOllama,
+	apis: []apiReader{
+		{APIOllamaChat, ParseOllama, ollamaContent},
+		{APIOllamaGenerate, ParseOllama, ollamaContent},
+		{APIOllamaEmbed, ParseOllama, nil},
+	},
+	port:  ollamaPort,
+	route: ollamaRoute,
+}
+
+// ollamaRoute matches Ollama's native API.
+func ollamaRoute(path string, _ *Exchange) (routed, bool) {
+	switch path {
+	case "/api/chat":
+		return routed{api: APIOllamaChat, op: semconv.GenAIOperationChat}, true
+	case "/api/generate":
+		return routed{api: APIOllamaGenerate, op: semconv.GenAIOperationTextCompletion}, true
+	case "/api/embed", "/api/embeddings":
+		return routed{api: APIOllamaEmbed, op: semconv.GenAIOperationEmbeddings}, true
+	}
+	return routed{}, false
+}
 
 // ParseOllama reads an exchange in Ollama's native API into c:
 // /api/chat, /api/generate and /api/embed (and the older /api/embeddings),
@@ -148,19 +186,19 @@ func (p *ollamaParser) release() {
 }
 
 // ollamaEndpoint returns the API of an Ollama path, ignoring the query.
-func ollamaEndpoint(path string) (routed, bool) {
-	path, _, _ = strings.Cut(path, "?")
+func ollamaEndpoint(x *Exchange) (routed, bool) {
+	path, _, _ := strings.Cut(x.Path, "?")
 	if len(path) > 1 {
 		path = strings.TrimSuffix(path, "/")
 	}
-	return ollamaRoute(path)
+	return ollamaRoute(path, x)
 }
 
 func (p *ollamaParser) parse(x *Exchange, c *Call) {
 	*p = ollamaParser{lines: p.lines, buf: p.buf[:0], c: c}
 	p.lines.reset()
 	resetCall(c)
-	r, known := ollamaEndpoint(x.Path)
+	r, known := ollamaEndpoint(x)
 	if c.Operation == "" && known {
 		c.Operation = r.op
 	}
@@ -365,13 +403,13 @@ func (r *ollamaRequest) Value(id int, kind jsonscan.Kind, raw []byte) {
 // ollamaContent reads Ollama content: /api/chat messages, or
 // /api/generate's system and prompt, in; the message or response out,
 // whole or as NDJSON lines whose text is joined.
-func ollamaContent(x *Exchange, stream bool, r *contentReader) {
+func ollamaContent(x *Exchange, c *Call, r *contentReader) {
 	r.request(x, ollamaInputPaths, &blockInput{r: r, fields: ollamaInputFields, msg: -1})
 	if !r.response(x) {
 		return
 	}
 	v := &ollamaOutput{out: &r.out}
-	if !isNDJSON(x, stream) {
+	if !isNDJSON(x, c.Stream) {
 		r.body(x, ollamaOutputPaths, v)
 		return
 	}

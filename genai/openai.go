@@ -10,6 +10,184 @@ import (
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
+// The OpenAI APIs, which Azure OpenAI, the OpenAI-compatible APIs of
+// other providers and OpenAI-compatible servers speak too.
+const (
+	APIOpenAIChatCompletions API = "openai.chat_completions" // POST …/chat/completions
+	APIOpenAICompletions     API = "openai.completions"      // POST …/completions (legacy)
+	APIOpenAIResponses       API = "openai.responses"        // POST …/responses
+	APIOpenAIEmbeddings      API = "openai.embeddings"       // POST …/embeddings
+)
+
+// OpenAIAPIType returns the openai.api.type value of the endpoint:
+// chat_completions or responses, or "" for other APIs.
+func (e Endpoint) OpenAIAPIType() string {
+	switch e.API {
+	case APIOpenAIChatCompletions:
+		return semconv.OpenAIAPITypeChatCompletions
+	case APIOpenAIResponses:
+		return semconv.OpenAIAPITypeResponses
+	}
+	return ""
+}
+
+// openAIProvider is OpenAI, Azure OpenAI and Azure AI model inference,
+// the OpenAI-compatible APIs of Mistral, Groq, DeepSeek, xAI, Perplexity
+// and Cohere, and any OpenAI-compatible server or gateway.
+var openAIProvider = provider{
+	name: semconv.GenAIProviderOpenAI,
+	apis: []apiReader{
+		{APIOpenAIChatCompletions, ParseOpenAI, openaiChatContent},
+		{APIOpenAICompletions, ParseOpenAI, openaiChatContent},
+		{APIOpenAIResponses, ParseOpenAI, openaiResponsesContent},
+		{APIOpenAIEmbeddings, ParseOpenAI, nil},
+	},
+	hosts: map[string]knownHost{
+		"api.openai.com":    {provider: semconv.GenAIProviderOpenAI, route: openAIV1Route},
+		"api.mistral.ai":    {provider: semconv.GenAIProviderMistralAI, route: compatRoute},
+		"api.groq.com":      {provider: semconv.GenAIProviderGroq, route: compatRoute},
+		"api.deepseek.com":  {provider: semconv.GenAIProviderDeepSeek, route: compatRoute},
+		"api.x.ai":          {provider: semconv.GenAIProviderXAI, route: compatRoute},
+		"api.perplexity.ai": {provider: semconv.GenAIProviderPerplexity, route: compatRoute},
+		"api.cohere.com":    {provider: semconv.GenAIProviderCohere, route: compatRoute},
+		"api.cohere.ai":     {provider: semconv.GenAIProviderCohere, route: compatRoute},
+	},
+	hostSuffixes: []hostSuffix{
+		{suffix: ".openai.azure.com", host: &azureOpenAIHost},
+		{suffix: ".cognitiveservices.azure.com", host: &azureOpenAIHost},
+		{suffix: ".services.ai.azure.com", host: &azureOpenAIHost}, // Azure AI Foundry: the path tells which
+		{suffix: ".inference.ai.azure.com", host: &azureInferenceHost},
+		{suffix: ".models.ai.azure.com", host: &azureInferenceHost},
+	},
+	route: either(azureOpenAIRoute, openAIAnyRoute),
+	guesses: []guess{
+		{semconv.GenAIProviderAzureAIOpenAI, "", versionedAzureRoute},
+		{semconv.GenAIProviderOpenAICompatible, "", openAIV1SuffixRoute},
+		{semconv.GenAIProviderOpenAICompatible, "", chatMessagesRoute},
+	},
+}
+
+// compatRoute serves the API of an OpenAI-compatible provider: the
+// OpenAI endpoints under any prefix, and the Anthropic Messages API that
+// some of them serve too.
+var compatRoute = either(anthropicRoute, openAIAnyRoute)
+
+// azureOpenAIHost and azureInferenceHost are the hosts of Azure OpenAI
+// and of Azure AI model inference. Both serve azureHostRoute's paths,
+// which tell the two apart on an Azure AI Foundry host.
+var (
+	azureOpenAIHost    = knownHost{provider: semconv.GenAIProviderAzureAIOpenAI, route: azureHostRoute}
+	azureInferenceHost = knownHost{provider: semconv.GenAIProviderAzureAIInference, route: azureHostRoute}
+)
+
+// openAIEndpoint is one OpenAI endpoint, known by the suffix of its
+// path.
+type openAIEndpoint struct {
+	suffix string
+	api    API
+	op     string
+}
+
+// openAIEndpoints are the OpenAI endpoints, in the order their suffixes
+// are tried.
+var openAIEndpoints = [...]openAIEndpoint{
+	{"/chat/completions", APIOpenAIChatCompletions, semconv.GenAIOperationChat},
+	{"/completions", APIOpenAICompletions, semconv.GenAIOperationTextCompletion},
+	{"/responses", APIOpenAIResponses, semconv.GenAIOperationChat},
+	{"/embeddings", APIOpenAIEmbeddings, semconv.GenAIOperationEmbeddings},
+}
+
+// openAIEndpointOf returns the first OpenAI endpoint whose suffix path
+// ends in, and the prefix before it; nil when there is none.
+func openAIEndpointOf(path string) (prefix string, ep *openAIEndpoint) {
+	for i := range openAIEndpoints {
+		if prefix, ok := strings.CutSuffix(path, openAIEndpoints[i].suffix); ok {
+			return prefix, &openAIEndpoints[i]
+		}
+	}
+	return "", nil
+}
+
+// route routes to ep when there is one and its prefix is allowed.
+func (ep *openAIEndpoint) route(prefixAllowed bool) (routed, bool) {
+	if ep == nil || !prefixAllowed {
+		return routed{}, false
+	}
+	return routed{api: ep.api, op: ep.op}, true
+}
+
+// openAIV1Route matches /v1/{endpoint} exactly: api.openai.com.
+func openAIV1Route(path string, _ *Exchange) (routed, bool) {
+	prefix, ep := openAIEndpointOf(path)
+	return ep.route(prefix == "/v1")
+}
+
+// openAIV1SuffixRoute matches {prefix}/v1/{endpoint}.
+func openAIV1SuffixRoute(path string, _ *Exchange) (routed, bool) {
+	prefix, ep := openAIEndpointOf(path)
+	return ep.route(prefix == "/v1" || strings.HasSuffix(prefix, "/v1"))
+}
+
+// openAIAnyRoute matches {prefix}/{endpoint}, with any prefix.
+func openAIAnyRoute(path string, _ *Exchange) (routed, bool) {
+	_, ep := openAIEndpointOf(path)
+	return ep.route(true)
+}
+
+// chatMessagesRoute matches {prefix}/chat/completions when the request
+// body has top-level "messages".
+func chatMessagesRoute(path string, x *Exchange) (routed, bool) {
+	if !strings.HasSuffix(path, "/chat/completions") || topLevelKeys(x.RequestBody, "messages")&1 == 0 {
+		return routed{}, false
+	}
+	return openAIAnyRoute(path, x)
+}
+
+// azureOpenAIRoute matches Azure OpenAI paths:
+// /openai/deployments/{deployment}/{endpoint}, and the OpenAI endpoints
+// under any other /openai/ prefix.
+func azureOpenAIRoute(path string, x *Exchange) (routed, bool) {
+	if rest, ok := strings.CutPrefix(path, "/openai/deployments/"); ok {
+		dep, tail, _ := strings.Cut(rest, "/")
+		if dep == "" || tail == "" {
+			return routed{}, false
+		}
+		_, ep := openAIEndpointOf("/" + tail)
+		r, ok := ep.route(true)
+		if ok {
+			r.deployment = cleanField(unescape(dep), maxModelLen)
+		}
+		return r, ok
+	}
+	if strings.HasPrefix(path, "/openai/") {
+		return openAIAnyRoute(path, x)
+	}
+	return routed{}, false
+}
+
+// azureHostRoute serves an Azure host: Azure OpenAI paths (/openai/…),
+// and else Azure AI model inference (/models/chat/completions, or the
+// root paths of serverless endpoints).
+func azureHostRoute(path string, x *Exchange) (routed, bool) {
+	if strings.HasPrefix(path, "/openai/") {
+		r, ok := azureOpenAIRoute(path, x)
+		r.provider = semconv.GenAIProviderAzureAIOpenAI
+		return r, ok
+	}
+	r, ok := openAIAnyRoute(path, x)
+	r.provider = semconv.GenAIProviderAzureAIInference
+	return r, ok
+}
+
+// versionedAzureRoute matches /openai/deployments/… paths whose query
+// has an api-version: Azure OpenAI behind a gateway.
+func versionedAzureRoute(path string, x *Exchange) (routed, bool) {
+	if !strings.HasPrefix(path, "/openai/deployments/") || !strings.Contains(x.Path, "api-version=") {
+		return routed{}, false
+	}
+	return azureOpenAIRoute(path, x)
+}
+
 // ParseOpenAI reads an exchange in the OpenAI API formats into c: chat
 // completions, completions, the Responses API and embeddings, streamed
 // (text/event-stream) or not; the same formats served by Azure OpenAI and
@@ -545,7 +723,7 @@ func mergeUsage(dst, src *Usage) {
 // openaiChatContent reads the content of OpenAI chat completions and
 // completions: messages or a prompt in, choices out, whole or streamed.
 // Azure OpenAI and OpenAI-compatible servers send the same.
-func openaiChatContent(x *Exchange, r *contentReader) {
+func openaiChatContent(x *Exchange, _ *Call, r *contentReader) {
 	r.request(x, openaiChatInputPaths, &openaiChatInput{in: &r.in, msg: -1})
 	if !r.response(x) {
 		return
@@ -850,7 +1028,7 @@ func (v *openaiChatOutput) end() {
 // openaiResponsesContent reads the content of the OpenAI Responses API:
 // instructions and input items in, output items out, whole or as a
 // stream of events.
-func openaiResponsesContent(x *Exchange, r *contentReader) {
+func openaiResponsesContent(x *Exchange, _ *Call, r *contentReader) {
 	r.request(x, responsesInputPaths, &responsesInput{r: r, item: -1})
 	if !r.response(x) {
 		return

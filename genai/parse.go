@@ -18,20 +18,11 @@ var ErrUnsupportedAPI = errors.New("genai: no parser for this API yet")
 // and operation, and what the API's parser finds in the bodies.
 func Parse(x *Exchange, ep Endpoint) (Call, error) {
 	c := Call{Provider: ep.Provider, Operation: ep.Operation}
-	switch ep.API {
-	case APIOpenAIChatCompletions, APIOpenAICompletions, APIOpenAIResponses, APIOpenAIEmbeddings:
-		ParseOpenAI(x, &c)
-	case APIAnthropicMessages:
-		ParseAnthropic(x, &c)
-	case APIGeminiGenerateContent:
-		ParseGemini(x, &c)
-	case APIOllamaChat, APIOllamaGenerate, APIOllamaEmbed:
-		ParseOllama(x, &c)
-	case APIBedrockConverse, APIBedrockInvoke:
-		ParseBedrock(x, &c)
-	default:
+	parse := readerOf(ep.API).parse
+	if parse == nil {
 		return c, fmt.Errorf("%w: %s", ErrUnsupportedAPI, ep.API)
 	}
+	parse(x, &c)
 	if c.RequestModel == "" {
 		c.RequestModel = ep.Model
 	}
