@@ -100,13 +100,23 @@ func NewHostMap(entries map[string]string) (HostMap, error) {
 	return m, nil
 }
 
-// lookup returns the provider of host:port, else of host.
+// lookup returns the provider of host:port, else of host. host is
+// splitHost's, at most maxHostLen long.
 func (m HostMap) lookup(host string, port int) (string, bool) {
 	if len(m) == 0 || host == "" {
 		return "", false
 	}
 	if port != 0 {
-		if p, ok := m[net.JoinHostPort(host, strconv.Itoa(port))]; ok {
+		// The key net.JoinHostPort writes, on the stack.
+		var buf [maxHostLen + len("[]:65535")]byte
+		key := buf[:0]
+		if strings.IndexByte(host, ':') >= 0 {
+			key = append(append(append(key, '['), host...), ']')
+		} else {
+			key = append(key, host...)
+		}
+		key = strconv.AppendInt(append(key, ':'), int64(port), 10)
+		if p, ok := m[string(key)]; ok {
 			return p, true
 		}
 	}

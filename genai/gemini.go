@@ -57,7 +57,8 @@ var geminiMethods = map[string]struct {
 
 // geminiRoute matches /{v1,v1beta,v1alpha}/{models,tunedModels}/{model}:{method}.
 func geminiRoute(path string, _ *Exchange) (routed, bool) {
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	var buf [maxPathSegments]string
+	segs := pathSegments(path, &buf)
 	if len(segs) != 3 || (segs[1] != "models" && segs[1] != "tunedModels") {
 		return routed{}, false
 	}
@@ -78,7 +79,8 @@ func geminiRoute(path string, _ *Exchange) (routed, bool) {
 // /{v1,v1beta1}/projects/{p}/locations/{l}/publishers/{pub}/models/{model}:{method}
 // and /{v1,v1beta1}/projects/{p}/locations/{l}/endpoints/{id}:{method}.
 func vertexRoute(path string, _ *Exchange) (routed, bool) {
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	var buf [maxPathSegments]string
+	segs := pathSegments(path, &buf)
 	if len(segs) < 6 || (segs[0] != "v1" && segs[0] != "v1beta1") || segs[1] != "projects" || segs[3] != "locations" {
 		return routed{}, false
 	}
@@ -108,6 +110,26 @@ func vertexRoute(path string, _ *Exchange) (routed, bool) {
 		return r, true
 	}
 	return routed{}, false
+}
+
+// maxPathSegments is the most segments that a Google path has
+// (/v1/projects/{p}/locations/{l}/publishers/{pub}/models/{model}:{method}).
+const maxPathSegments = 9
+
+// pathSegments splits path, less its leading slash, at every slash, as
+// strings.Split does, into buf, and returns the segments; none when
+// there are more than maxPathSegments.
+func pathSegments(path string, buf *[maxPathSegments]string) []string {
+	path = strings.TrimPrefix(path, "/")
+	for n := range buf {
+		i := strings.IndexByte(path, '/')
+		if i < 0 {
+			buf[n] = path
+			return buf[:n+1]
+		}
+		buf[n], path = path[:i], path[i+1:]
+	}
+	return nil
 }
 
 // modelMethod splits the last segment "{model}:{method}" (the colon may
