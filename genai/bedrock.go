@@ -3,13 +3,99 @@ package genai
 import (
 	"bytes"
 	"encoding/base64"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/xpuscope/xpuscope/genai/internal/jsonscan"
+	"github.com/xpuscope/xpuscope/semconv"
 )
+
+// The Amazon Bedrock Runtime APIs.
+const (
+	APIBedrockConverse API = "bedrock.converse" // /model/{id}/converse, /converse-stream
+	APIBedrockInvoke   API = "bedrock.invoke"   // /model/{id}/invoke, /invoke-with-response-stream (body is the model family's own)
+)
+
+// bedrockProvider is the Amazon Bedrock Runtime.
+var bedrockProvider = provider{
+	name: semconv.GenAIProviderAWSBedrock,
+	apis: []apiReader{
+		{APIBedrockConverse, ParseBedrock, bedrockContent},
+		{APIBedrockInvoke, ParseBedrock, nil},
+	},
+	matchHost: bedrockHost,
+	route:     bedrockRoute,
+	guesses: []guess{
+		{semconv.GenAIProviderAWSBedrock, "X-Amz-Date", bedrockRoute},
+	},
+}
+
+// bedrockRuntimeHost is a Bedrock Runtime host.
+var bedrockRuntimeHost = knownHost{provider: semconv.GenAIProviderAWSBedrock, route: bedrockRoute}
+
+// bedrockHost recognises the Bedrock Runtime hosts,
+// bedrock-runtime[-fips].<region>.amazonaws.com[.cn], and VPC endpoint
+// names with a bedrock-runtime label
+// (vpce-….bedrock-runtime.<region>.vpce.amazonaws.com).
+func bedrockHost(host string) (*knownHost, string) {
+	if !strings.HasSuffix(host, ".amazonaws.com") && !strings.HasSuffix(host, ".amazonaws.com.cn") {
+		return nil, ""
+	}
+	labels := strings.Split(host, ".")
+	for i := 0; i+1 < len(labels); i++ {
+		if labels[i] == "bedrock-runtime" || labels[i] == "bedrock-runtime-fips" {
+			return &bedrockRuntimeHost, labels[i+1]
+		}
+	}
+	return nil, ""
+}
+
+// bedrockRoute matches /model/{modelId}/{converse,converse-stream,invoke,invoke-with-response-stream}.
+func bedrockRoute(path string, x *Exchange) (routed, bool) {
+	rest, ok := strings.CutPrefix(path, "/model/")
+	if !ok {
+		return routed{}, false
+	}
+	id, action, ok := strings.Cut(rest, "/")
+	if !ok || id == "" || strings.Contains(action, "/") {
+		return routed{}, false
+	}
+	r := routed{model: cleanField(unescape(id), maxModelLen)}
+	switch action {
+	case "converse", "converse-stream":
+		r.api, r.op, r.stream = APIBedrockConverse, semconv.GenAIOperationChat, action == "converse-stream"
+	case "invoke", "invoke-with-response-stream":
+		r.api, r.stream = APIBedrockInvoke, action == "invoke-with-response-stream"
+		r.op = bedrockInvokeOperation(r.model, x.RequestBody)
+	default:
+		return routed{}, false
+	}
+	return r, true
+}
+
+// bedrockInvokeOperation infers the operation of an InvokeModel call, whose
+// body is the model family's own format: embedding model ids and bodies
+// with "texts" are embeddings; "messages" is chat (Anthropic, Llama 3.2+,
+// Nova, Mistral chat); "prompt" or "inputText" is text_completion (Llama,
+// Mistral, Titan Text). Chat when nothing tells.
+func bedrockInvokeOperation(model string, body []byte) string {
+	if strings.Contains(strings.ToLower(model), "embed") {
+		return semconv.GenAIOperationEmbeddings
+	}
+	keys := topLevelKeys(body, "messages", "prompt", "inputText", "texts")
+	switch {
+	case keys&1 != 0:
+		return semconv.GenAIOperationChat
+	case keys&8 != 0:
+		return semconv.GenAIOperationEmbeddings
+	case keys&6 != 0:
+		return semconv.GenAIOperationTextCompletion
+	}
+	return semconv.GenAIOperationChat
+}
 
 // ParseBedrock reads an Amazon Bedrock Runtime exchange into c: Converse
 // and ConverseStream, InvokeModel and InvokeModelWithResponseStream. The
@@ -269,7 +355,7 @@ func bedrockEndpoint(x *Exchange) (routed, bool) {
 	if len(path) > 1 {
 		path = strings.TrimSuffix(path, "/")
 	}
-	return bedrockRoute(path, x.RequestBody)
+	return bedrockRoute(path, x)
 }
 
 func (p *bedrockParser) parse(x *Exchange, c *Call) {
@@ -584,3 +670,67 @@ func (r *bedrockRequest) Value(id int, kind jsonscan.Kind, raw []byte) {
 		}
 	}
 }
+
+// bedrockContent reads Bedrock Converse content: system and messages
+// in, content blocks out, whole (Converse) or as an event stream of
+// contentBlockStart and contentBlockDelta events (ConverseStream).
+func bedrockContent(x *Exchange, _ *Call, r *contentReader) {
+	r.request(x, bedrockInputPaths, &blockInput{r: r, fields: bedrockInputFields, msg: -1})
+	if !r.response(x) {
+		return
+	}
+	v := &blockOutput{out: &r.out, fields: bedrockOutputFields}
+	route, _ := bedrockEndpoint(x)
+	if !isAWSEventStream(x, route.stream) {
+		r.body(x, bedrockOutputPaths, v)
+		return
+	}
+	var es eventStreamDecoder
+	for _, ch := range x.Chunks {
+		es.feed(ch.Data)
+		for m, ok := es.next(); ok; m, ok = es.next() {
+			if string(m.header(":message-type")) == "event" {
+				r.output(bedrockOutputPaths, m.payload, v)
+			}
+		}
+	}
+	if es.broken || es.dropped > 0 || es.oversize > 0 || es.pending() {
+		r.out.cut = true
+	}
+}
+
+// bedrockBlockFields: text, reasoning, toolUse and toolResult blocks.
+var bedrockBlockFields = []fieldPath{
+	{"text", bfText},
+	{"reasoningContent.reasoningText.text", bfReasoning},
+	{"toolUse.toolUseId", bfCallID},
+	{"toolUse.name", bfCallName},
+	{"toolUse.input", bfCallArgs},
+	{"toolResult.toolUseId", bfResultID},
+	{"toolResult.content", bfResult},
+}
+
+var bedrockInputFields = slices.Concat([]fieldPath{
+	{"system[*].text", biSystem},
+	{"messages[*]", biMessage},
+	{"messages[*].role", biRole},
+	{"messages[*].content[*]", biBlock},
+}, blockPaths("messages[*].content[*].", bedrockBlockFields))
+
+var bedrockInputPaths = compileFields(bedrockInputFields)
+
+// Responses: the output message's blocks and stopReason; a stream's
+// contentBlockStart (a tool use), contentBlockDelta and messageStop
+// events.
+var bedrockOutputFields = slices.Concat([]fieldPath{
+	{"stopReason", boStop},
+	{"contentBlockIndex", boIndex},
+	{"output.message.content[*]", boBlock},
+	{"start.toolUse.toolUseId", boStart + bfCallID},
+	{"start.toolUse.name", boStart + bfCallName},
+	{"delta.text", boDelta + bfText},
+	{"delta.reasoningContent.text", boDelta + bfReasoning},
+	{"delta.toolUse.input", boDelta + bfCallArgs},
+}, blockPaths("output.message.content[*].", bedrockBlockFields))
+
+var bedrockOutputPaths = compileFields(bedrockOutputFields)

@@ -164,3 +164,90 @@ func BenchmarkOpenAIStreamVsNaive(b *testing.B) {
 	b.ReportMetric(float64(naive)/float64(ours), "x-faster")
 	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n/benchChunks, "allocs/chunk")
 }
+
+// benchProviders are the transcript folders of the providers that
+// Detect, Parse and ExtractContent dispatch to.
+var benchProviders = []string{"openai", "anthropic", "gemini", "ollama", "bedrock"}
+
+// benchExchanges loads the transcripts of dir and detects their
+// endpoints.
+func benchExchanges(b *testing.B, dir string) ([]*Exchange, []Endpoint) {
+	b.Helper()
+	var xs []*Exchange
+	var eps []Endpoint
+	for _, tr := range loadTranscripts(b, dir) {
+		ep, ok := Detect(&tr.x, nil)
+		if !ok {
+			b.Fatalf("%s/%s: not detected", dir, tr.name)
+		}
+		xs, eps = append(xs, &tr.x), append(eps, ep)
+	}
+	return xs, eps
+}
+
+// BenchmarkDetect detects every transcript of each provider (one op is
+// the whole folder) on its own host, on a host of a HostMap, and on a
+// host Detect does not know.
+func BenchmarkDetect(b *testing.B) {
+	const gateway = "gateway.internal:4000"
+	hosts := HostMap{gateway: "litellm"}
+	for _, dir := range benchProviders {
+		xs, _ := benchExchanges(b, dir)
+		for _, on := range []struct{ name, host string }{{"own", ""}, {"mapped", gateway}, {"unknown", "10.0.0.7:8000"}} {
+			ys := make([]*Exchange, len(xs))
+			for i, x := range xs {
+				y := *x
+				if on.host != "" {
+					y.Host = on.host
+				}
+				ys[i] = &y
+			}
+			b.Run(dir+"/"+on.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					for _, y := range ys {
+						Detect(y, hosts)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkParse parses every transcript of each provider (one op is
+// the whole folder) through Parse.
+func BenchmarkParse(b *testing.B) {
+	for _, dir := range benchProviders {
+		xs, eps := benchExchanges(b, dir)
+		b.Run(dir, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for i, x := range xs {
+					if _, err := Parse(x, eps[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkExtractContent reads the content of every transcript of each
+// provider (one op is the whole folder), 4 KiB per attribute.
+func BenchmarkExtractContent(b *testing.B) {
+	for _, dir := range benchProviders {
+		xs, eps := benchExchanges(b, dir)
+		calls := make([]Call, len(xs))
+		for i, x := range xs {
+			calls[i], _ = Parse(x, eps[i])
+		}
+		b.Run(dir, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for i, x := range xs {
+					ExtractContent(x, &calls[i], eps[i], 4<<10)
+				}
+			}
+		})
+	}
+}

@@ -68,22 +68,11 @@ func ExtractContent(x *Exchange, c *Call, ep Endpoint, maxBytes int) Content {
 		in:  contentSide{budget: maxBytes},
 		out: contentSide{budget: maxBytes},
 	}
-	switch ep.API {
-	case APIOpenAIChatCompletions, APIOpenAICompletions:
-		openaiChatContent(x, &r)
-	case APIOpenAIResponses:
-		openaiResponsesContent(x, &r)
-	case APIAnthropicMessages:
-		anthropicContent(x, &r)
-	case APIGeminiGenerateContent:
-		geminiContent(x, &r)
-	case APIOllamaChat, APIOllamaGenerate:
-		ollamaContent(x, c.Stream, &r)
-	case APIBedrockConverse:
-		bedrockContent(x, &r)
-	default:
+	read := readerOf(ep.API).content
+	if read == nil {
 		return Content{}
 	}
+	read(x, c, &r)
 	return r.content(maxBytes)
 }
 

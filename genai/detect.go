@@ -6,30 +6,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-
-	"github.com/xpuscope/xpuscope/semconv"
 )
 
 // API is the wire format of an exchange's bodies: which parser reads it.
 // Several providers share one API (vLLM, Groq and Azure OpenAI all speak
 // APIOpenAIChatCompletions), so the provider does not say it.
 type API string
-
-// APIs Detect recognises.
-const (
-	APIOpenAIChatCompletions API = "openai.chat_completions" // POST …/chat/completions
-	APIOpenAICompletions     API = "openai.completions"      // POST …/completions (legacy)
-	APIOpenAIResponses       API = "openai.responses"        // POST …/responses
-	APIOpenAIEmbeddings      API = "openai.embeddings"       // POST …/embeddings
-	APIAnthropicMessages     API = "anthropic.messages"      // POST /v1/messages; Vertex rawPredict of Anthropic models
-	APIGeminiGenerateContent API = "gemini.generate_content" // :generateContent, :streamGenerateContent (Gemini API and Vertex AI)
-	APIGeminiEmbedContent    API = "gemini.embed_content"    // :embedContent, :batchEmbedContents
-	APIBedrockConverse       API = "bedrock.converse"        // /model/{id}/converse, /converse-stream
-	APIBedrockInvoke         API = "bedrock.invoke"          // /model/{id}/invoke, /invoke-with-response-stream (body is the model family's own)
-	APIOllamaChat            API = "ollama.chat"             // /api/chat
-	APIOllamaGenerate        API = "ollama.generate"         // /api/generate
-	APIOllamaEmbed           API = "ollama.embed"            // /api/embed, /api/embeddings
-)
 
 // Endpoint is what Detect reads from an exchange's request line, Host and
 // headers (and, for a few ambiguous cases, the first bytes of the request
@@ -63,18 +45,6 @@ type Endpoint struct {
 	ServerPort    int
 }
 
-// OpenAIAPIType returns the openai.api.type value of the endpoint:
-// chat_completions or responses, or "" for other APIs.
-func (e Endpoint) OpenAIAPIType() string {
-	switch e.API {
-	case APIOpenAIChatCompletions:
-		return semconv.OpenAIAPITypeChatCompletions
-	case APIOpenAIResponses:
-		return semconv.OpenAIAPITypeResponses
-	}
-	return ""
-}
-
 // HostMap names the provider behind hosts Detect does not know by name:
 // self-hosted OpenAI-compatible servers (vLLM, TGI, llama.cpp), gateways
 // (LiteLLM, an API manager), a private endpoint of a cloud provider. Keys
@@ -99,7 +69,6 @@ const (
 	maxVersionLen   = 64
 	maxProviderLen  = 128
 	maxHostMapEntry = 10000
-	ollamaPort      = 11434
 )
 
 // NewHostMap checks and normalises host → provider entries: keys are
@@ -131,91 +100,28 @@ func NewHostMap(entries map[string]string) (HostMap, error) {
 	return m, nil
 }
 
+// lookup returns the provider of host:port, else of host. host is
+// splitHost's, at most maxHostLen long.
 func (m HostMap) lookup(host string, port int) (string, bool) {
 	if len(m) == 0 || host == "" {
 		return "", false
 	}
 	if port != 0 {
-		if p, ok := m[net.JoinHostPort(host, strconv.Itoa(port))]; ok {
+		// The key net.JoinHostPort writes, on the stack.
+		var buf [maxHostLen + len("[]:65535")]byte
+		key := buf[:0]
+		if strings.IndexByte(host, ':') >= 0 {
+			key = append(append(append(key, '['), host...), ']')
+		} else {
+			key = append(key, host...)
+		}
+		key = strconv.AppendInt(append(key, ':'), int64(port), 10)
+		if p, ok := m[string(key)]; ok {
 			return p, true
 		}
 	}
 	p, ok := m[host]
 	return p, ok
-}
-
-// hostClass says how much of the path grammar a host accepts.
-type hostClass int
-
-const (
-	classUnknown   hostClass = iota
-	classOpenAI              // api.openai.com: /v1/<endpoint> exactly
-	classCompat              // an OpenAI-compatible SaaS API: <anything>/<endpoint>
-	classAzure               // Azure OpenAI and Azure AI model inference
-	classAnthropic           // api.anthropic.com
-	classGemini              // generativelanguage.googleapis.com
-	classVertex              // [location-]aiplatform.googleapis.com
-	classBedrock             // bedrock-runtime.<region>.amazonaws.com
-	classMapped              // a HostMap entry or Ollama's port: every shape
-)
-
-// knownHosts are hosts that serve one provider's API.
-var knownHosts = map[string]struct {
-	provider string
-	class    hostClass
-}{
-	"api.openai.com":                    {semconv.GenAIProviderOpenAI, classOpenAI},
-	"api.anthropic.com":                 {semconv.GenAIProviderAnthropic, classAnthropic},
-	"generativelanguage.googleapis.com": {semconv.GenAIProviderGCPGemini, classGemini},
-	"aiplatform.googleapis.com":         {semconv.GenAIProviderGCPVertexAI, classVertex},
-	"api.mistral.ai":                    {semconv.GenAIProviderMistralAI, classCompat},
-	"api.groq.com":                      {semconv.GenAIProviderGroq, classCompat},
-	"api.deepseek.com":                  {semconv.GenAIProviderDeepSeek, classCompat},
-	"api.x.ai":                          {semconv.GenAIProviderXAI, classCompat},
-	"api.perplexity.ai":                 {semconv.GenAIProviderPerplexity, classCompat},
-	"api.cohere.com":                    {semconv.GenAIProviderCohere, classCompat},
-	"api.cohere.ai":                     {semconv.GenAIProviderCohere, classCompat},
-}
-
-// hostProvider classifies a normalised host name.
-func hostProvider(host string) (provider, region string, class hostClass) {
-	if k, ok := knownHosts[host]; ok {
-		return k.provider, "", k.class
-	}
-	switch {
-	case hasLabelSuffix(host, ".openai.azure.com"), hasLabelSuffix(host, ".cognitiveservices.azure.com"),
-		hasLabelSuffix(host, ".services.ai.azure.com"):
-		// Which Azure provider depends on the path (/openai/… or /models/…).
-		return semconv.GenAIProviderAzureAIOpenAI, "", classAzure
-	case hasLabelSuffix(host, ".inference.ai.azure.com"), hasLabelSuffix(host, ".models.ai.azure.com"):
-		return semconv.GenAIProviderAzureAIInference, "", classAzure
-	case hasLabelSuffix(host, "-aiplatform.googleapis.com"):
-		return semconv.GenAIProviderGCPVertexAI, strings.TrimSuffix(host, "-aiplatform.googleapis.com"), classVertex
-	}
-	if r, ok := bedrockRegion(host); ok {
-		return semconv.GenAIProviderAWSBedrock, r, classBedrock
-	}
-	return "", "", classUnknown
-}
-
-// bedrockRegion recognises bedrock-runtime[-fips].<region>.amazonaws.com[.cn]
-// and VPC endpoint names with a bedrock-runtime label
-// (vpce-….bedrock-runtime.<region>.vpce.amazonaws.com).
-func bedrockRegion(host string) (string, bool) {
-	if !strings.HasSuffix(host, ".amazonaws.com") && !strings.HasSuffix(host, ".amazonaws.com.cn") {
-		return "", false
-	}
-	labels := strings.Split(host, ".")
-	for i := 0; i+1 < len(labels); i++ {
-		if labels[i] == "bedrock-runtime" || labels[i] == "bedrock-runtime-fips" {
-			return labels[i+1], true
-		}
-	}
-	return "", false
-}
-
-func hasLabelSuffix(host, suffix string) bool {
-	return len(host) > len(suffix) && strings.HasSuffix(host, suffix)
 }
 
 // Detect finds the provider, operation and API of an exchange from its
@@ -315,18 +221,20 @@ func Detect(x *Exchange, hosts HostMap) (e Endpoint, ok bool) {
 		path = strings.TrimSuffix(path, "/")
 	}
 
-	provider, region, class := hostProvider(host)
-	if p, mapped := hosts.lookup(host, port); mapped {
-		provider, class = p, classMapped
-	} else if class == classUnknown && port == ollamaPort {
-		provider, class = semconv.GenAIProviderOllama, classMapped
+	provider, region, route, mapped := hostOf(host, port, hosts)
+	var r routed
+	switch {
+	case mapped:
+		r, ok = routeMapped(path, x)
+	case route != nil:
+		r, ok = route(path, x)
+	default:
+		r, ok = routeUnknown(path, x)
 	}
-
-	r, ok := route(class, path, x)
 	if !ok {
 		return Endpoint{}, false
 	}
-	if r.provider != "" && class != classMapped {
+	if r.provider != "" && !mapped {
 		provider = r.provider
 	}
 	if r.region != "" {
@@ -365,312 +273,6 @@ type routed struct {
 	// provider overrides the host's provider (Azure AI inference paths,
 	// unknown hosts); "" keeps it.
 	provider string
-}
-
-func route(class hostClass, path string, x *Exchange) (routed, bool) {
-	switch class {
-	case classOpenAI:
-		return openAIRoute(path, v1Exact)
-	case classCompat:
-		if r, ok := anthropicRoute(path, x, false); ok {
-			return r, true
-		}
-		return openAIRoute(path, anyPrefix)
-	case classAnthropic:
-		if path == "/v1/messages" {
-			return anthropicRoute(path, x, false)
-		}
-		return openAIRoute(path, v1Exact)
-	case classAzure:
-		return azureRoute(path, x, true)
-	case classGemini:
-		if r, ok := geminiRoute(path); ok {
-			return r, true
-		}
-		return openAIRoute(path, anyPrefix)
-	case classVertex:
-		if r, ok := vertexRoute(path); ok {
-			return r, true
-		}
-		return openAIRoute(path, anyPrefix)
-	case classBedrock:
-		return bedrockRoute(path, x.RequestBody)
-	case classMapped:
-		for _, f := range []func() (routed, bool){
-			func() (routed, bool) { return ollamaRoute(path) },
-			func() (routed, bool) { return vertexRoute(path) },
-			func() (routed, bool) { return geminiRoute(path) },
-			func() (routed, bool) { return bedrockRoute(path, x.RequestBody) },
-			func() (routed, bool) { return azureRoute(path, x, false) },
-			func() (routed, bool) { return anthropicRoute(path, x, false) },
-			func() (routed, bool) { return openAIRoute(path, anyPrefix) },
-		} {
-			if r, ok := f(); ok {
-				return r, true
-			}
-		}
-		return routed{}, false
-	}
-	// Unknown host: only shapes the path (and a header) make unmistakable.
-	if r, ok := vertexRoute(path); ok {
-		r.provider = semconv.GenAIProviderGCPVertexAI
-		return r, true
-	}
-	if r, ok := geminiRoute(path); ok {
-		r.provider = semconv.GenAIProviderGCPGenAI
-		return r, true
-	}
-	if x.RequestHeader.Get("X-Amz-Date") != "" {
-		if r, ok := bedrockRoute(path, x.RequestBody); ok {
-			r.provider = semconv.GenAIProviderAWSBedrock
-			return r, true
-		}
-	}
-	if strings.HasPrefix(path, "/openai/deployments/") && strings.Contains(x.Path, "api-version=") {
-		if r, ok := azureRoute(path, x, false); ok {
-			r.provider = semconv.GenAIProviderAzureAIOpenAI
-			return r, true
-		}
-	}
-	if r, ok := anthropicRoute(path, x, true); ok {
-		r.provider = semconv.GenAIProviderAnthropic
-		return r, true
-	}
-	if r, ok := openAIRoute(path, v1Suffix); ok {
-		r.provider = semconv.GenAIProviderOpenAICompatible
-		return r, true
-	}
-	if strings.HasSuffix(path, "/chat/completions") && topLevelKeys(x.RequestBody, "messages")&1 != 0 {
-		r, _ := openAIRoute(path, anyPrefix)
-		r.provider = semconv.GenAIProviderOpenAICompatible
-		return r, true
-	}
-	return routed{}, false
-}
-
-// prefixRule says what may stand before an OpenAI endpoint suffix.
-type prefixRule int
-
-const (
-	v1Exact   prefixRule = iota // exactly /v1
-	v1Suffix                    // anything ending in /v1
-	anyPrefix                   // anything
-)
-
-var openAIEndpoints = []struct {
-	suffix string
-	api    API
-	op     string
-}{
-	{"/chat/completions", APIOpenAIChatCompletions, semconv.GenAIOperationChat},
-	{"/completions", APIOpenAICompletions, semconv.GenAIOperationTextCompletion},
-	{"/responses", APIOpenAIResponses, semconv.GenAIOperationChat},
-	{"/embeddings", APIOpenAIEmbeddings, semconv.GenAIOperationEmbeddings},
-}
-
-func openAIRoute(path string, rule prefixRule) (routed, bool) {
-	for _, ep := range openAIEndpoints {
-		prefix, ok := strings.CutSuffix(path, ep.suffix)
-		if !ok {
-			continue
-		}
-		switch rule {
-		case v1Exact:
-			ok = prefix == "/v1"
-		case v1Suffix:
-			ok = prefix == "/v1" || strings.HasSuffix(prefix, "/v1")
-		}
-		if !ok {
-			return routed{}, false
-		}
-		return routed{api: ep.api, op: ep.op}, true
-	}
-	return routed{}, false
-}
-
-// anthropicRoute matches {prefix}/v1/messages. needHeader: only with an
-// Anthropic-Version header (unknown hosts).
-func anthropicRoute(path string, x *Exchange, needHeader bool) (routed, bool) {
-	if path != "/v1/messages" && !strings.HasSuffix(path, "/v1/messages") {
-		return routed{}, false
-	}
-	v := x.RequestHeader.Get("Anthropic-Version")
-	if needHeader && v == "" {
-		return routed{}, false
-	}
-	return routed{api: APIAnthropicMessages, op: semconv.GenAIOperationChat, version: cleanField(v, maxVersionLen)}, true
-}
-
-// azureRoute matches Azure OpenAI (/openai/…) and Azure AI model inference
-// (/models/… on an Azure host) paths.
-func azureRoute(path string, x *Exchange, azureHost bool) (routed, bool) {
-	if rest, ok := strings.CutPrefix(path, "/openai/deployments/"); ok {
-		dep, tail, _ := strings.Cut(rest, "/")
-		if dep == "" || tail == "" {
-			return routed{}, false
-		}
-		r, ok := openAIRoute("/"+tail, anyPrefix)
-		if !ok {
-			return routed{}, false
-		}
-		r.deployment = cleanField(unescape(dep), maxModelLen)
-		if azureHost {
-			r.provider = semconv.GenAIProviderAzureAIOpenAI
-		}
-		return r, true
-	}
-	if strings.HasPrefix(path, "/openai/") {
-		r, ok := openAIRoute(path, anyPrefix)
-		if ok && azureHost {
-			r.provider = semconv.GenAIProviderAzureAIOpenAI
-		}
-		return r, ok
-	}
-	if !azureHost {
-		return routed{}, false
-	}
-	// Azure AI model inference: /models/chat/completions, or the root
-	// paths of serverless endpoints.
-	r, ok := openAIRoute(path, anyPrefix)
-	if ok {
-		r.provider = semconv.GenAIProviderAzureAIInference
-	}
-	return r, ok
-}
-
-// geminiMethods maps Gemini API / Vertex AI methods to API and operation.
-var geminiMethods = map[string]struct {
-	api    API
-	op     string
-	stream bool
-}{
-	"generateContent":       {APIGeminiGenerateContent, semconv.GenAIOperationGenerateContent, false},
-	"streamGenerateContent": {APIGeminiGenerateContent, semconv.GenAIOperationGenerateContent, true},
-	"embedContent":          {APIGeminiEmbedContent, semconv.GenAIOperationEmbeddings, false},
-	"batchEmbedContents":    {APIGeminiEmbedContent, semconv.GenAIOperationEmbeddings, false},
-}
-
-// modelMethod splits the last segment "{model}:{method}" (the colon may
-// arrive escaped) and unescapes the model.
-func modelMethod(seg string) (model, method string, ok bool) {
-	seg = unescape(seg)
-	i := strings.LastIndexByte(seg, ':')
-	if i <= 0 || i == len(seg)-1 {
-		return "", "", false
-	}
-	return cleanField(seg[:i], maxModelLen), seg[i+1:], true
-}
-
-// geminiRoute matches /{v1,v1beta,v1alpha}/{models,tunedModels}/{model}:{method}.
-func geminiRoute(path string) (routed, bool) {
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	if len(segs) != 3 || (segs[1] != "models" && segs[1] != "tunedModels") {
-		return routed{}, false
-	}
-	switch segs[0] {
-	case "v1", "v1beta", "v1alpha":
-	default:
-		return routed{}, false
-	}
-	model, method, ok := modelMethod(segs[2])
-	m, known := geminiMethods[method]
-	if !ok || !known {
-		return routed{}, false
-	}
-	return routed{api: m.api, op: m.op, stream: m.stream, model: model, version: segs[0]}, true
-}
-
-// vertexRoute matches
-// /{v1,v1beta1}/projects/{p}/locations/{l}/publishers/{pub}/models/{model}:{method}
-// and /{v1,v1beta1}/projects/{p}/locations/{l}/endpoints/{id}:{method}.
-func vertexRoute(path string) (routed, bool) {
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	if len(segs) < 6 || (segs[0] != "v1" && segs[0] != "v1beta1") || segs[1] != "projects" || segs[3] != "locations" {
-		return routed{}, false
-	}
-	r := routed{version: segs[0], region: segs[4]}
-	var last, publisher string
-	switch {
-	case len(segs) == 9 && segs[5] == "publishers" && segs[7] == "models":
-		publisher, last = segs[6], segs[8]
-	case len(segs) == 7 && segs[5] == "endpoints":
-		last = segs[6]
-	default:
-		return routed{}, false
-	}
-	model, method, ok := modelMethod(last)
-	if !ok {
-		return routed{}, false
-	}
-	if publisher != "" {
-		r.model = model
-	}
-	if m, known := geminiMethods[method]; known {
-		r.api, r.op, r.stream = m.api, m.op, m.stream
-		return r, true
-	}
-	if publisher == "anthropic" && (method == "rawPredict" || method == "streamRawPredict") {
-		r.api, r.op, r.stream = APIAnthropicMessages, semconv.GenAIOperationChat, method == "streamRawPredict"
-		return r, true
-	}
-	return routed{}, false
-}
-
-// bedrockRoute matches /model/{modelId}/{converse,converse-stream,invoke,invoke-with-response-stream}.
-func bedrockRoute(path string, body []byte) (routed, bool) {
-	rest, ok := strings.CutPrefix(path, "/model/")
-	if !ok {
-		return routed{}, false
-	}
-	id, action, ok := strings.Cut(rest, "/")
-	if !ok || id == "" || strings.Contains(action, "/") {
-		return routed{}, false
-	}
-	r := routed{model: cleanField(unescape(id), maxModelLen)}
-	switch action {
-	case "converse", "converse-stream":
-		r.api, r.op, r.stream = APIBedrockConverse, semconv.GenAIOperationChat, action == "converse-stream"
-	case "invoke", "invoke-with-response-stream":
-		r.api, r.stream = APIBedrockInvoke, action == "invoke-with-response-stream"
-		r.op = bedrockInvokeOperation(r.model, body)
-	default:
-		return routed{}, false
-	}
-	return r, true
-}
-
-// bedrockInvokeOperation infers the operation of an InvokeModel call, whose
-// body is the model family's own format: embedding model ids and bodies
-// with "texts" are embeddings; "messages" is chat (Anthropic, Llama 3.2+,
-// Nova, Mistral chat); "prompt" or "inputText" is text_completion (Llama,
-// Mistral, Titan Text). Chat when nothing tells.
-func bedrockInvokeOperation(model string, body []byte) string {
-	if strings.Contains(strings.ToLower(model), "embed") {
-		return semconv.GenAIOperationEmbeddings
-	}
-	keys := topLevelKeys(body, "messages", "prompt", "inputText", "texts")
-	switch {
-	case keys&1 != 0:
-		return semconv.GenAIOperationChat
-	case keys&8 != 0:
-		return semconv.GenAIOperationEmbeddings
-	case keys&6 != 0:
-		return semconv.GenAIOperationTextCompletion
-	}
-	return semconv.GenAIOperationChat
-}
-
-// ollamaRoute matches Ollama's native API.
-func ollamaRoute(path string) (routed, bool) {
-	switch path {
-	case "/api/chat":
-		return routed{api: APIOllamaChat, op: semconv.GenAIOperationChat}, true
-	case "/api/generate":
-		return routed{api: APIOllamaGenerate, op: semconv.GenAIOperationTextCompletion}, true
-	case "/api/embed", "/api/embeddings":
-		return routed{api: APIOllamaEmbed, op: semconv.GenAIOperationEmbeddings}, true
-	}
-	return routed{}, false
 }
 
 // splitHost normalises a Host header value: lower case, without a trailing
@@ -715,6 +317,12 @@ func splitHost(h string) (host string, port int, ok bool) {
 	return strings.ToLower(h), port, true
 }
 
+// hasLabelSuffix reports whether host is a longer name than suffix that
+// ends in it.
+func hasLabelSuffix(host, suffix string) bool {
+	return len(host) > len(suffix) && strings.HasSuffix(host, suffix)
+}
+
 // queryParam returns the unescaped value of the first name=value pair.
 func queryParam(query, name string) string {
 	for query != "" {
@@ -731,6 +339,7 @@ func queryParam(query, name string) string {
 	return ""
 }
 
+// unescape returns s path-unescaped, or s when it does not unescape.
 func unescape(s string) string {
 	if !strings.Contains(s, "%") {
 		return s
@@ -749,6 +358,8 @@ func cleanField(s string, max int) string {
 	return s
 }
 
+// printable reports whether s has neither a control character nor
+// invalid UTF-8 (or U+FFFD).
 func printable(s string) bool {
 	for _, r := range s {
 		if r < ' ' || r == 0x7f || r == '\uFFFD' {

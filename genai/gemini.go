@@ -2,12 +2,169 @@ package genai
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/xpuscope/xpuscope/genai/internal/jsonscan"
+	"github.com/xpuscope/xpuscope/semconv"
 )
+
+// The APIs of the Gemini API, which Vertex AI serves too.
+const (
+	APIGeminiGenerateContent API = "gemini.generate_content" // :generateContent, :streamGenerateContent (Gemini API and Vertex AI)
+	APIGeminiEmbedContent    API = "gemini.embed_content"    // :embedContent, :batchEmbedContents
+)
+
+// geminiProvider is the Gemini API and Vertex AI, whose paths name the
+// model and the method (Vertex AI serves Anthropic models too).
+var geminiProvider = provider{
+	name: semconv.GenAIProviderGCPGemini,
+	apis: []apiReader{
+		{APIGeminiGenerateContent, ParseGemini, geminiContent},
+		{APIGeminiEmbedContent, nil, nil}, // detected, not parsed yet
+	},
+	hosts: map[string]knownHost{
+		"generativelanguage.googleapis.com": {provider: semconv.GenAIProviderGCPGemini, route: either(geminiRoute, openAIAnyRoute)},
+		"aiplatform.googleapis.com":         vertexHost,
+	},
+	hostSuffixes: []hostSuffix{
+		{suffix: "-aiplatform.googleapis.com", host: &vertexHost, regionFirst: true},
+	},
+	route: either(vertexRoute, geminiRoute),
+	guesses: []guess{
+		{semconv.GenAIProviderGCPVertexAI, "", vertexRoute},
+		{semconv.GenAIProviderGCPGenAI, "", geminiRoute},
+	},
+}
+
+// vertexHost is a Vertex AI host: it serves Vertex AI's model and
+// endpoint paths, and its OpenAI-compatible endpoints.
+var vertexHost = knownHost{provider: semconv.GenAIProviderGCPVertexAI, route: either(vertexRoute, openAIAnyRoute)}
+
+// geminiMethods maps Gemini API / Vertex AI methods to API and operation.
+var geminiMethods = map[string]struct {
+	api    API
+	op     string
+	stream bool
+}{
+	"generateContent":       {APIGeminiGenerateContent, semconv.GenAIOperationGenerateContent, false},
+	"streamGenerateContent": {APIGeminiGenerateContent, semconv.GenAIOperationGenerateContent, true},
+	"embedContent":          {APIGeminiEmbedContent, semconv.GenAIOperationEmbeddings, false},
+	"batchEmbedContents":    {APIGeminiEmbedContent, semconv.GenAIOperationEmbeddings, false},
+}
+
+// geminiRoute matches /{v1,v1beta,v1alpha}/{models,tunedModels}/{model}:{method}.
+func geminiRoute(path string, _ *Exchange) (routed, bool) {
+	var buf [maxPathSegments]string
+	segs := pathSegments(path, &buf)
+	if len(segs) != 3 || (segs[1] != "models" && segs[1] != "tunedModels") {
+		return routed{}, false
+	}
+	switch segs[0] {
+	case "v1", "v1beta", "v1alpha":
+	default:
+		return routed{}, false
+	}
+	model, method, ok := modelMethod(segs[2])
+	m, known := geminiMethods[method]
+	if !ok || !known {
+		return routed{}, false
+	}
+	return routed{api: m.api, op: m.op, stream: m.stream, model: model, version: segs[0]}, true
+}
+
+// vertexRoute matches
+// /{v1,v1beta1}/projects/{p}/locations/{l}/publishers/{pub}/models/{model}:{method}
+// and /{v1,v1beta1}/projects/{p}/locations/{l}/endpoints/{id}:{method}.
+func vertexRoute(path string, _ *Exchange) (routed, bool) {
+	var buf [maxPathSegments]string
+	segs := pathSegments(path, &buf)
+	if len(segs) < 6 || (segs[0] != "v1" && segs[0] != "v1beta1") || segs[1] != "projects" || segs[3] != "locations" {
+		return routed{}, false
+	}
+	r := routed{version: segs[0], region: segs[4]}
+	var last, publisher string
+	switch {
+	case len(segs) == 9 && segs[5] == "publishers" && segs[7] == "models":
+		publisher, last = segs[6], segs[8]
+	case len(segs) == 7 && segs[5] == "endpoints":
+		last = segs[6]
+	default:
+		return routed{}, false
+	}
+	model, method, ok := modelMethod(last)
+	if !ok {
+		return routed{}, false
+	}
+	if publisher != "" {
+		r.model = model
+	}
+	if m, known := geminiMethods[method]; known {
+		r.api, r.op, r.stream = m.api, m.op, m.stream
+		return r, true
+	}
+	if publisher == "anthropic" && (method == "rawPredict" || method == "streamRawPredict") {
+		r.api, r.op, r.stream = APIAnthropicMessages, semconv.GenAIOperationChat, method == "streamRawPredict"
+		return r, true
+	}
+	return routed{}, false
+}
+
+// maxPathSegments is the most segments that a Google path has
+// (/v1/projects/{p}/locations/{l}/publishers/{pub}/models/{model}:{method}).
+const maxPathSegments = 9
+
+// pathSegments splits path, less its leading slash, at every slash, as
+// strings.Split does, into buf, and returns the segments; none when
+// there are more than maxPathSegments.
+func pathSegments(path string, buf *[maxPathSegments]string) []string {
+	path = strings.TrimPrefix(path, "/")
+	for n := range buf {
+		i := strings.IndexByte(path, '/')
+		if i < 0 {
+			buf[n] = path
+			return buf[:n+1]
+		}
+		buf[n], path = path[:i], path[i+1:]
+	}
+	return nil
+}
+
+// modelMethod splits the last segment "{model}:{method}" (the colon may
+// arrive escaped) and unescapes the model.
+func modelMethod(seg string) (model, method string, ok bool) {
+	seg = unescape(seg)
+	i := strings.LastIndexByte(seg, ':')
+	if i <= 0 || i == len(seg)-1 {
+		return "", "", false
+	}
+	return cleanField(seg[:i], maxModelLen), seg[i+1:], true
+}
+
+// pathModelMethod reads a Google-style request path that ends in
+// …/models/{model}:{method} (Gemini API, Vertex AI publisher models,
+// behind any prefix; the colon may arrive escaped) and returns the model
+// and the method. model is "" when the segment before the last is not
+// models or tunedModels (a Vertex AI endpoints/{id} path names no model).
+func pathModelMethod(path string) (model, method string) {
+	path, _, _ = strings.Cut(path, "?")
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 {
+		return "", ""
+	}
+	m, meth, ok := modelMethod(path[i+1:])
+	if !ok {
+		return "", ""
+	}
+	prev := path[:i]
+	prev = prev[strings.LastIndexByte(prev, '/')+1:]
+	if prev != "models" && prev != "tunedModels" {
+		m = ""
+	}
+	return clampString(m), meth
+}
 
 // ParseGemini reads an exchange in the Gemini generateContent format
 // into c: the Gemini API (generativelanguage.googleapis.com) and Vertex
@@ -574,4 +731,175 @@ func (s *jsonSeq) rest() []byte {
 		return nil
 	}
 	return s.buf
+}
+
+// geminiContent reads Gemini and Vertex AI generateContent content:
+// systemInstruction and contents in, candidates out, whole or streamed
+// (events or a JSON array), each candidate's text joined over the
+// chunks.
+func geminiContent(x *Exchange, _ *Call, r *contentReader) {
+	r.request(x, geminiInputPaths, &blockInput{r: r, fields: geminiInputFields, msg: -1})
+	for i := range r.in.msgs {
+		r.in.msgs[i].role = geminiRole(r.in.msgs[i].role)
+	}
+	if !r.response(x) {
+		return
+	}
+	v := &geminiOutput{out: &r.out}
+	_, method := pathModelMethod(x.Path)
+	switch geminiMode(x, method == "streamGenerateContent") {
+	case geminiBody:
+		r.body(x, geminiOutputPaths, v)
+	case geminiSSE:
+		r.events(x, func(data []byte) { r.output(geminiOutputPaths, data, v) })
+	case geminiArray:
+		r.elements(x, func(elem []byte) { r.output(geminiOutputPaths, elem, v) })
+	}
+}
+
+// geminiRole maps Gemini's roles to the conventions': a content without
+// a role is the user's.
+func geminiRole(role string) string {
+	switch role {
+	case "", "user":
+		return "user"
+	case "model":
+		return "assistant"
+	case "function":
+		return "tool"
+	}
+	return role
+}
+
+// elements reads each element of a JSON array response with fn.
+func (r *contentReader) elements(x *Exchange, fn func(elem []byte)) {
+	var s jsonSeq
+	for _, ch := range x.Chunks {
+		for d := ch.Data; len(d) > 0; {
+			var elem []byte
+			if elem, d = s.next(d); elem != nil {
+				fn(elem)
+			}
+		}
+	}
+	if elem := s.rest(); elem != nil {
+		fn(elem)
+	}
+	if s.skipped > 0 {
+		r.out.cut = true
+	}
+}
+
+// geminiPartFields: text (reasoning when thought is true), functionCall
+// and functionResponse parts, in both spellings the API takes.
+var geminiPartFields = []fieldPath{
+	{"text", bfText},
+	{"thought", bfThought},
+	{"functionCall.id", bfCallID},
+	{"functionCall.name", bfCallName},
+	{"functionCall.args", bfCallArgs},
+	{"function_call.id", bfCallID},
+	{"function_call.name", bfCallName},
+	{"function_call.args", bfCallArgs},
+	{"functionResponse.id", bfResultID},
+	{"functionResponse.response", bfResult},
+	{"function_response.id", bfResultID},
+	{"function_response.response", bfResult},
+}
+
+var geminiInputFields = slices.Concat([]fieldPath{
+	{"systemInstruction.parts[*].text", biSystem},
+	{"system_instruction.parts[*].text", biSystem},
+	{"contents[*]", biMessage},
+	{"contents[*].role", biRole},
+	{"contents[*].parts[*]", biBlock},
+}, blockPaths("contents[*].parts[*].", geminiPartFields))
+
+var geminiInputPaths = compileFields(geminiInputFields)
+
+// Responses: a GenerateContentResponse's candidates.
+const (
+	goCandidate = iota
+	goIndex
+	goFinish
+	goPart
+)
+
+var geminiOutputFields = slices.Concat([]fieldPath{
+	{"candidates[*]", goCandidate},
+	{"candidates[*].index", goIndex},
+	{"candidates[*].finishReason", goFinish},
+	{"candidates[*].content.parts[*]", goPart},
+}, blockPaths("candidates[*].content.parts[*].", geminiPartFields))
+
+var geminiOutputPaths = compileFields(geminiOutputFields)
+
+// geminiOutput reads candidates, each into the output message of its
+// index once the candidate is read (the index comes after the content):
+// text and reasoning joined over the chunks of a stream, a part per
+// function call.
+type geminiOutput struct {
+	out    *contentSide
+	index  int
+	finish []byte
+	part   contentBlock   // the part being read
+	parts  []contentBlock // the candidate's parts
+	seen   bool
+}
+
+func (v *geminiOutput) Value(id int, kind jsonscan.Kind, raw []byte) {
+	v.seen = true
+	switch f := geminiOutputFields[id].field; {
+	case f == goIndex:
+		v.index = readIndex(kind, raw, v.index)
+	case f == goFinish:
+		v.finish = strValue(kind, raw).raw
+	case f >= blockField:
+		v.part.value(f-blockField, kind, raw)
+	}
+}
+
+func (v *geminiOutput) Container(id int, raw []byte) {
+	switch f := geminiOutputFields[id].field; {
+	case f == goPart:
+		v.endPart()
+	case f == goCandidate:
+		v.endCandidate()
+	case f >= blockField:
+		v.part.container(f-blockField, raw)
+	}
+}
+
+func (v *geminiOutput) endPart() {
+	if len(v.parts) < maxCallList {
+		v.parts = append(v.parts, v.part)
+	} else {
+		v.out.cut = true
+	}
+	v.part = contentBlock{}
+}
+
+func (v *geminiOutput) endCandidate() {
+	out := v.out
+	if !v.seen {
+		return
+	}
+	mi := out.keyedMessage(v.index, "assistant")
+	out.finish(mi, v.finish)
+	for i := range v.parts {
+		p := &v.parts[i]
+		key, kind := p.textKind()
+		out.delta(mi, key, kind, p.text)
+		if p.call.seen {
+			out.addTool(mi, partToolCall, &p.call)
+		}
+	}
+	v.index, v.finish, v.parts, v.seen = 0, nil, v.parts[:0], false
+}
+
+func (v *geminiOutput) end() {
+	if v.part.seen {
+		v.endPart()
+	}
+	v.endCandidate()
 }

@@ -2,12 +2,51 @@ package genai
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/xpuscope/xpuscope/genai/internal/jsonscan"
+	"github.com/xpuscope/xpuscope/semconv"
 )
+
+// Ollama's native APIs.
+const (
+	APIOllamaChat     API = "ollama.chat"     // /api/chat
+	APIOllamaGenerate API = "ollama.generate" // /api/generate
+	APIOllamaEmbed    API = "ollama.embed"    // /api/embed, /api/embeddings
+)
+
+// ollamaPort is Ollama's port: a host Detect does not know is taken for
+// an Ollama server when the request goes to it.
+const ollamaPort = 11434
+
+// ollamaProvider is Ollama's native API. Ollama has no host of its own:
+// it is found on its port, or on a mapped host.
+var ollamaProvider = provider{
+	name: semconv.GenAIProviderOllama,
+	apis: []apiReader{
+		{APIOllamaChat, ParseOllama, ollamaContent},
+		{APIOllamaGenerate, ParseOllama, ollamaContent},
+		{APIOllamaEmbed, ParseOllama, nil},
+	},
+	port:  ollamaPort,
+	route: ollamaRoute,
+}
+
+// ollamaRoute matches Ollama's native API.
+func ollamaRoute(path string, _ *Exchange) (routed, bool) {
+	switch path {
+	case "/api/chat":
+		return routed{api: APIOllamaChat, op: semconv.GenAIOperationChat}, true
+	case "/api/generate":
+		return routed{api: APIOllamaGenerate, op: semconv.GenAIOperationTextCompletion}, true
+	case "/api/embed", "/api/embeddings":
+		return routed{api: APIOllamaEmbed, op: semconv.GenAIOperationEmbeddings}, true
+	}
+	return routed{}, false
+}
 
 // ParseOllama reads an exchange in Ollama's native API into c:
 // /api/chat, /api/generate and /api/embed (and the older /api/embeddings),
@@ -147,19 +186,19 @@ func (p *ollamaParser) release() {
 }
 
 // ollamaEndpoint returns the API of an Ollama path, ignoring the query.
-func ollamaEndpoint(path string) (routed, bool) {
-	path, _, _ = strings.Cut(path, "?")
+func ollamaEndpoint(x *Exchange) (routed, bool) {
+	path, _, _ := strings.Cut(x.Path, "?")
 	if len(path) > 1 {
 		path = strings.TrimSuffix(path, "/")
 	}
-	return ollamaRoute(path)
+	return ollamaRoute(path, x)
 }
 
 func (p *ollamaParser) parse(x *Exchange, c *Call) {
 	*p = ollamaParser{lines: p.lines, buf: p.buf[:0], c: c}
 	p.lines.reset()
 	resetCall(c)
-	r, known := ollamaEndpoint(x.Path)
+	r, known := ollamaEndpoint(x)
 	if c.Operation == "" && known {
 		c.Operation = r.op
 	}
@@ -358,5 +397,117 @@ func (r *ollamaRequest) Value(id int, kind jsonscan.Kind, raw []byte) {
 		if kind == jsonscan.String && len(raw) > 0 {
 			appendName(&c.ToolDefinitions, raw)
 		}
+	}
+}
+
+// ollamaContent reads Ollama content: /api/chat messages, or
+// /api/generate's system and prompt, in; the message or response out,
+// whole or as NDJSON lines whose text is joined.
+func ollamaContent(x *Exchange, c *Call, r *contentReader) {
+	r.request(x, ollamaInputPaths, &blockInput{r: r, fields: ollamaInputFields, msg: -1})
+	if !r.response(x) {
+		return
+	}
+	v := &ollamaOutput{out: &r.out}
+	if !isNDJSON(x, c.Stream) {
+		r.body(x, ollamaOutputPaths, v)
+		return
+	}
+	var s ndjsonLines
+	line := func(l []byte, cut bool) {
+		if cut {
+			r.out.cut = true
+		}
+		r.output(ollamaOutputPaths, l, v)
+	}
+	for _, ch := range x.Chunks {
+		s.feed(ch.Data)
+		for l, cut, ok := s.next(); ok; l, cut, ok = s.next() {
+			line(l, cut)
+		}
+	}
+	if l, cut, ok := s.flush(); ok {
+		line(l, cut)
+	}
+}
+
+// ollamaCallFields: a tool call's function.
+var ollamaCallFields = []fieldPath{
+	{"function.name", bfCallName},
+	{"function.arguments", bfCallArgs},
+}
+
+var ollamaInputFields = slices.Concat([]fieldPath{
+	{"system", biSystem},
+	{"prompt", biPrompt},
+	{"messages[*]", biMessage},
+	{"messages[*].role", biRole},
+	{"messages[*].content", biContent},
+	{"messages[*].thinking", biReasoning},
+	{"messages[*].tool_calls[*]", biBlock},
+}, blockPaths("messages[*].tool_calls[*].", ollamaCallFields))
+
+var ollamaInputPaths = compileFields(ollamaInputFields)
+
+// Responses: a chat message or a generate response, whole or one line.
+const (
+	ooFinish = iota
+	ooText
+	ooReasoning
+	ooCall
+)
+
+var ollamaOutputFields = slices.Concat([]fieldPath{
+	{"done_reason", ooFinish},
+	{"response", ooText},
+	{"message.content", ooText},
+	{"thinking", ooReasoning},
+	{"message.thinking", ooReasoning},
+	{"message.tool_calls[*]", ooCall},
+}, blockPaths("message.tool_calls[*].", ollamaCallFields))
+
+var ollamaOutputPaths = compileFields(ollamaOutputFields)
+
+// ollamaOutput reads the response into one assistant message: text and
+// thinking joined over the lines of a stream, a part per tool call.
+type ollamaOutput struct {
+	out  *contentSide
+	call contentBlock
+}
+
+func (v *ollamaOutput) Value(id int, kind jsonscan.Kind, raw []byte) {
+	out, s, f := v.out, strValue(kind, raw), ollamaOutputFields[id].field
+	if f < blockField && len(s.raw) == 0 {
+		return
+	}
+	switch {
+	case f == ooFinish:
+		out.finish(out.only("assistant"), s.raw)
+	case f == ooText:
+		out.delta(out.only("assistant"), keyText, partText, s)
+	case f == ooReasoning:
+		out.delta(out.only("assistant"), keyReasoning, partReasoning, s)
+	case f >= blockField:
+		v.call.value(f-blockField, kind, raw)
+	}
+}
+
+func (v *ollamaOutput) Container(id int, raw []byte) {
+	switch f := ollamaOutputFields[id].field; {
+	case f == ooCall:
+		v.endCall()
+	case f >= blockField:
+		v.call.container(f-blockField, raw)
+	}
+}
+
+func (v *ollamaOutput) endCall() {
+	v.out.addBlock(v.out.only("assistant"), &v.call)
+	v.call = contentBlock{}
+}
+
+func (v *ollamaOutput) end() {
+	if v.call.seen {
+		v.endCall()
 	}
 }

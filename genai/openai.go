@@ -2,7 +2,6 @@ package genai
 
 import (
 	"bytes"
-	"math"
 	"strings"
 	"sync"
 	"time"
@@ -11,11 +10,183 @@ import (
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
-// Bounds on what a Call holds, whatever the traffic says.
+// The OpenAI APIs, which Azure OpenAI, the OpenAI-compatible APIs of
+// other providers and OpenAI-compatible servers speak too.
 const (
-	maxCallString = 256 // bytes of one string (model, id, names), cut at a rune
-	maxCallList   = 128 // entries of FinishReasons, ToolCalls, ToolDefinitions
+	APIOpenAIChatCompletions API = "openai.chat_completions" // POST …/chat/completions
+	APIOpenAICompletions     API = "openai.completions"      // POST …/completions (legacy)
+	APIOpenAIResponses       API = "openai.responses"        // POST …/responses
+	APIOpenAIEmbeddings      API = "openai.embeddings"       // POST …/embeddings
 )
+
+// OpenAIAPIType returns the openai.api.type value of the endpoint:
+// chat_completions or responses, or "" for other APIs.
+func (e Endpoint) OpenAIAPIType() string {
+	switch e.API {
+	case APIOpenAIChatCompletions:
+		return semconv.OpenAIAPITypeChatCompletions
+	case APIOpenAIResponses:
+		return semconv.OpenAIAPITypeResponses
+	}
+	return ""
+}
+
+// openAIProvider is OpenAI, Azure OpenAI and Azure AI model inference,
+// the OpenAI-compatible APIs of Mistral, Groq, DeepSeek, xAI, Perplexity
+// and Cohere, and any OpenAI-compatible server or gateway.
+var openAIProvider = provider{
+	name: semconv.GenAIProviderOpenAI,
+	apis: []apiReader{
+		{APIOpenAIChatCompletions, ParseOpenAI, openaiChatContent},
+		{APIOpenAICompletions, ParseOpenAI, openaiChatContent},
+		{APIOpenAIResponses, ParseOpenAI, openaiResponsesContent},
+		{APIOpenAIEmbeddings, ParseOpenAI, nil},
+	},
+	hosts: map[string]knownHost{
+		"api.openai.com":    {provider: semconv.GenAIProviderOpenAI, route: openAIV1Route},
+		"api.mistral.ai":    {provider: semconv.GenAIProviderMistralAI, route: compatRoute},
+		"api.groq.com":      {provider: semconv.GenAIProviderGroq, route: compatRoute},
+		"api.deepseek.com":  {provider: semconv.GenAIProviderDeepSeek, route: compatRoute},
+		"api.x.ai":          {provider: semconv.GenAIProviderXAI, route: compatRoute},
+		"api.perplexity.ai": {provider: semconv.GenAIProviderPerplexity, route: compatRoute},
+		"api.cohere.com":    {provider: semconv.GenAIProviderCohere, route: compatRoute},
+		"api.cohere.ai":     {provider: semconv.GenAIProviderCohere, route: compatRoute},
+	},
+	hostSuffixes: []hostSuffix{
+		{suffix: ".openai.azure.com", host: &azureOpenAIHost},
+		{suffix: ".cognitiveservices.azure.com", host: &azureOpenAIHost},
+		{suffix: ".services.ai.azure.com", host: &azureOpenAIHost}, // Azure AI Foundry: the path tells which
+		{suffix: ".inference.ai.azure.com", host: &azureInferenceHost},
+		{suffix: ".models.ai.azure.com", host: &azureInferenceHost},
+	},
+	route: either(azureOpenAIRoute, openAIAnyRoute),
+	guesses: []guess{
+		{semconv.GenAIProviderAzureAIOpenAI, "", versionedAzureRoute},
+		{semconv.GenAIProviderOpenAICompatible, "", openAIV1SuffixRoute},
+		{semconv.GenAIProviderOpenAICompatible, "", chatMessagesRoute},
+	},
+}
+
+// compatRoute serves the API of an OpenAI-compatible provider: the
+// OpenAI endpoints under any prefix, and the Anthropic Messages API that
+// some of them serve too.
+var compatRoute = either(anthropicRoute, openAIAnyRoute)
+
+// azureOpenAIHost and azureInferenceHost are the hosts of Azure OpenAI
+// and of Azure AI model inference. Both serve azureHostRoute's paths,
+// which tell the two apart on an Azure AI Foundry host.
+var (
+	azureOpenAIHost    = knownHost{provider: semconv.GenAIProviderAzureAIOpenAI, route: azureHostRoute}
+	azureInferenceHost = knownHost{provider: semconv.GenAIProviderAzureAIInference, route: azureHostRoute}
+)
+
+// openAIEndpoint is one OpenAI endpoint, known by the suffix of its
+// path.
+type openAIEndpoint struct {
+	suffix string
+	api    API
+	op     string
+}
+
+// openAIEndpoints are the OpenAI endpoints, in the order their suffixes
+// are tried.
+var openAIEndpoints = [...]openAIEndpoint{
+	{"/chat/completions", APIOpenAIChatCompletions, semconv.GenAIOperationChat},
+	{"/completions", APIOpenAICompletions, semconv.GenAIOperationTextCompletion},
+	{"/responses", APIOpenAIResponses, semconv.GenAIOperationChat},
+	{"/embeddings", APIOpenAIEmbeddings, semconv.GenAIOperationEmbeddings},
+}
+
+// openAIEndpointOf returns the first OpenAI endpoint whose suffix path
+// ends in, and the prefix before it; nil when there is none.
+func openAIEndpointOf(path string) (prefix string, ep *openAIEndpoint) {
+	for i := range openAIEndpoints {
+		if prefix, ok := strings.CutSuffix(path, openAIEndpoints[i].suffix); ok {
+			return prefix, &openAIEndpoints[i]
+		}
+	}
+	return "", nil
+}
+
+// route routes to ep when there is one and its prefix is allowed.
+func (ep *openAIEndpoint) route(prefixAllowed bool) (routed, bool) {
+	if ep == nil || !prefixAllowed {
+		return routed{}, false
+	}
+	return routed{api: ep.api, op: ep.op}, true
+}
+
+// openAIV1Route matches /v1/{endpoint} exactly: api.openai.com.
+func openAIV1Route(path string, _ *Exchange) (routed, bool) {
+	prefix, ep := openAIEndpointOf(path)
+	return ep.route(prefix == "/v1")
+}
+
+// openAIV1SuffixRoute matches {prefix}/v1/{endpoint}.
+func openAIV1SuffixRoute(path string, _ *Exchange) (routed, bool) {
+	prefix, ep := openAIEndpointOf(path)
+	return ep.route(prefix == "/v1" || strings.HasSuffix(prefix, "/v1"))
+}
+
+// openAIAnyRoute matches {prefix}/{endpoint}, with any prefix.
+func openAIAnyRoute(path string, _ *Exchange) (routed, bool) {
+	_, ep := openAIEndpointOf(path)
+	return ep.route(true)
+}
+
+// chatMessagesRoute matches {prefix}/chat/completions when the request
+// body has top-level "messages".
+func chatMessagesRoute(path string, x *Exchange) (routed, bool) {
+	if !strings.HasSuffix(path, "/chat/completions") || topLevelKeys(x.RequestBody, "messages")&1 == 0 {
+		return routed{}, false
+	}
+	return openAIAnyRoute(path, x)
+}
+
+// azureOpenAIRoute matches Azure OpenAI paths:
+// /openai/deployments/{deployment}/{endpoint}, and the OpenAI endpoints
+// under any other /openai/ prefix.
+func azureOpenAIRoute(path string, x *Exchange) (routed, bool) {
+	if rest, ok := strings.CutPrefix(path, "/openai/deployments/"); ok {
+		dep, tail, _ := strings.Cut(rest, "/")
+		if dep == "" || tail == "" {
+			return routed{}, false
+		}
+		_, ep := openAIEndpointOf("/" + tail)
+		r, ok := ep.route(true)
+		if ok {
+			r.deployment = cleanField(unescape(dep), maxModelLen)
+		}
+		return r, ok
+	}
+	if strings.HasPrefix(path, "/openai/") {
+		return openAIAnyRoute(path, x)
+	}
+	return routed{}, false
+}
+
+// azureHostRoute serves an Azure host: Azure OpenAI paths (/openai/…),
+// and else Azure AI model inference (/models/chat/completions, or the
+// root paths of serverless endpoints).
+func azureHostRoute(path string, x *Exchange) (routed, bool) {
+	if strings.HasPrefix(path, "/openai/") {
+		r, ok := azureOpenAIRoute(path, x)
+		r.provider = semconv.GenAIProviderAzureAIOpenAI
+		return r, ok
+	}
+	r, ok := openAIAnyRoute(path, x)
+	r.provider = semconv.GenAIProviderAzureAIInference
+	return r, ok
+}
+
+// versionedAzureRoute matches /openai/deployments/… paths whose query
+// has an api-version: Azure OpenAI behind a gateway.
+func versionedAzureRoute(path string, x *Exchange) (routed, bool) {
+	if !strings.HasPrefix(path, "/openai/deployments/") || !strings.Contains(x.Path, "api-version=") {
+		return routed{}, false
+	}
+	return azureOpenAIRoute(path, x)
+}
 
 // ParseOpenAI reads an exchange in the OpenAI API formats into c: chat
 // completions, completions, the Responses API and embeddings, streamed
@@ -301,45 +472,6 @@ func (o *openaiParser) parse(x *Exchange, c *Call) {
 	c.Incomplete = o.incomplete
 }
 
-// resetCall sets every parsed field to "absent", keeping Provider and
-// Operation.
-func resetCall(c *Call) {
-	*c = Call{
-		Provider: c.Provider, Operation: c.Operation,
-		Temperature: math.NaN(), TopP: math.NaN(), MaxTokens: -1, ChoiceCount: -1,
-		Usage: NoUsage, TimeToFirstChunk: -1, TimePerChunk: -1,
-	}
-}
-
-// encoded reports a compressed body, which the parsers cannot read.
-func encoded(h Header) bool {
-	e := h.Get("Content-Encoding")
-	return e != "" && !strings.EqualFold(e, "identity")
-}
-
-// isEventStream says whether the response is a text/event-stream. A
-// body that starts with '{' or '[' is JSON whatever the Content-Type
-// says (servers send JSON errors to streaming requests); otherwise the
-// Content-Type decides, and without a telling one, the first byte.
-func isEventStream(x *Exchange) bool {
-	ct := strings.ToLower(x.ResponseHeader.Get("Content-Type"))
-	sse := strings.Contains(ct, "text/event-stream")
-	for _, ch := range x.Chunks {
-		i := bytes.IndexFunc(ch.Data, func(r rune) bool { return !isJSONSpace(r) })
-		if i < 0 {
-			continue
-		}
-		switch ch.Data[i] {
-		case '{', '[':
-			return false
-		}
-		return sse || !strings.Contains(ct, "json")
-	}
-	return sse
-}
-
-func isJSONSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\r' || r == '\n' }
-
 func (o *openaiParser) parseBody(x *Exchange) {
 	var body []byte
 	if body, o.buf = wholeBody(o.buf, x.Chunks); body == nil {
@@ -468,9 +600,6 @@ func openaiError(f *openaiFields, typ []byte, complete bool) string {
 	return stringOf(et)
 }
 
-// usable: a type worth reporting (LiteLLM sends "None").
-func usable(b []byte) bool { return len(b) > 0 && string(b) != "None" }
-
 // Value receives the response matcher's fields.
 func (o *openaiParser) Value(id int, kind jsonscan.Kind, raw []byte) {
 	f := &o.f
@@ -577,41 +706,6 @@ func (r *openaiRequest) Value(id int, kind jsonscan.Kind, raw []byte) {
 	}
 }
 
-// strView returns raw if it is a string, else nil.
-func strView(kind jsonscan.Kind, raw []byte) []byte {
-	if kind != jsonscan.String {
-		return nil
-	}
-	return raw
-}
-
-// scalarView returns a string's or a number's raw bytes (error codes
-// come as both), else nil.
-func scalarView(kind jsonscan.Kind, raw []byte) []byte {
-	if kind != jsonscan.String && kind != jsonscan.Number {
-		return nil
-	}
-	return raw
-}
-
-func setInt(dst *int64, kind jsonscan.Kind, raw []byte) {
-	if kind != jsonscan.Number {
-		return
-	}
-	if n, ok := jsonscan.Int(raw); ok && n >= 0 {
-		*dst = n
-	}
-}
-
-func setFloat(dst *float64, kind jsonscan.Kind, raw []byte) {
-	if kind != jsonscan.Number {
-		return
-	}
-	if f, ok := jsonscan.Float(raw); ok {
-		*dst = f
-	}
-}
-
 func mergeUsage(dst, src *Usage) {
 	for _, p := range [...]struct{ d, s *int64 }{
 		{&dst.InputTokens, &src.InputTokens},
@@ -626,54 +720,610 @@ func mergeUsage(dst, src *Usage) {
 	}
 }
 
-// setOnce sets *dst to the string raw holds, unless *dst is already set
-// or raw is empty.
-func setOnce(dst *string, raw []byte) {
-	if *dst == "" && len(raw) > 0 {
-		*dst = stringOf(raw)
+// openaiChatContent reads the content of OpenAI chat completions and
+// completions: messages or a prompt in, choices out, whole or streamed.
+// Azure OpenAI and OpenAI-compatible servers send the same.
+func openaiChatContent(x *Exchange, _ *Call, r *contentReader) {
+	r.request(x, openaiChatInputPaths, &openaiChatInput{in: &r.in, msg: -1})
+	if !r.response(x) {
+		return
+	}
+	v := &openaiChatOutput{out: &r.out}
+	if !isEventStream(x) {
+		r.body(x, openaiChatOutputPaths, v)
+		return
+	}
+	r.events(x, func(data []byte) {
+		if !bytes.Equal(bytes.TrimSpace(data), done) {
+			r.output(openaiChatOutputPaths, data, v)
+		}
+	})
+}
+
+// Chat completions and completions requests.
+const (
+	ociMessage = iota
+	ociRole
+	ociContent // a string
+	ociPartText
+	ociCall
+	ociCallID
+	ociCallName
+	ociCallArgs
+	ociFuncName
+	ociFuncArgs
+	ociCallRef // a tool message's tool_call_id
+	ociPrompt  // completions: a string, or strings
+	ociPrompts
+)
+
+var openaiChatInputPaths = jsonscan.Compile(openaiChatInputFields[:]...)
+
+var openaiChatInputFields = [...]string{
+	ociMessage:  "messages[*]",
+	ociRole:     "messages[*].role",
+	ociContent:  "messages[*].content",
+	ociPartText: "messages[*].content[*].text",
+	ociCall:     "messages[*].tool_calls[*]",
+	ociCallID:   "messages[*].tool_calls[*].id",
+	ociCallName: "messages[*].tool_calls[*].function.name",
+	ociCallArgs: "messages[*].tool_calls[*].function.arguments",
+	ociFuncName: "messages[*].function_call.name",
+	ociFuncArgs: "messages[*].function_call.arguments",
+	ociCallRef:  "messages[*].tool_call_id",
+	ociPrompt:   "prompt",
+	ociPrompts:  "prompt[*]",
+}
+
+// openaiChatInput reads the messages of a request, each into an input
+// message as its fields arrive (the role may come last), or the prompt
+// into one user message.
+type openaiChatInput struct {
+	in       *contentSide
+	msg      int        // the message being read; -1 between messages
+	call, fn toolFields // a tool call being read; a legacy function call
+	callRef  []byte
+}
+
+func (v *openaiChatInput) message() int {
+	if v.msg < 0 {
+		v.msg = v.in.message(keyNone, "")
+	}
+	return v.msg
+}
+
+func (v *openaiChatInput) Value(id int, kind jsonscan.Kind, raw []byte) {
+	if kind != jsonscan.String {
+		return
+	}
+	s, in := jsonView{raw: raw, str: true}, v.in
+	if id == ociPrompt || id == ociPrompts {
+		in.onlyText("user", partText, s)
+		return
+	}
+	mi := v.message()
+	switch id {
+	case ociRole:
+		in.role(mi, raw)
+	case ociContent, ociPartText:
+		in.text(mi, partText, s)
+	case ociCallID:
+		v.call.id, v.call.seen = raw, true
+	case ociCallName:
+		v.call.name, v.call.seen = raw, true
+	case ociCallArgs:
+		v.call.args, v.call.seen = s, true
+	case ociFuncName:
+		v.fn.name, v.fn.seen = raw, true
+	case ociFuncArgs:
+		v.fn.args, v.fn.seen = s, true
+	case ociCallRef:
+		v.callRef = raw
 	}
 }
 
-func appendName(dst *[]string, raw []byte) {
-	if len(*dst) < maxCallList && len(raw) > 0 {
-		*dst = append(*dst, stringOf(raw))
+func (v *openaiChatInput) Container(id int, raw []byte) {
+	switch id {
+	case ociCallArgs: // some compatible servers send an object
+		v.call.args, v.call.seen = containerValue(raw), true
+	case ociCall:
+		v.endCall()
+	case ociMessage:
+		v.endMessage()
 	}
 }
 
-// stringOf decodes a raw JSON string (or takes a number's literal) into
-// a string of at most maxCallString bytes. Common values are interned.
-func stringOf(raw []byte) string {
-	switch string(raw) {
-	case "stop":
-		return "stop"
-	case "length":
-		return "length"
-	case "tool_calls":
-		return "tool_calls"
-	case "content_filter":
-		return "content_filter"
+func (v *openaiChatInput) endCall() {
+	if v.call.seen {
+		v.in.addTool(v.message(), partToolCall, &v.call)
+	}
+	v.call = toolFields{}
+}
+
+// endMessage adds a legacy function call, and makes a tool's message
+// the response to its call.
+func (v *openaiChatInput) endMessage() {
+	in, mi := v.in, v.msg
+	if v.fn.seen {
+		in.addTool(mi, partToolCall, &v.fn)
+	}
+	if mi >= 0 && (in.msgs[mi].role == "tool" || in.msgs[mi].role == "function") {
+		in.responses(mi, v.callRef)
+	}
+	v.msg, v.fn, v.callRef = -1, toolFields{}, nil
+}
+
+func (v *openaiChatInput) end() {
+	v.endCall()
+	if v.msg >= 0 {
+		v.endMessage()
+	}
+}
+
+// Chat completions and completions responses: a body, or a streamed
+// chunk. Streamed choices carry a delta where whole ones carry a
+// message.
+const (
+	ocoChoice = iota
+	ocoIndex
+	ocoText // completions
+	ocoFinish
+	ocoContent
+	ocoReasoning
+	ocoRefusal
+	ocoCall
+	ocoCallIndex
+	ocoCallID
+	ocoCallName
+	ocoCallArgs
+	ocoFuncName
+	ocoFuncArgs
+)
+
+var openaiChatOutputFields = func() []fieldPath {
+	f := []fieldPath{
+		{"choices[*]", ocoChoice},
+		{"choices[*].index", ocoIndex},
+		{"choices[*].text", ocoText},
+		{"choices[*].finish_reason", ocoFinish},
+	}
+	for _, m := range []string{"choices[*].message.", "choices[*].delta."} {
+		f = append(f,
+			fieldPath{m + "content", ocoContent},
+			fieldPath{m + "reasoning_content", ocoReasoning},
+			fieldPath{m + "reasoning", ocoReasoning},
+			fieldPath{m + "refusal", ocoRefusal},
+			fieldPath{m + "tool_calls[*]", ocoCall},
+			fieldPath{m + "tool_calls[*].index", ocoCallIndex},
+			fieldPath{m + "tool_calls[*].id", ocoCallID},
+			fieldPath{m + "tool_calls[*].function.name", ocoCallName},
+			fieldPath{m + "tool_calls[*].function.arguments", ocoCallArgs},
+			fieldPath{m + "function_call.name", ocoFuncName},
+			fieldPath{m + "function_call.arguments", ocoFuncArgs},
+		)
+	}
+	return f
+}()
+
+var openaiChatOutputPaths = compileFields(openaiChatOutputFields)
+
+// openaiChatOutput reads choices, each into the output message of its
+// index once the choice is read (the index may come last); streamed
+// deltas join the text, reasoning and tool calls of earlier chunks.
+type openaiChatOutput struct {
+	out    *contentSide
+	choice openaiChoice
+}
+
+type openaiChoice struct {
+	index                       int
+	finish                      []byte
+	content, reasoning, refusal jsonView
+	call                        toolFields // the tool call being read
+	callIndex                   int        // its index; -1 if not given
+	calls                       []indexedTool
+	fn                          toolFields
+	seen                        bool
+}
+
+type indexedTool struct {
+	index int
+	toolFields
+}
+
+// current returns the choice being read, begun when new.
+func (v *openaiChatOutput) current() *openaiChoice {
+	c := &v.choice
+	if !c.seen {
+		*c = openaiChoice{calls: c.calls[:0], callIndex: -1, seen: true}
+	}
+	return c
+}
+
+func (v *openaiChatOutput) Value(id int, kind jsonscan.Kind, raw []byte) {
+	c, s := v.current(), strValue(kind, raw)
+	switch openaiChatOutputFields[id].field {
+	case ocoIndex:
+		c.index = readIndex(kind, raw, c.index)
+	case ocoText, ocoContent:
+		c.content = s
+	case ocoFinish:
+		c.finish = s.raw
+	case ocoReasoning:
+		c.reasoning = s
+	case ocoRefusal:
+		c.refusal = s
+	case ocoCallIndex:
+		c.callIndex = readIndex(kind, raw, c.callIndex)
+	case ocoCallID:
+		c.call.id, c.call.seen = s.raw, true
+	case ocoCallName:
+		c.call.name, c.call.seen = s.raw, true
+	case ocoCallArgs:
+		c.call.args, c.call.seen = s, true
+	case ocoFuncName:
+		c.fn.name, c.fn.seen = s.raw, true
+	case ocoFuncArgs:
+		c.fn.args, c.fn.seen = s, true
+	}
+}
+
+func (v *openaiChatOutput) Container(id int, raw []byte) {
+	switch openaiChatOutputFields[id].field {
+	case ocoCallArgs: // some compatible servers send an object
+		c := v.current()
+		c.call.args, c.call.seen = containerValue(raw), true
+	case ocoCall:
+		v.endCall()
+	case ocoChoice:
+		v.endChoice()
+	}
+}
+
+// endCall keeps the tool call read, keyed by its index (in a whole
+// message, by its place).
+func (v *openaiChatOutput) endCall() {
+	c := &v.choice
+	if !c.call.seen {
+		return
+	}
+	if c.callIndex < 0 {
+		c.callIndex = len(c.calls)
+	}
+	if len(c.calls) < maxCallList {
+		c.calls = append(c.calls, indexedTool{c.callIndex, c.call})
+	} else {
+		v.out.cut = true
+	}
+	c.call, c.callIndex = toolFields{}, -1
+}
+
+func (v *openaiChatOutput) endChoice() {
+	c, out := &v.choice, v.out
+	if !c.seen {
+		return
+	}
+	mi := out.keyedMessage(c.index, "assistant")
+	out.finish(mi, c.finish)
+	out.delta(mi, keyReasoning, partReasoning, c.reasoning)
+	out.delta(mi, keyText, partText, c.content)
+	out.delta(mi, keyText, partText, c.refusal)
+	if c.fn.seen {
+		c.calls = append(c.calls, indexedTool{keyFunction, c.fn})
+	}
+	for i := range c.calls {
+		t := &c.calls[i]
+		pi := out.keyedPart(mi, t.index, partToolCall)
+		out.tool(mi, pi, t.id, t.name)
+		out.add(mi, pi, t.args)
+	}
+	c.seen = false
+}
+
+func (v *openaiChatOutput) end() {
+	v.endCall()
+	v.endChoice()
+}
+
+// openaiResponsesContent reads the content of the OpenAI Responses API:
+// instructions and input items in, output items out, whole or as a
+// stream of events.
+func openaiResponsesContent(x *Exchange, _ *Call, r *contentReader) {
+	r.request(x, responsesInputPaths, &responsesInput{r: r, item: -1})
+	if !r.response(x) {
+		return
+	}
+	if !isEventStream(x) {
+		r.body(x, responsesOutputPaths, &responsesOutput{out: &r.out})
+		return
+	}
+	v := &responsesEvent{out: &r.out}
+	r.events(x, func(data []byte) { r.output(responsesEventPaths, data, v) })
+}
+
+// Responses API requests.
+const (
+	oriInstructions = iota
+	oriInput        // a string
+	oriItem
+	oriType
+	oriRole
+	oriContent // a string
+	oriPartText
+	oriCallID
+	oriName
+	oriArgs
+	oriOutput // a function call's output: a string, or content parts
+)
+
+var responsesInputPaths = jsonscan.Compile(responsesInputFields[:]...)
+
+var responsesInputFields = [...]string{
+	oriInstructions: "instructions",
+	oriInput:        "input",
+	oriItem:         "input[*]",
+	oriType:         "input[*].type",
+	oriRole:         "input[*].role",
+	oriContent:      "input[*].content",
+	oriPartText:     "input[*].content[*].text",
+	oriCallID:       "input[*].call_id",
+	oriName:         "input[*].name",
+	oriArgs:         "input[*].arguments",
+	oriOutput:       "input[*].output",
+}
+
+// responsesInput reads the instructions into the system instructions,
+// and each input item into an input message: a message as its fields
+// arrive, a function call or a function call's output once the item is
+// read (its type may come last). Other items (reasoning, references)
+// are left out.
+type responsesInput struct {
+	r    *contentReader
+	item int // the message of the item being read; -1 between items
+	typ  []byte
+	call toolFields
+}
+
+func (v *responsesInput) message() int {
+	if v.item < 0 {
+		v.item = v.r.in.message(keyNone, "")
+	}
+	return v.item
+}
+
+func (v *responsesInput) Value(id int, kind jsonscan.Kind, raw []byte) {
+	if kind != jsonscan.String {
+		return
+	}
+	s, in := jsonView{raw: raw, str: true}, &v.r.in
+	switch id {
+	case oriInstructions:
+		v.r.sys.onlyText("", partText, s)
+	case oriInput:
+		if len(raw) > 0 {
+			in.text(in.message(keyNone, "user"), partText, s)
+		}
+	case oriType:
+		v.message()
+		v.typ = raw
+	case oriRole:
+		in.role(v.message(), raw)
+	case oriContent, oriPartText:
+		in.text(v.message(), partText, s)
+	case oriCallID:
+		v.message()
+		v.call.id = raw
+	case oriName:
+		v.message()
+		v.call.name = raw
+	case oriArgs, oriOutput:
+		v.message()
+		v.call.args = s
+	}
+}
+
+func (v *responsesInput) Container(id int, raw []byte) {
+	switch id {
+	case oriOutput:
+		v.call.args = containerValue(raw)
+	case oriItem:
+		v.endItem()
+	}
+}
+
+func (v *responsesInput) endItem() {
+	in, mi := &v.r.in, v.item
+	switch string(v.typ) {
 	case "function_call":
-		return "function_call"
+		in.defaultRole(mi, "assistant")
+		in.addTool(mi, partToolCall, &v.call)
+	case "function_call_output":
+		in.defaultRole(mi, "tool")
+		in.addTool(mi, partToolResponse, &v.call)
 	}
-	if bytes.IndexByte(raw, '\\') < 0 && len(raw) <= maxCallString {
-		return string(raw)
-	}
-	var buf [maxCallString + 8]byte
-	if len(raw) > maxCallString+8 {
-		raw = raw[:maxCallString+8]
-	}
-	b, _ := jsonscan.AppendString(buf[:0], raw)
-	return clampString(string(b))
+	in.dropEmpty(mi)
+	v.item, v.typ, v.call = -1, nil, toolFields{}
 }
 
-// clampString cuts s to maxCallString bytes at a rune boundary.
-func clampString(s string) string {
-	if len(s) <= maxCallString {
-		return s
+func (v *responsesInput) end() {
+	if v.item >= 0 {
+		v.endItem()
 	}
-	i := maxCallString
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
+}
+
+// Responses API response bodies.
+const (
+	oroStatus = iota
+	oroIncomplete
+	oroItem
+	oroType
+	oroPartText
+	oroRefusal
+	oroSummary
+	oroCallID
+	oroName
+	oroArgs
+)
+
+var responsesOutputPaths = jsonscan.Compile(responsesOutputFields[:]...)
+
+var responsesOutputFields = [...]string{
+	oroStatus:     "status",
+	oroIncomplete: "incomplete_details.reason",
+	oroItem:       "output[*]",
+	oroType:       "output[*].type",
+	oroPartText:   "output[*].content[*].text",
+	oroRefusal:    "output[*].content[*].refusal",
+	oroSummary:    "output[*].summary[*].text",
+	oroCallID:     "output[*].call_id",
+	oroName:       "output[*].name",
+	oroArgs:       "output[*].arguments",
+}
+
+// responsesOutput reads a response's output items, in order, into the
+// parts of one assistant message: message text, reasoning summaries and
+// function calls.
+type responsesOutput struct {
+	out            *contentSide
+	typ            []byte
+	call           toolFields
+	status, reason []byte
+}
+
+func (v *responsesOutput) message() int { return v.out.only("assistant") }
+
+func (v *responsesOutput) Value(id int, kind jsonscan.Kind, raw []byte) {
+	if kind != jsonscan.String {
+		return
 	}
-	return s[:i]
+	s := jsonView{raw: raw, str: true}
+	switch id {
+	case oroStatus:
+		v.status = raw
+	case oroIncomplete:
+		v.reason = raw
+	case oroType:
+		v.typ = raw
+	case oroPartText, oroRefusal:
+		v.out.text(v.message(), partText, s)
+	case oroSummary:
+		v.out.text(v.message(), partReasoning, s)
+	case oroCallID:
+		v.call.id = raw
+	case oroName:
+		v.call.name = raw
+	case oroArgs:
+		v.call.args = s
+	}
+}
+
+func (v *responsesOutput) Container(id int, _ []byte) {
+	if id == oroItem {
+		v.endItem()
+	}
+}
+
+func (v *responsesOutput) endItem() {
+	if string(v.typ) == "function_call" {
+		v.out.addTool(v.message(), partToolCall, &v.call)
+	}
+	v.typ, v.call = nil, toolFields{}
+}
+
+func (v *responsesOutput) end() {
+	v.endItem()
+	v.out.finish(v.out.find(0), responsesFinish(v.status, v.reason))
+}
+
+// responsesFinish is a response's finish reason, as ParseOpenAI reads
+// it: "stop" when completed, the reason when incomplete.
+func responsesFinish(status, reason []byte) []byte {
+	switch string(status) {
+	case "completed":
+		return []byte("stop")
+	case "incomplete":
+		if len(reason) > 0 {
+			return reason
+		}
+		return status
+	}
+	return nil
+}
+
+// Responses API streaming events.
+const (
+	oreType = iota
+	oreIndex
+	oreDelta
+	oreItemType
+	oreItemCallID
+	oreItemName
+	oreStatus
+	oreIncomplete
+)
+
+var responsesEventPaths = jsonscan.Compile(responsesEventFields[:]...)
+
+var responsesEventFields = [...]string{
+	oreType:       "type",
+	oreIndex:      "output_index",
+	oreDelta:      "delta",
+	oreItemType:   "item.type",
+	oreItemCallID: "item.call_id",
+	oreItemName:   "item.name",
+	oreStatus:     "response.status",
+	oreIncomplete: "response.incomplete_details.reason",
+}
+
+// responsesEvent reads a stream's deltas into the parts of one assistant
+// message, a part per output item; the final event's copy of the whole
+// output is not read again.
+type responsesEvent struct {
+	out            *contentSide
+	typ, itemType  []byte
+	index          int
+	delta          jsonView
+	callID, name   []byte
+	status, reason []byte
+}
+
+func (v *responsesEvent) Value(id int, kind jsonscan.Kind, raw []byte) {
+	switch id {
+	case oreType:
+		v.typ = strValue(kind, raw).raw
+	case oreIndex:
+		v.index = readIndex(kind, raw, v.index)
+	case oreDelta:
+		v.delta = strValue(kind, raw)
+	case oreItemType:
+		v.itemType = strValue(kind, raw).raw
+	case oreItemCallID:
+		v.callID = strValue(kind, raw).raw
+	case oreItemName:
+		v.name = strValue(kind, raw).raw
+	case oreStatus:
+		v.status = strValue(kind, raw).raw
+	case oreIncomplete:
+		v.reason = strValue(kind, raw).raw
+	}
+}
+
+func (v *responsesEvent) end() {
+	out := v.out
+	switch string(v.typ) {
+	case "response.output_text.delta", "response.refusal.delta":
+		out.delta(out.only("assistant"), v.index, partText, v.delta)
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		out.delta(out.only("assistant"), v.index, partReasoning, v.delta)
+	case "response.function_call_arguments.delta":
+		out.delta(out.only("assistant"), v.index, partToolCall, v.delta)
+	case "response.output_item.added":
+		if string(v.itemType) == "function_call" {
+			mi := out.only("assistant")
+			out.tool(mi, out.keyedPart(mi, v.index, partToolCall), v.callID, v.name)
+		}
+	case "response.completed", "response.incomplete":
+		out.finish(out.find(0), responsesFinish(v.status, v.reason))
+	}
+	*v = responsesEvent{out: out}
 }

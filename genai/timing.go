@@ -3,7 +3,6 @@ package genai
 import (
 	"bytes"
 	"math"
-	"strings"
 	"time"
 )
 
@@ -43,29 +42,6 @@ func (t *contentTimer) finish(x *Exchange, c *Call) {
 	if t.n > 1 {
 		c.TimePerChunk = max(0, t.last.Sub(t.first)/time.Duration(t.n-1))
 	}
-}
-
-// pathModelMethod reads a Google-style request path that ends in
-// …/models/{model}:{method} (Gemini API, Vertex AI publisher models,
-// behind any prefix; the colon may arrive escaped) and returns the model
-// and the method. model is "" when the segment before the last is not
-// models or tunedModels (a Vertex AI endpoints/{id} path names no model).
-func pathModelMethod(path string) (model, method string) {
-	path, _, _ = strings.Cut(path, "?")
-	i := strings.LastIndexByte(path, '/')
-	if i < 0 {
-		return "", ""
-	}
-	m, meth, ok := modelMethod(path[i+1:])
-	if !ok {
-		return "", ""
-	}
-	prev := path[:i]
-	prev = prev[strings.LastIndexByte(prev, '/')+1:]
-	if prev != "models" && prev != "tunedModels" {
-		m = ""
-	}
-	return clampString(m), meth
 }
 
 // addCounts adds two token counts that are not negative, saturating
