@@ -204,7 +204,6 @@ type Capture struct {
 	emitter *Emitter
 	objs    *httpbpf.Objects
 	tracer  *uprobe.Tracer
-	ring    *bpfsource.Ring
 	kernel  bpfsource.Kernel // objs, the probes, ring and callback, to close
 	record  httpbpf.Record   // the record being handled; guarded by mu
 
@@ -284,12 +283,11 @@ func (c *Capture) start(multi bool) error {
 	if err := in.create(m); err != nil {
 		return fmt.Errorf("genai capture: %w", err)
 	}
-	c.ring, err = bpfsource.NewRing(c.objs.Records, bpfsource.RingConfig{
+	c.kernel.Ring, err = bpfsource.NewRing(c.objs.Records, bpfsource.RingConfig{
 		Poll: cc.pollInterval, Decode: c.decode, Housekeep: c.housekeep, Housekeeping: housekeeping})
 	if err != nil {
 		return fmt.Errorf("genai capture: %w", err)
 	}
-	c.kernel.Ring = c.ring
 	if c.kernel.Callback, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		return c.observe(&in, o)
 	}, in.observables()...); err != nil {

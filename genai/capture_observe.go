@@ -115,7 +115,7 @@ func (c *Capture) observe(in *captureInstruments, o metric.Observer) error {
 	if cerr == nil {
 		o.ObserveInt64(in.dropped, int64(counters[0]))
 	}
-	c.ring.Observe(o, in.ringErrors)
+	c.kernel.Ring.Observe(o, in.ringErrors)
 	o.ObserveInt64(in.connections, conns)
 	o.ObserveInt64(in.goProcs, goProcs)
 	o.ObserveInt64(in.attached, attached)

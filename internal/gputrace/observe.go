@@ -182,8 +182,8 @@ func (s *Source) observe(_ context.Context, o metric.Observer) error {
 			o.ObserveFloat64(s.inst.oldestAge, float64(now-p.at)/1e9, p.attrs...)
 		}
 	}
-	if s.ring != nil {
-		s.ring.Observe(o, s.inst.ringErrors)
+	if r := s.kernel.Ring; r != nil {
+		r.Observe(o, s.inst.ringErrors)
 	}
 	return nil
 }

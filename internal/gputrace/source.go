@@ -77,8 +77,7 @@ type Source struct {
 	cfg    config
 	objs   *gputracebpf.Objects
 	tracer *uprobe.Tracer
-	ring   *bpfsource.Ring
-	kernel bpfsource.Kernel // objs, tracer, ring and the callback, to close
+	kernel bpfsource.Kernel // objs, tracer, ring reader and callback, to close
 	names  *symbolizer
 	inst   instruments
 	mono   func() uint64
@@ -153,7 +152,10 @@ func (s *Source) start(multi bool) error {
 	if err := s.inst.create(meter); err != nil {
 		return err
 	}
-	sp := &spanner{tracer: s.cfg.tracerProvider.Tracer(s.rt.ScopeName(), trace.WithInstrumentationVersion(xpuscope.Version)), wall: ktime.WallClock(s.mono)}
+	sp := &spanner{
+		tracer: s.cfg.tracerProvider.Tracer(s.rt.ScopeName(), trace.WithInstrumentationVersion(xpuscope.Version)),
+		wall:   ktime.WallClock(s.mono),
+	}
 	s.agg = newAggregator(&s.cfg, s.names, &s.inst, sp)
 	var err error
 	s.tracer, err = uprobe.New(uprobe.Config{
@@ -167,12 +169,11 @@ func (s *Source) start(multi bool) error {
 	s.kernel.Probes = append(s.kernel.Probes, s.tracer)
 	s.names.exe = s.tracer.Executable
 	s.housekeep(time.Now())
-	s.ring, err = bpfsource.NewRing(s.objs.Events(), bpfsource.RingConfig{
+	s.kernel.Ring, err = bpfsource.NewRing(s.objs.Events(), bpfsource.RingConfig{
 		Poll: s.cfg.pollInterval, Decode: s.decode, Flush: s.publish, Housekeep: s.housekeep, Housekeeping: housekeeping})
 	if err != nil {
 		return err
 	}
-	s.kernel.Ring = s.ring
 	s.kernel.Callback, err = meter.RegisterCallback(s.observe, s.inst.observables()...)
 	if err != nil {
 		return fmt.Errorf("register callback: %w", err)
