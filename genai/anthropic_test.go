@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func parseAnthropic(x *Exchange) *Call {
@@ -103,9 +105,7 @@ func TestAnthropicEdges(t *testing.T) {
 			}},
 	}
 	for _, tt := range tests {
-		if msg := tt.want(parseAnthropic(&tt.x)); msg != "" {
-			t.Errorf("%s: %s", tt.name, msg)
-		}
+		assert.Empty(t, tt.want(parseAnthropic(&tt.x)), tt.name)
 	}
 }
 
@@ -138,10 +138,14 @@ func anthropicStreamOf(n int) *Exchange {
 
 func TestAnthropicStreamOf(t *testing.T) {
 	c := parseAnthropic(anthropicStreamOf(1000))
-	if c.OutputChunks != 1000 || c.TimeToFirstChunk != 200*time.Millisecond || c.TimePerChunk != 10*time.Millisecond ||
-		c.Usage != (Usage{12, 1000, 0, 0, -1}) || c.Incomplete || c.ResponseModel != "claude-sonnet-4-20250514" || !slices.Equal(c.FinishReasons, []string{"end_turn"}) {
-		t.Errorf("%s", callDump(c))
-	}
+	dump := callDump(c)
+	assert.Equal(t, 1000, c.OutputChunks, dump)
+	assert.Equal(t, 200*time.Millisecond, c.TimeToFirstChunk, dump)
+	assert.Equal(t, 10*time.Millisecond, c.TimePerChunk, dump)
+	assert.Equal(t, Usage{12, 1000, 0, 0, -1}, c.Usage, dump)
+	assert.False(t, c.Incomplete, dump)
+	assert.Equal(t, "claude-sonnet-4-20250514", c.ResponseModel, dump)
+	assert.Equal(t, []string{"end_turn"}, c.FinishReasons, dump)
 }
 
 // TestAnthropicAllocs: a 1,000-chunk stream costs a handful of
@@ -150,9 +154,7 @@ func TestAnthropicAllocs(t *testing.T) {
 	x := anthropicStreamOf(1000)
 	var c Call
 	ParseAnthropic(x, &c)
-	if a := testing.AllocsPerRun(20, func() { ParseAnthropic(x, &c) }); a > 10 {
-		t.Errorf("%v allocs for 1,000 chunks", a)
-	}
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseAnthropic(x, &c) }), 10.0, "allocs for 1,000 chunks")
 }
 
 // FuzzAnthropic parses arbitrary requests and responses, streamed or

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func parseBedrock(x *Exchange) *Call {
@@ -26,18 +29,14 @@ func TestBedrockNoText(t *testing.T)        { propNoTextRaw(t, "bedrock", parseB
 func TestBedrockParse(t *testing.T) {
 	for _, tr := range loadTranscripts(t, "bedrock") {
 		ep, ok := Detect(&tr.x, nil)
-		if !ok {
-			t.Fatalf("%s: not detected", tr.name)
-		}
+		require.True(t, ok, "%s: not detected", tr.name)
 		c, err := Parse(&tr.x, ep)
-		if err != nil {
-			t.Fatalf("%s: %v", tr.name, err)
-		}
+		require.NoError(t, err, tr.name)
 		want := parseBedrock(&tr.x)
 		want.Provider = "aws.bedrock"
-		if got := callDump(&c); got != callDump(want) || c.RequestModel != ep.Model || c.RequestModel == "" {
-			t.Errorf("%s: Parse:\n%s\nParseBedrock:\n%s", tr.name, got, callDump(want))
-		}
+		assert.Equal(t, callDump(want), callDump(&c), "%s: Parse, want ParseBedrock's", tr.name)
+		assert.Equal(t, ep.Model, c.RequestModel, "%s: request model", tr.name)
+		assert.NotEmpty(t, c.RequestModel, "%s: request model", tr.name)
 	}
 }
 
@@ -142,9 +141,7 @@ func TestBedrockEdges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		tt.x.Start = transcriptStart
-		if msg := tt.want(parseBedrock(&tt.x)); msg != "" {
-			t.Errorf("%s: %s", tt.name, msg)
-		}
+		assert.Empty(t, tt.want(parseBedrock(&tt.x)), tt.name)
 	}
 }
 
@@ -168,10 +165,14 @@ func streamOfBedrock(n int) *Exchange {
 
 func TestBedrockStreamOf(t *testing.T) {
 	c := parseBedrock(streamOfBedrock(1000))
-	if c.OutputChunks != 1000 || c.TimeToFirstChunk != 200*time.Millisecond || c.TimePerChunk != 10*time.Millisecond ||
-		c.Usage.OutputTokens != 1000 || c.Incomplete || !slices.Equal(c.FinishReasons, []string{"end_turn"}) || !c.Stream {
-		t.Errorf("%s", callDump(c))
-	}
+	dump := callDump(c)
+	assert.Equal(t, 1000, c.OutputChunks, dump)
+	assert.Equal(t, 200*time.Millisecond, c.TimeToFirstChunk, dump)
+	assert.Equal(t, 10*time.Millisecond, c.TimePerChunk, dump)
+	assert.Equal(t, int64(1000), c.Usage.OutputTokens, dump)
+	assert.False(t, c.Incomplete, dump)
+	assert.Equal(t, []string{"end_turn"}, c.FinishReasons, dump)
+	assert.True(t, c.Stream, dump)
 }
 
 // TestBedrockAllocs: no allocation per message.
@@ -179,15 +180,11 @@ func TestBedrockAllocs(t *testing.T) {
 	x := streamOfBedrock(1000)
 	var c Call
 	ParseBedrock(x, &c)
-	if a := testing.AllocsPerRun(20, func() { ParseBedrock(x, &c) }); a > 10 {
-		t.Errorf("%v allocs for 1,000 messages", a)
-	}
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseBedrock(x, &c) }), 10.0, "allocs for 1,000 messages")
 	// Messages split across chunks are gathered in a reused buffer.
 	y := *x
 	y.Chunks = rechunk(x, 7, 1000, 5000, 20000)
-	if a := testing.AllocsPerRun(20, func() { ParseBedrock(&y, &c) }); a > 10 {
-		t.Errorf("%v allocs for 1,000 messages in pieces", a)
-	}
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseBedrock(&y, &c) }), 10.0, "allocs for 1,000 messages in pieces")
 }
 
 // TestBedrockHostile: huge bodies, deep nesting and huge numbers cost
@@ -221,14 +218,13 @@ func TestBedrockHostile(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		c := parseBedrock(&tc.x)
 		runtime.ReadMemStats(&after)
-		if d := after.TotalAlloc - before.TotalAlloc; d > tc.maxMem {
-			t.Errorf("%s: %d bytes allocated", tc.name, d)
-		}
-		if c.Usage != NoUsage || !math.IsNaN(c.Temperature) || c.OutputChunks != 0 {
-			t.Errorf("%s: %s", tc.name, callDump(c))
-		}
-		if tc.x.ResponseHeader.Get("Content-Type") != "application/json" && !c.Incomplete {
-			t.Errorf("%s: not incomplete", tc.name)
+		assert.LessOrEqual(t, after.TotalAlloc-before.TotalAlloc, tc.maxMem, "%s: bytes allocated", tc.name)
+		dump := callDump(c)
+		assert.Equal(t, NoUsage, c.Usage, "%s: %s", tc.name, dump)
+		assert.True(t, math.IsNaN(c.Temperature), "%s: %s", tc.name, dump)
+		assert.Zero(t, c.OutputChunks, "%s: %s", tc.name, dump)
+		if tc.x.ResponseHeader.Get("Content-Type") != "application/json" {
+			assert.True(t, c.Incomplete, "%s: not incomplete", tc.name)
 		}
 	}
 }

@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // naiveChunk is what the naive design decodes each event into.
@@ -106,10 +110,13 @@ func TestNaiveAgrees(t *testing.T) {
 	var ours, naive Call
 	ParseOpenAI(x, &ours)
 	naiveParse(responseBody(x), &naive)
-	if ours.ResponseID != naive.ResponseID || ours.ResponseModel != naive.ResponseModel ||
-		ours.Usage != naive.Usage || ours.OutputChunks != naive.OutputChunks ||
-		len(ours.FinishReasons) != len(naive.FinishReasons) || ours.FinishReasons[0] != naive.FinishReasons[0] {
-		t.Errorf("ours:\n%s\nnaive:\n%s", callDump(&ours), callDump(&naive))
+	where := fmt.Sprintf("ours:\n%s\nnaive:\n%s", callDump(&ours), callDump(&naive))
+	assert.Equal(t, naive.ResponseID, ours.ResponseID, where)
+	assert.Equal(t, naive.ResponseModel, ours.ResponseModel, where)
+	assert.Equal(t, naive.Usage, ours.Usage, where)
+	assert.Equal(t, naive.OutputChunks, ours.OutputChunks, where)
+	if assert.Len(t, ours.FinishReasons, len(naive.FinishReasons), where) {
+		assert.Equal(t, naive.FinishReasons[0], ours.FinishReasons[0], where)
 	}
 }
 
@@ -177,9 +184,7 @@ func benchExchanges(b *testing.B, dir string) ([]*Exchange, []Endpoint) {
 	var eps []Endpoint
 	for _, tr := range loadTranscripts(b, dir) {
 		ep, ok := Detect(&tr.x, nil)
-		if !ok {
-			b.Fatalf("%s/%s: not detected", dir, tr.name)
-		}
+		require.True(b, ok, "%s/%s: not detected", dir, tr.name)
 		xs, eps = append(xs, &tr.x), append(eps, ep)
 	}
 	return xs, eps
@@ -223,8 +228,8 @@ func BenchmarkParse(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for i, x := range xs {
-					if _, err := Parse(x, eps[i]); err != nil {
-						b.Fatal(err)
+					if _, err := Parse(x, eps[i]); err != nil { // guarded: the timed loop pays nothing on success
+						require.NoError(b, err)
 					}
 				}
 			}

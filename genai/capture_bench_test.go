@@ -61,9 +61,7 @@ func BenchmarkCaptureReader(b *testing.B) {
 			t.handle(&recs[i])
 		}
 	}
-	if calls != b.N {
-		b.Fatalf("%d calls emitted of %d", calls, b.N)
-	}
+	require.Equal(b, b.N, calls, "calls emitted of %d", b.N)
 }
 
 // userSpaceCapture is a Capture without its kernel side: a test hands

@@ -169,26 +169,20 @@ func BenchmarkCaptureOverhead(b *testing.B) {
 	traced := func() float64 {
 		var spans int
 		c, err := NewCapture(WithExchangeHandler(func(*Exchange, *Call, Endpoint) { spans++ }))
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		defer c.Close()
 		cl := startSSLClient(b, exe, s, n)
 		ok := poll(5*time.Second, func() bool {
 			return slices.ContainsFunc(c.Status().Attachments, func(a uprobe.Attachment) bool { return a.PID == cl.cmd.Process.Pid })
 		})
-		if !ok {
-			b.Fatalf("sslclient not probed: %+v", c.Status())
-		}
+		require.True(b, ok, "sslclient not probed: %+v", c.Status())
 		ns := cl.run(b)
 		got := poll(5*time.Second, func() bool {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			return spans == n
 		})
-		if !got {
-			b.Fatalf("%d calls captured of %d", spans, n)
-		}
+		require.True(b, got, "%d calls captured of %d", spans, n)
 		return ns
 	}
 	var off, on, ratio []float64

@@ -10,20 +10,25 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
 // extract runs Detect, Parse and ExtractContent on x, as the emitter
-// does.
+// does. TestContentCap calls it some 8,000 times: its checks are
+// guarded by their conditions, so that a check that passes costs no call
+// into testify (whose t.Helper is not free).
 func extract(t testing.TB, x *Exchange, maxBytes int) Content {
 	t.Helper()
 	ep, ok := Detect(x, nil)
 	if !ok {
-		t.Fatalf("%s %s: not detected", x.Host, x.Path)
+		require.True(t, ok, "%s %s: not detected", x.Host, x.Path)
 	}
 	c, err := Parse(x, ep)
 	if err != nil {
-		t.Fatalf("%s: %v", x.Path, err)
+		require.NoError(t, err, x.Path)
 	}
 	return ExtractContent(x, &c, ep, maxBytes)
 }
@@ -35,7 +40,7 @@ func transcriptNamed(t testing.TB, dir, name string) *transcript {
 			return tr
 		}
 	}
-	t.Fatalf("no transcript %s/%s", dir, name)
+	require.Failf(t, "no transcript", "no transcript %s/%s", dir, name)
 	return nil
 }
 
@@ -126,9 +131,7 @@ func TestContentTranscripts(t *testing.T) {
 		tr := transcriptNamed(t, tt.dir, tt.name)
 		got := extract(t, &tr.x, 1<<16)
 		want := Content{SystemInstructions: tt.sys, InputMessages: tt.in, OutputMessages: tt.out, Truncated: tt.truncated}
-		if !contentEqual(got, want) {
-			t.Errorf("%s/%s:\n got %s\nwant %s", tt.dir, tt.name, contentDump(got), contentDump(want))
-		}
+		assert.True(t, contentEqual(got, want), "%s/%s:\n got %s\nwant %s", tt.dir, tt.name, contentDump(got), contentDump(want))
 	}
 }
 
@@ -234,12 +237,10 @@ func TestContentRequests(t *testing.T) {
 			RequestHeader: Header{"Content-Type": {"application/json"}}}
 		got := extract(t, x, 1<<16)
 		want := Content{SystemInstructions: tt.sys, InputMessages: tt.in}
-		if !contentEqual(got, want) {
-			t.Errorf("%s:\n got %s\nwant %s", tt.name, contentDump(got), contentDump(want))
-		}
+		assert.True(t, contentEqual(got, want), "%s:\n got %s\nwant %s", tt.name, contentDump(got), contentDump(want))
 		for _, a := range []string{got.SystemInstructions, got.InputMessages} {
-			if a != "" && !json.Valid([]byte(a)) {
-				t.Errorf("%s: not JSON: %s", tt.name, a)
+			if a != "" {
+				assert.True(t, json.Valid([]byte(a)), "%s: not JSON: %s", tt.name, a)
 			}
 		}
 	}
@@ -286,9 +287,8 @@ func TestContentResponses(t *testing.T) {
 			x.Chunks = append(x.Chunks, Chunk{At: transcriptStart, Data: []byte(ch)})
 		}
 		got := extract(t, x, 1<<16)
-		if got.OutputMessages != tt.out || len(got.Truncated) > 0 {
-			t.Errorf("%s:\n got %s\nwant %s", tt.name, contentDump(got), tt.out)
-		}
+		assert.Equal(t, tt.out, got.OutputMessages, "%s:\n got %s", tt.name, contentDump(got))
+		assert.Empty(t, got.Truncated, "%s:\n got %s", tt.name, contentDump(got))
 	}
 }
 
@@ -317,15 +317,15 @@ func TestContentCap(t *testing.T) {
 				{outKey, got.OutputMessages, full.OutputMessages},
 			} {
 				checked++
+				// Guarded: some 25,000 checks, and testify's t.Helper is
+				// not free.
 				if msg := checkCapped(a.key, a.got, a.full, limit, got.Truncated, full.Truncated); msg != "" {
-					t.Fatalf("%s, cap %d: %s", tr.name, limit, msg)
+					require.Empty(t, msg, "%s, cap %d", tr.name, limit)
 				}
 			}
 		}
 	}
-	if checked < 1000 {
-		t.Errorf("only %d attributes checked", checked)
-	}
+	assert.GreaterOrEqual(t, checked, 1000, "only %d attributes checked", checked)
 }
 
 // checkCapped checks one attribute under a cap against its uncapped
@@ -353,23 +353,18 @@ func TestContentCutAtRune(t *testing.T) {
 	x := &Exchange{Method: "POST", Host: "api.openai.com", Path: "/v1/chat/completions", RequestBody: body}
 	for limit := 1; limit < 200; limit++ {
 		got := extract(t, x, limit).InputMessages
-		if len(got) > limit {
-			t.Fatalf("cap %d: %d bytes", limit, len(got))
-		}
+		require.LessOrEqual(t, len(got), limit, "cap %d: %d bytes", limit, len(got))
 		if got == "" {
 			continue
 		}
 		var msgs []struct {
 			Parts []struct{ Content string }
 		}
-		if err := json.Unmarshal([]byte(got), &msgs); err != nil {
-			t.Fatalf("cap %d: %v: %s", limit, err, got)
-		}
+		require.NoError(t, json.Unmarshal([]byte(got), &msgs), "cap %d: %s", limit, got)
 		for _, m := range msgs {
 			for _, p := range m.Parts {
-				if !utf8.ValidString(p.Content) || !strings.HasPrefix(text, p.Content) {
-					t.Fatalf("cap %d: %q is not the start of the text", limit, p.Content)
-				}
+				require.True(t, utf8.ValidString(p.Content), "cap %d: %q is not the start of the text", limit, p.Content)
+				require.True(t, strings.HasPrefix(text, p.Content), "cap %d: %q is not the start of the text", limit, p.Content)
 			}
 		}
 	}
@@ -390,14 +385,12 @@ func TestContentStreamBounded(t *testing.T) {
 	}
 	small, _ := alloc(100)
 	large, ct := alloc(20000)
-	if len(ct.OutputMessages) > limit || !slices.Contains(ct.Truncated, outKey) ||
-		!strings.HasPrefix(ct.OutputMessages, `[{"role":"assistant","finish_reason":"stop","parts":[{"type":"text","content":"Hello there! How can I help you today?Hello`) {
-		t.Errorf("%s", contentDump(ct))
-	}
+	dump := contentDump(ct)
+	assert.LessOrEqual(t, len(ct.OutputMessages), limit, dump)
+	assert.Contains(t, ct.Truncated, outKey, dump)
+	assert.True(t, strings.HasPrefix(ct.OutputMessages, `[{"role":"assistant","finish_reason":"stop","parts":[{"type":"text","content":"Hello there! How can I help you today?Hello`), dump)
 	// Detect and Parse allocate a little per call, not per event.
-	if large > small+64<<10 {
-		t.Errorf("20,000 events: %d bytes allocated; 100 events: %d", large, small)
-	}
+	assert.LessOrEqual(t, large, small+64<<10, "20,000 events: %d bytes allocated; 100 events: %d", large, small)
 }
 
 // TestContentHostile: huge texts and endless lists of messages or parts
@@ -439,21 +432,19 @@ func TestContentHostile(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		ct := extract(t, x, limit)
 		runtime.ReadMemStats(&after)
-		if d := after.TotalAlloc - before.TotalAlloc; d > 256<<10 {
-			t.Errorf("%s: %d bytes allocated", tc.name, d)
-		}
-		if len(ct.InputMessages) > limit || !slices.Contains(ct.Truncated, inKey) || !json.Valid([]byte(ct.InputMessages)) {
-			t.Errorf("%s: %s", tc.name, contentDump(ct))
-		}
+		assert.LessOrEqual(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<10), "%s: bytes allocated", tc.name)
+		dump := contentDump(ct)
+		assert.LessOrEqual(t, len(ct.InputMessages), limit, "%s: %s", tc.name, dump)
+		assert.Contains(t, ct.Truncated, inKey, "%s: %s", tc.name, dump)
+		assert.True(t, json.Valid([]byte(ct.InputMessages)), "%s: %s", tc.name, dump)
 	}
 }
 
 // TestContentOff: a cap of 0 reads nothing.
 func TestContentOff(t *testing.T) {
 	for _, tr := range allTranscripts(t) {
-		if got := extract(t, &tr.x, 0); !contentEqual(got, Content{}) {
-			t.Fatalf("%s: %s", tr.name, contentDump(got))
-		}
+		got := extract(t, &tr.x, 0)
+		require.True(t, contentEqual(got, Content{}), "%s: %s", tr.name, contentDump(got))
 	}
 }
 
@@ -477,21 +468,19 @@ func fuzzContent(f *testing.F, dir, path string, api API, streamType string) {
 		}
 		ep := Endpoint{API: api}
 		c, err := Parse(&x, ep)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		got := ExtractContent(&x, &c, ep, int(limit))
 		whole := x
 		whole.Chunks = []Chunk{{At: transcriptStart, Data: resp}}
-		if w := ExtractContent(&whole, &c, ep, int(limit)); !contentEqual(got, w) {
-			t.Fatalf("pieces:%s\nwhole:%s", contentDump(got), contentDump(w))
-		}
-		if limit == 0 && !contentEqual(got, Content{}) {
-			t.Fatalf("cap 0:%s", contentDump(got))
+		w := ExtractContent(&whole, &c, ep, int(limit))
+		require.True(t, contentEqual(got, w), "pieces:%s\nwhole:%s", contentDump(got), contentDump(w))
+		if limit == 0 {
+			require.True(t, contentEqual(got, Content{}), "cap 0:%s", contentDump(got))
 		}
 		for _, a := range []string{got.SystemInstructions, got.InputMessages, got.OutputMessages} {
-			if len(a) > int(limit) || a != "" && !json.Valid([]byte(a)) {
-				t.Fatalf("cap %d: %d bytes: %s", limit, len(a), a)
+			require.LessOrEqual(t, len(a), int(limit), "cap %d: %d bytes: %s", limit, len(a), a)
+			if a != "" {
+				require.True(t, json.Valid([]byte(a)), "cap %d: %d bytes: %s", limit, len(a), a)
 			}
 		}
 	})
@@ -527,21 +516,25 @@ func FuzzAppendCompact(f *testing.F) {
 	f.Add([]byte(`{ "a" : [1, 2 ,"x y\" z"],"é": "€ €" }`), uint16(9))
 	f.Add([]byte("[\"\\\\\", \"\xff\"]"), uint16(3))
 	f.Fuzz(func(t *testing.T, raw []byte, limit uint16) {
+		// Each check is guarded by its condition: the fuzzer runs this
+		// for every input, and testify's t.Helper is not free.
 		whole, cut := appendCompact(nil, raw, len(raw))
 		if cut {
-			t.Fatalf("appendCompact(%q) cut with room for all", raw)
+			require.False(t, cut, "appendCompact(%q) cut with room for all", raw)
 		}
 		var want bytes.Buffer
 		if json.Compact(&want, raw) == nil && !bytes.Equal(whole, want.Bytes()) {
-			t.Fatalf("appendCompact(%q) = %q, json.Compact %q", raw, whole, want.Bytes())
+			require.Equal(t, want.Bytes(), whole, "appendCompact(%q), want json.Compact's", raw)
 		}
 		got, cut := appendCompact([]byte("p"), raw, int(limit))
 		got = got[1:]
 		if len(got) > int(limit) || !bytes.HasPrefix(whole, got) || cut != (len(got) < len(whole)) {
-			t.Fatalf("appendCompact(%q, %d) = %q, %v; whole %q", raw, limit, got, cut, whole)
+			require.LessOrEqual(t, len(got), int(limit), "appendCompact(%q, %d) = %q, %v; whole %q", raw, limit, got, cut, whole)
+			require.True(t, bytes.HasPrefix(whole, got), "appendCompact(%q, %d) = %q, %v; whole %q", raw, limit, got, cut, whole)
+			require.Equal(t, len(got) < len(whole), cut, "appendCompact(%q, %d) = %q, %v; whole %q", raw, limit, got, cut, whole)
 		}
 		if utf8.Valid(raw) && !utf8.Valid(got) {
-			t.Fatalf("appendCompact(%q, %d) = %q: cut inside a rune", raw, limit, got)
+			require.True(t, utf8.Valid(got), "appendCompact(%q, %d) = %q: cut inside a rune", raw, limit, got)
 		}
 	})
 }

@@ -9,12 +9,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
 func usdPtr(v float64) *float64 { return &v }
 
-func costNear(a, b float64) bool { return math.Abs(a-b) <= 1e-12+1e-9*math.Abs(b) }
+// assertCostNear asserts that got is want within 1e-12 + 1e-9 × |want|.
+func assertCostNear(t *testing.T, want, got float64, msgAndArgs ...any) bool {
+	t.Helper()
+	return assert.InDelta(t, want, got, 1e-12+1e-9*math.Abs(want), msgAndArgs...)
+}
 
 func TestNewRatesValidates(t *testing.T) {
 	tests := []struct {
@@ -35,17 +42,15 @@ func TestNewRatesValidates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewRates(map[RateKey]Price{tt.key: tt.price})
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("unexpected error %v", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			if tt.want == "" {
+				require.NoError(t, err, "unexpected error")
+			} else {
+				require.ErrorContains(t, err, tt.want)
 			}
 		})
 	}
-	if _, err := NewRates(map[RateKey]Price{{"OpenAI", "GPT-4o"}: {}, {"openai", "gpt-4o"}: {}}); err == nil {
-		t.Error("keys differing in case only: no error")
-	}
+	_, err := NewRates(map[RateKey]Price{{"OpenAI", "GPT-4o"}: {}, {"openai", "gpt-4o"}: {}})
+	assert.Error(t, err, "keys differing in case only: no error")
 }
 
 func TestMatch(t *testing.T) {
@@ -65,9 +70,7 @@ func TestMatch(t *testing.T) {
 		{"", "llama3.1"}:                               {Input: 0, Output: 0},
 		{"", "gpt-4o-mini"}:                            {Input: 0.15, Output: 0.6},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tests := []struct {
 		provider, model string
 		want            RateKey
@@ -104,13 +107,11 @@ func TestMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, ok := r.Match(tt.provider, tt.model)
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("Match(%q, %q) = %v, %v; want %v, %v", tt.provider, tt.model, got, ok, tt.want, tt.ok)
-		}
+		assert.Equal(t, tt.want, got, "Match(%q, %q) = %v, %v", tt.provider, tt.model, got, ok)
+		assert.Equal(t, tt.ok, ok, "Match(%q, %q) = %v, %v", tt.provider, tt.model, got, ok)
 	}
-	if _, ok := (Rates{}).Match("openai", "gpt-4o"); ok {
-		t.Error("zero Rates matched")
-	}
+	_, ok := (Rates{}).Match("openai", "gpt-4o")
+	assert.False(t, ok, "zero Rates matched")
 }
 
 func TestStripVersion(t *testing.T) {
@@ -134,9 +135,7 @@ func TestStripVersion(t *testing.T) {
 		"us.":                                       "us.",
 	} {
 		got, _ := stripVersion(in)
-		if got != want {
-			t.Errorf("stripVersion(%q) = %q, want %q", in, got, want)
-		}
+		assert.Equal(t, want, got, "stripVersion(%q)", in)
 	}
 }
 
@@ -147,9 +146,7 @@ func TestCost(t *testing.T) {
 		{"openai", "text-embedding-3"}:     {Input: 0.02},
 		{"x", "nocache"}:                   {Input: 1, Output: 2},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	u := func(in, out, read, write, reasoning int64) Usage { return Usage{in, out, read, write, reasoning} }
 	tests := []struct {
 		name            string
@@ -172,46 +169,34 @@ func TestCost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, ok := r.Cost(tt.provider, tt.model, tt.usage)
-			if ok != tt.ok || !costNear(got, tt.want) {
-				t.Errorf("Cost = %v, %v; want %v, %v", got, ok, tt.want, tt.ok)
-			}
+			assert.Equal(t, tt.ok, ok, "Cost = %v, %v", got, ok)
+			assertCostNear(t, tt.want, got, "Cost = %v, %v", got, ok)
 		})
 	}
-	if _, ok := (Rates{}).Cost("openai", "gpt-4o", u(1, 1, 0, 0, 0)); ok {
-		t.Error("zero Rates priced a call")
-	}
+	_, ok := (Rates{}).Cost("openai", "gpt-4o", u(1, 1, 0, 0, 0))
+	assert.False(t, ok, "zero Rates priced a call")
 }
 
 func TestMerge(t *testing.T) {
 	base, _ := NewRates(map[RateKey]Price{{"openai", "gpt-4o"}: {Input: 1}, {"openai", "o1"}: {Input: 1}})
 	over, _ := NewRates(map[RateKey]Price{{"openai", "gpt-4o"}: {Input: 2}})
 	m := base.Merge(over)
-	if m.Len() != 2 {
-		t.Fatalf("Len = %d", m.Len())
-	}
-	if c, _ := m.Cost("openai", "gpt-4o", Usage{1e6, 0, 0, 0, 0}); c != 2 {
-		t.Errorf("override lost: %v", c)
-	}
-	if c, _ := base.Cost("openai", "gpt-4o", Usage{1e6, 0, 0, 0, 0}); c != 1 {
-		t.Errorf("Merge changed its receiver: %v", c)
-	}
+	require.Equal(t, 2, m.Len(), "Len")
+	c, _ := m.Cost("openai", "gpt-4o", Usage{1e6, 0, 0, 0, 0})
+	assert.Equal(t, 2.0, c, "override lost")
+	c, _ = base.Cost("openai", "gpt-4o", Usage{1e6, 0, 0, 0, 0})
+	assert.Equal(t, 1.0, c, "Merge changed its receiver")
 }
 
 func TestLoadLiteLLMFixture(t *testing.T) {
 	f, err := os.Open("testdata/litellm_prices.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	r, err := LoadLiteLLM(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// sample_spec and the per-pixel image entry are skipped; Example-Chat
 	// repeats example-chat (first wins).
-	if r.Len() != 10 {
-		t.Errorf("Len = %d, want 10: %v", r.Len(), r.m)
-	}
+	assert.Equal(t, 10, r.Len(), "Len: %v", r.m)
 	mtok := Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000, CacheReadTokens: -1, CacheCreationTokens: -1, ReasoningTokens: -1}
 	tests := []struct {
 		provider, model string
@@ -238,9 +223,8 @@ func TestLoadLiteLLMFixture(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, ok := r.Cost(tt.provider, tt.model, tt.usage)
-		if ok != tt.ok || !costNear(got, tt.want) {
-			t.Errorf("Cost(%s, %s) = %v, %v; want %v, %v", tt.provider, tt.model, got, ok, tt.want, tt.ok)
-		}
+		assert.Equal(t, tt.ok, ok, "Cost(%s, %s) = %v, %v", tt.provider, tt.model, got, ok)
+		assertCostNear(t, tt.want, got, "Cost(%s, %s) = %v, %v", tt.provider, tt.model, got, ok)
 	}
 }
 
@@ -261,16 +245,13 @@ func TestLoadLiteLLMErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := LoadLiteLLM(strings.NewReader(tt.in))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error %v, want one containing %q", err, tt.want)
-			}
+			require.ErrorContains(t, err, tt.want)
 		})
 	}
 	// Skipped, not errors: non-object members, over-long names, no prices.
 	r, err := LoadLiteLLM(strings.NewReader(`{"a": 1, "b": null, "` + strings.Repeat("x", 300) + `": {"input_cost_per_token": 1}, "c": {"mode": "chat"}}`))
-	if err != nil || r.Len() != 0 {
-		t.Fatalf("got %d rates, %v", r.Len(), err)
-	}
+	require.NoError(t, err, "got %d rates", r.Len())
+	require.Zero(t, r.Len(), "got %d rates, %v", r.Len(), err)
 }
 
 // endlessJSON yields '{' and then spaces forever, counting what it gave.
@@ -293,12 +274,8 @@ func TestLoadLiteLLMBounds(t *testing.T) {
 	const maxBytes, maxEntries = 1 << 20, 100
 	src := &endlessJSON{}
 	_, err := loadLiteLLM(src, maxBytes, maxEntries)
-	if err == nil || !strings.Contains(err.Error(), "larger than") {
-		t.Fatalf("endlessJSON input: %v", err)
-	}
-	if src.n > maxBytes+64<<10 {
-		t.Errorf("read %d bytes, cap is %d", src.n, maxBytes)
-	}
+	require.ErrorContains(t, err, "larger than", "endlessJSON input")
+	assert.LessOrEqual(t, src.n, int64(maxBytes+64<<10), "read %d bytes, cap is %d", src.n, maxBytes)
 
 	var b bytes.Buffer
 	b.WriteString("{")
@@ -309,40 +286,42 @@ func TestLoadLiteLLMBounds(t *testing.T) {
 		fmt.Fprintf(&b, `"m%d":{"input_cost_per_token":1e-6}`, i)
 	}
 	b.WriteString("}")
-	if _, err := loadLiteLLM(bytes.NewReader(b.Bytes()), maxBytes, maxEntries); err == nil || !strings.Contains(err.Error(), "more than 100 entries") {
-		t.Fatalf("too many entries: %v", err)
-	}
+	_, err = loadLiteLLM(bytes.NewReader(b.Bytes()), maxBytes, maxEntries)
+	require.ErrorContains(t, err, "more than 100 entries", "too many entries")
 	// One fewer is fine.
-	if r, err := loadLiteLLM(bytes.NewReader(b.Bytes()), maxBytes, maxEntries+1); err != nil || r.Len() != maxEntries+1 {
-		t.Fatalf("at the cap: %d rates, %v", r.Len(), err)
-	}
+	r, err := loadLiteLLM(bytes.NewReader(b.Bytes()), maxBytes, maxEntries+1)
+	require.NoError(t, err, "at the cap: %d rates", r.Len())
+	require.Equal(t, maxEntries+1, r.Len(), "at the cap: %d rates, %v", r.Len(), err)
 }
 
 func FuzzLoadLiteLLM(f *testing.F) {
 	fixture, err := os.ReadFile("testdata/litellm_prices.json")
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	f.Add(fixture)
 	f.Add([]byte(`{"a/b":{"input_cost_per_token":"1e-6","litellm_provider":"a-x"}}`))
 	f.Add([]byte(`{"sample_spec":{},"m":{"output_cost_per_token":0,"cache_read_input_token_cost":null}}`))
 	f.Add([]byte(`{"m":{"input_cost_per_token":1e-6}} x`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Each check is guarded by its condition: the fuzzer runs this
+		// for every input, and testify's t.Helper is not free.
 		r, err := LoadLiteLLM(io.LimitReader(bytes.NewReader(data), 1<<20))
 		if err != nil {
 			if r.Len() != 0 {
-				t.Fatalf("error %v with %d rates", err, r.Len())
+				require.Zero(t, r.Len(), "error %v with %d rates", err, r.Len())
 			}
 			return
 		}
 		if r.Len() > maxLiteLLMEntries {
-			t.Fatalf("%d rates", r.Len())
+			require.LessOrEqual(t, r.Len(), maxLiteLLMEntries, "%d rates", r.Len())
 		}
 		all := Usage{1000, 1000, 100, 100, 10}
 		for k := range r.m {
 			c, ok := r.Cost(k.Provider, k.Model, all)
 			if !ok || c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
-				t.Fatalf("Cost(%v) = %v, %v", k, c, ok)
+				require.True(t, ok, "Cost(%v) = %v, %v", k, c, ok)
+				require.False(t, math.IsNaN(c), "Cost(%v) = %v, %v", k, c, ok)
+				require.False(t, math.IsInf(c, 0), "Cost(%v) = %v, %v", k, c, ok)
+				require.GreaterOrEqual(t, c, 0.0, "Cost(%v) = %v, %v", k, c, ok)
 			}
 		}
 	})

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -15,9 +18,7 @@ func TestDetect(t *testing.T) {
 		"[fd00::7]:9000":     "tgi",
 		"bedrock-proxy:443":  semconv.GenAIProviderAWSBedrock,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	type hdr = map[string][]string
 	tests := []struct {
 		name   string
@@ -190,23 +191,20 @@ func TestDetect(t *testing.T) {
 			}
 			x := &Exchange{Method: method, Host: tt.host, Path: tt.path, RequestHeader: Header(tt.header), RequestBody: []byte(tt.body)}
 			got, ok := Detect(x, hosts)
-			if ok != tt.ok || got != tt.want {
-				t.Errorf("Detect(%s %s%s)\n got %+v, %v\nwant %+v, %v", method, tt.host, tt.path, got, ok, tt.want, tt.ok)
-			}
+			assert.Equal(t, tt.want, got, "Detect(%s %s%s)", method, tt.host, tt.path)
+			assert.Equal(t, tt.ok, ok, "Detect(%s %s%s): ok", method, tt.host, tt.path)
 		})
 	}
 }
 
 func TestDetectNilAndEmptyMethod(t *testing.T) {
-	if _, ok := Detect(nil, nil); ok {
-		t.Error("nil exchange detected")
-	}
+	_, ok := Detect(nil, nil)
+	assert.False(t, ok, "nil exchange detected")
 	// A capture that does not know the method is given the benefit of the
 	// doubt.
 	e, ok := Detect(&Exchange{Host: "api.openai.com", Path: "/v1/chat/completions"}, nil)
-	if !ok || e.Provider != semconv.GenAIProviderOpenAI {
-		t.Errorf("got %+v, %v", e, ok)
-	}
+	assert.True(t, ok, "got %+v, %v", e, ok)
+	assert.Equal(t, semconv.GenAIProviderOpenAI, e.Provider, "got %+v, %v", e, ok)
 }
 
 func TestEndpointOpenAIAPIType(t *testing.T) {
@@ -216,9 +214,7 @@ func TestEndpointOpenAIAPIType(t *testing.T) {
 		APIOpenAIEmbeddings:      "",
 		APIAnthropicMessages:     "",
 	} {
-		if got := (Endpoint{API: api}).OpenAIAPIType(); got != want {
-			t.Errorf("%s: got %q, want %q", api, got, want)
-		}
+		assert.Equal(t, want, (Endpoint{API: api}).OpenAIAPIType(), api)
 	}
 }
 
@@ -233,17 +229,13 @@ func TestNewHostMap(t *testing.T) {
 		{"Host": "a", "host": "b"},
 		{"[::1": "x"},
 	} {
-		if _, err := NewHostMap(bad); err == nil {
-			t.Errorf("NewHostMap(%q): no error", bad)
-		}
+		_, err := NewHostMap(bad)
+		assert.Error(t, err, "NewHostMap(%q): no error", bad)
 	}
 	m, err := NewHostMap(map[string]string{"GPU-1.Local.:8000": "vllm", "::1": "llamacpp"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m["gpu-1.local:8000"] != "vllm" || m["::1"] != "llamacpp" {
-		t.Errorf("not normalised: %v", m)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, "vllm", m["gpu-1.local:8000"], "not normalised: %v", m)
+	assert.Equal(t, "llamacpp", m["::1"], "not normalised: %v", m)
 }
 
 func TestTopLevelKeys(t *testing.T) {
@@ -261,9 +253,8 @@ func TestTopLevelKeys(t *testing.T) {
 		{`{"a":1}{"messages":1}`, 0},
 	}
 	for _, tt := range tests {
-		if got := topLevelKeys([]byte(tt.body), "messages", "prompt"); got != tt.want {
-			t.Errorf("topLevelKeys(%s) = %b, want %b", tt.body, got, tt.want)
-		}
+		got := topLevelKeys([]byte(tt.body), "messages", "prompt")
+		assert.Equal(t, tt.want, got, "topLevelKeys(%s) = %b, want %b", tt.body, got, tt.want)
 	}
 }
 
@@ -282,23 +273,30 @@ func FuzzDetect(f *testing.F) {
 			Method: method, Host: host, Path: path, RequestBody: body,
 			RequestHeader: Header{"Anthropic-Version": {anthropicVersion}, "X-Amz-Date": {amzDate}},
 		}
+		// Each check is guarded by its condition: the fuzzer runs this
+		// for every input, and testify's t.Helper is not free.
 		e, ok := Detect(x, hosts)
 		if !ok {
 			if e != (Endpoint{}) {
-				t.Fatalf("not ok but %+v", e)
+				require.Zero(t, e, "not ok but %+v", e)
 			}
 			return
 		}
 		if e.Provider == "" || e.API == "" || !slices.Contains(semconv.GenAIOperations, e.Operation) {
-			t.Fatalf("incomplete endpoint %+v", e)
+			require.NotEmpty(t, e.Provider, "incomplete endpoint %+v", e)
+			require.NotEmpty(t, e.API, "incomplete endpoint %+v", e)
+			require.Contains(t, semconv.GenAIOperations, e.Operation, "incomplete endpoint %+v", e)
 		}
 		for _, s := range []string{e.Model, e.APIVersion, e.Deployment, e.Region} {
 			if len(s) > maxModelLen || !printable(s) {
-				t.Fatalf("field %q not bounded or not printable in %+v", s, e)
+				require.LessOrEqual(t, len(s), maxModelLen, "field %q not bounded in %+v", s, e)
+				require.True(t, printable(s), "field %q not printable in %+v", s, e)
 			}
 		}
 		if len(e.ServerAddress) > maxHostLen || e.ServerPort < 0 || e.ServerPort > 65535 {
-			t.Fatalf("bad server %q %d", e.ServerAddress, e.ServerPort)
+			require.LessOrEqual(t, len(e.ServerAddress), maxHostLen, "bad server %q %d", e.ServerAddress, e.ServerPort)
+			require.GreaterOrEqual(t, e.ServerPort, 0, "bad server %q %d", e.ServerAddress, e.ServerPort)
+			require.LessOrEqual(t, e.ServerPort, 65535, "bad server %q %d", e.ServerAddress, e.ServerPort)
 		}
 	})
 }

@@ -10,6 +10,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // esHeaderKV is one string header of a test message.
@@ -120,22 +123,20 @@ func TestEventStreamDecoder(t *testing.T) {
 
 	var d eventStreamDecoder
 	want := esMessages(&d, [][]byte{stream})
-	if len(want) != 5 || want[2] != `"meta" "" ""` || !strings.HasPrefix(want[4], "broken=false dropped=0 oversize=0 pending=false") {
-		t.Fatalf("%q", want)
-	}
+	require.Len(t, want, 5, "%q", want)
+	require.Equal(t, `"meta" "" ""`, want[2], "%q", want)
+	require.True(t, strings.HasPrefix(want[4], "broken=false dropped=0 oversize=0 pending=false"), "%q", want)
 	// Split anywhere, and byte by byte.
 	for k := 0; k <= len(stream); k++ {
-		if got := esMessages(&d, [][]byte{stream[:k], stream[k:]}); strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Fatalf("cut at %d: %q", k, got)
-		}
+		got := esMessages(&d, [][]byte{stream[:k], stream[k:]})
+		require.Equal(t, strings.Join(want, "\n"), strings.Join(got, "\n"), "cut at %d: %q", k, got)
 	}
 	var bytewise [][]byte
 	for i := range stream {
 		bytewise = append(bytewise, stream[i:i+1])
 	}
-	if got := esMessages(&d, bytewise); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("byte by byte: %q", got)
-	}
+	got := esMessages(&d, bytewise)
+	require.Equal(t, strings.Join(want, "\n"), strings.Join(got, "\n"), "byte by byte: %q", got)
 	// Cut short: the messages before the cut, and a pending one unless
 	// the cut falls between messages.
 	bounds := map[int]bool{0: true}
@@ -145,9 +146,8 @@ func TestEventStreamDecoder(t *testing.T) {
 	}
 	for k := 1; k < len(stream); k++ {
 		got := esMessages(&d, [][]byte{stream[:k]})
-		if pending := strings.HasSuffix(got[len(got)-1], "pending=true"); pending == bounds[k] {
-			t.Fatalf("cut at %d: %q", k, got)
-		}
+		pending := strings.HasSuffix(got[len(got)-1], "pending=true")
+		require.Equal(t, !bounds[k], pending, "cut at %d: %q; want pending unless cut between messages", k, got)
 	}
 
 	first := len(bedrockEvent("messageStart", `{"role":"assistant"}`))
@@ -157,14 +157,14 @@ func TestEventStreamDecoder(t *testing.T) {
 		return b
 	}
 	// A payload byte flipped: that message is dropped, the rest read.
-	got := esMessages(&d, [][]byte{flip(first - 6)})
-	if len(got) != 4 || got[3] != "broken=false dropped=1 oversize=0 pending=false" {
-		t.Errorf("bad message crc: %q", got)
+	got = esMessages(&d, [][]byte{flip(first - 6)})
+	if assert.Len(t, got, 4, "bad message crc: %q", got) {
+		assert.Equal(t, "broken=false dropped=1 oversize=0 pending=false", got[3], "bad message crc: %q", got)
 	}
 	// A length byte flipped: the framing is lost after the first message.
 	got = esMessages(&d, [][]byte{flip(first + 2)})
-	if len(got) != 2 || !strings.HasPrefix(got[1], "broken=true") {
-		t.Errorf("bad prelude: %q", got)
+	if assert.Len(t, got, 2, "bad prelude: %q", got) {
+		assert.True(t, strings.HasPrefix(got[1], "broken=true"), "bad prelude: %q", got)
 	}
 	// A bad header block under a good CRC is dropped.
 	bad := binary.BigEndian.AppendUint32(nil, uint32(esPrelude+3+4))
@@ -173,8 +173,8 @@ func TestEventStreamDecoder(t *testing.T) {
 	bad = append(bad, 1, 'x', 42)
 	bad = binary.BigEndian.AppendUint32(bad, crc32.ChecksumIEEE(bad))
 	got = esMessages(&d, [][]byte{bad, stream})
-	if len(got) != 5 || !strings.HasPrefix(got[4], "broken=false dropped=1") {
-		t.Errorf("bad header block: %q", got)
+	if assert.Len(t, got, 5, "bad header block: %q", got) {
+		assert.True(t, strings.HasPrefix(got[4], "broken=false dropped=1"), "bad header block: %q", got)
 	}
 	// An oversize message is skipped, whole or in pieces.
 	d.max = 128
@@ -182,9 +182,9 @@ func TestEventStreamDecoder(t *testing.T) {
 	in := append(bytes.Clone(big), bedrockEvent("metadata", `{}`)...)
 	for k := 0; k <= len(in); k++ {
 		got := esMessages(&d, [][]byte{in[:k], in[k:]})
-		if len(got) != 2 || got[1] != "broken=false dropped=0 oversize=1 pending=false" || !strings.HasPrefix(got[0], `"metadata"`) {
-			t.Fatalf("oversize cut at %d: %q", k, got)
-		}
+		require.Len(t, got, 2, "oversize cut at %d: %q", k, got)
+		require.Equal(t, "broken=false dropped=0 oversize=1 pending=false", got[1], "oversize cut at %d: %q", k, got)
+		require.True(t, strings.HasPrefix(got[0], `"metadata"`), "oversize cut at %d: %q", k, got)
 	}
 	d.max = 0
 }
@@ -212,17 +212,12 @@ func TestEventStreamHostile(t *testing.T) {
 		d.next()
 		for range hostileFlood / len(fill) {
 			d.feed(fill)
-			if _, ok := d.next(); ok {
-				t.Fatalf("%s: a message", tc.name)
-			}
+			_, ok := d.next()
+			require.False(t, ok, "%s: a message", tc.name)
 		}
 		runtime.ReadMemStats(&after)
-		if a := after.TotalAlloc - before.TotalAlloc; a > 4<<20 {
-			t.Errorf("%s: %d bytes allocated", tc.name, a)
-		}
-		if cap(d.buf) > esMaxMessage+1 {
-			t.Errorf("%s: buffer of %d", tc.name, cap(d.buf))
-		}
+		assert.LessOrEqual(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "%s: bytes allocated", tc.name)
+		assert.LessOrEqual(t, cap(d.buf), esMaxMessage+1, "%s: buffer", tc.name)
 	}
 }
 
@@ -243,11 +238,8 @@ func FuzzEventStream(f *testing.F) {
 		d.max = 4 << 10
 		whole := esMessages(&d, [][]byte{data})
 		pieces := ssePieces(data, cuts)
-		if got := esMessages(&d, pieces); strings.Join(got, "\n") != strings.Join(whole, "\n") {
-			t.Fatalf("pieces %q\nwhole %q", got, whole)
-		}
-		if cap(d.buf) > 2*d.max+512 {
-			t.Fatalf("buffer of %d", cap(d.buf))
-		}
+		got := esMessages(&d, pieces)
+		require.Equal(t, strings.Join(whole, "\n"), strings.Join(got, "\n"), "pieces %q\nwhole %q", got, whole)
+		require.LessOrEqual(t, cap(d.buf), 2*d.max+512, "buffer")
 	})
 }

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func parseGemini(x *Exchange) *Call {
@@ -96,9 +99,7 @@ func TestGeminiEdges(t *testing.T) {
 			func(c *Call) string { return cond(len(c.FinishReasons) == maxCallList, "%d", len(c.FinishReasons)) }},
 	}
 	for _, tt := range tests {
-		if msg := tt.want(parseGemini(&tt.x)); msg != "" {
-			t.Errorf("%s: %s", tt.name, msg)
-		}
+		assert.Empty(t, tt.want(parseGemini(&tt.x)), tt.name)
 	}
 }
 
@@ -110,16 +111,14 @@ func TestGeminiArraySplit(t *testing.T) {
 	x := Exchange{Path: "/v1/models/gemini-2.0-flash:streamGenerateContent", Start: transcriptStart,
 		ResponseHeader: Header{"Content-Type": {"application/json"}}, Chunks: []Chunk{{At: transcriptStart, Data: []byte(body)}}}
 	want := callDump(parseGemini(&x))
-	if !strings.Contains(want, `tool_calls: ["f"]`) || !strings.Contains(want, "incomplete: false") || !strings.Contains(want, "output_chunks: 2") {
-		t.Fatal(want)
-	}
+	require.Contains(t, want, `tool_calls: ["f"]`)
+	require.Contains(t, want, "incomplete: false")
+	require.Contains(t, want, "output_chunks: 2")
 	for i := 0; i <= len(body); i++ {
 		for j := i; j <= len(body); j += 7 {
 			y := x
 			y.Chunks = []Chunk{{At: transcriptStart, Data: []byte(body[:i])}, {At: transcriptStart, Data: []byte(body[i:j])}, {At: transcriptStart, Data: []byte(body[j:])}}
-			if got := callDump(parseGemini(&y)); got != want {
-				t.Fatalf("cut at %d and %d:\n%s\nwant\n%s", i, j, got, want)
-			}
+			require.Equal(t, want, callDump(parseGemini(&y)), "cut at %d and %d", i, j)
 		}
 	}
 }
@@ -152,10 +151,14 @@ func geminiStreamOf(n int) *Exchange {
 
 func TestGeminiStreamOf(t *testing.T) {
 	c := parseGemini(geminiStreamOf(1000))
-	if c.OutputChunks != 1000 || c.TimeToFirstChunk != 200*time.Millisecond || c.TimePerChunk != 10*time.Millisecond ||
-		c.Usage != (Usage{2, 1000, -1, -1, -1}) || c.Incomplete || c.ResponseModel != "gemini-2.0-flash" || !slices.Equal(c.FinishReasons, []string{"STOP"}) {
-		t.Errorf("%s", callDump(c))
-	}
+	dump := callDump(c)
+	assert.Equal(t, 1000, c.OutputChunks, dump)
+	assert.Equal(t, 200*time.Millisecond, c.TimeToFirstChunk, dump)
+	assert.Equal(t, 10*time.Millisecond, c.TimePerChunk, dump)
+	assert.Equal(t, Usage{2, 1000, -1, -1, -1}, c.Usage, dump)
+	assert.False(t, c.Incomplete, dump)
+	assert.Equal(t, "gemini-2.0-flash", c.ResponseModel, dump)
+	assert.Equal(t, []string{"STOP"}, c.FinishReasons, dump)
 }
 
 // TestGeminiAllocs: a 1,000-chunk stream, as events or as an array,
@@ -164,9 +167,7 @@ func TestGeminiAllocs(t *testing.T) {
 	x := geminiStreamOf(1000)
 	var c Call
 	ParseGemini(x, &c)
-	if a := testing.AllocsPerRun(20, func() { ParseGemini(x, &c) }); a > 10 {
-		t.Errorf("%v allocs for 1,000 events", a)
-	}
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseGemini(x, &c) }), 10.0, "allocs for 1,000 events")
 	// The same responses as a JSON array, each element cut in two.
 	y := *x
 	y.Path = strings.TrimSuffix(x.Path, "?alt=sse")
@@ -185,12 +186,11 @@ func TestGeminiAllocs(t *testing.T) {
 		y.Chunks = append(y.Chunks, Chunk{At: ch.At, Data: []byte(d[:h])}, Chunk{At: ch.At, Data: []byte(d[h:])})
 	}
 	ParseGemini(&y, &c)
-	if c.OutputChunks != 1000 || c.Incomplete || c.Usage.OutputTokens != 1000 {
-		t.Fatalf("%s", callDump(&c))
-	}
-	if a := testing.AllocsPerRun(20, func() { ParseGemini(&y, &c) }); a > 10 {
-		t.Errorf("%v allocs for 1,000 array elements", a)
-	}
+	dump := callDump(&c)
+	require.Equal(t, 1000, c.OutputChunks, dump)
+	require.False(t, c.Incomplete, dump)
+	require.Equal(t, int64(1000), c.Usage.OutputTokens, dump)
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseGemini(&y, &c) }), 10.0, "allocs for 1,000 array elements")
 }
 
 // FuzzGemini parses arbitrary requests and responses (one object, an

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func parseOllama(x *Exchange) *Call {
@@ -41,18 +44,12 @@ func TestOllamaTruncationEarly(t *testing.T) {
 func TestOllamaParse(t *testing.T) {
 	for _, tr := range loadTranscripts(t, "ollama") {
 		ep, ok := Detect(&tr.x, nil)
-		if !ok {
-			t.Fatalf("%s: not detected", tr.name)
-		}
+		require.True(t, ok, "%s: not detected", tr.name)
 		c, err := Parse(&tr.x, ep)
-		if err != nil {
-			t.Fatalf("%s: %v", tr.name, err)
-		}
+		require.NoError(t, err, tr.name)
 		want := parseOllama(&tr.x)
 		want.Provider = "ollama"
-		if got := callDump(&c); got != callDump(want) {
-			t.Errorf("%s: Parse:\n%s\nParseOllama:\n%s", tr.name, got, callDump(want))
-		}
+		assert.Equal(t, callDump(want), callDump(&c), "%s: Parse, want ParseOllama's", tr.name)
 	}
 }
 
@@ -104,9 +101,7 @@ func TestOllamaEdges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		tt.x.Start = transcriptStart
-		if msg := tt.want(parseOllama(&tt.x)); msg != "" {
-			t.Errorf("%s: %s", tt.name, msg)
-		}
+		assert.Empty(t, tt.want(parseOllama(&tt.x)), tt.name)
 	}
 }
 
@@ -118,14 +113,13 @@ func TestOllamaLongLine(t *testing.T) {
 		Chunks: []Chunk{{At: transcriptStart, Data: []byte(line)}}}
 	want := callDump(parseOllama(&x))
 	c := parseOllama(&x)
-	if c.ResponseModel != "m" || !c.Incomplete || c.Usage.OutputTokens != -1 || len(c.FinishReasons) != 1 {
-		t.Errorf("%s", want)
-	}
+	assert.Equal(t, "m", c.ResponseModel, want)
+	assert.True(t, c.Incomplete, want)
+	assert.Equal(t, int64(-1), c.Usage.OutputTokens, want)
+	assert.Len(t, c.FinishReasons, 1, want)
 	for _, k := range []int{1, 100, maxNDJSONLine - 1, maxNDJSONLine, maxNDJSONLine + 1, len(line) - 1} {
 		x.Chunks = []Chunk{{At: transcriptStart, Data: []byte(line[:k])}, {At: transcriptStart, Data: []byte(line[k:])}}
-		if got := callDump(parseOllama(&x)); got != want {
-			t.Errorf("cut at %d:\n%s", k, got)
-		}
+		assert.Equal(t, want, callDump(parseOllama(&x)), "cut at %d", k)
 	}
 }
 
@@ -147,10 +141,14 @@ func streamOfOllama(n int) *Exchange {
 
 func TestOllamaStreamOf(t *testing.T) {
 	c := parseOllama(streamOfOllama(1000))
-	if c.OutputChunks != 1000 || c.TimeToFirstChunk != 200*time.Millisecond || c.TimePerChunk != 10*time.Millisecond ||
-		c.Usage.OutputTokens != 1000 || c.Incomplete || c.ResponseModel != "llama3.2" || !c.Stream {
-		t.Errorf("%s", callDump(c))
-	}
+	dump := callDump(c)
+	assert.Equal(t, 1000, c.OutputChunks, dump)
+	assert.Equal(t, 200*time.Millisecond, c.TimeToFirstChunk, dump)
+	assert.Equal(t, 10*time.Millisecond, c.TimePerChunk, dump)
+	assert.Equal(t, int64(1000), c.Usage.OutputTokens, dump)
+	assert.False(t, c.Incomplete, dump)
+	assert.Equal(t, "llama3.2", c.ResponseModel, dump)
+	assert.True(t, c.Stream, dump)
 }
 
 // TestOllamaAllocs: no allocation per line.
@@ -158,9 +156,7 @@ func TestOllamaAllocs(t *testing.T) {
 	x := streamOfOllama(1000)
 	var c Call
 	ParseOllama(x, &c)
-	if a := testing.AllocsPerRun(20, func() { ParseOllama(x, &c) }); a > 10 {
-		t.Errorf("%v allocs for 1,000 lines", a)
-	}
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseOllama(x, &c) }), 10.0, "allocs for 1,000 lines")
 }
 
 // TestOllamaHostile: endless lines, deep nesting and huge numbers cost
@@ -197,14 +193,14 @@ func TestOllamaHostile(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		c := parseOllama(&tc.x)
 		runtime.ReadMemStats(&after)
-		if d := after.TotalAlloc - before.TotalAlloc; d > tc.maxMem {
-			t.Errorf("%s: %d bytes allocated", tc.name, d)
-		}
-		if len(c.ResponseModel) > maxCallString || len(c.RequestModel) > maxCallString || c.Usage != NoUsage || !math.IsNaN(c.Temperature) {
-			t.Errorf("%s: %s", tc.name, callDump(c))
-		}
-		if tc.x.ResponseHeader.Get("Content-Type") == "application/x-ndjson" && !c.Incomplete {
-			t.Errorf("%s: not incomplete", tc.name)
+		assert.LessOrEqual(t, after.TotalAlloc-before.TotalAlloc, tc.maxMem, "%s: bytes allocated", tc.name)
+		dump := callDump(c)
+		assert.LessOrEqual(t, len(c.ResponseModel), maxCallString, "%s: %s", tc.name, dump)
+		assert.LessOrEqual(t, len(c.RequestModel), maxCallString, "%s: %s", tc.name, dump)
+		assert.Equal(t, NoUsage, c.Usage, "%s: %s", tc.name, dump)
+		assert.True(t, math.IsNaN(c.Temperature), "%s: %s", tc.name, dump)
+		if tc.x.ResponseHeader.Get("Content-Type") == "application/x-ndjson" {
+			assert.True(t, c.Incomplete, "%s: not incomplete", tc.name)
 		}
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func parseOpenAI(x *Exchange) *Call {
@@ -140,16 +143,13 @@ func TestOpenAIOperation(t *testing.T) {
 		"/v1/models":          "",
 		"/v1/embeddings?x=/y": "embeddings",
 	} {
-		if got := openaiOperation(path); got != want {
-			t.Errorf("openaiOperation(%q) = %q, want %q", path, got, want)
-		}
+		assert.Equal(t, want, openaiOperation(path), "openaiOperation(%q)", path)
 	}
 	// The detector's operation is kept.
 	c := Call{Provider: "openai", Operation: "generate_content"}
 	ParseOpenAI(&Exchange{Path: "/v1/chat/completions"}, &c)
-	if c.Provider != "openai" || c.Operation != "generate_content" {
-		t.Errorf("Provider/Operation changed: %q %q", c.Provider, c.Operation)
-	}
+	assert.Equal(t, "openai", c.Provider, "Provider changed")
+	assert.Equal(t, "generate_content", c.Operation, "Operation changed")
 }
 
 // TestOpenAIEdges covers what the transcripts do not.
@@ -208,9 +208,7 @@ func TestOpenAIEdges(t *testing.T) {
 			}},
 	}
 	for _, tt := range tests {
-		if msg := tt.want(parseOpenAI(&tt.x)); msg != "" {
-			t.Errorf("%s: %s", tt.name, msg)
-		}
+		assert.Empty(t, tt.want(parseOpenAI(&tt.x)), tt.name)
 	}
 }
 
@@ -249,10 +247,14 @@ func streamOf(n int) *Exchange {
 
 func TestOpenAIStreamOf(t *testing.T) {
 	c := parseOpenAI(streamOf(1000))
-	if c.OutputChunks != 1000 || c.TimeToFirstChunk != 200*time.Millisecond || c.TimePerChunk != 10*time.Millisecond ||
-		c.Usage.OutputTokens != 1000 || c.Incomplete || c.ResponseModel != "gpt-4o-mini-2024-07-18" || !slices.Equal(c.FinishReasons, []string{"stop"}) {
-		t.Errorf("%s", callDump(c))
-	}
+	dump := callDump(c)
+	assert.Equal(t, 1000, c.OutputChunks, dump)
+	assert.Equal(t, 200*time.Millisecond, c.TimeToFirstChunk, dump)
+	assert.Equal(t, 10*time.Millisecond, c.TimePerChunk, dump)
+	assert.Equal(t, int64(1000), c.Usage.OutputTokens, dump)
+	assert.False(t, c.Incomplete, dump)
+	assert.Equal(t, "gpt-4o-mini-2024-07-18", c.ResponseModel, dump)
+	assert.Equal(t, []string{"stop"}, c.FinishReasons, dump)
 }
 
 // TestOpenAIAllocs: a 1,000-chunk stream costs a handful of allocations
@@ -261,9 +263,7 @@ func TestOpenAIAllocs(t *testing.T) {
 	x := streamOf(1000)
 	var c Call
 	ParseOpenAI(x, &c)
-	if a := testing.AllocsPerRun(20, func() { ParseOpenAI(x, &c) }); a > 10 {
-		t.Errorf("%v allocs for 1,000 chunks", a)
-	}
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseOpenAI(x, &c) }), 10.0, "allocs for 1,000 chunks")
 }
 
 // TestOpenAIHostile: endless lines, endless strings, deep nesting and
@@ -303,14 +303,14 @@ func TestOpenAIHostile(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		c := parseOpenAI(&tc.x)
 		runtime.ReadMemStats(&after)
-		if d := after.TotalAlloc - before.TotalAlloc; d > tc.maxMem {
-			t.Errorf("%s: %d bytes allocated", tc.name, d)
-		}
-		if len(c.ResponseModel) > maxCallString || len(c.RequestModel) > maxCallString || c.Usage != NoUsage || !math.IsNaN(c.Temperature) {
-			t.Errorf("%s: %s", tc.name, callDump(c))
-		}
-		if tc.x.ResponseHeader.Get("Content-Type") == "text/event-stream" && !c.Incomplete {
-			t.Errorf("%s: not incomplete", tc.name)
+		assert.LessOrEqual(t, after.TotalAlloc-before.TotalAlloc, tc.maxMem, "%s: bytes allocated", tc.name)
+		dump := callDump(c)
+		assert.LessOrEqual(t, len(c.ResponseModel), maxCallString, "%s: %s", tc.name, dump)
+		assert.LessOrEqual(t, len(c.RequestModel), maxCallString, "%s: %s", tc.name, dump)
+		assert.Equal(t, NoUsage, c.Usage, "%s: %s", tc.name, dump)
+		assert.True(t, math.IsNaN(c.Temperature), "%s: %s", tc.name, dump)
+		if tc.x.ResponseHeader.Get("Content-Type") == "text/event-stream" {
+			assert.True(t, c.Incomplete, "%s: not incomplete", tc.name)
 		}
 	}
 }
@@ -352,9 +352,7 @@ func TestOpenAITruncationEarly(t *testing.T) {
 		tr := trs[tt.transcript]
 		body := responseBody(&tr.x)
 		i := bytes.Index(body, []byte(tt.upTo))
-		if i < 0 {
-			t.Fatalf("%s: %q not in the body", tt.transcript, tt.upTo)
-		}
+		require.GreaterOrEqual(t, i, 0, "%s: %q not in the body", tt.transcript, tt.upTo)
 		k := i + len(tt.upTo)
 		x := tr.x
 		x.Chunks = nil
@@ -364,9 +362,7 @@ func TestOpenAITruncationEarly(t *testing.T) {
 			}
 		}
 		x.ResponseTruncated = true
-		if got := callFields(parseOpenAI(&x))[tt.field]; got != tt.want {
-			t.Errorf("%s cut after %s: %s = %q, want %q", tt.transcript, tt.upTo, tt.field, got, tt.want)
-		}
+		assert.Equal(t, tt.want, callFields(parseOpenAI(&x))[tt.field], "%s cut after %s: %s", tt.transcript, tt.upTo, tt.field)
 	}
 	// The same for requests.
 	tr := trs["chat_basic"]
@@ -374,8 +370,6 @@ func TestOpenAITruncationEarly(t *testing.T) {
 		k := bytes.Index(tr.x.RequestBody, []byte(upTo)) + len(upTo)
 		x := tr.x
 		x.RequestBody, x.RequestTruncated = tr.x.RequestBody[:k], true
-		if _, ok := callFields(parseOpenAI(&x))[field]; !ok {
-			t.Errorf("request cut after %s: no %s", upTo, field)
-		}
+		assert.Contains(t, callFields(parseOpenAI(&x)), field, "request cut after %s: no %s", upTo, field)
 	}
 }

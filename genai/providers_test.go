@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // parseByDetect runs Detect and Parse on x. A failure shows in the Call,
@@ -41,9 +44,7 @@ func propTranscripts(t *testing.T, dir string, parse func(*Exchange) *Call) {
 				}
 				return
 			}
-			if got != tr.want {
-				t.Errorf("got:\n%s\nwant:\n%s", got, tr.want)
-			}
+			assert.Equal(t, tr.want, got)
 		})
 	}
 }
@@ -58,8 +59,10 @@ func propSplitAnywhere(t *testing.T, dir string, parse func(*Exchange) *Call) {
 		for k := 0; k <= n; k++ {
 			x := tr.x
 			x.Chunks = rechunk(&tr.x, k)
+			// Guarded: this runs for every byte of every transcript, and
+			// testify's t.Helper is not free.
 			if got := callDump(parse(&x)); got != want {
-				t.Fatalf("%s cut at %d:\n%s\nwant\n%s", tr.name, k, got, want)
+				require.Equal(t, want, got, "%s cut at %d", tr.name, k)
 			}
 		}
 		cuts := make([]int, n)
@@ -68,9 +71,7 @@ func propSplitAnywhere(t *testing.T, dir string, parse func(*Exchange) *Call) {
 		}
 		x := tr.x
 		x.Chunks = rechunk(&tr.x, cuts...)
-		if got := callDump(parse(&x)); got != want {
-			t.Fatalf("%s byte by byte:\n%s\nwant\n%s", tr.name, got, want)
-		}
+		require.Equal(t, want, callDump(parse(&x)), "%s byte by byte", tr.name)
 		if n == 0 {
 			continue
 		}
@@ -78,9 +79,7 @@ func propSplitAnywhere(t *testing.T, dir string, parse func(*Exchange) *Call) {
 		whole := parse(&x)
 		ref := parse(&tr.x)
 		whole.TimeToFirstChunk, whole.TimePerChunk = ref.TimeToFirstChunk, ref.TimePerChunk
-		if got := callDump(whole); got != want {
-			t.Fatalf("%s in one chunk:\n%s\nwant\n%s", tr.name, got, want)
-		}
+		require.Equal(t, want, callDump(whole), "%s in one chunk", tr.name)
 	}
 }
 
@@ -103,12 +102,15 @@ func propTruncation(t *testing.T, dir string, parse func(*Exchange) *Call) {
 		fullFields := callFields(full)
 		body := responseBody(&tr.x)
 		streamed := isStreamBody(body)
+		// check runs for every byte of every transcript: each check in
+		// its loop is guarded by its condition, so that a check that
+		// passes costs no call into testify (whose t.Helper is not free).
 		check := func(what string, n int, cut func(k int) *Exchange) {
 			prev := map[string]string{}
 			for k := 0; k <= n; k++ {
 				c := parse(cut(k))
 				if k < n && !c.Incomplete {
-					t.Errorf("%s: %s cut at %d: not incomplete", tr.name, what, k)
+					assert.True(t, c.Incomplete, "%s: %s cut at %d: not incomplete", tr.name, what, k)
 				}
 				got := callFields(c)
 				if streamed && what == "response" && k < n {
@@ -120,19 +122,17 @@ func propTruncation(t *testing.T, dir string, parse func(*Exchange) *Call) {
 				}
 				for f, v := range prev {
 					if got[f] != v {
-						t.Fatalf("%s: %s cut at %d: %s = %q, was %q at %d", tr.name, what, k, f, got[f], v, k-1)
+						require.Equal(t, v, got[f], "%s: %s cut at %d: %s, was %q at %d", tr.name, what, k, f, v, k-1)
 					}
 				}
 				for f, v := range got {
 					if fullFields[f] != v {
-						t.Fatalf("%s: %s cut at %d: %s = %q, the whole says %q", tr.name, what, k, f, v, fullFields[f])
+						require.Equal(t, fullFields[f], v, "%s: %s cut at %d: %s, the whole says %q", tr.name, what, k, f, fullFields[f])
 					}
 				}
 				prev = got
 			}
-			if !maps2Equal(prev, fullFields) {
-				t.Errorf("%s: %s whole: %v, want %v", tr.name, what, prev, fullFields)
-			}
+			assert.Equal(t, fullFields, prev, "%s: %s whole", tr.name, what)
 		}
 		check("request", len(tr.x.RequestBody), func(k int) *Exchange {
 			x := tr.x
@@ -167,14 +167,10 @@ func propTruncationEarly(t *testing.T, dir string, parse func(*Exchange) *Call, 
 	}
 	for _, tt := range tests {
 		tr := trs[tt.transcript]
-		if tr == nil {
-			t.Fatalf("no transcript %s", tt.transcript)
-		}
+		require.NotNil(t, tr, "no transcript %s", tt.transcript)
 		body := responseBody(&tr.x)
 		i := bytes.Index(body, []byte(tt.upTo))
-		if i < 0 {
-			t.Fatalf("%s: %q not in the body", tt.transcript, tt.upTo)
-		}
+		require.GreaterOrEqual(t, i, 0, "%s: %q not in the body", tt.transcript, tt.upTo)
 		k := i + len(tt.upTo)
 		x := tr.x
 		x.Chunks = nil
@@ -184,9 +180,7 @@ func propTruncationEarly(t *testing.T, dir string, parse func(*Exchange) *Call, 
 			}
 		}
 		x.ResponseTruncated = true
-		if got := callFields(parse(&x))[tt.field]; got != tt.want {
-			t.Errorf("%s cut after %s: %s = %q, want %q", tt.transcript, tt.upTo, tt.field, got, tt.want)
-		}
+		assert.Equal(t, tt.want, callFields(parse(&x))[tt.field], "%s cut after %s: %s", tt.transcript, tt.upTo, tt.field)
 	}
 }
 
@@ -216,14 +210,10 @@ func propNoText(t *testing.T, dir string, parse func(*Exchange) *Call) {
 		checked++
 		dump := callDump(parse(&tr.x))
 		for s := range texts {
-			if strings.Contains(dump, s) {
-				t.Errorf("%s: the Call holds %q", tr.name, s)
-			}
+			assert.NotContains(t, dump, s, "%s: the Call holds %q", tr.name, s)
 		}
 	}
-	if checked == 0 {
-		t.Errorf("testdata/%s: no text to look for", dir)
-	}
+	assert.NotZero(t, checked, "testdata/%s: no text to look for", dir)
 }
 
 // propConcurrent: the parser is safe for concurrent use (its state is
@@ -248,9 +238,7 @@ func propConcurrent(t *testing.T, dir string, parse func(*Exchange) *Call) {
 		}()
 	}
 	for range 8 {
-		if e := <-errs; e != "" {
-			t.Error(e)
-		}
+		assert.Empty(t, <-errs)
 	}
 }
 
@@ -301,15 +289,15 @@ func propHostile(t *testing.T, parse func(*Exchange) *Call, path, prefix, num st
 		runtime.ReadMemStats(&before)
 		c := parse(&tc.x)
 		runtime.ReadMemStats(&after)
-		if d := after.TotalAlloc - before.TotalAlloc; d > tc.maxMem {
-			t.Errorf("%s: %d bytes allocated", tc.name, d)
-		}
-		if len(c.ResponseModel) > maxCallString || len(c.RequestModel) > maxCallString || len(c.ResponseID) > maxCallString ||
-			c.Usage != NoUsage || !math.IsNaN(c.Temperature) {
-			t.Errorf("%s: %s", tc.name, callDump(c))
-		}
-		if len(tc.x.Chunks) > 1 && !c.Incomplete {
-			t.Errorf("%s: not incomplete", tc.name)
+		assert.LessOrEqual(t, after.TotalAlloc-before.TotalAlloc, tc.maxMem, "%s: bytes allocated", tc.name)
+		dump := callDump(c)
+		assert.LessOrEqual(t, len(c.ResponseModel), maxCallString, "%s: %s", tc.name, dump)
+		assert.LessOrEqual(t, len(c.RequestModel), maxCallString, "%s: %s", tc.name, dump)
+		assert.LessOrEqual(t, len(c.ResponseID), maxCallString, "%s: %s", tc.name, dump)
+		assert.Equal(t, NoUsage, c.Usage, "%s: %s", tc.name, dump)
+		assert.True(t, math.IsNaN(c.Temperature), "%s: %s", tc.name, dump)
+		if len(tc.x.Chunks) > 1 {
+			assert.True(t, c.Incomplete, "%s: not incomplete", tc.name)
 		}
 	}
 }
@@ -332,7 +320,9 @@ func fuzzParser(f *testing.F, dir, path string, parse func(*Exchange) *Call) {
 
 // fuzzProvider checks one fuzzed exchange: the response in the given
 // pieces, one arrival time, gives the same Call as whole; the Call stays
-// within its bounds.
+// within its bounds. The fuzzer runs it for every input: each check is
+// guarded by its condition, so that a check that passes costs no call
+// into testify (whose t.Helper is not free).
 func fuzzProvider(t *testing.T, x *Exchange, resp, cuts []byte, parse func(*Exchange) *Call) {
 	at := transcriptStart
 	for _, p := range ssePieces(resp, cuts) {
@@ -348,26 +338,29 @@ func fuzzProvider(t *testing.T, x *Exchange, resp, cuts []byte, parse func(*Exch
 	cy := parse(&y)
 	y.Chunks = []Chunk{{At: at, Data: resp}}
 	if got, want := callDump(parse(&y)), callDump(cy); got != want {
-		t.Fatalf("whole:\n%s\npieces:\n%s", got, want)
+		require.Equal(t, want, got, "the response whole, want the Call of its pieces")
 	}
 	for _, s := range append(append(append([]string{c.RequestModel, c.ResponseModel, c.ResponseID, c.ErrorType}, c.FinishReasons...), c.ToolCalls...), c.ToolDefinitions...) {
 		if len(s) > maxCallString {
-			t.Fatalf("a %d-byte string", len(s))
+			require.LessOrEqual(t, len(s), maxCallString, "a %d-byte string", len(s))
 		}
 	}
 	if len(c.FinishReasons) > maxCallList || len(c.ToolCalls) > maxCallList || len(c.ToolDefinitions) > maxCallList {
-		t.Fatal("a list over the bound")
+		require.LessOrEqual(t, len(c.FinishReasons), maxCallList, "a list over the bound")
+		require.LessOrEqual(t, len(c.ToolCalls), maxCallList, "a list over the bound")
+		require.LessOrEqual(t, len(c.ToolDefinitions), maxCallList, "a list over the bound")
 	}
-	if c.OutputChunks > 0 && (c.TimeToFirstChunk < 0 || c.TimeToFirstChunk > time.Duration(len(cuts)+1)*time.Millisecond) {
-		t.Fatalf("time to first chunk %v", c.TimeToFirstChunk)
+	if most := time.Duration(len(cuts)+1) * time.Millisecond; c.OutputChunks > 0 && (c.TimeToFirstChunk < 0 || c.TimeToFirstChunk > most) {
+		require.GreaterOrEqual(t, c.TimeToFirstChunk, time.Duration(0), "time to first chunk")
+		require.LessOrEqual(t, c.TimeToFirstChunk, most, "time to first chunk")
 	}
 	if c.OutputChunks < 2 && c.TimePerChunk != -1 {
-		t.Fatalf("time per chunk %v with %d chunks", c.TimePerChunk, c.OutputChunks)
+		require.Equal(t, time.Duration(-1), c.TimePerChunk, "time per chunk with %d chunks", c.OutputChunks)
 	}
 	u := c.Usage
 	for _, n := range []int64{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens, u.ReasoningTokens} {
 		if n < -1 {
-			t.Fatalf("usage %+v", u)
+			require.GreaterOrEqual(t, n, int64(-1), "usage %+v", u)
 		}
 	}
 }

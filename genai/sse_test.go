@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type sseEv struct{ Type, Data, ID string }
@@ -152,30 +155,24 @@ func TestSSESpecExamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		ref := refSSE(tt.in, DefaultSSELimit, DefaultSSELimit)
-		if got := ref.String(); got != tt.want && !(strings.Contains(tt.in, "\xEF\xBB") && !strings.HasPrefix(tt.in, "\xEF\xBB\xBF")) {
-			t.Errorf("refSSE(%q) = %s\nwant %s", tt.in, got, tt.want)
+		if !(strings.Contains(tt.in, "\xEF\xBB") && !strings.HasPrefix(tt.in, "\xEF\xBB\xBF")) {
+			assert.Equal(t, tt.want, ref.String(), "refSSE(%q)", tt.in)
 		}
 		var p SSEParser
 		got := feedSSE(&p, [][]byte{[]byte(tt.in)})
-		if got.String() != ref.String() {
-			t.Errorf("SSEParser(%q) = %s\nwant %s", tt.in, got, ref)
-		}
+		assert.Equal(t, ref.String(), got.String(), "SSEParser(%q)", tt.in)
 		// Every split point, and every byte in its own chunk.
 		for k := 0; k <= len(tt.in); k++ {
 			p.Reset()
 			got := feedSSE(&p, [][]byte{[]byte(tt.in[:k]), []byte(tt.in[k:])})
-			if got.String() != ref.String() {
-				t.Errorf("SSEParser(%q | %q) = %s\nwant %s", tt.in[:k], tt.in[k:], got, ref)
-			}
+			assert.Equal(t, ref.String(), got.String(), "SSEParser(%q | %q)", tt.in[:k], tt.in[k:])
 		}
 		var bytewise [][]byte
 		for i := range len(tt.in) {
 			bytewise = append(bytewise, []byte{tt.in[i]})
 		}
 		p.Reset()
-		if got := feedSSE(&p, bytewise); got.String() != ref.String() {
-			t.Errorf("SSEParser(%q bytewise) = %s\nwant %s", tt.in, got, ref)
-		}
+		assert.Equal(t, ref.String(), feedSSE(&p, bytewise).String(), "SSEParser(%q bytewise)", tt.in)
 	}
 }
 
@@ -184,14 +181,12 @@ func TestSSEPartialBOM(t *testing.T) {
 	// its field name is "\xEF\xBBdata" and nothing is dispatched.
 	var p SSEParser
 	r := feedSSE(&p, [][]byte{[]byte("\xEF"), []byte("\xBB"), []byte("data: a\n\ndata: b\n\n")})
-	if want := `events=[{"" "b" ""}] pending=<nil> skipped=0/0`; r.String() != want {
-		t.Errorf("got %s, want %s", r, want)
-	}
+	assert.Equal(t, `events=[{"" "b" ""}] pending=<nil> skipped=0/0`, r.String())
 	// A stream that is only part of a byte order mark.
 	p.Reset()
-	if r := feedSSE(&p, [][]byte{[]byte("\xEF\xBB")}); r.pending != nil || len(r.events) > 0 {
-		t.Errorf("got %s", r)
-	}
+	r = feedSSE(&p, [][]byte{[]byte("\xEF\xBB")})
+	assert.Nil(t, r.pending, "got %s", r)
+	assert.Empty(t, r.events, "got %s", r)
 }
 
 func TestSSELimits(t *testing.T) {
@@ -202,15 +197,12 @@ func TestSSELimits(t *testing.T) {
 		": a comment that is far too long\ndata: y\n\n" + // oversize comment poisons too
 		"data: ok\n\n"
 	want := refSSE(in, maxLine, maxEvent)
-	if w := `events=[{"" "short" ""} {"" "ok" ""}] pending=<nil> skipped=2/3`; want.String() != w {
-		t.Fatalf("refSSE = %s, want %s", want, w)
-	}
+	require.Equal(t, `events=[{"" "short" ""} {"" "ok" ""}] pending=<nil> skipped=2/3`, want.String(), "refSSE")
 	for k := 0; k <= len(in); k++ {
 		var p SSEParser
 		p.SetLimits(maxLine, maxEvent)
-		if got := feedSSE(&p, [][]byte{[]byte(in[:k]), []byte(in[k:])}); got.String() != want.String() {
-			t.Errorf("split at %d: %s, want %s", k, got, want)
-		}
+		got := feedSSE(&p, [][]byte{[]byte(in[:k]), []byte(in[k:])})
+		assert.Equal(t, want.String(), got.String(), "split at %d", k)
 	}
 }
 
@@ -236,25 +228,18 @@ func TestSSEHostile(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		for range hostileFlood / len(tc.chunk) {
 			p.Feed(tc.chunk)
-			for p.Next() {
-				t.Fatalf("%s: an event", tc.name)
-			}
-			if cap(p.line) > 2*4096 || cap(p.data) > 2*8192 {
-				t.Fatalf("%s: buffers grew to %d/%d", tc.name, cap(p.line), cap(p.data))
-			}
+			require.False(t, p.Next(), "%s: an event", tc.name)
+			require.LessOrEqual(t, cap(p.line), 2*4096, "%s: buffers grew to %d/%d", tc.name, cap(p.line), cap(p.data))
+			require.LessOrEqual(t, cap(p.data), 2*8192, "%s: buffers grew to %d/%d", tc.name, cap(p.line), cap(p.data))
 		}
 		runtime.ReadMemStats(&after)
-		if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
-			t.Errorf("%s: %d bytes allocated", tc.name, d)
-		}
+		assert.LessOrEqual(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "%s: bytes allocated", tc.name)
 		p.Feed([]byte("\n\ndata: after\n\n"))
 		var got []string
 		for p.Next() {
 			got = append(got, string(p.Event().Data))
 		}
-		if len(got) != 1 || got[0] != "after" {
-			t.Errorf("%s: after the flood: %q", tc.name, got)
-		}
+		assert.Equal(t, []string{"after"}, got, "%s: after the flood", tc.name)
 	}
 }
 
@@ -279,9 +264,7 @@ func TestSSEAllocs(t *testing.T) {
 		"split": {whole[:10], whole[10:]},
 		"multi": {multi[:5], multi[5:]},
 	} {
-		if a := testing.AllocsPerRun(1000, func() { run(chunks...) }); a != 0 {
-			t.Errorf("%s: %v allocs per event", name, a)
-		}
+		assert.Zero(t, testing.AllocsPerRun(1000, func() { run(chunks...) }), "%s: allocs per event", name)
 	}
 }
 
@@ -312,12 +295,10 @@ func FuzzSSE(f *testing.F) {
 		want := refSSE(string(in), maxLine, maxEvent)
 		var p SSEParser
 		p.SetLimits(maxLine, maxEvent)
-		if got := feedSSE(&p, ssePieces(in, cuts)); got.String() != want.String() {
-			t.Fatalf("SSEParser(%q, cut %v, limits %d/%d):\n got %s\nwant %s", in, cuts, maxLine, maxEvent, got, want)
-		}
-		if cap(p.line) > 2*maxLine+8 || cap(p.data) > 2*maxEvent+8 {
-			t.Fatalf("buffers %d/%d over limits %d/%d", cap(p.line), cap(p.data), maxLine, maxEvent)
-		}
+		got := feedSSE(&p, ssePieces(in, cuts))
+		require.Equal(t, want.String(), got.String(), "SSEParser(%q, cut %v, limits %d/%d)", in, cuts, maxLine, maxEvent)
+		require.LessOrEqual(t, cap(p.line), 2*maxLine+8, "buffers %d/%d over limits %d/%d", cap(p.line), cap(p.data), maxLine, maxEvent)
+		require.LessOrEqual(t, cap(p.data), 2*maxEvent+8, "buffers %d/%d over limits %d/%d", cap(p.line), cap(p.data), maxLine, maxEvent)
 	})
 }
 
@@ -340,9 +321,8 @@ func TestSSERandomSplits(t *testing.T) {
 			want := refSSE(string(in), lim[0], lim[1])
 			var p SSEParser
 			p.SetLimits(lim[0], lim[1])
-			if got := feedSSE(&p, ssePieces(in, cuts)); got.String() != want.String() {
-				t.Fatalf("SSEParser(%q, cut %v, limits %v):\n got %s\nwant %s", in, cuts, lim, got, want)
-			}
+			got := feedSSE(&p, ssePieces(in, cuts))
+			require.Equal(t, want.String(), got.String(), "SSEParser(%q, cut %v, limits %v)", in, cuts, lim)
 		}
 	}
 }

@@ -70,6 +70,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 var updateTranscripts = flag.Bool("update-transcripts", false, "rewrite the want files of testdata/*/*.txtar")
@@ -121,19 +123,14 @@ func parseArchive(data []byte) (comment string, files []archiveFile) {
 
 func loadTranscripts(t testing.TB, dir string) []*transcript {
 	paths, err := filepath.Glob(filepath.Join("testdata", dir, "*.txtar"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no transcripts in testdata/%s: %v", dir, err)
-	}
+	require.NoError(t, err, "no transcripts in testdata/%s", dir)
+	require.NotEmpty(t, paths, "no transcripts in testdata/%s", dir)
 	var out []*transcript
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		tr, err := parseTranscript(data)
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
+		require.NoError(t, err, p)
 		tr.file = p
 		tr.name = strings.TrimSuffix(filepath.Base(p), ".txtar")
 		out = append(out, tr)
@@ -327,9 +324,7 @@ func (tr *transcript) writeWant(t testing.TB, want string) {
 		b.Write(f.data)
 	}
 	fmt.Fprintf(&b, "-- want --\n%s", want)
-	if err := os.WriteFile(tr.file, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(tr.file, b.Bytes(), 0o644))
 }
 
 // responseBody is the response body, all chunks together.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // propNoTextRaw: no prompt, completion, thinking, argument or error
@@ -45,9 +47,7 @@ func propNoTextRaw(t *testing.T, dir string, parse func(*Exchange) *Call) {
 		}
 		dump := callDump(parse(&tr.x))
 		for s := range texts {
-			if strings.Contains(dump, s) {
-				t.Errorf("%s: the Call holds %q", tr.name, s)
-			}
+			assert.NotContains(t, dump, s, "%s: the Call holds %q", tr.name, s)
 		}
 	}
 }

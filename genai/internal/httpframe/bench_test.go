@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // streamedSSE is a streamed chat completion: a request, and a 4 KiB
@@ -50,9 +52,8 @@ func BenchmarkStreamedSSE(b *testing.B) {
 					c.Feed(Read, r, int64(2+i))
 				}
 			}
-			if n == 0 || c.Stats().Exchanges != int64(n) {
-				b.Fatalf("%d exchanges delivered, stats %+v", n, c.Stats())
-			}
+			require.NotZero(b, n, "%d exchanges delivered, stats %+v", n, c.Stats())
+			require.Equal(b, int64(n), c.Stats().Exchanges, "%d exchanges delivered, stats %+v", n, c.Stats())
 		})
 	}
 }

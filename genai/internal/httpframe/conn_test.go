@@ -2,11 +2,12 @@ package httpframe
 
 import (
 	"bytes"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // frameCase is a connection's traffic and what a Conn makes of it.
@@ -792,12 +793,8 @@ func TestConn(t *testing.T) {
 	for _, tc := range append(frameCases, malformedCases...) {
 		t.Run(tc.name, func(t *testing.T) {
 			res := play(tc.cfg, tc.evs, whole)
-			for _, e := range checkExchanges(res.exchanges, tc.want) {
-				t.Error(e)
-			}
-			if res.stats != tc.stats {
-				t.Errorf("stats:\n got %+v\nwant %+v", res.stats, tc.stats)
-			}
+			assert.Empty(t, checkExchanges(res.exchanges, tc.want))
+			assert.Equal(t, tc.stats, res.stats, "stats")
 		})
 	}
 }
@@ -810,9 +807,7 @@ func TestHeadersGet(t *testing.T) {
 		{"X-Request-ID", "req_1"}, // the first of two
 		{"Authorization", ""},
 	} {
-		if got := h.Get(tc.name); got != tc.want {
-			t.Errorf("Get(%q) = %q, want %q", tc.name, got, tc.want)
-		}
+		assert.Equal(t, tc.want, h.Get(tc.name), "Get(%q)", tc.name)
 	}
 }
 
@@ -823,13 +818,9 @@ func TestSharedStats(t *testing.T) {
 		c.Feed(Write, []byte(get("/")), 1)
 		c.Feed(Read, []byte(ok("x")), 2)
 		c.Close()
-		if got := c.Stats(); got != stats {
-			t.Errorf("Conn.Stats() = %+v, want the shared %+v", got, stats)
-		}
+		assert.Equal(t, stats, c.Stats(), "Conn.Stats(), want the shared Stats")
 	}
-	if stats.Exchanges != 2 {
-		t.Errorf("shared Stats counted %d exchanges, want 2", stats.Exchanges)
-	}
+	assert.Equal(t, int64(2), stats.Exchanges, "shared Stats counted exchanges")
 }
 
 func TestFeedAfterClose(t *testing.T) {
@@ -840,15 +831,9 @@ func TestFeedAfterClose(t *testing.T) {
 	c.Feed(Read, []byte(ok("x")), 2)
 	c.Gap(Read)
 	c.Close()
-	if n != 0 {
-		t.Errorf("%d exchanges after Close", n)
-	}
-	if want := (Stats{IgnoredBytes: int64(len(get("/")) + len(ok("x")))}); c.Stats() != want {
-		t.Errorf("stats %+v, want %+v", c.Stats(), want)
-	}
-	if c.Retained() != 0 {
-		t.Errorf("a closed Conn retains %d bytes", c.Retained())
-	}
+	assert.Zero(t, n, "exchanges after Close")
+	assert.Equal(t, Stats{IgnoredBytes: int64(len(get("/")) + len(ok("x")))}, c.Stats(), "stats")
+	assert.Zero(t, c.Retained(), "a closed Conn retains bytes")
 }
 
 // TestConnSharedBodies: every framing case, its Conns sharing one Bodies,
@@ -872,9 +857,7 @@ func TestConnSharedBodies(t *testing.T) {
 					c.Close()
 				}
 			}
-			for _, e := range checkExchanges(got, tc.want) {
-				t.Error(e)
-			}
+			assert.Empty(t, checkExchanges(got, tc.want))
 		})
 	}
 }
@@ -906,15 +889,15 @@ func TestBodiesReused(t *testing.T) {
 		c.Feed(Write, []byte(get("/")), int64(4*i))
 		c.Feed(Read, []byte(ok(strings.Repeat("x", 600))), int64(4*i+1))
 	}
-	if len(seen) != 3 || seen[0] == nil || seen[1] != seen[0] || seen[2] != seen[0] {
-		t.Errorf("response bodies at %v: want one buffer reused", seen)
+	if assert.Len(t, seen, 3, "response bodies at %v: want one buffer reused", seen) {
+		assert.NotNil(t, seen[0], "response bodies at %v: want one buffer reused", seen)
+		assert.Same(t, seen[0], seen[1], "response bodies at %v: want one buffer reused", seen)
+		assert.Same(t, seen[0], seen[2], "response bodies at %v: want one buffer reused", seen)
 	}
 	for range 2 * MaxBodies {
 		bodies.put(make([]byte, 1))
 	}
-	if len(bodies.free) != MaxBodies {
-		t.Errorf("Bodies keeps %d buffers, want at most %d", len(bodies.free), MaxBodies)
-	}
+	assert.Len(t, bodies.free, MaxBodies, "Bodies keeps %d buffers, want at most %d", len(bodies.free), MaxBodies)
 }
 
 // TestWaiting: a request counts as waiting from its last byte until the
@@ -957,9 +940,7 @@ func TestWaiting(t *testing.T) {
 			}
 			var got []string
 			c.Waiting(func(x *Exchange) { got = append(got, string(x.RequestBody)) })
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("waiting request bodies %q, want %q", got, tc.want)
-			}
+			assert.Equal(t, tc.want, got, "waiting request bodies")
 		})
 	}
 }

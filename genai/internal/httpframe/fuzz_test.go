@@ -3,11 +3,13 @@ package httpframe
 import (
 	"encoding/binary"
 	"fmt"
-	"reflect"
 	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // bound is the most a Conn with cfg may retain (see Conn.Retained).
@@ -69,7 +71,9 @@ func decodePlan(data, plan []byte) []event {
 var fuzzConfig = Config{MaxHeader: 512, MaxBody: 256, MaxPieces: 8, MaxPending: 3, DropHeaders: credentials}
 
 // playChecked runs events like play, and checks after each call that the
-// Conn holds no more than the bound.
+// Conn holds no more than the bound. The checks run for every byte fed
+// one at a time: each is guarded by its condition, so that a check that
+// passes costs no call into testify (whose t.Helper is not free).
 func playChecked(t *testing.T, cfg Config, evs []event, split func([]byte) [][]byte) result {
 	t.Helper()
 	var res result
@@ -82,12 +86,12 @@ func playChecked(t *testing.T, cfg Config, evs []event, split func([]byte) [][]b
 			for _, p := range split([]byte(ev.data)) {
 				c.Feed(ev.dir, p, ev.at)
 				if n := c.Retained(); n > limit {
-					t.Fatalf("event %d: the Conn retains %d bytes, over the bound %d", i, n, limit)
+					require.LessOrEqual(t, n, limit, "event %d: the Conn retains %d bytes, over the bound %d", i, n, limit)
 				}
 				waiting := 0
 				c.Waiting(func(*Exchange) { waiting++ })
 				if most := withDefaults(cfg).MaxPending + 2; waiting > most {
-					t.Fatalf("event %d: %d requests waiting, over MaxPending + 2 = %d", i, waiting, most)
+					require.LessOrEqual(t, waiting, most, "event %d: %d requests waiting, over MaxPending + 2 = %d", i, waiting, most)
 				}
 			}
 		case opGap:
@@ -161,27 +165,17 @@ func FuzzConn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data, plan []byte) {
 		evs := decodePlan(data, plan)
 		res := playChecked(t, fuzzConfig, evs, whole)
-		if err := checkCaps(fuzzConfig, res); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, checkCaps(fuzzConfig, res))
 		if !wellFormed(evs, res.stats) {
 			return
 		}
 		want, err := normalize(res.exchanges)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		bytewiseRes := playChecked(t, fuzzConfig, evs, bytewise)
 		got, err := normalize(bytewiseRes.exchanges)
-		if err != nil {
-			t.Fatalf("one byte a Feed: %v", err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("one byte a Feed: exchanges differ from those fed whole:\n got %s\nwant %s", describe(got), describe(want))
-		}
-		if bytewiseRes.stats != res.stats {
-			t.Fatalf("one byte a Feed: stats\n got %+v\nwant %+v", bytewiseRes.stats, res.stats)
-		}
+		require.NoError(t, err, "one byte a Feed")
+		require.Equal(t, want, got, "one byte a Feed: exchanges differ from those fed whole:\n got %s\nwant %s", describe(got), describe(want))
+		require.Equal(t, res.stats, bytewiseRes.stats, "one byte a Feed: stats")
 	})
 }
 
@@ -218,14 +212,12 @@ func TestHostileMemory(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			for i := 0; i < len(data); i += 64 << 10 {
 				c.Feed(tc.dir, data[i:min(i+64<<10, len(data))], int64(i))
-				if n := c.Retained(); n > limit {
-					t.Fatalf("after %d bytes the Conn retains %d, over the bound %d", i, n, limit)
-				}
+				n := c.Retained()
+				require.LessOrEqual(t, n, limit, "after %d bytes the Conn retains %d, over the bound %d", i, n, limit)
 			}
 			runtime.ReadMemStats(&after)
-			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(limit) {
-				t.Errorf("%d bytes allocated feeding %d, over the bound %d", alloc, len(data), limit)
-			}
+			alloc := after.TotalAlloc - before.TotalAlloc
+			assert.LessOrEqual(t, alloc, uint64(limit), "%d bytes allocated feeding %d, over the bound %d", alloc, len(data), limit)
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestStartLines(t *testing.T) {
@@ -43,12 +45,10 @@ func TestStartLines(t *testing.T) {
 		{"", kindAny, 0},
 	} {
 		k, ok := lineKind([]byte(tc.line))
-		if ok != (tc.kind != kindAny) || k != tc.kind {
-			t.Errorf("lineKind(%q) = %v, %v; want %v", tc.line, k, ok, tc.kind)
-		}
-		if status, _ := parseStatusLine([]byte(tc.line)); status != tc.status {
-			t.Errorf("parseStatusLine(%q) = %d, want %d", tc.line, status, tc.status)
-		}
+		assert.Equal(t, tc.kind != kindAny, ok, "lineKind(%q) = %v, %v; want %v", tc.line, k, ok, tc.kind)
+		assert.Equal(t, tc.kind, k, "lineKind(%q) = %v, %v; want %v", tc.line, k, ok, tc.kind)
+		status, _ := parseStatusLine([]byte(tc.line))
+		assert.Equal(t, tc.status, status, "parseStatusLine(%q)", tc.line)
 	}
 }
 
@@ -78,8 +78,9 @@ func TestContentLength(t *testing.T) {
 		for _, v := range tc.values {
 			h.frame([]byte("content-length"), []byte(v))
 		}
-		if h.badLength != tc.bad || !tc.bad && h.length != tc.length {
-			t.Errorf("Content-Length %q: length %d, bad %v; want %d, %v", tc.values, h.length, h.badLength, tc.length, tc.bad)
+		assert.Equal(t, tc.bad, h.badLength, "Content-Length %q: length %d, bad %v", tc.values, h.length, h.badLength)
+		if !tc.bad {
+			assert.Equal(t, tc.length, h.length, "Content-Length %q: length %d, bad %v", tc.values, h.length, h.badLength)
 		}
 	}
 }
@@ -103,9 +104,8 @@ func TestTransferCodings(t *testing.T) {
 		for _, v := range tc.values {
 			h.frame([]byte("Transfer-Encoding"), []byte(v))
 		}
-		if !h.encoded || h.chunked != tc.chunked {
-			t.Errorf("Transfer-Encoding %q: encoded %v, chunked %v; want chunked %v", tc.values, h.encoded, h.chunked, tc.chunked)
-		}
+		assert.True(t, h.encoded, "Transfer-Encoding %q: encoded %v, chunked %v", tc.values, h.encoded, h.chunked)
+		assert.Equal(t, tc.chunked, h.chunked, "Transfer-Encoding %q: encoded %v, chunked %v", tc.values, h.encoded, h.chunked)
 	}
 }
 
@@ -136,13 +136,11 @@ func TestChunkedGrammar(t *testing.T) {
 				r(2, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"+tc.body),
 			}, whole)
 			malformed := tc.want == "" && tc.name != "empty body"
-			switch {
-			case malformed && (res.stats.BadChunk != 1 || len(res.exchanges) != 0):
-				t.Errorf("%d exchanges, stats %+v; want it counted as a bad chunk", len(res.exchanges), res.stats)
-			case !malformed && len(res.exchanges) != 1:
-				t.Errorf("%d exchanges, stats %+v; want 1", len(res.exchanges), res.stats)
-			case !malformed && string(res.exchanges[0].ResponseBody) != tc.want:
-				t.Errorf("body %q, want %q", res.exchanges[0].ResponseBody, tc.want)
+			if malformed {
+				assert.Equal(t, int64(1), res.stats.BadChunk, "%d exchanges, stats %+v; want it counted as a bad chunk", len(res.exchanges), res.stats)
+				assert.Empty(t, res.exchanges, "%d exchanges, stats %+v; want it counted as a bad chunk", len(res.exchanges), res.stats)
+			} else if assert.Len(t, res.exchanges, 1, "stats %+v", res.stats) {
+				assert.Equal(t, tc.want, string(res.exchanges[0].ResponseBody), "body")
 			}
 		})
 	}
@@ -178,8 +176,9 @@ func TestClassify(t *testing.T) {
 		{"\x16\x03\x01\x00\xa5", kindAny, notHTTP, 0},
 	} {
 		v, at := classify([]byte(tc.prefix), tc.kind)
-		if v != tc.want || v == notHTTP && at != tc.at {
-			t.Errorf("classify(%q, %v) = %v, %d; want %v, %d", tc.prefix, tc.kind, v, at, tc.want, tc.at)
+		assert.Equal(t, tc.want, v, "classify(%q, %v) = %v, %d; want %v, %d", tc.prefix, tc.kind, v, at, tc.want, tc.at)
+		if v == notHTTP {
+			assert.Equal(t, tc.at, at, "classify(%q, %v) = %v, %d; want %v, %d", tc.prefix, tc.kind, v, at, tc.want, tc.at)
 		}
 	}
 }
@@ -220,9 +219,8 @@ func TestLinearTime(t *testing.T) {
 				return best
 			}
 			short, long := run(small), run(small*factor)
-			if ratio := float64(long) / float64(short); ratio > 3*factor {
-				t.Errorf("%d× the input took %.0f× the time (%v, %v): superlinear", factor, ratio, short, long)
-			}
+			ratio := float64(long) / float64(short)
+			assert.LessOrEqual(t, ratio, float64(3*factor), "%d× the input took %.0f× the time (%v, %v): superlinear", factor, ratio, short, long)
 		})
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // normalize checks the timing of exchanges, and returns them without
@@ -114,20 +117,21 @@ func TestSplitAnywhere(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ref := play(tc.cfg, tc.evs, whole)
 			want, err := normalize(ref.exchanges)
-			if err != nil {
-				t.Fatalf("fed whole: %v", err)
-			}
+			require.NoError(t, err, "fed whole")
+			// check runs some 11,000 times in all: each check is guarded
+			// by its condition, so that a check that passes costs no call
+			// into testify (whose t.Helper is not free).
 			check := func(how string, res result) {
 				t.Helper()
 				got, err := normalize(res.exchanges)
 				if err != nil {
-					t.Fatalf("%s: %v", how, err)
+					require.NoError(t, err, how)
 				}
 				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("%s: exchanges differ from those fed whole:\n got %s\nwant %s", how, describe(got), describe(want))
+					require.Equal(t, want, got, "%s: exchanges differ from those fed whole:\n got %s\nwant %s", how, describe(got), describe(want))
 				}
 				if res.stats != ref.stats {
-					t.Fatalf("%s: stats\n got %+v\nwant %+v", how, res.stats, ref.stats)
+					require.Equal(t, ref.stats, res.stats, "%s: stats", how)
 				}
 			}
 			for k := 1; k < totalFed(tc.evs); k++ {
@@ -198,24 +202,14 @@ func TestTruncation(t *testing.T) {
 	}
 	cfg := Config{MaxBody: maxBody}
 	res := play(cfg, evs, whole)
-	for _, e := range checkExchanges(res.exchanges, want) {
-		t.Error(e)
-	}
-	if want := (Stats{Exchanges: 3, TruncatedBodies: 3}); res.stats != want {
-		t.Errorf("stats:\n got %+v\nwant %+v", res.stats, want)
-	}
+	assert.Empty(t, checkExchanges(res.exchanges, want))
+	assert.Equal(t, Stats{Exchanges: 3, TruncatedBodies: 3}, res.stats, "stats")
 	// Split anyhow, the bodies are cut at the same place.
 	wantN, err := normalize(res.exchanges)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for k := 1; k < totalFed(evs); k++ {
 		got, err := normalize(play(cfg, evs, splitAt(k)).exchanges)
-		if err != nil {
-			t.Fatalf("split at %d: %v", k, err)
-		}
-		if !reflect.DeepEqual(got, wantN) {
-			t.Fatalf("split at %d:\n got %s\nwant %s", k, describe(got), describe(wantN))
-		}
+		require.NoError(t, err, "split at %d", k)
+		require.Equal(t, wantN, got, "split at %d:\n got %s\nwant %s", k, describe(got), describe(wantN))
 	}
 }

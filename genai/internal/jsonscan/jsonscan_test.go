@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type hit struct {
@@ -113,9 +116,8 @@ func TestScan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, st := scan(m, tt.in)
-		if s := fmt.Sprint(got); s != tt.want && !(s == "[]" && tt.want == "[]") || st != tt.st {
-			t.Errorf("Scan(%s) = %v, %v; want %s, %v", tt.in, got, st, tt.want, tt.st)
-		}
+		assert.Equal(t, tt.want, fmt.Sprint(got), "Scan(%s) = %v, %v", tt.in, got, st)
+		assert.Equal(t, tt.st, st, "Scan(%s) = %v, %v", tt.in, got, st)
 	}
 }
 
@@ -136,26 +138,22 @@ func TestScanContainers(t *testing.T) {
 	for _, tt := range tests {
 		var c containerCollector
 		m.Scan([]byte(tt.in), &c)
-		if got := fmt.Sprint(c.hits); got != tt.want {
-			t.Errorf("Scan(%s) = %s, want %s", tt.in, got, tt.want)
-		}
-		if got, _ := scan(m, tt.in); slices.ContainsFunc(got, func(h hit) bool { return h.kind == containerKind }) {
-			t.Errorf("Scan(%s): a plain Visitor is told of containers: %v", tt.in, got)
-		}
+		assert.Equal(t, tt.want, fmt.Sprint(c.hits), "Scan(%s)", tt.in)
+		got, _ := scan(m, tt.in)
+		assert.False(t, slices.ContainsFunc(got, func(h hit) bool { return h.kind == containerKind }),
+			"Scan(%s): a plain Visitor is told of containers: %v", tt.in, got)
 	}
 }
 
 func TestCompilePanics(t *testing.T) {
 	for _, p := range []string{"", "a..b", "a[", "a[1]", "a[*]x", `a"b`, "a.b", strings.Repeat("a.", MaxPathDepth) + "a"} {
-		func() {
-			defer func() { recover() }()
+		assert.Panics(t, func() {
 			if p == "a.b" {
 				Compile("a.b", "a.b")
 			} else {
 				Compile(p)
 			}
-			t.Errorf("Compile(%q) did not panic", p)
-		}()
+		}, "Compile(%q) did not panic", p)
 	}
 }
 
@@ -178,22 +176,20 @@ func TestInt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		n, ok := Int([]byte(tt.in))
-		if n != tt.n || ok != tt.ok {
-			t.Errorf("Int(%.30s) = %d, %v; want %d, %v", tt.in, n, ok, tt.n, tt.ok)
-		}
+		assert.Equal(t, tt.n, n, "Int(%.30s) = %d, %v", tt.in, n, ok)
+		assert.Equal(t, tt.ok, ok, "Int(%.30s) = %d, %v", tt.in, n, ok)
 	}
 }
 
 func TestFloat(t *testing.T) {
 	for in, want := range map[string]float64{"0.7": 0.7, "1": 1, "-2.5e-1": -0.25} {
-		if f, ok := Float([]byte(in)); !ok || f != want {
-			t.Errorf("Float(%s) = %v, %v", in, f, ok)
-		}
+		f, ok := Float([]byte(in))
+		assert.True(t, ok, "Float(%s) = %v, %v", in, f, ok)
+		assert.Equal(t, want, f, "Float(%s) = %v, %v", in, f, ok)
 	}
 	for _, in := range []string{"", "1e999", strings.Repeat("1", 65), "x"} {
-		if _, ok := Float([]byte(in)); ok {
-			t.Errorf("Float(%.20s) ok", in)
-		}
+		_, ok := Float([]byte(in))
+		assert.False(t, ok, "Float(%.20s) ok", in)
 	}
 }
 
@@ -217,9 +213,8 @@ func TestAppendString(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, ok := AppendString(nil, []byte(tt.raw))
-		if string(got) != tt.want || ok != tt.ok {
-			t.Errorf("AppendString(%s) = %q, %v; want %q, %v", tt.raw, got, ok, tt.want, tt.ok)
-		}
+		assert.Equal(t, tt.want, string(got), "AppendString(%s) = %q, %v", tt.raw, got, ok)
+		assert.Equal(t, tt.ok, ok, "AppendString(%s) = %q, %v", tt.raw, got, ok)
 	}
 }
 
@@ -251,9 +246,9 @@ func TestAppendStringMax(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, ok, cut := AppendStringMax([]byte("p:"), []byte(tt.raw), tt.max)
-		if string(got) != "p:"+tt.want || ok != tt.ok || cut != tt.cut {
-			t.Errorf("AppendStringMax(%q, %d) = %q, %v, %v; want %q, %v, %v", tt.raw, tt.max, got, ok, cut, "p:"+tt.want, tt.ok, tt.cut)
-		}
+		assert.Equal(t, "p:"+tt.want, string(got), "AppendStringMax(%q, %d) = %q, %v, %v", tt.raw, tt.max, got, ok, cut)
+		assert.Equal(t, tt.ok, ok, "AppendStringMax(%q, %d) = %q, %v, %v: ok", tt.raw, tt.max, got, ok, cut)
+		assert.Equal(t, tt.cut, cut, "AppendStringMax(%q, %d) = %q, %v, %v: cut", tt.raw, tt.max, got, ok, cut)
 	}
 }
 
@@ -279,14 +274,11 @@ func TestHostile(t *testing.T) {
 			v = hostileVisitor{}
 			m.Scan(in, &v)
 		})
-		if allocs > 0 {
-			t.Errorf("%s: %v allocs", name, allocs)
-		}
-		if v.parsed {
-			t.Errorf("%s: huge number parsed", name)
-		}
-		if name == "closed-deep" && (v.n != 1 || v.last != "m") {
-			t.Errorf("closed-deep: %d values, last %q", v.n, v.last)
+		assert.LessOrEqual(t, allocs, 0.0, "%s: allocs", name)
+		assert.False(t, v.parsed, "%s: huge number parsed", name)
+		if name == "closed-deep" {
+			assert.Equal(t, 1, v.n, "closed-deep: %d values, last %q", v.n, v.last)
+			assert.Equal(t, "m", v.last, "closed-deep: %d values, last %q", v.n, v.last)
 		}
 	}
 }
@@ -295,12 +287,8 @@ func TestScanAllocs(t *testing.T) {
 	m := Compile(testPaths...)
 	in := []byte(`{"id":"chatcmpl-1","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],"usage":{"prompt_tokens":1}}`)
 	var v nopVisitor
-	if a := testing.AllocsPerRun(100, func() { m.Scan(in, &v) }); a != 0 {
-		t.Errorf("Scan: %v allocs", a)
-	}
-	if a := testing.AllocsPerRun(100, func() { Float([]byte("0.7")) }); a != 0 {
-		t.Errorf("Float: %v allocs", a)
-	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { m.Scan(in, &v) }), "Scan: allocs")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { Float([]byte("0.7")) }), "Float: allocs")
 }
 
 type hostileVisitor struct {
@@ -334,9 +322,7 @@ func oracle(t testing.TB, paths []string, data []byte, containers bool) []hit {
 	var pats [][]string
 	for _, p := range paths {
 		e, err := split(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		pats = append(pats, e)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -376,8 +362,8 @@ func oracle(t testing.TB, paths []string, data []byte, containers bool) []hit {
 		if err == io.EOF {
 			return hits
 		}
-		if err != nil {
-			t.Fatalf("oracle: %v on valid JSON", err)
+		if err != nil { // guarded: this runs for every token the fuzzer makes
+			require.NoError(t, err, "oracle: on valid JSON")
 		}
 		off := dec.InputOffset()
 		raw := bytes.Trim(data[prev:off], " \t\r\n,:")
@@ -470,24 +456,28 @@ func visit(m *Matcher, data []byte, containers bool) (*collector, Status) {
 	return &c, m.Scan(data, &c)
 }
 
+// checkScan runs for every input of the fuzzer, its prefix check for up
+// to 256 cuts of each: every check is guarded by its condition, so that a
+// check that passes costs no call into testify (whose t.Helper is not
+// free).
 func checkScan(t *testing.T, m *Matcher, data []byte, containers bool) {
 	c, st := visit(m, data, containers)
 	if !json.Valid(data) {
 		return
 	}
 	want := oracle(t, testPaths, data, containers)
-	if fmt.Sprint(c.hits) != fmt.Sprint(want) && len(c.hits)+len(want) > 0 {
-		t.Fatalf("Scan(%q), containers %v:\n got %v\nwant %v", data, containers, c.hits, want)
+	if got, w := fmt.Sprint(c.hits), fmt.Sprint(want); got != w {
+		require.Equal(t, w, got, "Scan(%q), containers %v", data, containers)
 	}
 	trimmed := bytes.TrimRight(data, " \t\r\n")
 	switch trimmed[0] {
 	case '{', '[', '"':
 		if st != Complete {
-			t.Fatalf("Scan(%q) = %v on valid JSON", data, st)
+			require.Equal(t, Complete, st, "Scan(%q) on valid JSON", data)
 		}
 	}
 	if c.bad {
-		t.Fatalf("Scan(%q): undecodable string in valid JSON", data)
+		require.False(t, c.bad, "Scan(%q): undecodable string in valid JSON", data)
 	}
 	// Prefixes: a prefix of the values, and Truncated. Checking every
 	// cut is quadratic: cap the work.
@@ -495,10 +485,11 @@ func checkScan(t *testing.T, m *Matcher, data []byte, containers bool) {
 	for k := 0; k < len(trimmed); k += step {
 		p, st := visit(m, trimmed[:k], containers)
 		if st != Truncated {
-			t.Fatalf("Scan(%q) = %v, want truncated", trimmed[:k], st)
+			require.Equal(t, Truncated, st, "Scan(%q)", trimmed[:k])
 		}
 		if len(p.hits) > len(c.hits) || fmt.Sprint(p.hits) != fmt.Sprint(c.hits[:len(p.hits)]) {
-			t.Fatalf("Scan(%q) = %v, not a prefix of %v", trimmed[:k], p.hits, c.hits)
+			require.LessOrEqual(t, len(p.hits), len(c.hits), "Scan(%q) = %v, not a prefix of %v", trimmed[:k], p.hits, c.hits)
+			require.Equal(t, fmt.Sprint(c.hits[:len(p.hits)]), fmt.Sprint(p.hits), "Scan(%q) = %v, not a prefix of %v", trimmed[:k], p.hits, c.hits)
 		}
 	}
 }
@@ -512,16 +503,21 @@ func FuzzAppendStringMax(f *testing.F) {
 		if max < 0 || max > 1<<16 {
 			return
 		}
+		// Each check is guarded by its condition: the fuzzer runs this
+		// for every input, and testify's t.Helper is not free.
 		whole, wholeOK := AppendString(nil, raw)
 		got, ok, cut := AppendStringMax(nil, raw, max)
 		if len(got) > max || !bytes.HasPrefix(whole, got) || !utf8.Valid(got) {
-			t.Fatalf("AppendStringMax(%q, %d) = %q, not a prefix of %q within the bound", raw, max, got, whole)
+			require.LessOrEqual(t, len(got), max, "AppendStringMax(%q, %d) = %q, not a prefix of %q within the bound", raw, max, got, whole)
+			require.True(t, bytes.HasPrefix(whole, got), "AppendStringMax(%q, %d) = %q, not a prefix of %q within the bound", raw, max, got, whole)
+			require.True(t, utf8.Valid(got), "AppendStringMax(%q, %d) = %q, not valid UTF-8", raw, max, got)
 		}
 		if !cut && (ok != wholeOK || len(got) != len(whole)) {
-			t.Fatalf("AppendStringMax(%q, %d) = %q, %v uncut; AppendString = %q, %v", raw, max, got, ok, whole, wholeOK)
+			require.Equal(t, wholeOK, ok, "AppendStringMax(%q, %d) = %q, %v uncut; AppendString = %q, %v", raw, max, got, ok, whole, wholeOK)
+			require.Len(t, got, len(whole), "AppendStringMax(%q, %d) = %q, %v uncut; AppendString = %q, %v", raw, max, got, ok, whole, wholeOK)
 		}
 		if cut && len(whole) > len(got) && len(got)+utf8RuneLen(whole[len(got):]) <= max {
-			t.Fatalf("AppendStringMax(%q, %d) = %q: the next rune of %q fits", raw, max, got, whole)
+			require.Greater(t, len(got)+utf8RuneLen(whole[len(got):]), max, "AppendStringMax(%q, %d) = %q: the next rune of %q fits", raw, max, got, whole)
 		}
 	})
 }
