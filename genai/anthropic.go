@@ -20,7 +20,7 @@ const (
 var anthropicProvider = provider{
 	name: semconv.GenAIProviderAnthropic,
 	apis: []apiReader{
-		{APIAnthropicMessages, ParseAnthropic, anthropicContent},
+		{APIAnthropicMessages, anthropicCall, anthropicContent},
 	},
 	hosts: map[string]knownHost{
 		"api.anthropic.com": {provider: semconv.GenAIProviderAnthropic, route: anthropicHostRoute},
@@ -49,7 +49,7 @@ func anthropicHostRoute(path string, x *Exchange) (routed, bool) {
 	return openAIV1Route(path, x)
 }
 
-// ParseAnthropic reads an exchange in the Anthropic Messages API format
+// anthropicCall reads an exchange in the Anthropic Messages API format
 // into c: POST /v1/messages, streamed (text/event-stream) or not, as
 // served by api.anthropic.com, by Vertex AI's rawPredict and
 // streamRawPredict for Anthropic models (whose path names the model), and
@@ -99,7 +99,7 @@ func anthropicHostRoute(path string, x *Exchange) (routed, bool) {
 // start of a tool_use block), TimePerChunk the mean gap between such
 // events after the first, OutputChunks their number; a response that is
 // not streamed has none (-1, -1, 0).
-func ParseAnthropic(x *Exchange, c *Call) {
+func anthropicCall(x *Exchange, c *Call) {
 	a := anthropicPool.Get().(*anthropicParser)
 	a.parse(x, c)
 	a.release()
@@ -191,7 +191,7 @@ var anthropicResponseFields = [...]string{
 	aErrCode:               "error.code",
 }
 
-// anthropicParser is the state of one ParseAnthropic call, pooled so
+// anthropicParser is the state of one anthropicCall call, pooled so
 // that its buffers are reused.
 type anthropicParser struct {
 	c   *Call

@@ -12,7 +12,7 @@ import (
 
 func parseAnthropic(x *Exchange) *Call {
 	var c Call
-	ParseAnthropic(x, &c)
+	anthropicCall(x, &c)
 	return &c
 }
 
@@ -153,8 +153,8 @@ func TestAnthropicStreamOf(t *testing.T) {
 func TestAnthropicAllocs(t *testing.T) {
 	x := anthropicStreamOf(1000)
 	var c Call
-	ParseAnthropic(x, &c)
-	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseAnthropic(x, &c) }), 10.0, "allocs for 1,000 chunks")
+	anthropicCall(x, &c)
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { anthropicCall(x, &c) }), 10.0, "allocs for 1,000 chunks")
 }
 
 // FuzzAnthropic parses arbitrary requests and responses, streamed or

@@ -23,8 +23,8 @@ const (
 var bedrockProvider = provider{
 	name: semconv.GenAIProviderAWSBedrock,
 	apis: []apiReader{
-		{APIBedrockConverse, ParseBedrock, bedrockContent},
-		{APIBedrockInvoke, ParseBedrock, nil},
+		{APIBedrockConverse, bedrockCall, bedrockContent},
+		{APIBedrockInvoke, bedrockCall, nil},
 	},
 	matchHost: bedrockHost,
 	route:     bedrockRoute,
@@ -97,7 +97,7 @@ func bedrockInvokeOperation(model string, body []byte) string {
 	return semconv.GenAIOperationChat
 }
 
-// ParseBedrock reads an Amazon Bedrock Runtime exchange into c: Converse
+// bedrockCall reads an Amazon Bedrock Runtime exchange into c: Converse
 // and ConverseStream, InvokeModel and InvokeModelWithResponseStream. The
 // streamed operations' responses are AWS event streams
 // (application/vnd.amazon.eventstream), a binary framing with CRCs,
@@ -149,7 +149,7 @@ func bedrockInvokeOperation(model string, body []byte) string {
 // tool use starting), TimePerChunk the mean gap between such messages
 // after the first, OutputChunks their number; a response that is not
 // streamed has none (-1, -1, 0).
-func ParseBedrock(x *Exchange, c *Call) {
+func bedrockCall(x *Exchange, c *Call) {
 	p := bedrockPool.Get().(*bedrockParser)
 	p.parse(x, c)
 	p.release()
@@ -307,7 +307,7 @@ var bedrockResponseFields = [...]string{
 	brMetricsFirstLat:        "amazon-bedrock-invocationMetrics.firstByteLatency",
 }
 
-// bedrockParser is the state of one ParseBedrock call, pooled so that
+// bedrockParser is the state of one bedrockCall call, pooled so that
 // its buffers are reused.
 type bedrockParser struct {
 	c   *Call

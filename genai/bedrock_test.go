@@ -16,7 +16,7 @@ import (
 
 func parseBedrock(x *Exchange) *Call {
 	var c Call
-	ParseBedrock(x, &c)
+	bedrockCall(x, &c)
 	return &c
 }
 
@@ -25,7 +25,7 @@ func TestBedrockSplitAnywhere(t *testing.T) { propSplitAnywhere(t, "bedrock", pa
 func TestBedrockTruncation(t *testing.T)    { propTruncation(t, "bedrock", parseByDetect) }
 func TestBedrockNoText(t *testing.T)        { propNoTextRaw(t, "bedrock", parseBedrock) }
 
-// TestBedrockParse: Parse sends Converse and InvokeModel to ParseBedrock.
+// TestBedrockParse: Parse sends Converse and InvokeModel to bedrockCall.
 func TestBedrockParse(t *testing.T) {
 	for _, tr := range loadTranscripts(t, "bedrock") {
 		ep, ok := Detect(&tr.x, nil)
@@ -34,7 +34,7 @@ func TestBedrockParse(t *testing.T) {
 		require.NoError(t, err, tr.name)
 		want := parseBedrock(&tr.x)
 		want.Provider = "aws.bedrock"
-		assert.Equal(t, callDump(want), callDump(&c), "%s: Parse, want ParseBedrock's", tr.name)
+		assert.Equal(t, callDump(want), callDump(&c), "%s: Parse, want bedrockCall's", tr.name)
 		assert.Equal(t, ep.Model, c.RequestModel, "%s: request model", tr.name)
 		assert.NotEmpty(t, c.RequestModel, "%s: request model", tr.name)
 	}
@@ -179,12 +179,12 @@ func TestBedrockStreamOf(t *testing.T) {
 func TestBedrockAllocs(t *testing.T) {
 	x := streamOfBedrock(1000)
 	var c Call
-	ParseBedrock(x, &c)
-	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseBedrock(x, &c) }), 10.0, "allocs for 1,000 messages")
+	bedrockCall(x, &c)
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { bedrockCall(x, &c) }), 10.0, "allocs for 1,000 messages")
 	// Messages split across chunks are gathered in a reused buffer.
 	y := *x
 	y.Chunks = rechunk(x, 7, 1000, 5000, 20000)
-	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseBedrock(&y, &c) }), 10.0, "allocs for 1,000 messages in pieces")
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { bedrockCall(&y, &c) }), 10.0, "allocs for 1,000 messages in pieces")
 }
 
 // TestBedrockHostile: huge bodies, deep nesting and huge numbers cost

@@ -47,7 +47,7 @@ type naiveChunk struct {
 
 // naiveParse is the obvious design: bufio.Scanner over the lines of the
 // whole body, json.Unmarshal of each data line into a struct. It reads
-// the same response fields as ParseOpenAI but is handed the body already
+// the same response fields as openAICall but is handed the body already
 // joined and does no timing, multi-line data, limits or truncation.
 func naiveParse(body []byte, c *Call) {
 	sc := bufio.NewScanner(bytes.NewReader(body))
@@ -108,7 +108,7 @@ const benchChunks = 1000
 func TestNaiveAgrees(t *testing.T) {
 	x := streamOf(benchChunks)
 	var ours, naive Call
-	ParseOpenAI(x, &ours)
+	openAICall(x, &ours)
 	naiveParse(responseBody(x), &naive)
 	where := fmt.Sprintf("ours:\n%s\nnaive:\n%s", callDump(&ours), callDump(&naive))
 	assert.Equal(t, naive.ResponseID, ours.ResponseID, where)
@@ -131,7 +131,7 @@ func BenchmarkOpenAIStream(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()
 		for b.Loop() {
-			ParseOpenAI(x, &c)
+			openAICall(x, &c)
 		}
 	})
 	b.Run("naive", func(b *testing.B) {
@@ -151,12 +151,12 @@ func BenchmarkOpenAIStreamVsNaive(b *testing.B) {
 	x := streamOf(benchChunks)
 	body := responseBody(x)
 	var c Call
-	ParseOpenAI(x, &c) // warm the pool
+	openAICall(x, &c) // warm the pool
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	t0 := time.Now()
 	for range b.N {
-		ParseOpenAI(x, &c)
+		openAICall(x, &c)
 	}
 	ours := time.Since(t0)
 	runtime.ReadMemStats(&m1)

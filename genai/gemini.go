@@ -22,7 +22,7 @@ const (
 var geminiProvider = provider{
 	name: semconv.GenAIProviderGCPGemini,
 	apis: []apiReader{
-		{APIGeminiGenerateContent, ParseGemini, geminiContent},
+		{APIGeminiGenerateContent, geminiCall, geminiContent},
 		{APIGeminiEmbedContent, nil, nil}, // detected, not parsed yet
 	},
 	hosts: map[string]knownHost{
@@ -166,7 +166,7 @@ func pathModelMethod(path string) (model, method string) {
 	return clampString(m), meth
 }
 
-// ParseGemini reads an exchange in the Gemini generateContent format
+// geminiCall reads an exchange in the Gemini generateContent format
 // into c: the Gemini API (generativelanguage.googleapis.com) and Vertex
 // AI (…/publishers/google/models/{model}, …/endpoints/{id}), methods
 // generateContent and streamGenerateContent, in all three response
@@ -226,7 +226,7 @@ func pathModelMethod(path string) (model, method string) {
 // executable code part), TimePerChunk the mean gap between such chunks
 // after the first, OutputChunks their number; a response that is not
 // streamed has none (-1, -1, 0).
-func ParseGemini(x *Exchange, c *Call) {
+func geminiCall(x *Exchange, c *Call) {
 	g := geminiPool.Get().(*geminiParser)
 	g.parse(x, c)
 	g.release()
@@ -321,7 +321,7 @@ const (
 	geminiArray        // a JSON array of responses
 )
 
-// geminiParser is the state of one ParseGemini call, pooled so that its
+// geminiParser is the state of one geminiCall call, pooled so that its
 // buffers are reused.
 type geminiParser struct {
 	c   *Call

@@ -13,7 +13,7 @@ import (
 
 func parseGemini(x *Exchange) *Call {
 	var c Call
-	ParseGemini(x, &c)
+	geminiCall(x, &c)
 	return &c
 }
 
@@ -166,8 +166,8 @@ func TestGeminiStreamOf(t *testing.T) {
 func TestGeminiAllocs(t *testing.T) {
 	x := geminiStreamOf(1000)
 	var c Call
-	ParseGemini(x, &c)
-	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseGemini(x, &c) }), 10.0, "allocs for 1,000 events")
+	geminiCall(x, &c)
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { geminiCall(x, &c) }), 10.0, "allocs for 1,000 events")
 	// The same responses as a JSON array, each element cut in two.
 	y := *x
 	y.Path = strings.TrimSuffix(x.Path, "?alt=sse")
@@ -185,12 +185,12 @@ func TestGeminiAllocs(t *testing.T) {
 		h := len(d) / 2
 		y.Chunks = append(y.Chunks, Chunk{At: ch.At, Data: []byte(d[:h])}, Chunk{At: ch.At, Data: []byte(d[h:])})
 	}
-	ParseGemini(&y, &c)
+	geminiCall(&y, &c)
 	dump := callDump(&c)
 	require.Equal(t, 1000, c.OutputChunks, dump)
 	require.False(t, c.Incomplete, dump)
 	require.Equal(t, int64(1000), c.Usage.OutputTokens, dump)
-	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseGemini(&y, &c) }), 10.0, "allocs for 1,000 array elements")
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { geminiCall(&y, &c) }), 10.0, "allocs for 1,000 array elements")
 }
 
 // FuzzGemini parses arbitrary requests and responses (one object, an

@@ -27,9 +27,9 @@ const ollamaPort = 11434
 var ollamaProvider = provider{
 	name: semconv.GenAIProviderOllama,
 	apis: []apiReader{
-		{APIOllamaChat, ParseOllama, ollamaContent},
-		{APIOllamaGenerate, ParseOllama, ollamaContent},
-		{APIOllamaEmbed, ParseOllama, nil},
+		{APIOllamaChat, ollamaCall, ollamaContent},
+		{APIOllamaGenerate, ollamaCall, ollamaContent},
+		{APIOllamaEmbed, ollamaCall, nil},
 	},
 	port:  ollamaPort,
 	route: ollamaRoute,
@@ -48,7 +48,7 @@ func ollamaRoute(path string, _ *Exchange) (routed, bool) {
 	return routed{}, false
 }
 
-// ParseOllama reads an exchange in Ollama's native API into c:
+// ollamaCall reads an exchange in Ollama's native API into c:
 // /api/chat, /api/generate and /api/embed (and the older /api/embeddings),
 // streamed (newline-delimited JSON, application/x-ndjson) or not.
 //
@@ -81,7 +81,7 @@ func ollamaRoute(path string, _ *Exchange) (routed, bool) {
 // thinking, or a tool call), TimePerChunk the mean gap between such lines
 // after the first, OutputChunks their number; a response that is not
 // streamed has none (-1, -1, 0).
-func ParseOllama(x *Exchange, c *Call) {
+func ollamaCall(x *Exchange, c *Call) {
 	p := ollamaPool.Get().(*ollamaParser)
 	p.parse(x, c)
 	p.release()
@@ -149,7 +149,7 @@ var ollamaResponseFields = [...]string{
 	orErrorCode:       "error.code",
 }
 
-// ollamaParser is the state of one ParseOllama call, pooled so that its
+// ollamaParser is the state of one ollamaCall call, pooled so that its
 // buffers are reused.
 type ollamaParser struct {
 	c     *Call

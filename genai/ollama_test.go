@@ -15,7 +15,7 @@ import (
 
 func parseOllama(x *Exchange) *Call {
 	var c Call
-	ParseOllama(x, &c)
+	ollamaCall(x, &c)
 	return &c
 }
 
@@ -40,7 +40,7 @@ func TestOllamaTruncationEarly(t *testing.T) {
 	})
 }
 
-// TestOllamaParse: Parse sends every Ollama API to ParseOllama.
+// TestOllamaParse: Parse sends every Ollama API to ollamaCall.
 func TestOllamaParse(t *testing.T) {
 	for _, tr := range loadTranscripts(t, "ollama") {
 		ep, ok := Detect(&tr.x, nil)
@@ -49,7 +49,7 @@ func TestOllamaParse(t *testing.T) {
 		require.NoError(t, err, tr.name)
 		want := parseOllama(&tr.x)
 		want.Provider = "ollama"
-		assert.Equal(t, callDump(want), callDump(&c), "%s: Parse, want ParseOllama's", tr.name)
+		assert.Equal(t, callDump(want), callDump(&c), "%s: Parse, want ollamaCall's", tr.name)
 	}
 }
 
@@ -155,8 +155,8 @@ func TestOllamaStreamOf(t *testing.T) {
 func TestOllamaAllocs(t *testing.T) {
 	x := streamOfOllama(1000)
 	var c Call
-	ParseOllama(x, &c)
-	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseOllama(x, &c) }), 10.0, "allocs for 1,000 lines")
+	ollamaCall(x, &c)
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ollamaCall(x, &c) }), 10.0, "allocs for 1,000 lines")
 }
 
 // TestOllamaHostile: endless lines, deep nesting and huge numbers cost

@@ -37,10 +37,10 @@ func (e Endpoint) OpenAIAPIType() string {
 var openAIProvider = provider{
 	name: semconv.GenAIProviderOpenAI,
 	apis: []apiReader{
-		{APIOpenAIChatCompletions, ParseOpenAI, openaiChatContent},
-		{APIOpenAICompletions, ParseOpenAI, openaiChatContent},
-		{APIOpenAIResponses, ParseOpenAI, openaiResponsesContent},
-		{APIOpenAIEmbeddings, ParseOpenAI, nil},
+		{APIOpenAIChatCompletions, openAICall, openaiChatContent},
+		{APIOpenAICompletions, openAICall, openaiChatContent},
+		{APIOpenAIResponses, openAICall, openaiResponsesContent},
+		{APIOpenAIEmbeddings, openAICall, nil},
 	},
 	hosts: map[string]knownHost{
 		"api.openai.com":    {provider: semconv.GenAIProviderOpenAI, route: openAIV1Route},
@@ -188,7 +188,7 @@ func versionedAzureRoute(path string, x *Exchange) (routed, bool) {
 	return azureOpenAIRoute(path, x)
 }
 
-// ParseOpenAI reads an exchange in the OpenAI API formats into c: chat
+// openAICall reads an exchange in the OpenAI API formats into c: chat
 // completions, completions, the Responses API and embeddings, streamed
 // (text/event-stream) or not; the same formats served by Azure OpenAI and
 // by OpenAI-compatible servers (vLLM, TGI, llama.cpp, LiteLLM, …).
@@ -208,7 +208,7 @@ func versionedAzureRoute(path string, x *Exchange) (routed, bool) {
 // none (-1, -1, 0). For the Responses API, FinishReasons is "stop" for a
 // completed response and the incomplete_details reason for an incomplete
 // one.
-func ParseOpenAI(x *Exchange, c *Call) {
+func openAICall(x *Exchange, c *Call) {
 	o := openaiPool.Get().(*openaiParser)
 	o.parse(x, c)
 	o.release()
@@ -378,7 +378,7 @@ var openaiResponseFields = [...]string{
 	rRespErrorType:          "response.error.type",
 }
 
-// openaiParser is the state of one ParseOpenAI call, pooled so that its
+// openaiParser is the state of one openAICall call, pooled so that its
 // buffers are reused.
 type openaiParser struct {
 	c   *Call
@@ -1235,7 +1235,7 @@ func (v *responsesOutput) end() {
 	v.out.finish(v.out.find(0), responsesFinish(v.status, v.reason))
 }
 
-// responsesFinish is a response's finish reason, as ParseOpenAI reads
+// responsesFinish is a response's finish reason, as openAICall reads
 // it: "stop" when completed, the reason when incomplete.
 func responsesFinish(status, reason []byte) []byte {
 	switch string(status) {

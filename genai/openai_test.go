@@ -17,7 +17,7 @@ import (
 
 func parseOpenAI(x *Exchange) *Call {
 	var c Call
-	ParseOpenAI(x, &c)
+	openAICall(x, &c)
 	return &c
 }
 
@@ -147,7 +147,7 @@ func TestOpenAIOperation(t *testing.T) {
 	}
 	// The detector's operation is kept.
 	c := Call{Provider: "openai", Operation: "generate_content"}
-	ParseOpenAI(&Exchange{Path: "/v1/chat/completions"}, &c)
+	openAICall(&Exchange{Path: "/v1/chat/completions"}, &c)
 	assert.Equal(t, "openai", c.Provider, "Provider changed")
 	assert.Equal(t, "generate_content", c.Operation, "Operation changed")
 }
@@ -262,8 +262,8 @@ func TestOpenAIStreamOf(t *testing.T) {
 func TestOpenAIAllocs(t *testing.T) {
 	x := streamOf(1000)
 	var c Call
-	ParseOpenAI(x, &c)
-	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { ParseOpenAI(x, &c) }), 10.0, "allocs for 1,000 chunks")
+	openAICall(x, &c)
+	assert.LessOrEqual(t, testing.AllocsPerRun(20, func() { openAICall(x, &c) }), 10.0, "allocs for 1,000 chunks")
 }
 
 // TestOpenAIHostile: endless lines, endless strings, deep nesting and
@@ -319,7 +319,7 @@ func TestOpenAIHostile(t *testing.T) {
 // whole and cut into pieces: same Call, bounded, no panic.
 func FuzzOpenAI(f *testing.F) { fuzzParser(f, "openai", "/v1/chat/completions", parseOpenAI) }
 
-// TestOpenAIConcurrent: ParseOpenAI is safe for concurrent use (the
+// TestOpenAIConcurrent: openAICall is safe for concurrent use (the
 // parsers' state is pooled).
 func TestOpenAIConcurrent(t *testing.T) { propConcurrent(t, "openai", parseOpenAI) }
 

@@ -171,7 +171,7 @@ func TestProviderTableProblems(t *testing.T) {
 	noSuffixRoute := geminiProvider
 	noSuffixRoute.hostSuffixes = []hostSuffix{{suffix: "-aiplatform.googleapis.com", host: &knownHost{provider: "p"}}}
 	undeclared := geminiProvider
-	undeclared.apis = append([]apiReader{{api: "gemini.count_tokens", parse: ParseGemini}}, undeclared.apis...)
+	undeclared.apis = append([]apiReader{{api: "gemini.count_tokens", parse: geminiCall}}, undeclared.apis...)
 
 	for _, tt := range []struct {
 		name string

@@ -7,7 +7,9 @@ import (
 	"github.com/xpuscope/xpuscope/genai"
 )
 
-func ExampleParseOpenAI() {
+// An OpenAI chat completion, streamed: Detect names the API from the
+// exchange, Parse reads the call.
+func ExampleParse() {
 	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	event := func(content string) []byte {
 		return fmt.Appendf(nil, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`+"\n\n", content)
@@ -26,13 +28,21 @@ func ExampleParseOpenAI() {
 		},
 		End: start.Add(330 * time.Millisecond),
 	}
-	c := genai.Call{Provider: "openai"}
-	genai.ParseOpenAI(x, &c)
-	fmt.Println(c.Operation, c.RequestModel, c.ResponseModel, c.FinishReasons)
+	ep, ok := genai.Detect(x, nil)
+	if !ok {
+		fmt.Println("not an LLM API call")
+		return
+	}
+	c, err := genai.Parse(x, ep)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c.Provider, c.Operation, c.RequestModel, c.ResponseModel, c.FinishReasons)
 	fmt.Println("tokens:", c.Usage.InputTokens, c.Usage.OutputTokens)
 	fmt.Println("first chunk after", c.TimeToFirstChunk, "then every", c.TimePerChunk, "over", c.OutputChunks, "chunks")
 	// Output:
-	// chat gpt-4o-mini gpt-4o-mini-2024-07-18 [stop]
+	// openai chat gpt-4o-mini gpt-4o-mini-2024-07-18 [stop]
 	// tokens: 8 2
 	// first chunk after 300ms then every 20ms over 2 chunks
 }
