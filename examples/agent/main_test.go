@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -245,6 +246,25 @@ func TestConfigErrorsStopTheAgent(t *testing.T) {
 	stderr.Reset()
 	assert.Equal(t, 2, run(t.Context(), []string{"-check"}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "OTEL_EXPORTER_OTLP_PROTOCOL")
+}
+
+// A -config naming a FIFO with no writer stops the agent at once with
+// exit status 2 and the reason (a plain open would wait forever).
+func TestConfigFIFOStopsTheAgent(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "agent.yaml")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(t.Context(), []string{"-check", "-config", fifo}, &stdout, &stderr) }()
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(time.Minute):
+		require.FailNow(t, "the agent waits on the FIFO")
+	}
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "configuration: read configuration "+fifo+": a FIFO, not a regular file")
+	assert.Empty(t, stdout.String(), "no feature was started")
 }
 
 // The file's settings take: the service name and resource attributes, and

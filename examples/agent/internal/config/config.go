@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -173,7 +172,10 @@ func (l LLM) Rates() (genai.Rates, error) {
 	if l.PriceFile == "" {
 		return own, nil
 	}
-	f, err := os.Open(l.PriceFile)
+	f, err := openRegular(l.PriceFile)
+	if errors.Is(err, errNotRegular) {
+		return genai.Rates{}, fmt.Errorf("aiml.llm.price_file %s: %w", l.PriceFile, err)
+	}
 	if err != nil {
 		return genai.Rates{}, fmt.Errorf("aiml.llm.price_file: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -28,7 +27,10 @@ import (
 func Load(path string, env func(string) (string, bool)) (Config, error) {
 	var data []byte
 	if path != "" {
-		f, err := os.Open(path)
+		f, err := openRegular(path)
+		if errors.Is(err, errNotRegular) {
+			return Config{}, fmt.Errorf("read configuration %s: %w", path, err)
+		}
 		if err != nil {
 			return Config{}, fmt.Errorf("read configuration: %w", err)
 		}
