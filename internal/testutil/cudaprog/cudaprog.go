@@ -14,10 +14,11 @@
 // Programs (Build names):
 //
 //	runtime   PIE linked against the real libcudart; scenarios launch,
-//	          threads, register, loop <n>
-//	driver    PIE linked against the real libcuda.so.1; launch, loop <n>
+//	          threads, register, loop <n> [<threads>]
+//	driver    PIE linked against the real libcuda.so.1; launch,
+//	          loop <n> [<threads>]
 //	static    PIE with its own cudaLaunchKernel (a statically linked
-//	          cudart); launch, loop <n>
+//	          cudart); launch, loop <n> [<threads>]
 //	dlopen    PIE that dlopen()s the library named on its command line and
 //	          calls its cudaLaunchKernel once (DlopenLaunch)
 //	hip       PIE linked against the real HIP runtime (libamdhip64), which

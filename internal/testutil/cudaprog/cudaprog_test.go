@@ -193,17 +193,21 @@ func match(g got, c Call, stubs map[string]uint64) error {
 	return nil
 }
 
+// TestLoop runs each program's loop on one thread and on three: every
+// thread makes the n calls.
 func TestLoop(t *testing.T) {
 	realGPU(t)
 	for prog, c := range loops {
-		t.Run(prog, func(t *testing.T) {
-			t.Parallel()
-			lines := run(t, exec.Command(Build(t, prog), "loop", "1000"))
-			ns, ok := NsPerCall(lines)
-			assert.True(t, ok, "NS_PER_CALL %v %v in %q", ns, ok, lines)
-			assert.Positive(t, ns, "NS_PER_CALL %v %v in %q", ns, ok, lines)
-			assert.Equal(t, map[string]map[int]int{c.API: {c.Ret: 1000}}, Rets(lines), "RET lines")
-		})
+		for _, threads := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/%d", prog, threads), func(t *testing.T) {
+				t.Parallel()
+				lines := run(t, exec.Command(Build(t, prog), "loop", "1000", strconv.Itoa(threads)))
+				ns, ok := NsPerCall(lines)
+				assert.True(t, ok, "NS_PER_CALL %v %v in %q", ns, ok, lines)
+				assert.Positive(t, ns, "NS_PER_CALL %v %v in %q", ns, ok, lines)
+				assert.Equal(t, map[string]map[int]int{c.API: {c.Ret: 1000 * threads}}, Rets(lines), "RET lines")
+			})
+		}
 	}
 }
 

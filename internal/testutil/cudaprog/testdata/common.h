@@ -3,15 +3,17 @@
  * static.c) share: the stdin/stdout protocol, the fake-handle region, the
  * return-code tally and main().
  *
- * Usage: <program> <scenario>   runs the scenario of that name
- *        <program> loop <n>     makes the program's loop call n times
+ * Usage: <program> <scenario>         runs the scenario of that name
+ *        <program> loop <n> [<t>]    makes the program's loop call n times,
+ *                                     on each of t threads (1 if omitted)
  *
  * Protocol (stdout, one line each, flushed):
  *   STUB <mangled name> 0x<address>   every kernel host stub (before READY)
  *   THREAD <i> <tid>                  multi-threaded scenarios (before READY)
  *   READY <pid>
  *   ... then one line is read from stdin (the go signal) ...
- *   NS_PER_CALL <float>               loop only
+ *   NS_PER_CALL <float>               loop only: the threads' mean of
+ *                                     each one's time per call
  *   RET <api> <code> <count>          per (api, return code), first-use order
  *   DONE
  *
@@ -177,7 +179,31 @@ static void finish(void)
 }
 
 #ifndef CUDAPROG_NO_MAIN
-static int run_loop(long n)
+/* One thread of a loop: n calls of c, timed from the go barrier. */
+struct loop_arg { const struct call *c; long n; double ns; };
+
+static void *loop_main(void *p)
+{
+	struct loop_arg *a = p;
+	pthread_barrier_wait(&go);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	long first = a->n > 0 ? do_call(a->c) : NORET;
+	long same = a->n > 0;
+	for (long i = 1; i < a->n; i++) {
+		long r = do_call(a->c);
+		if (r == first)
+			same++;
+		else
+			record(a->c->api, r, 1);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	a->ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+	record(a->c->api, first, same);
+	return NULL;
+}
+
+static int run_loop(long n, int nthreads)
 {
 	const struct call *c = NULL;
 	for (int i = 0; i < NLOOPS; i++)
@@ -187,22 +213,28 @@ static int run_loop(long n)
 		fprintf(stderr, "%s: no loop scenario\n", program_name);
 		return 2;
 	}
-	ready();
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	long first = n > 0 ? do_call(c) : NORET;
-	long same = n > 0;
-	for (long i = 1; i < n; i++) {
-		long r = do_call(c);
-		if (r == first)
-			same++;
-		else
-			record(c->api, r, 1);
+	if (nthreads < 1 || nthreads > 64) {
+		fprintf(stderr, "%s: loop threads %d, want 1..64\n", program_name, nthreads);
+		return 2;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
-	record(c->api, first, same);
-	printf("NS_PER_CALL %.2f\n", n > 0 ? ns / (double)n : 0.0);
+	pthread_t th[64];
+	struct loop_arg args[64];
+	pthread_barrier_init(&go, NULL, nthreads + 1);
+	for (int t = 0; t < nthreads; t++) {
+		args[t] = (struct loop_arg){c, n, 0};
+		if (pthread_create(&th[t], NULL, loop_main, &args[t]) != 0) {
+			perror("pthread_create");
+			return 2;
+		}
+	}
+	ready();
+	pthread_barrier_wait(&go);
+	double ns = 0;
+	for (int t = 0; t < nthreads; t++) {
+		pthread_join(th[t], NULL);
+		ns += args[t].ns;
+	}
+	printf("NS_PER_CALL %.2f\n", n > 0 ? ns / nthreads / (double)n : 0.0);
 	finish();
 	return 0;
 }
@@ -210,7 +242,7 @@ static int run_loop(long n)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s <scenario> | loop <n>\n", argv[0]);
+		fprintf(stderr, "usage: %s <scenario> | loop <n> [<threads>]\n", argv[0]);
 		return 2;
 	}
 	map_handles();
@@ -219,10 +251,10 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (strcmp(argv[1], "loop") == 0) {
 		if (argc < 3) {
-			fprintf(stderr, "usage: %s loop <n>\n", argv[0]);
+			fprintf(stderr, "usage: %s loop <n> [<threads>]\n", argv[0]);
 			return 2;
 		}
-		return run_loop(atol(argv[2]));
+		return run_loop(atol(argv[2]), argc > 3 ? atoi(argv[3]) : 1);
 	}
 	const struct scenario *s = NULL;
 	for (int i = 0; i < NSCENARIOS; i++)
