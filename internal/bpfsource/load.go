@@ -16,12 +16,15 @@ const WakeupVariable = "wakeup_bytes"
 
 // LoadOptions say what of an object to load, and how.
 type LoadOptions struct {
-	// Ring is the name of the object's ring buffer map; RingBytes its
-	// size, a power of two multiple of the page size (see CheckRingBytes).
-	// 0 keeps the object's own.
+	// Ring is the name of the object's ring buffer map, or of its lanes
+	// (LanesMap, lanes.bpf.h); RingBytes its size, a power of two
+	// multiple of the page size (see CheckRingBytes): for lanes, of all
+	// of them, split evenly (each at least a page). 0 keeps a ring
+	// buffer's own size, and gives lanes a page each.
 	Ring      string
 	RingBytes uint32
-	// WakeupBytes sets WakeupVariable; 0 keeps the object's own.
+	// WakeupBytes sets WakeupVariable: for lanes, per lane, and 0 is a
+	// quarter of a lane; for a ring buffer, 0 keeps the object's own.
 	WakeupBytes uint64
 	// Programs are the programs to load. The object's other programs
 	// (benchmark programs, say) are left out: neither verified nor
@@ -93,21 +96,16 @@ func load(spec *ebpf.CollectionSpec, o LoadOptions) (*ebpf.Collection, error) {
 			delete(spec.Programs, name)
 		}
 	}
-	if o.RingBytes != 0 {
-		m := spec.Maps[o.Ring]
-		if m == nil || m.Type != ebpf.RingBuf {
-			return nil, fmt.Errorf("the object has no ring buffer map %q", o.Ring)
+	if m := spec.Maps[o.Ring]; m != nil && isLanes(m) {
+		cpus, err := ebpf.PossibleCPU()
+		if err != nil {
+			return nil, fmt.Errorf("count the CPUs for the lanes: %w", err)
 		}
-		m.MaxEntries = o.RingBytes
-	}
-	if o.WakeupBytes != 0 {
-		v := spec.Variables[WakeupVariable]
-		if v == nil {
-			return nil, fmt.Errorf("the object has no variable %s", WakeupVariable)
+		if err := sizeLanes(spec, m, o.RingBytes, o.WakeupBytes, cpus); err != nil {
+			return nil, fmt.Errorf("size the lanes: %w", err)
 		}
-		if err := v.Set(o.WakeupBytes); err != nil {
-			return nil, fmt.Errorf("set %s: %w", WakeupVariable, err)
-		}
+	} else if err := sizeRing(spec, o); err != nil {
+		return nil, err
 	}
 	if o.Edit != nil {
 		o.Edit(spec)
@@ -116,6 +114,27 @@ func load(spec *ebpf.CollectionSpec, o LoadOptions) (*ebpf.Collection, error) {
 		return nil, fmt.Errorf("remove the memlock limit: %w", err)
 	}
 	return ebpf.NewCollection(spec)
+}
+
+// sizeRing sizes the ring buffer map o names, and sets its wakeup.
+func sizeRing(spec *ebpf.CollectionSpec, o LoadOptions) error {
+	if o.RingBytes != 0 {
+		m := spec.Maps[o.Ring]
+		if m == nil || m.Type != ebpf.RingBuf {
+			return fmt.Errorf("the object has no ring buffer map %q", o.Ring)
+		}
+		m.MaxEntries = o.RingBytes
+	}
+	if o.WakeupBytes != 0 {
+		v := spec.Variables[WakeupVariable]
+		if v == nil {
+			return fmt.Errorf("the object has no variable %s", WakeupVariable)
+		}
+		if err := v.Set(o.WakeupBytes); err != nil {
+			return fmt.Errorf("set %s: %w", WakeupVariable, err)
+		}
+	}
+	return nil
 }
 
 func isUprobe(p *ebpf.ProgramSpec) bool {

@@ -1,0 +1,335 @@
+package bpfsource
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testLaneBytes is each test lane's data: 64 units.
+const testLaneBytes = 4096 / 4
+
+// fakeLanes is lanes memory and a writer that does what lanes.bpf.h does:
+// reserve at the head (when the tail leaves room), write the record,
+// publish its length last. The clock is the test's.
+type fakeLanes struct {
+	mem    []byte
+	layout laneLayout
+	clock  uint64
+}
+
+func newFakeLanes(t testing.TB, lanes int) *fakeLanes {
+	t.Helper()
+	// A record of up to 20 units runs on into the slack, as in
+	// gputrace.bpf.c; the memory is 8-aligned, as a mapping is.
+	valueSize := uint32(laneHeader + testLaneBytes + 20*LaneUnit)
+	layout := testLayout(t, valueSize, lanes)
+	words := make([]uint64, lanes*layout.stride/8)
+	return &fakeLanes{mem: unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8), layout: layout}
+}
+
+func testLayout(t testing.TB, valueSize uint32, lanes int) laneLayout {
+	t.Helper()
+	layout, err := layoutOf(valueSize, uint32(lanes))
+	require.NoError(t, err)
+	return layout
+}
+
+func (f *fakeLanes) set() *laneSet {
+	return newLaneSet(f.mem, f.layout, func() uint64 { return f.clock })
+}
+
+func (f *fakeLanes) word64(off int) *uint64 { return (*uint64)(unsafe.Pointer(&f.mem[off])) }
+
+// pending is a reserved record: its lane, its position, its bytes.
+type pending struct {
+	lane int
+	pos  uint64
+	rec  []byte
+}
+
+// reserve reserves units on lane, or returns false when the lane has no
+// room.
+func (f *fakeLanes) reserve(lane int, units uint32) (pending, bool) {
+	base := lane * f.layout.stride
+	head := atomic.LoadUint64(f.word64(base))
+	if head+uint64(units)-atomic.LoadUint64(f.word64(base+laneTailOffset)) > f.layout.units {
+		return pending{}, false
+	}
+	atomic.StoreUint64(f.word64(base), head+uint64(units))
+	off := base + laneHeader + int(head&(f.layout.units-1))*LaneUnit
+	return pending{lane: lane, pos: head, rec: f.mem[off : off+int(units)*LaneUnit]}, true
+}
+
+// stamp writes the record's timestamp, and a payload byte after it.
+func (p pending) stamp(ts uint64, payload byte) {
+	binary.LittleEndian.PutUint64(p.rec, ts)
+	p.rec[8] = payload
+}
+
+// publish writes the record's length, last.
+func (p pending) publish() {
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&p.rec[laneLengthOffset])), uint32(len(p.rec)/LaneUnit))
+}
+
+// write reserves, stamps and publishes a record at the clock's time.
+func (f *fakeLanes) write(t testing.TB, lane int, units uint32, payload byte) {
+	t.Helper()
+	p, ok := f.reserve(lane, units)
+	require.True(t, ok, "lane %d full", lane)
+	f.clock++
+	p.stamp(f.clock, payload)
+	p.publish()
+}
+
+// drain hands out everything s has ready: each record's timestamp and
+// payload byte, checking its length.
+func drain(t testing.TB, s *laneSet) (ts []uint64, payload []byte) {
+	t.Helper()
+	for {
+		b, ok := s.next()
+		if !ok {
+			return ts, payload
+		}
+		require.Equal(t, int(binary.LittleEndian.Uint32(b[laneLengthOffset:]))*LaneUnit, len(b), "record length")
+		ts = append(ts, binary.LittleEndian.Uint64(b))
+		payload = append(payload, b[8])
+	}
+}
+
+func TestLaneCount(t *testing.T) {
+	for cpus, want := range map[int]int{0: 1, 1: 1, 2: 2, 3: 4, 4: 4, 5: 8, 16: 16, 17: 16, 256: 16} {
+		assert.Equal(t, want, laneCount(cpus), "lanes for %d CPUs", cpus)
+	}
+}
+
+func TestLayoutOf(t *testing.T) {
+	l := testLayout(t, laneHeader+1<<20+20*LaneUnit, 4)
+	assert.Equal(t, laneLayout{lanes: 4, stride: laneHeader + 1<<20 + 20*LaneUnit, units: 1 << 20 / LaneUnit, maxUnits: 20}, l)
+	l = testLayout(t, laneHeader+4096+5*LaneUnit+4, 1)
+	assert.Equal(t, laneLayout{lanes: 1, stride: laneHeader + 4096 + 5*LaneUnit + 8, units: 4096 / LaneUnit, maxUnits: 5}, l,
+		"the stride rounds to 8 bytes")
+	_, err := layoutOf(laneHeader+LaneUnit, 1)
+	assert.Error(t, err, "no room for a record")
+	_, err = layoutOf(laneHeader+8192, 0)
+	assert.Error(t, err, "no lanes")
+}
+
+// Records of several lanes come out in timestamp order, each once, whole;
+// what is handed out is zeroed in the lanes and the tails move past it.
+func TestLanesMergeInTimestampOrder(t *testing.T) {
+	f := newFakeLanes(t, 2)
+	s := f.set()
+	// Interleaved over the two lanes, a name-sized record among them.
+	var want []byte
+	for i := range 12 {
+		units := uint32(5)
+		if i == 7 {
+			units = 20
+		}
+		f.write(t, i%2, units, byte(i))
+		want = append(want, byte(i))
+	}
+	f.clock += uint64(laneMargin) + 1 // past the margin: every record is ready
+	require.NoError(t, s.scan())
+	ts, payload := drain(t, s)
+	assert.Equal(t, want, payload, "payloads in timestamp order")
+	assert.True(t, slices.IsSorted(ts), "timestamps %v", ts)
+	for lane := range 2 {
+		base := lane * f.layout.stride
+		assert.Equal(t, atomic.LoadUint64(f.word64(base)), atomic.LoadUint64(f.word64(base+laneTailOffset)), "lane %d: tail at the head", lane)
+		data := f.mem[base+laneHeader : base+f.layout.stride]
+		assert.Equal(t, make([]byte, len(data)), data, "lane %d: zeroed once read", lane)
+	}
+	assert.Zero(t, s.queued, "bytes queued")
+}
+
+// A record still being written on one lane holds back the later records
+// of every lane, and goes out in its turn once published.
+func TestLanesWaitForARecordBeingWritten(t *testing.T) {
+	f := newFakeLanes(t, 2)
+	s := f.set()
+	f.write(t, 0, 5, 0)
+	f.clock = 10 * uint64(laneMargin)
+	require.NoError(t, s.scan())
+	_, payload := drain(t, s)
+	require.Equal(t, []byte{0}, payload, "a record before the scan's horizon")
+
+	f.write(t, 0, 5, 1)
+	slow, ok := f.reserve(1, 5) // reserved, its probe preempted before its clock read
+	require.True(t, ok)
+	f.write(t, 0, 5, 3)
+	f.clock += 2 * uint64(laneMargin)
+	require.NoError(t, s.scan())
+	_, payload = drain(t, s)
+	assert.Empty(t, payload, "held back: the slow record may carry an earlier time")
+
+	f.clock++
+	slow.stamp(f.clock, 2)
+	slow.publish()
+	f.clock += 2 * uint64(laneMargin)
+	require.NoError(t, s.scan())
+	ts, payload := drain(t, s)
+	assert.Equal(t, []byte{1, 3, 2}, payload, "in timestamp order once published")
+	assert.True(t, slices.IsSorted(ts), "timestamps %v", ts)
+}
+
+// A lane's records where a probe was preempted between its reservation
+// and its clock read come out in timestamp order too.
+func TestLanesReorderWithinALane(t *testing.T) {
+	f := newFakeLanes(t, 1)
+	s := f.set()
+	first, ok := f.reserve(0, 5)
+	require.True(t, ok)
+	f.write(t, 0, 5, 2)
+	f.write(t, 0, 5, 3)
+	f.clock++
+	first.stamp(f.clock, 4)
+	first.publish()
+	f.clock += uint64(laneMargin) + 1
+	require.NoError(t, s.scan())
+	ts, payload := drain(t, s)
+	assert.Equal(t, []byte{2, 3, 4}, payload)
+	assert.True(t, slices.IsSorted(ts), "timestamps %v", ts)
+}
+
+// Records newer than the margin wait for a later scan.
+func TestLanesMargin(t *testing.T) {
+	f := newFakeLanes(t, 1)
+	s := f.set()
+	f.clock = uint64(laneMargin)
+	f.write(t, 0, 5, 1)
+	require.NoError(t, s.scan())
+	_, payload := drain(t, s)
+	assert.Empty(t, payload, "within the margin of the scan's clock")
+	f.clock += uint64(laneMargin) + 1
+	require.NoError(t, s.scan())
+	_, payload = drain(t, s)
+	assert.Equal(t, []byte{1}, payload)
+}
+
+// Records that wrap around a lane's end run on into its slack, and the
+// lane's positions past the end are skipped, many times over.
+func TestLanesWrap(t *testing.T) {
+	f := newFakeLanes(t, 1)
+	s := f.set()
+	r := rand.New(rand.NewPCG(1, 2))
+	var want, got []byte
+	for i := range 500 {
+		units := uint32(2 + r.IntN(19))
+		p, ok := f.reserve(0, units)
+		if !ok {
+			f.clock += uint64(laneMargin) + 1
+			require.NoError(t, s.scan())
+			_, payload := drain(t, s)
+			got = append(got, payload...)
+			p, ok = f.reserve(0, units)
+			require.True(t, ok, "record %d: lane still full after a scan", i)
+		}
+		f.clock++
+		p.stamp(f.clock, byte(i))
+		p.publish()
+		want = append(want, byte(i))
+	}
+	f.clock += uint64(laneMargin) + 1
+	require.NoError(t, s.scan())
+	_, payload := drain(t, s)
+	assert.Equal(t, want, append(got, payload...))
+}
+
+// A record whose length makes no sense ends the reading of its lane, once
+// reported; the other lanes go on.
+func TestLanesCorruptLength(t *testing.T) {
+	f := newFakeLanes(t, 2)
+	s := f.set()
+	p, ok := f.reserve(0, 5)
+	require.True(t, ok)
+	f.clock++
+	p.stamp(f.clock, 1)
+	binary.LittleEndian.PutUint32(p.rec[laneLengthOffset:], 21) // past the slack
+	f.write(t, 1, 5, 2)
+	f.clock += uint64(laneMargin) + 1
+	require.ErrorIs(t, s.scan(), errLaneCorrupt)
+	_, payload := drain(t, s)
+	assert.Equal(t, []byte{2}, payload)
+	f.write(t, 1, 5, 3)
+	f.clock += uint64(laneMargin) + 1
+	require.NoError(t, s.scan(), "reported once")
+	_, payload = drain(t, s)
+	assert.Equal(t, []byte{3}, payload, "the other lane goes on, its horizon no longer held by the dead one")
+}
+
+// Past the queue limit, only the lane holding the horizon back is read:
+// the queues stay bounded, and nothing stalls.
+func TestLanesLimit(t *testing.T) {
+	f := newFakeLanes(t, 2)
+	s := f.set()
+	s.limit = 10 * LaneUnit
+	f.clock = 10 * uint64(laneMargin)
+	require.NoError(t, s.scan())
+	slow, ok := f.reserve(0, 5)
+	require.True(t, ok)
+	for i := range 4 {
+		f.write(t, 1, 5, byte(10+i))
+	}
+	f.clock += 2 * uint64(laneMargin)
+	require.NoError(t, s.scan())
+	_, payload := drain(t, s)
+	assert.Empty(t, payload, "held back by the record being written")
+	assert.Equal(t, 20*LaneUnit, s.queued, "lane 1 read before the limit was reached")
+	f.write(t, 1, 5, 14)
+	f.clock += 2 * uint64(laneMargin)
+	require.NoError(t, s.scan())
+	assert.Equal(t, 20*LaneUnit, s.queued, "past the limit, lane 1 is not read")
+	f.clock++
+	slow.stamp(f.clock, 1)
+	slow.publish()
+	f.clock += 2 * uint64(laneMargin)
+	require.NoError(t, s.scan()) // lane 0, holding the horizon, is read
+	require.NoError(t, s.scan()) // then lane 1, holding it now
+	_, payload = drain(t, s)
+	assert.Equal(t, []byte{10, 11, 12, 13, 14, 1}, payload)
+	assert.Zero(t, s.queued)
+}
+
+// FuzzLaneScan: whatever the lanes memory holds (the heads included),
+// scanning terminates and never reads past the lanes, and what it hands
+// out is whole records in timestamp order, each within the slack's bound.
+func FuzzLaneScan(f *testing.F) {
+	seed := newFakeLanes(f, 2)
+	for i := range 6 {
+		seed.write(f, i%2, uint32(5+15*(i%3/2)), byte(i))
+	}
+	f.Add(slices.Clone(seed.mem), uint64(laneMargin)*2)
+	f.Add(make([]byte, len(seed.mem)), uint64(0))
+	f.Fuzz(func(t *testing.T, mem []byte, clock uint64) {
+		lanes := newFakeLanes(t, 2)
+		copy(lanes.mem, mem)
+		lanes.clock = clock
+		s := lanes.set()
+		var last uint64
+		for range 3 {
+			_ = s.scan()
+			for {
+				b, ok := s.next()
+				if !ok {
+					break
+				}
+				n := binary.LittleEndian.Uint32(b[laneLengthOffset:])
+				require.Equal(t, int(n)*LaneUnit, len(b), "a whole record")
+				require.LessOrEqual(t, n, lanes.layout.maxUnits, "a record within the slack's bound")
+				ts := binary.LittleEndian.Uint64(b)
+				require.GreaterOrEqual(t, ts, last, "timestamp order")
+				last = ts
+			}
+			lanes.clock += uint64(laneMargin)
+		}
+		require.GreaterOrEqual(t, s.queued, 0)
+	})
+}
