@@ -135,14 +135,16 @@ func WithMaxProcesses(n int) Option { return option{gputrace.WithMaxProcesses(n)
 // see every event whatever the cap.
 func WithSpanRate(perSecond float64) Option { return option{gputrace.WithSpanRate(perSecond)} }
 
-// WithPollInterval sets how often the reader drains the ring buffer when
-// it has not been woken (it is woken once the buffer is a quarter full).
-// After a poll that finds nothing the wait doubles, up to a second, until
-// records come again.
+// WithPollInterval sets how often the reader drains the ring buffers when
+// it has not been woken (it is woken once one is a quarter full). After a
+// poll that finds nothing the wait doubles, up to a second, until records
+// come again.
 func WithPollInterval(d time.Duration) Option { return option{gputrace.WithPollInterval(d)} }
 
-// WithRingBufferSize sets the ring buffer's size in bytes, a power of two
-// of at least 4096.
+// WithRingBufferSize sets the size in bytes of the ring buffers the
+// records come in, all of them together, a power of two of at least 4096:
+// one per CPU (up to 16, which CPUs past them share), each an even share
+// of at least 4096 bytes.
 func WithRingBufferSize(n uint32) Option { return option{gputrace.WithRingBufferSize(n)} }
 
 // WithRescanInterval sets the period of the fallback full scan for new

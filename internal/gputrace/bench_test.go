@@ -33,6 +33,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/sys/unix"
 
+	"github.com/xpuscope/xpuscope/internal/bpfsource"
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/testutil"
@@ -299,38 +300,40 @@ func benchEnvInt(name string, def int) int {
 }
 
 // BenchmarkLaunchOverhead measures what a traced cudaLaunchKernel of the
-// REAL libcudart costs: the cudaprog "runtime" program's "loop N"
-// scenario (which times N calls itself and prints NS_PER_CALL) runs
+// REAL libcudart costs: the cudaprog "runtime" program's "loop N T"
+// scenario (T threads each time N calls themselves; it prints their mean
+// NS_PER_CALL) runs, with one thread and with two,
 //
 //   - untraced;
 //   - floor: the empty bench_empty program on a uprobe on cudaLaunchKernel;
-//   - record: bench_record, the least a launch record costs (the stack
-//     arguments, a timestamp, the ids, a record without wakeup), drained
-//     by a polling reader: what any design that sends each launch to user
-//     space pays;
+//   - record: bench_record, the least a launch record costs through a BPF
+//     ring buffer (the stack arguments, a timestamp, the ids, a record
+//     without wakeup), drained by a polling reader;
 //   - ours: the real Source (New, every probe on libcudart and libcuda),
 //     with the OpenTelemetry SDK's MeterProvider;
 //   - ours-noop: the same with the API's no-op MeterProvider, which
 //     leaves out what the SDK's aggregation in the reader takes from the
 //     workload on a small machine;
-//   - naive: bench_naive on cudaLaunchKernel (one record per call,
-//     submitted with flags 0: the kernel's adaptive notification, which
-//     wakes the reader whenever it has caught up, i.e. about every record
-//     when it keeps up) drained by a blocking ringbuf.Reader that decodes
-//     every record.
+//   - naive (one thread only): bench_naive on cudaLaunchKernel (one
+//     record per call, submitted with flags 0: the kernel's adaptive
+//     notification, which wakes the reader whenever it has caught up,
+//     i.e. about every record when it keeps up) drained by a blocking
+//     ringbuf.Reader that decodes every record.
 //
 // The variants are interleaved (the order rotates each round) and the
 // median of the rounds is reported per variant, with the ratios ours/floor,
 // record/floor, ours/record and naive/ours of the whole call and of the
-// cost added above untraced. A last pass with BPF run-time statistics on
-// (not in the medians) gives the time spent in the BPF programs
-// themselves: bench_empty, runtime_launch_kernel (attached alone, with its
-// cookie, drained by a polling reader as the Source does), bench_naive
-// and bench_record.
+// cost added above untraced; the two-thread figures have a "-2t" suffix.
+// A last pass with BPF run-time statistics on (not in the medians) gives
+// the time spent in the BPF programs themselves: bench_empty,
+// runtime_launch_kernel (attached alone, with its cookie, drained by the
+// Source's lane reader), bench_naive and bench_record, with one thread,
+// and the first two with two threads (what the threads contend on shows
+// there).
 //
-// XPUSCOPE_BENCH_CALLS (default 300000) and XPUSCOPE_BENCH_ROUNDS
-// (default 5) size it; Source.Close takes much of each round (see the
-// logged time). Run it once: -benchtime=1x.
+// XPUSCOPE_BENCH_CALLS (default 300000, per thread) and
+// XPUSCOPE_BENCH_ROUNDS (default 5) size it; Source.Close takes much of
+// each round (see the logged time). Run it once: -benchtime=1x.
 func BenchmarkLaunchOverhead(b *testing.B) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(b, "uprobes need root")
@@ -341,16 +344,17 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	calls := benchEnvInt("XPUSCOPE_BENCH_CALLS", 300_000)
 	rounds := benchEnvInt("XPUSCOPE_BENCH_ROUNDS", 5)
 
-	objs, err := gputracebpf.Load(gputracebpf.LoadOptions{WakeupBytes: DefaultRingBytes / 4, Bench: true})
+	objs, err := gputracebpf.Load(gputracebpf.LoadOptions{RingBytes: DefaultRingBytes, Bench: true})
 	require.NoError(b, err)
 	defer objs.Close()
 	cudart, err := link.OpenExecutable(lib)
 	require.NoError(b, err)
 
-	// loop runs the scenario; attach (may be nil) runs between READY and
-	// the go line and returns what to undo after the run.
-	loop := func(attach func() func()) float64 {
-		p := cudaprog.Start(b, exe, "loop", strconv.Itoa(calls))
+	// loop runs the scenario on threads threads; attach (may be nil)
+	// runs between READY and the go line and returns what to undo after
+	// the run.
+	loop := func(threads int, attach func() func()) float64 {
+		p := cudaprog.Start(b, exe, "loop", strconv.Itoa(calls), strconv.Itoa(threads))
 		var detach func()
 		if attach != nil {
 			detach = attach()
@@ -369,11 +373,18 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		require.NoError(b, err)
 		return func() { _ = l.Close() }
 	}
-	// drain reads objs' ring buffer until stop is called, blocking
-	// (naive) or polling every DefaultPollInterval (as Source.read), and
-	// decodes every record; stop returns the records read.
-	drain := func(blocking bool) (stop func() int64) {
-		rd, err := ringbuf.NewReader(objs.Events())
+	// waitRecords waits a second at most for want records to be read.
+	waitRecords := func(n *atomic.Int64, want int64) {
+		for deadline := time.Now().Add(time.Second); n.Load() < want && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// drain reads the benchmark programs' ring buffer until stop is
+	// called, blocking (naive) or polling every DefaultPollInterval (as
+	// the Source's reader), and decodes every record; stop returns the
+	// records read, having waited for want of them.
+	drain := func(blocking bool) (stop func(want int64) int64) {
+		rd, err := ringbuf.NewReader(objs.BenchEvents())
 		require.NoError(b, err)
 		var (
 			wg sync.WaitGroup
@@ -397,13 +408,29 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 				}
 			}
 		})
-		return func() int64 {
-			deadline := time.Now().Add(time.Second)
-			for n.Load() < int64(calls) && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
+		return func(want int64) int64 {
+			waitRecords(&n, want)
 			_ = rd.Close()
 			wg.Wait()
+			return n.Load()
+		}
+	}
+	// drainLanes reads objs' lanes as a Source does, decoding every
+	// record, until stop is called.
+	drainLanes := func() (stop func(want int64) int64) {
+		var n atomic.Int64
+		var ev gputracebpf.Event
+		ring, err := objs.NewRing(bpfsource.RingConfig{Poll: DefaultPollInterval, Decode: func(raw []byte) error {
+			if err := gputracebpf.Decode(raw, &ev); err != nil {
+				return err
+			}
+			n.Add(1)
+			return nil
+		}})
+		require.NoError(b, err)
+		return func(want int64) int64 {
+			waitRecords(&n, want)
+			require.NoError(b, ring.Close())
 			return n.Load()
 		}
 	}
@@ -417,16 +444,16 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		return 0
 	}()
 
-	var oursRecords, oursDrops, naiveRecords, newTime, closeTime atomic.Int64
+	var oursRecords, oursCalls, oursDrops, naiveRecords, newTime, closeTime, oursRuns atomic.Int64
 	// ours runs the Source with mp: the SDK's, as an agent has, or the
 	// API's no-op one, which leaves out the SDK's share of the reader's
 	// work (on a 2-core machine the reader competes with the workload).
-	ours := func(mp metric.MeterProvider) float64 {
+	ours := func(threads int, mp metric.MeterProvider) float64 {
 		var (
 			src      *Source
 			launches atomic.Int64
 		)
-		ns := loop(func() func() {
+		ns := loop(threads, func() func() {
 			// New attaches to the files mapped now: libcudart (the
 			// program waiting at READY) and libcuda (a helper linked
 			// against it, also waiting), so that nothing is attached
@@ -466,32 +493,38 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 			}
 		})
 		oursRecords.Add(launches.Load())
+		oursCalls.Add(int64(threads * calls))
+		oursRuns.Add(1)
 		return ns
 	}
-	naive := func() float64 {
+	naive := func(threads int) float64 {
 		stop := drain(true)
-		ns := loop(func() func() { return uprobe(objs.Program("bench_naive"), 0) })
-		naiveRecords.Add(stop())
+		ns := loop(threads, func() func() { return uprobe(objs.Program("bench_naive"), 0) })
+		naiveRecords.Add(stop(int64(threads * calls)))
 		return ns
 	}
-	record := func() float64 {
+	record := func(threads int) float64 {
 		stop := drain(false)
-		ns := loop(func() func() { return uprobe(objs.Program("bench_record"), 0) })
-		stop()
+		ns := loop(threads, func() func() { return uprobe(objs.Program("bench_record"), 0) })
+		stop(int64(threads * calls))
 		return ns
+	}
+	floorRun := func(threads int) float64 {
+		return loop(threads, func() func() { return uprobe(objs.Program("bench_empty"), 0) })
 	}
 	variants := []struct {
 		name string
-		run  func() float64
+		run  func(threads int) float64
+		once bool // one thread only
 	}{
-		{"untraced", func() float64 { return loop(nil) }},
-		{"floor", func() float64 { return loop(func() func() { return uprobe(objs.Program("bench_empty"), 0) }) }},
-		{"record", record},
-		{"ours", func() float64 {
-			return ours(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))
+		{name: "untraced", run: func(threads int) float64 { return loop(threads, nil) }},
+		{name: "floor", run: floorRun},
+		{name: "record", run: record},
+		{name: "ours", run: func(threads int) float64 {
+			return ours(threads, sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))
 		}},
-		{"ours-noop", func() float64 { return ours(metricnoop.NewMeterProvider()) }},
-		{"naive", naive},
+		{name: "ours-noop", run: func(threads int) float64 { return ours(threads, metricnoop.NewMeterProvider()) }},
+		{name: "naive", run: naive, once: true},
 	}
 
 	// Another cudatrace Source on the host (another test binary, say)
@@ -522,66 +555,80 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 
 	// Runs spoilt that way are left out of the medians, unless a variant
 	// has no other.
-	results, spoilt := map[string][]float64{}, map[string][]float64{}
+	type key struct {
+		name    string
+		threads int
+	}
+	results, spoilt := map[key][]float64{}, map[key][]float64{}
 	contaminated := 0
 	for r := range rounds {
-		var line []string
-		for i := range variants {
-			v := variants[(i+r)%len(variants)]
-			for deadline := time.Now().Add(3 * time.Second); foreign() > 0 && time.Now().Before(deadline); {
-				time.Sleep(100 * time.Millisecond)
+		for _, threads := range []int{1, 2} {
+			var line []string
+			for i := range variants {
+				v := variants[(i+r)%len(variants)]
+				if v.once && threads > 1 {
+					continue
+				}
+				for deadline := time.Now().Add(3 * time.Second); foreign() > 0 && time.Now().Before(deadline); {
+					time.Sleep(100 * time.Millisecond)
+				}
+				before := foreign()
+				ns := v.run(threads)
+				// A closed Source's programs linger a moment in the kernel.
+				after := foreign()
+				for deadline := time.Now().Add(2 * time.Second); after > 0 && time.Now().Before(deadline); after = foreign() {
+					time.Sleep(20 * time.Millisecond)
+				}
+				mark, k := "", key{v.name, threads}
+				if n := max(before, after); n > 0 {
+					contaminated++
+					mark = " (spoilt)"
+					b.Logf("round %d, %s, %d threads: %d other cudatrace Source(s) loaded on the host: left out", r, v.name, threads, n)
+					spoilt[k] = append(spoilt[k], ns)
+				} else {
+					results[k] = append(results[k], ns)
+				}
+				line = append(line, fmt.Sprintf("%s %.0f%s", v.name, ns, mark))
 			}
-			before := foreign()
-			ns := v.run()
-			// A closed Source's programs linger a moment in the kernel.
-			after := foreign()
-			for deadline := time.Now().Add(2 * time.Second); after > 0 && time.Now().Before(deadline); after = foreign() {
-				time.Sleep(20 * time.Millisecond)
-			}
-			mark := ""
-			if n := max(before, after); n > 0 {
-				contaminated++
-				mark = " (spoilt)"
-				b.Logf("round %d, %s: %d other cudatrace Source(s) loaded on the host: left out", r, v.name, n)
-				spoilt[v.name] = append(spoilt[v.name], ns)
-			} else {
-				results[v.name] = append(results[v.name], ns)
-			}
-			line = append(line, fmt.Sprintf("%s %.0f%s", v.name, ns, mark))
+			b.Logf("round %d, %d thread(s), ns/call: %s", r, threads, strings.Join(line, ", "))
 		}
-		b.Logf("round %d, ns/call: %s", r, strings.Join(line, ", "))
 	}
-	for _, v := range variants {
-		if len(results[v.name]) == 0 {
-			b.Logf("%s: no clean run; the median is of spoilt runs", v.name)
-			results[v.name] = spoilt[v.name]
+	b.Logf("ours: New %v, Close %v on average", time.Duration(newTime.Load()/oursRuns.Load()),
+		time.Duration(closeTime.Load()/oursRuns.Load()))
+	med := func(name string, threads int) float64 {
+		k := key{name, threads}
+		v := slices.Clone(results[k])
+		if len(v) == 0 {
+			b.Logf("%s, %d threads: no clean run; the median is of spoilt runs", name, threads)
+			v = slices.Clone(spoilt[k])
 		}
-	}
-	b.Logf("ours: New %v, Close %v on average", time.Duration(newTime.Load()/int64(2*rounds)),
-		time.Duration(closeTime.Load()/int64(2*rounds)))
-	med := func(name string) float64 {
-		v := slices.Clone(results[name])
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
-	untraced, floor, recordNs, oursNs, noopNs, naiveNs := med("untraced"), med("floor"), med("record"), med("ours"),
-		med("ours-noop"), med("naive")
 	b.ReportMetric(0, "ns/op") // the wall time of the whole run says nothing
-	b.ReportMetric(untraced, "untraced-ns/call")
-	b.ReportMetric(floor, "floor-ns/call")
-	b.ReportMetric(recordNs, "record-ns/call")
-	b.ReportMetric(oursNs, "ours-ns/call")
-	b.ReportMetric(noopNs, "ours-noop-ns/call")
-	b.ReportMetric(noopNs/floor, "ours-noop/floor")
-	b.ReportMetric(naiveNs, "naive-ns/call")
-	b.ReportMetric(oursNs/floor, "ours/floor")
-	b.ReportMetric(recordNs/floor, "record/floor")
-	b.ReportMetric(oursNs/recordNs, "ours/record")
-	b.ReportMetric(naiveNs/oursNs, "naive/ours")
-	b.ReportMetric((oursNs-untraced)/(floor-untraced), "ours/floor-added")
-	b.ReportMetric((naiveNs-untraced)/(oursNs-untraced), "naive/ours-added")
+	for _, threads := range []int{1, 2} {
+		sfx := map[int]string{1: "", 2: "-2t"}[threads]
+		untraced, floor, recordNs, oursNs, noopNs := med("untraced", threads), med("floor", threads), med("record", threads),
+			med("ours", threads), med("ours-noop", threads)
+		b.ReportMetric(untraced, "untraced"+sfx+"-ns/call")
+		b.ReportMetric(floor, "floor"+sfx+"-ns/call")
+		b.ReportMetric(recordNs, "record"+sfx+"-ns/call")
+		b.ReportMetric(oursNs, "ours"+sfx+"-ns/call")
+		b.ReportMetric(noopNs, "ours-noop"+sfx+"-ns/call")
+		b.ReportMetric(oursNs/floor, "ours/floor"+sfx)
+		b.ReportMetric(noopNs/floor, "ours-noop/floor"+sfx)
+		b.ReportMetric(recordNs/floor, "record/floor"+sfx)
+		b.ReportMetric(oursNs/recordNs, "ours/record"+sfx)
+		b.ReportMetric((oursNs-untraced)/(floor-untraced), "ours/floor-added"+sfx)
+		if threads == 1 {
+			naiveNs := med("naive", threads)
+			b.ReportMetric(naiveNs, "naive-ns/call")
+			b.ReportMetric(naiveNs/oursNs, "naive/ours")
+			b.ReportMetric((naiveNs-untraced)/(oursNs-untraced), "naive/ours-added")
+		}
+	}
 	b.ReportMetric(float64(oursDrops.Load()), "ours-drops")
-	b.ReportMetric(float64(oursRecords.Load())/float64(2*rounds*calls), "ours-records/call") // ours and ours-noop
+	b.ReportMetric(float64(oursRecords.Load())/float64(oursCalls.Load()), "ours-records/call") // ours and ours-noop
 	b.ReportMetric(float64(naiveRecords.Load())/float64(rounds*calls), "naive-records/call")
 	b.ReportMetric(float64(contaminated), "spoilt-runs")
 
@@ -603,21 +650,28 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		}
 		return bpfNs, callNs
 	}
-	floorBPF, floorStat := perRun(objs.Program("bench_empty"), variants[1].run)
-	oursBPF, oursStat := perRun(objs.Program("runtime_launch_kernel"), func() float64 {
-		stop := drain(false)
-		ns := loop(func() func() { return uprobe(objs.Program("runtime_launch_kernel"), launchCookie) })
-		if n := stop(); n < int64(calls) {
-			b.Logf("runtime_launch_kernel alone: %d records for %d calls", n, calls)
+	alone := func(threads int) func() float64 {
+		return func() float64 {
+			stop := drainLanes()
+			ns := loop(threads, func() func() { return uprobe(objs.Program("runtime_launch_kernel"), launchCookie) })
+			if n := stop(int64(threads * calls)); n < int64(threads*calls) {
+				b.Logf("runtime_launch_kernel alone, %d threads: %d records for %d calls", threads, n, threads*calls)
+			}
+			return ns
 		}
-		return ns
-	})
-	naiveBPF, naiveStat := perRun(objs.Program("bench_naive"), naive)
-	recordBPF, _ := perRun(objs.Program("bench_record"), record)
-	b.Logf("with BPF statistics on, ns/call: floor %.0f, runtime_launch_kernel alone %.0f, naive %.0f", floorStat, oursStat, naiveStat)
-	b.ReportMetric(recordBPF, "record-bpf-ns/run")
-	b.ReportMetric(floorBPF, "floor-bpf-ns/run")
-	b.ReportMetric(oursBPF, "ours-bpf-ns/run")
+	}
+	for _, threads := range []int{1, 2} {
+		sfx := map[int]string{1: "", 2: "-2t"}[threads]
+		floorBPF, floorStat := perRun(objs.Program("bench_empty"), func() float64 { return floorRun(threads) })
+		oursBPF, oursStat := perRun(objs.Program("runtime_launch_kernel"), alone(threads))
+		recordBPF, recordStat := perRun(objs.Program("bench_record"), func() float64 { return record(threads) })
+		b.Logf("with BPF statistics on, %d thread(s), ns/call: floor %.0f, runtime_launch_kernel alone %.0f, record %.0f",
+			threads, floorStat, oursStat, recordStat)
+		b.ReportMetric(floorBPF, "floor-bpf"+sfx+"-ns/run")
+		b.ReportMetric(oursBPF, "ours-bpf"+sfx+"-ns/run")
+		b.ReportMetric(recordBPF, "record-bpf"+sfx+"-ns/run")
+	}
+	naiveBPF, _ := perRun(objs.Program("bench_naive"), func() float64 { return naive(1) })
 	b.ReportMetric(naiveBPF, "naive-bpf-ns/run")
 }
 

@@ -24,11 +24,13 @@ const (
 	DefaultMaxProcesses   = 1024
 	DefaultSpanRate       = 100 // spans per second per process
 	DefaultPollInterval   = 50 * time.Millisecond
-	// DefaultRingBytes holds 26,000 records of 80 bytes: at the 50,000
-	// launches a second of a busy process, the forced wakeup comes at
-	// 130 ms and the ring is full at 520 ms, while the reader drains a
-	// million records a second (BenchmarkDecodeAggregate, with the SDK).
-	// A ring costs twice its size in RSS: the reader maps it twice.
+	// DefaultRingBytes is split between the CPUs' ring buffers (lanes,
+	// up to 16): on 2 CPUs each holds 13,000 records of 80 bytes, and at
+	// the 50,000 launches a second of a busy thread the forced wakeup
+	// comes at 65 ms and its lane is full at 260 ms (at 16 lanes, 8 and
+	// 33 ms), while the reader drains a million records a second
+	// (BenchmarkDecodeAggregate, with the SDK). The lanes cost their size
+	// in RSS once touched.
 	DefaultRingBytes = 2 << 20
 	DefaultRescan    = 30 * time.Second
 )
@@ -49,7 +51,7 @@ type config struct {
 	resolver       xpuscope.ProcessResolver
 
 	// Test seams (unexported options).
-	wakeupBytes uint64                     // 0: a quarter of the ring
+	wakeupBytes uint64                     // per lane; 0: a quarter of a lane
 	eventHook   func(e *gputracebpf.Event) // sees every decoded event
 	noMulti     bool                       // perf-event uprobes even where uprobe_multi works
 	editObject  func(*ebpf.CollectionSpec) // tests: change the BPF object before it is loaded
@@ -147,15 +149,18 @@ func WithSpanRate(perSecond float64) Option {
 	return optionFunc(func(c *config) { c.spanRate = perSecond })
 }
 
-// WithPollInterval sets how often the reader drains the ring buffer when
-// it has not been woken (it is woken once the buffer is a quarter full).
-// After a poll that finds nothing the wait doubles, up to a second, until
-// records come again.
+// WithPollInterval sets how often the reader drains the ring buffers when
+// it has not been woken (it is woken once one is a quarter full). After a
+// poll that finds nothing the wait doubles, up to a second, until records
+// come again.
 func WithPollInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.pollInterval = d })
 }
 
-// WithRingBufferSize sets the ring buffer's size in bytes, a power of two.
+// WithRingBufferSize sets the size in bytes of the ring buffers the
+// records come in, all of them together, a power of two: one per CPU (up
+// to 16, which CPUs past them share), each an even share of at least 4096
+// bytes.
 func WithRingBufferSize(n uint32) Option {
 	return optionFunc(func(c *config) { c.ringBytes = n })
 }
@@ -187,7 +192,8 @@ func WithResolver(r xpuscope.ProcessResolver) Option {
 	return optionFunc(func(c *config) { c.resolver = r })
 }
 
-// withWakeupBytes sets the unread bytes past which BPF wakes the reader.
+// withWakeupBytes sets the unread bytes in a lane past which BPF wakes
+// the reader.
 func withWakeupBytes(n uint64) Option {
 	return optionFunc(func(c *config) { c.wakeupBytes = n })
 }

@@ -124,10 +124,6 @@ func newSource(rt Runtime, opts []Option) (*Source, error) {
 	for _, t := range rt.Targets {
 		s.targetAttrs[t.Name] = meterx.NewAttrs(semconv.XpuscopeTarget.String(t.Name))
 	}
-	wakeup := cfg.wakeupBytes
-	if wakeup == 0 {
-		wakeup = uint64(cfg.ringBytes / 4)
-	}
 	// uprobe_multi links attach and detach in one call per program, where
 	// perf-event uprobes take one (slow to tear down) per symbol.
 	multi := !cfg.noMulti && features.HaveBPFLinkUprobeMulti() == nil
@@ -136,7 +132,7 @@ func newSource(rt Runtime, opts []Option) (*Source, error) {
 		libs = append(libs, t.Library)
 	}
 	s.objs, err = gputracebpf.Load(gputracebpf.LoadOptions{Libraries: libs, RingBytes: cfg.ringBytes,
-		WakeupBytes: wakeup, UprobeMulti: multi, Edit: cfg.editObject})
+		WakeupBytes: cfg.wakeupBytes, UprobeMulti: multi, Edit: cfg.editObject})
 	if err != nil {
 		return nil, bpfsource.Classify("load BPF object", err)
 	}
@@ -169,7 +165,7 @@ func (s *Source) start(multi bool) error {
 	s.kernel.Probes = append(s.kernel.Probes, s.tracer)
 	s.names.exe = s.tracer.Executable
 	s.housekeep(time.Now())
-	s.kernel.Ring, err = bpfsource.NewRing(s.objs.Events(), bpfsource.RingConfig{
+	s.kernel.Ring, err = s.objs.NewRing(bpfsource.RingConfig{
 		Poll: s.cfg.pollInterval, Decode: s.decode, Flush: s.publish, Housekeep: s.housekeep, Housekeeping: housekeeping})
 	if err != nil {
 		return err

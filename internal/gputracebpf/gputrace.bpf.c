@@ -3,13 +3,16 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 // Uprobes on the CUDA runtime (libcudart) and driver (libcuda) APIs.
 //
-// Design: every probe submits one fixed-size record to `events` WITHOUT
-// waking the reader, unless the buffer is past the wake-up watermark; the
-// reader polls on a short timer. A record that finds no room is counted in
-// `counters[COUNTER_DROPS]`, and its call in `unrecorded_calls`: user
-// space counts a call per record it reads plus that map, which keeps the
-// call counts exact with no map update on the hot path. Per-thread state
-// is task-local storage (`threads`). Return probes exist only
+// Design: every probe writes one fixed-size record to its CPU's lane
+// (bpfsource's lanes.bpf.h: a ring buffer per CPU, written without a
+// helper call or a lock shared with other CPUs) WITHOUT waking the
+// reader, unless the lane is past the wake-up watermark; the reader polls
+// on a short timer and merges the lanes in timestamp order. A record that
+// finds no room is counted in `counters[COUNTER_DROPS]`, and its call in
+// `unrecorded_calls`: user space counts a call per record it reads plus
+// that map, which keeps the call counts exact with no map update on the
+// hot path. Per-thread state is task-local storage (`threads`), looked up
+// from the task, which also gives the ids. Return probes exist only
 // where the value matters: allocations (the pointer), syncs (duration and
 // error), and cuModuleGetFunction / __cudaGetKernel (the handle).
 //
@@ -152,6 +155,8 @@ enum counter {
 
 #define NAME_LEN 240
 
+// A record; it starts as a lane record must (struct lane_record): the
+// timestamp, and at byte 28 its length in lane units, written last.
 struct event {
 	__u64 ts;
 	__u32 pid;
@@ -160,7 +165,7 @@ struct event {
 	__u16 api;
 	__s32 device;
 	__s32 ret;
-	__u32 _pad;
+	__u32 units;
 	__u64 a[6];
 };
 
@@ -168,6 +173,16 @@ struct name_event {
 	struct event h; // kind KIND_FUNC_NAME: a0 handle or host function, a1 1 if a driver handle
 	char name[NAME_LEN];
 };
+
+#define EVENT_UNITS (sizeof(struct event) / LANE_UNIT)
+#define NAME_EVENT_UNITS (sizeof(struct name_event) / LANE_UNIT)
+// The largest record, in lane units.
+#define LANE_MAX_UNITS 20
+#include "../bpfsource/lanes.bpf.h"
+_Static_assert(sizeof(struct event) % LANE_UNIT == 0, "records are whole lane units");
+_Static_assert(sizeof(struct name_event) == LANE_MAX_UNITS * LANE_UNIT, "the largest record");
+_Static_assert(__builtin_offsetof(struct event, units) == __builtin_offsetof(struct lane_record, units),
+	       "a record's length where the lane reader reads it");
 
 struct call_key {
 	__u32 pid;
@@ -207,15 +222,16 @@ struct thread {
 	__u32 _pad;
 };
 
-// Tunables, set before load.
-volatile const __u64 wakeup_bytes = 256 * 1024; // wake the reader past this much unread data
+// Tunables, set before load (the lanes' in lanes.bpf.h).
 volatile const __u64 nest_window_ns = 1000000;      // a driver call this soon after a runtime call of its kind on the thread continues it
 volatile const __u64 launch_window_ns = 5000000000; // the same, for a driver launch with the runtime launch's signature
 
+// The benchmarks' ring buffer (bench_record, bench_naive), sized by
+// gputracebpf.Load when it loads them.
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 2 << 20); // gputrace.DefaultRingBytes
-} events SEC(".maps");
+	__uint(max_entries, 4096);
+} bench_events SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -263,11 +279,25 @@ static __always_inline void count_unrecorded(__u32 pid, __u32 api)
 		__sync_fetch_and_add((__u64 *)bpf_map_lookup_elem(&unrecorded_calls, &k) ?: &one, 1);
 }
 
-// current_thread returns the calling thread's state, creating it; NULL
-// only when the kernel cannot allocate it.
-static __always_inline struct thread *current_thread(void)
+// What the probes read of the calling task (CO-RE: the offsets are the
+// running kernel's).
+struct task_struct {
+	int pid;
+	int tgid;
+} __attribute__((preserve_access_index));
+
+// The calling thread: its task (for its ids) and its state, NULL only when
+// the kernel cannot allocate it.
+struct caller {
+	struct task_struct *task;
+	struct thread *t;
+};
+
+// whoami looks up the calling thread, creating its state.
+static __always_inline void whoami(struct caller *c)
 {
-	return bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	c->task = bpf_get_current_task_btf();
+	c->t = bpf_task_storage_get(&threads, c->task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
 static __always_inline void enter_runtime_sig(struct thread *t, __u32 kind, __u32 open, __u64 sig, __u64 now)
@@ -318,66 +348,41 @@ static __always_inline int nested(struct thread *t, __u32 kind)
 	return nested_sig(t, kind, 0);
 }
 
-// Looking at the ring buffer's fill takes a helper call: a record looks
-// only after FILL_CHECK_EVERY records on its CPU since the last look, so
-// that the reader is woken at most that many records per CPU late.
-#define FILL_CHECK_EVERY 16
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} since_fill_check SEC(".maps");
-
-static __always_inline __u64 submit_flags(void)
+// drop counts a call of api by pid whose record of kind found no room.
+static __always_inline void drop(__u32 pid, __u32 api, __u16 kind)
 {
-	__u32 zero = 0;
-	__u32 *n = bpf_map_lookup_elem(&since_fill_check, &zero); // inlined: no helper call
-	if (n) {
-		if (++*n < FILL_CHECK_EVERY)
-			return BPF_RB_NO_WAKEUP;
-		*n = 0;
-	}
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	count(COUNTER_DROPS);
+	if (kind != KIND_COPY_DONE) // the return of a call already counted
+		count_unrecorded(pid, api);
 }
 
-// reserve_at reserves a call's record and fills its header, with the
-// thread's state t (may be NULL) and the time now. A call that finds no
-// room is counted in COUNTER_DROPS and in unrecorded_calls.
-static __always_inline struct event *reserve_at(__u32 api, __u16 kind, struct thread *t, __u64 now)
+// reserve reserves a record of kind for c's call of api and fills its
+// header: the time (read once the record is reserved, as the lanes
+// require), the ids and the thread's device; the rest is zero. A call
+// that finds no room is counted (drop).
+static __always_inline struct event *reserve(struct lane_slot *s, __u32 api, __u16 kind, const struct caller *c)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u32 pid = c->task->tgid;
+	struct event *e = lane_reserve(s, EVENT_UNITS);
 	if (!e) {
-		count(COUNTER_DROPS);
-		if (kind != KIND_COPY_DONE) // the return of a call already counted
-			count_unrecorded(id >> 32, api);
+		drop(pid, api, kind);
 		return 0;
 	}
-	e->ts = now;
-	e->pid = id >> 32;
-	e->tid = (__u32)id;
+	e->ts = bpf_ktime_get_ns();
+	e->pid = pid;
+	e->tid = c->task->pid;
 	e->kind = kind;
 	e->api = api;
-	e->device = t ? t->device : 0;
-	e->ret = 0;
-	e->_pad = 0;
-	e->a[0] = e->a[1] = e->a[2] = e->a[3] = e->a[4] = e->a[5] = 0;
+	if (c->t)
+		e->device = c->t->device;
 	return e;
 }
 
-static __always_inline struct event *reserve(__u32 api, __u16 kind, struct thread *t)
+// submit publishes e, reserved in s, without waking the reader unless its
+// lane is past the watermark.
+static __always_inline void submit(struct lane_slot *s, struct event *e)
 {
-	return reserve_at(api, kind, t, bpf_ktime_get_ns());
-}
-
-static __always_inline __u64 stack_arg(struct pt_regs *ctx, int n)
-{
-	// n-th argument (1-based) past the six in registers.
-	__u64 v = 0;
-	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * n));
-	return v;
+	lane_submit(s, e, 0);
 }
 
 // The attach cookie: bits 0-15 the api, bits 16-19 the 1-based position of
@@ -422,12 +427,12 @@ static __always_inline struct pending *pending_slot(struct thread *t, __u32 api)
 }
 
 // take moves the entry state of the call of api returning on this thread
-// to out. A runtime call whose state is missing is counted lost; a driver
-// call has none when it was nested in a runtime call.
-static __always_inline int take(__u32 api, struct thread **tp, struct pending *out)
+// to out, and fills c. A runtime call whose state is missing is counted
+// lost; a driver call has none when it was nested in a runtime call.
+static __always_inline int take(__u32 api, struct caller *c, struct pending *out)
 {
-	struct thread *t = current_thread();
-	*tp = t;
+	whoami(c);
+	struct thread *t = c->t;
 	struct pending *p = t ? pending_slot(t, api) : 0;
 	if (!p || p->api != api) {
 		if (!IS_DRIVER(api))
@@ -456,51 +461,10 @@ static __always_inline int begin(struct thread *t, __u32 kind, struct pending *p
 	return 1;
 }
 
-// submit_launch submits e, a launch record whose arguments are filled.
-static __always_inline int submit_launch(struct event *e)
+// runtime_launch_args reads the arguments of cudaLaunchKernel(func, dim3
+// grid, dim3 block, args, smem, stream) into a, the a[] of its record.
+static __always_inline void runtime_launch_args(struct pt_regs *ctx, __u64 *a)
 {
-	bpf_ringbuf_submit(e, submit_flags());
-	return 0;
-}
-
-// submit_runtime_launch submits a runtime launch with arguments a, and
-// marks the thread as in a launch with their signature.
-static __always_inline int submit_runtime_launch(struct pt_regs *ctx, const __u64 *a)
-{
-	struct thread *t = current_thread();
-	__u64 now = bpf_ktime_get_ns();
-	enter_runtime_sig(t, KIND_LAUNCH, 0, launch_sig(a), now);
-	struct event *e = reserve_at(api_of(ctx), KIND_LAUNCH, t, now);
-	if (!e)
-		return 0;
-	for (int i = 0; i < 6; i++)
-		e->a[i] = a[i];
-	return submit_launch(e);
-}
-
-// submit_driver_launch submits a driver launch with arguments a, unless it
-// continues a runtime launch on this thread.
-static __always_inline int submit_driver_launch(struct pt_regs *ctx, const __u64 *a)
-{
-	struct thread *t = current_thread();
-	if (nested_sig(t, KIND_LAUNCH, launch_sig(a)))
-		return 0;
-	struct event *e = reserve(api_of(ctx), KIND_LAUNCH, t);
-	if (!e)
-		return 0;
-	for (int i = 0; i < 6; i++)
-		e->a[i] = a[i];
-	return submit_launch(e);
-}
-
-// cudaLaunchKernel(func, dim3 grid, dim3 block, args, smem, stream), and
-// the _ptsz and cooperative variants with the same arguments; HIP's
-// hipLaunchKernel has them too, and hipExtLaunchKernel starts with them
-// (then startEvent, stopEvent, flags).
-SEC("uprobe")
-int runtime_launch_kernel(struct pt_regs *ctx)
-{
-	__u64 a[6];
 	a[0] = PT_REGS_PARM1(ctx);
 	a[1] = PT_REGS_PARM2(ctx);
 	a[2] = (PT_REGS_PARM3(ctx) & 0xffffffff) | (PT_REGS_PARM5(ctx) << 32);
@@ -508,7 +472,6 @@ int runtime_launch_kernel(struct pt_regs *ctx)
 	// smem and stream, the 7th and 8th arguments, in one read.
 	if (bpf_probe_read_user(&a[4], 2 * sizeof(__u64), (void *)(PT_REGS_SP(ctx) + 8)))
 		a[4] = a[5] = 0;
-	return submit_runtime_launch(ctx, a);
 }
 
 struct launch_config {
@@ -531,15 +494,76 @@ static __always_inline void pack_launch(__u64 *a, __u64 fn, const __u32 *grid, c
 	a[5] = stream;
 }
 
+// runtime_launch_exc_args reads the arguments of cudaLaunchKernelExC(const
+// cudaLaunchConfig_t *config, const void *func, void **args) into a.
+static __always_inline void runtime_launch_exc_args(struct pt_regs *ctx, __u64 *a)
+{
+	struct launch_config c = {};
+	bpf_probe_read_user(&c, sizeof(c), (void *)PT_REGS_PARM1(ctx));
+	pack_launch(a, PT_REGS_PARM2(ctx), c.grid, c.block, c.smem, c.stream);
+}
+
+// runtime_launch records a runtime launch, its arguments read into the
+// record (by runtime_launch_exc_args if exc, else runtime_launch_args),
+// and marks the thread as in a launch with their signature, even when the
+// record finds no room: the driver launch it makes is still not a call of
+// its own.
+static __always_inline int runtime_launch(struct pt_regs *ctx, int exc)
+{
+	struct caller c;
+	whoami(&c);
+	struct lane_slot s;
+	struct event *e = reserve(&s, api_of(ctx), KIND_LAUNCH, &c);
+	if (e) {
+		if (exc)
+			runtime_launch_exc_args(ctx, e->a);
+		else
+			runtime_launch_args(ctx, e->a);
+		enter_runtime_sig(c.t, KIND_LAUNCH, 0, launch_sig(e->a), e->ts);
+		submit(&s, e);
+		return 0;
+	}
+	__u64 a[6];
+	if (exc)
+		runtime_launch_exc_args(ctx, a);
+	else
+		runtime_launch_args(ctx, a);
+	enter_runtime_sig(c.t, KIND_LAUNCH, 0, launch_sig(a), bpf_ktime_get_ns());
+	return 0;
+}
+
+// cudaLaunchKernel, and the _ptsz and cooperative variants with the same
+// arguments; HIP's hipLaunchKernel has them too, and hipExtLaunchKernel
+// starts with them (then startEvent, stopEvent, flags).
+SEC("uprobe")
+int runtime_launch_kernel(struct pt_regs *ctx)
+{
+	return runtime_launch(ctx, 0);
+}
+
 // cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 SEC("uprobe")
 int runtime_launch_kernel_exc(struct pt_regs *ctx)
 {
-	struct launch_config c = {};
-	bpf_probe_read_user(&c, sizeof(c), (void *)PT_REGS_PARM1(ctx));
-	__u64 a[6];
-	pack_launch(a, PT_REGS_PARM2(ctx), c.grid, c.block, c.smem, c.stream);
-	return submit_runtime_launch(ctx, a);
+	return runtime_launch(ctx, 1);
+}
+
+// submit_driver_launch records a driver launch with arguments a, unless it
+// continues a runtime launch on this thread.
+static __always_inline int submit_driver_launch(struct pt_regs *ctx, const __u64 *a)
+{
+	struct caller c;
+	whoami(&c);
+	if (nested_sig(c.t, KIND_LAUNCH, launch_sig(a)))
+		return 0;
+	struct lane_slot s;
+	struct event *e = reserve(&s, api_of(ctx), KIND_LAUNCH, &c);
+	if (!e)
+		return 0;
+	for (int i = 0; i < 6; i++)
+		e->a[i] = a[i];
+	submit(&s, e);
+	return 0;
 }
 
 // cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra),
@@ -547,13 +571,17 @@ int runtime_launch_kernel_exc(struct pt_regs *ctx)
 SEC("uprobe")
 int driver_launch_kernel(struct pt_regs *ctx)
 {
+	// bz, smem and stream, the 7th to 9th arguments, in one read.
+	__u64 st[3];
+	if (bpf_probe_read_user(st, sizeof(st), (void *)(PT_REGS_SP(ctx) + 8)))
+		st[0] = st[1] = st[2] = 0;
 	__u64 a[6];
 	a[0] = PT_REGS_PARM1(ctx);
 	a[1] = (PT_REGS_PARM2(ctx) & 0xffffffff) | (PT_REGS_PARM3(ctx) << 32);
-	a[2] = (PT_REGS_PARM4(ctx) & 0xffffffff) | (stack_arg(ctx, 1) << 32);
+	a[2] = (PT_REGS_PARM4(ctx) & 0xffffffff) | (st[0] << 32);
 	a[3] = (PT_REGS_PARM5(ctx) & 0xffffffff) | (ARG6(ctx) << 32);
-	a[4] = stack_arg(ctx, 2) & 0xffffffff;
-	a[5] = stack_arg(ctx, 3);
+	a[4] = st[1] & 0xffffffff;
+	a[5] = st[2];
 	return submit_driver_launch(ctx, a);
 }
 
@@ -581,24 +609,27 @@ SEC("uprobe")
 int graph_launch(struct pt_regs *ctx)
 {
 	__u32 api = api_of(ctx);
-	struct thread *t = current_thread();
+	struct caller c;
+	whoami(&c);
 	if (!IS_DRIVER(api))
-		enter_runtime(t, KIND_GRAPH_LAUNCH, 0);
-	else if (nested(t, KIND_GRAPH_LAUNCH))
+		enter_runtime(c.t, KIND_GRAPH_LAUNCH, 0);
+	else if (nested(c.t, KIND_GRAPH_LAUNCH))
 		return 0;
-	struct event *e = reserve(api, KIND_GRAPH_LAUNCH, t);
+	struct lane_slot s;
+	struct event *e = reserve(&s, api, KIND_GRAPH_LAUNCH, &c);
 	if (!e)
 		return 0;
 	e->a[0] = PT_REGS_PARM1(ctx);
 	e->a[1] = stream_of(ctx);
-	bpf_ringbuf_submit(e, submit_flags());
+	submit(&s, e);
 	return 0;
 }
 
-// submit_memcpy submits a copy record: (dst, src, bytes, kind, stream).
-static __always_inline int submit_memcpy(struct pt_regs *ctx, struct thread *t, __u64 kind)
+// submit_memcpy records a copy: (dst, src, bytes, kind, stream).
+static __always_inline int submit_memcpy(struct pt_regs *ctx, const struct caller *c, __u64 kind)
 {
-	struct event *e = reserve(api_of(ctx), KIND_MEMCPY, t);
+	struct lane_slot s;
+	struct event *e = reserve(&s, api_of(ctx), KIND_MEMCPY, c);
 	if (!e)
 		return 0;
 	e->a[0] = PT_REGS_PARM1(ctx);
@@ -606,7 +637,7 @@ static __always_inline int submit_memcpy(struct pt_regs *ctx, struct thread *t, 
 	e->a[2] = PT_REGS_PARM3(ctx);
 	e->a[3] = kind;
 	e->a[4] = stream_of(ctx);
-	bpf_ringbuf_submit(e, submit_flags());
+	submit(&s, e);
 	return 0;
 }
 
@@ -615,14 +646,15 @@ SEC("uprobe")
 int runtime_memcpy(struct pt_regs *ctx)
 {
 	__u64 kind = PT_REGS_PARM4(ctx) & 0xffffffff;
-	struct thread *t = current_thread();
+	struct caller c;
+	whoami(&c);
 	if (sync_copy(ctx)) {
 		struct pending p = {.ts = bpf_ktime_get_ns(), .arg1 = kind, .api = api_of(ctx)};
-		begin(t, KIND_MEMCPY, &p);
+		begin(c.t, KIND_MEMCPY, &p);
 	} else {
-		enter_runtime(t, KIND_MEMCPY, 0);
+		enter_runtime(c.t, KIND_MEMCPY, 0);
 	}
-	return submit_memcpy(ctx, t, kind);
+	return submit_memcpy(ctx, &c, kind);
 }
 
 // The driver's copies: the direction is in the name. (dst, src, bytes[, stream])
@@ -631,15 +663,16 @@ int driver_memcpy(struct pt_regs *ctx)
 {
 	int k = copy_kind_of(ctx);
 	__u64 kind = k < 0 ? MEMCPY_DEFAULT : k;
-	struct thread *t = current_thread();
+	struct caller c;
+	whoami(&c);
 	if (sync_copy(ctx)) {
 		struct pending p = {.ts = bpf_ktime_get_ns(), .arg1 = kind, .api = api_of(ctx)};
-		if (!begin(t, KIND_MEMCPY, &p))
+		if (!begin(c.t, KIND_MEMCPY, &p))
 			return 0;
-	} else if (nested(t, KIND_MEMCPY)) {
+	} else if (nested(c.t, KIND_MEMCPY)) {
 		return 0;
 	}
-	return submit_memcpy(ctx, t, kind);
+	return submit_memcpy(ctx, &c, kind);
 }
 
 // The return of a synchronous copy: all work before it on the default
@@ -648,17 +681,18 @@ int driver_memcpy(struct pt_regs *ctx)
 SEC("uretprobe")
 int copy_return(struct pt_regs *ctx)
 {
-	struct thread *t;
+	struct caller c;
 	struct pending in;
-	if (!take(api_of(ctx), &t, &in))
+	if (!take(api_of(ctx), &c, &in))
 		return 0;
-	struct event *e = reserve(in.api, KIND_COPY_DONE, t);
+	struct lane_slot s;
+	struct event *e = reserve(&s, in.api, KIND_COPY_DONE, &c);
 	if (!e)
 		return 0;
 	e->ret = (__s32)PT_REGS_RC(ctx);
 	e->a[1] = e->ts - in.ts;
 	e->a[3] = in.arg1;
-	bpf_ringbuf_submit(e, submit_flags());
+	submit(&s, e);
 	return 0;
 }
 
@@ -666,14 +700,17 @@ int copy_return(struct pt_regs *ctx)
 SEC("uprobe")
 int runtime_memset(struct pt_regs *ctx)
 {
-	struct event *e = reserve(api_of(ctx), KIND_MEMSET, current_thread());
+	struct caller c;
+	whoami(&c);
+	struct lane_slot s;
+	struct event *e = reserve(&s, api_of(ctx), KIND_MEMSET, &c);
 	if (!e)
 		return 0;
 	e->a[0] = PT_REGS_PARM1(ctx);
 	e->a[1] = PT_REGS_PARM2(ctx) & 0xffffffff;
 	e->a[2] = PT_REGS_PARM3(ctx);
 	e->a[4] = stream_of(ctx);
-	bpf_ringbuf_submit(e, submit_flags());
+	submit(&s, e);
 	return 0;
 }
 
@@ -690,18 +727,21 @@ int malloc_enter(struct pt_regs *ctx)
 		.api = api_of(ctx),
 	};
 	p.arg2 = stream_of(ctx);
-	begin(current_thread(), KIND_MALLOC, &p);
+	struct caller c;
+	whoami(&c);
+	begin(c.t, KIND_MALLOC, &p);
 	return 0;
 }
 
 SEC("uretprobe")
 int malloc_return(struct pt_regs *ctx)
 {
-	struct thread *t;
+	struct caller c;
 	struct pending in;
-	if (!take(api_of(ctx), &t, &in))
+	if (!take(api_of(ctx), &c, &in))
 		return 0;
-	struct event *e = reserve(in.api, KIND_MALLOC, t);
+	struct lane_slot s;
+	struct event *e = reserve(&s, in.api, KIND_MALLOC, &c);
 	if (!e)
 		return 0;
 	__u64 ptr = 0;
@@ -712,7 +752,7 @@ int malloc_return(struct pt_regs *ctx)
 	e->a[1] = in.arg1;
 	e->a[2] = e->ts - in.ts;
 	e->a[4] = in.arg2;
-	bpf_ringbuf_submit(e, submit_flags());
+	submit(&s, e);
 	return 0;
 }
 
@@ -721,17 +761,19 @@ SEC("uprobe")
 int free_enter(struct pt_regs *ctx)
 {
 	__u32 api = api_of(ctx);
-	struct thread *t = current_thread();
+	struct caller c;
+	whoami(&c);
 	if (!IS_DRIVER(api))
-		enter_runtime(t, KIND_FREE, 0);
-	else if (nested(t, KIND_FREE))
+		enter_runtime(c.t, KIND_FREE, 0);
+	else if (nested(c.t, KIND_FREE))
 		return 0;
-	struct event *e = reserve(api, KIND_FREE, t);
+	struct lane_slot s;
+	struct event *e = reserve(&s, api, KIND_FREE, &c);
 	if (!e)
 		return 0;
 	e->a[0] = PT_REGS_PARM1(ctx);
 	e->a[4] = stream_of(ctx);
-	bpf_ringbuf_submit(e, submit_flags());
+	submit(&s, e);
 	return 0;
 }
 
@@ -746,37 +788,43 @@ int sync_enter(struct pt_regs *ctx)
 		.api = api_of(ctx),
 	};
 	p.arg0 = stream_of(ctx);
-	begin(current_thread(), KIND_SYNC, &p);
+	struct caller c;
+	whoami(&c);
+	begin(c.t, KIND_SYNC, &p);
 	return 0;
 }
 
 SEC("uretprobe")
 int sync_return(struct pt_regs *ctx)
 {
-	struct thread *t;
+	struct caller c;
 	struct pending in;
-	if (!take(api_of(ctx), &t, &in))
+	if (!take(api_of(ctx), &c, &in))
 		return 0;
-	struct event *e = reserve(in.api, KIND_SYNC, t);
+	struct lane_slot s;
+	struct event *e = reserve(&s, in.api, KIND_SYNC, &c);
 	if (!e)
 		return 0;
 	e->ret = (__s32)PT_REGS_RC(ctx);
 	e->a[0] = in.arg0;
 	e->a[1] = e->ts - in.ts;
-	bpf_ringbuf_submit(e, submit_flags());
+	submit(&s, e);
 	return 0;
 }
 
-// submit_pair submits a record of two pointer arguments: cudaEventRecord
+// submit_pair records a call of two pointer arguments: cudaEventRecord
 // (event, stream), cudaStreamWaitEvent(stream, event, flags).
 static __always_inline int submit_pair(struct pt_regs *ctx, __u16 kind)
 {
-	struct event *e = reserve(api_of(ctx), kind, current_thread());
+	struct caller c;
+	whoami(&c);
+	struct lane_slot s;
+	struct event *e = reserve(&s, api_of(ctx), kind, &c);
 	if (!e)
 		return 0;
 	e->a[0] = PT_REGS_PARM1(ctx);
 	e->a[1] = PT_REGS_PARM2(ctx);
-	bpf_ringbuf_submit(e, submit_flags());
+	submit(&s, e);
 	return 0;
 }
 
@@ -797,23 +845,26 @@ int event_query_enter(struct pt_regs *ctx)
 		.arg0 = PT_REGS_PARM1(ctx),
 		.api = api_of(ctx),
 	};
-	begin(current_thread(), KIND_EVENT_QUERY, &p);
+	struct caller c;
+	whoami(&c);
+	begin(c.t, KIND_EVENT_QUERY, &p);
 	return 0;
 }
 
 SEC("uretprobe")
 int event_query_return(struct pt_regs *ctx)
 {
-	struct thread *t;
+	struct caller c;
 	struct pending in;
-	if (!take(api_of(ctx), &t, &in))
+	if (!take(api_of(ctx), &c, &in))
 		return 0;
-	struct event *e = reserve(in.api, KIND_EVENT_QUERY, t);
+	struct lane_slot s;
+	struct event *e = reserve(&s, in.api, KIND_EVENT_QUERY, &c);
 	if (!e)
 		return 0;
 	e->ret = (__s32)PT_REGS_RC(ctx);
 	e->a[0] = in.arg0;
-	bpf_ringbuf_submit(e, submit_flags());
+	submit(&s, e);
 	return 0;
 }
 
@@ -828,28 +879,29 @@ int stream_wait_event(struct pt_regs *ctx)
 SEC("uprobe")
 int set_device(struct pt_regs *ctx)
 {
-	struct thread *t = current_thread();
+	struct caller c;
+	whoami(&c);
 	__s32 dev = (__s32)PT_REGS_PARM1(ctx);
-	if (t)
-		t->device = dev;
-	struct event *e = reserve(api_of(ctx), KIND_SET_DEVICE, t);
+	if (c.t)
+		c.t->device = dev;
+	struct lane_slot s;
+	struct event *e = reserve(&s, api_of(ctx), KIND_SET_DEVICE, &c);
 	if (!e)
 		return 0;
 	e->a[0] = (__u64)(__s64)dev;
-	bpf_ringbuf_submit(e, submit_flags());
+	submit(&s, e);
 	return 0;
 }
 
 static __always_inline void submit_name(__u32 api, __u64 handle, __u64 driver, const char *name)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct name_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct lane_slot s;
+	struct name_event *e = lane_reserve(&s, NAME_EVENT_UNITS);
 	if (!e) {
-		count(COUNTER_DROPS);
-		count_unrecorded(id >> 32, api);
+		drop(id >> 32, api, KIND_FUNC_NAME);
 		return;
 	}
-	__builtin_memset(&e->h, 0, sizeof(e->h));
 	e->h.ts = bpf_ktime_get_ns();
 	e->h.pid = id >> 32;
 	e->h.tid = (__u32)id;
@@ -857,10 +909,9 @@ static __always_inline void submit_name(__u32 api, __u64 handle, __u64 driver, c
 	e->h.api = api;
 	e->h.a[0] = handle;
 	e->h.a[1] = driver;
-	if (bpf_probe_read_user_str(e->name, sizeof(e->name), name) < 0)
-		e->name[0] = 0;
+	bpf_probe_read_user_str(e->name, sizeof(e->name), name); // zeroes it on failure
 	// Names are rare and needed before the launches that use them.
-	bpf_ringbuf_submit(e, 0);
+	lane_submit(&s, e, 1);
 }
 
 // __cudaRegisterFunction(handle, hostFun, deviceFun, deviceName, ...):
@@ -876,8 +927,9 @@ int register_function(struct pt_regs *ctx)
 // name lookup runs inside no other probed call, so it marks nothing.
 static __always_inline void remember(struct pt_regs *ctx, __u64 arg0, __u64 arg1)
 {
-	struct thread *t = current_thread();
-	if (!t)
+	struct caller c;
+	whoami(&c);
+	if (!c.t)
 		return;
 	struct pending p = {
 		.ts = bpf_ktime_get_ns(),
@@ -885,7 +937,7 @@ static __always_inline void remember(struct pt_regs *ctx, __u64 arg0, __u64 arg1
 		.arg1 = arg1,
 		.api = api_of(ctx),
 	};
-	*pending_slot(t, p.api) = p;
+	*pending_slot(c.t, p.api) = p;
 }
 
 // cuModuleGetFunction(CUfunction *hfunc, CUmodule mod, const char *name),
@@ -900,13 +952,13 @@ int module_get_function_enter(struct pt_regs *ctx)
 SEC("uretprobe")
 int module_get_function_return(struct pt_regs *ctx)
 {
-	struct thread *t;
+	struct caller c;
 	struct pending in;
-	if (!take(api_of(ctx), &t, &in))
+	if (!take(api_of(ctx), &c, &in))
 		return 0;
 	if (PT_REGS_RC(ctx) != 0) {
 		// A failed lookup makes no record, but it was a call.
-		count_unrecorded(bpf_get_current_pid_tgid() >> 32, in.api);
+		count_unrecorded(c.task->tgid, in.api);
 		return 0;
 	}
 	__u64 handle = 0;
@@ -927,11 +979,12 @@ int get_kernel_enter(struct pt_regs *ctx)
 SEC("uretprobe")
 int get_kernel_return(struct pt_regs *ctx)
 {
-	struct thread *t;
+	struct caller c;
 	struct pending in;
-	if (!take(api_of(ctx), &t, &in))
+	if (!take(api_of(ctx), &c, &in))
 		return 0;
-	struct event *e = reserve(in.api, KIND_KERNEL_HANDLE, t);
+	struct lane_slot s;
+	struct event *e = reserve(&s, in.api, KIND_KERNEL_HANDLE, &c);
 	if (!e)
 		return 0;
 	e->ret = (__s32)PT_REGS_RC(ctx);
@@ -941,27 +994,27 @@ int get_kernel_return(struct pt_regs *ctx)
 	e->a[0] = handle;
 	e->a[1] = in.arg1;
 	// Needed before the launches that use it.
-	bpf_ringbuf_submit(e, 0);
+	lane_submit(&s, e, 1);
 	return 0;
 }
 
 // For the benchmarks: the floor (an empty program), the least a record
-// costs, and the naive design (one record per call, always waking the
-// reader).
+// costs through a BPF ring buffer, and the naive design (one record per
+// call, always waking the reader).
 SEC("uprobe")
 int bench_empty(struct pt_regs *ctx)
 {
 	return 0;
 }
 
-// The least a launch record can cost: the two stack arguments, a
-// timestamp, the ids and a record submitted without a wakeup; no
-// per-thread state, no call counts, no API id.
+// The least a launch record costs through a BPF ring buffer: the two
+// stack arguments, a timestamp, the ids and a record submitted without a
+// wakeup; no per-thread state, no call counts, no API id.
 SEC("uprobe")
 int bench_record(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct event *e = bpf_ringbuf_reserve(&bench_events, sizeof(*e), 0);
 	if (!e)
 		return 0;
 	__builtin_memset(e, 0, sizeof(*e));
@@ -978,7 +1031,7 @@ int bench_record(struct pt_regs *ctx)
 SEC("uprobe")
 int bench_naive(struct pt_regs *ctx)
 {
-	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct event *e = bpf_ringbuf_reserve(&bench_events, sizeof(*e), 0);
 	if (!e)
 		return 0;
 	__builtin_memset(e, 0, sizeof(*e));

@@ -124,7 +124,7 @@ type gputraceEvent struct {
 	Api    uint16
 	Device int32
 	Ret    int32
-	Pad    uint32
+	Units  uint32
 	A      [6]uint64
 }
 
@@ -188,9 +188,10 @@ type gputraceThread struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	gputraceMapBenchEvents              = "bench_events"
 	gputraceMapCounters                 = "counters"
-	gputraceMapEvents                   = "events"
-	gputraceMapSinceFillCheck           = "since_fill_check"
+	gputraceMapLaneWakeups              = "lane_wakeups"
+	gputraceMapLanes                    = "lanes"
 	gputraceMapThreads                  = "threads"
 	gputraceMapUnrecordedCalls          = "unrecorded_calls"
 	gputraceProgBenchEmpty              = "bench_empty"
@@ -220,6 +221,8 @@ const (
 	gputraceProgStreamWaitEvent         = "stream_wait_event"
 	gputraceProgSyncEnter               = "sync_enter"
 	gputraceProgSyncReturn              = "sync_return"
+	gputraceVarLaneMask                 = "lane_mask"
+	gputraceVarLaneUnits                = "lane_units"
 	gputraceVarLaunchWindowNs           = "launch_window_ns"
 	gputraceVarNestWindowNs             = "nest_window_ns"
 	gputraceVarUnusedApi                = "unused_api"
@@ -304,9 +307,10 @@ type gputraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type gputraceMapSpecs struct {
+	BenchEvents     *ebpf.MapSpec `ebpf:"bench_events"`
 	Counters        *ebpf.MapSpec `ebpf:"counters"`
-	Events          *ebpf.MapSpec `ebpf:"events"`
-	SinceFillCheck  *ebpf.MapSpec `ebpf:"since_fill_check"`
+	LaneWakeups     *ebpf.MapSpec `ebpf:"lane_wakeups"`
+	Lanes           *ebpf.MapSpec `ebpf:"lanes"`
 	Threads         *ebpf.MapSpec `ebpf:"threads"`
 	UnrecordedCalls *ebpf.MapSpec `ebpf:"unrecorded_calls"`
 }
@@ -315,6 +319,8 @@ type gputraceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type gputraceVariableSpecs struct {
+	LaneMask        *ebpf.VariableSpec `ebpf:"lane_mask"`
+	LaneUnits       *ebpf.VariableSpec `ebpf:"lane_units"`
 	LaunchWindowNs  *ebpf.VariableSpec `ebpf:"launch_window_ns"`
 	NestWindowNs    *ebpf.VariableSpec `ebpf:"nest_window_ns"`
 	UnusedApi       *ebpf.VariableSpec `ebpf:"unused_api"`
@@ -344,18 +350,20 @@ func (o *gputraceObjects) Close() error {
 //
 // It can be passed to loadGputraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type gputraceMaps struct {
+	BenchEvents     *ebpf.Map `ebpf:"bench_events"`
 	Counters        *ebpf.Map `ebpf:"counters"`
-	Events          *ebpf.Map `ebpf:"events"`
-	SinceFillCheck  *ebpf.Map `ebpf:"since_fill_check"`
+	LaneWakeups     *ebpf.Map `ebpf:"lane_wakeups"`
+	Lanes           *ebpf.Map `ebpf:"lanes"`
 	Threads         *ebpf.Map `ebpf:"threads"`
 	UnrecordedCalls *ebpf.Map `ebpf:"unrecorded_calls"`
 }
 
 func (m *gputraceMaps) Close() error {
 	return _GputraceClose(
+		m.BenchEvents,
 		m.Counters,
-		m.Events,
-		m.SinceFillCheck,
+		m.LaneWakeups,
+		m.Lanes,
 		m.Threads,
 		m.UnrecordedCalls,
 	)
@@ -365,6 +373,8 @@ func (m *gputraceMaps) Close() error {
 //
 // It can be passed to loadGputraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type gputraceVariables struct {
+	LaneMask        *ebpf.Variable `ebpf:"lane_mask"`
+	LaneUnits       *ebpf.Variable `ebpf:"lane_units"`
 	LaunchWindowNs  *ebpf.Variable `ebpf:"launch_window_ns"`
 	NestWindowNs    *ebpf.Variable `ebpf:"nest_window_ns"`
 	UnusedApi       *ebpf.Variable `ebpf:"unused_api"`

@@ -6,7 +6,8 @@
 // which symbol, and the decoder of the records they submit.
 //
 // The record layout is fixed by struct event in gputrace.bpf.c; Decode reads
-// it without allocating.
+// it without allocating. The records travel in lanes (internal/bpfsource's
+// lanes.bpf.h, one ring buffer per CPU), read by Objects.NewRing.
 package gputracebpf
 
 import (
@@ -226,18 +227,21 @@ type LoadOptions struct {
 	// Libraries are the libraries whose probes' programs are loaded;
 	// none loads those of every library.
 	Libraries []Library
-	// RingBytes is the ring buffer's size, a power of two multiple of the
-	// page size; 0 keeps the object's (2 MiB).
+	// RingBytes is the lanes' size, all of them together, a power of two
+	// multiple of the page size, split evenly between them (each at
+	// least a page); 0 gives each a page.
 	RingBytes uint32
-	// WakeupBytes wakes the reader once this much is unread; below it
-	// records are submitted without a wakeup. 0 keeps the object's.
+	// WakeupBytes wakes the reader once this much is unread in a lane;
+	// below it records are submitted without a wakeup. 0 is a quarter of
+	// a lane.
 	WakeupBytes uint64
 	// UprobeMulti loads the probe programs for uprobe_multi links (Linux
 	// 6.6+): one link per program and file, which attaches and detaches
 	// far faster than one perf event per symbol.
 	UprobeMulti bool
 	// Bench loads the benchmark programs too (BenchPrograms), as plain
-	// uprobes. No Source loads them.
+	// uprobes, and gives their ring buffer (BenchEvents) BenchRingBytes.
+	// No Source loads them.
 	Bench bool
 	// Edit, if set, changes the parsed object before it is loaded (tests:
 	// an object the verifier rejects).
@@ -245,9 +249,13 @@ type LoadOptions struct {
 }
 
 // BenchPrograms are the programs the benchmarks compare the probes with:
-// the floor (an empty program), the least a launch record costs, and the
-// naive design (a record per call that always wakes the reader).
+// the floor (an empty program), the least a launch record costs through a
+// BPF ring buffer, and the naive design (a record per call that always
+// wakes the reader).
 var BenchPrograms = []string{gputraceProgBenchEmpty, gputraceProgBenchRecord, gputraceProgBenchNaive}
+
+// BenchRingBytes is the size of the benchmark programs' ring buffer.
+const BenchRingBytes = 2 << 20
 
 // Objects are the loaded programs and maps.
 type Objects struct {
@@ -264,13 +272,14 @@ func Load(o LoadOptions) (*Objects, error) {
 		return nil, fmt.Errorf("gputracebpf: parse embedded object: %w", err)
 	}
 	probes := Programs(o.Libraries...)
-	lo := bpfsource.LoadOptions{Ring: gputraceMapEvents, RingBytes: o.RingBytes, WakeupBytes: o.WakeupBytes,
+	lo := bpfsource.LoadOptions{Ring: gputraceMapLanes, RingBytes: o.RingBytes, WakeupBytes: o.WakeupBytes,
 		Programs: probes, Edit: o.Edit}
 	if o.UprobeMulti {
 		lo.UprobeMulti = probes
 	}
 	if o.Bench {
 		lo.Programs = append(slices.Clip(probes), BenchPrograms...)
+		spec.Maps[gputraceMapBenchEvents].MaxEntries = BenchRingBytes
 	}
 	objs := &Objects{}
 	objs.Programs, err = bpfsource.Load(spec, lo, &objs.gputraceMaps, &objs.gputraceVariables)
@@ -292,8 +301,16 @@ func (o *Objects) Counters() ([NumCounters]uint64, error) {
 	return out, err
 }
 
-// Events is the ring buffer map.
-func (o *Objects) Events() *ebpf.Map { return o.gputraceMaps.Events }
+// NewRing starts the reader of the records, the lanes'.
+func (o *Objects) NewRing(cfg bpfsource.RingConfig) (*bpfsource.Ring, error) {
+	return bpfsource.NewLaneRing(o.gputraceMaps.Lanes, o.gputraceMaps.LaneWakeups, cfg)
+}
+
+// Lanes is the lanes map.
+func (o *Objects) Lanes() *ebpf.Map { return o.gputraceMaps.Lanes }
+
+// BenchEvents is the benchmark programs' ring buffer map.
+func (o *Objects) BenchEvents() *ebpf.Map { return o.gputraceMaps.BenchEvents }
 
 // UnrecordedCalls is the map of the calls, by (pid, api), that reached
 // the ring buffer as no record: dropped for want of room, or failed calls

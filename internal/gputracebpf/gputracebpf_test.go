@@ -41,7 +41,7 @@ func encode(e Event, name string) []byte {
 	le.PutUint16(b[18:], uint16(e.API))
 	le.PutUint32(b[20:], uint32(e.Device))
 	le.PutUint32(b[24:], uint32(e.Ret))
-	le.PutUint32(b[28:], 0xdeadbeef) // _pad: must be ignored
+	le.PutUint32(b[28:], 0xdeadbeef) // units, the lanes' framing: must be ignored
 	for i, a := range e.A {
 		le.PutUint64(b[32+8*i:], a)
 	}
@@ -457,21 +457,34 @@ func TestLoad(t *testing.T) {
 		})
 	}
 
-	// The options reach the kernel objects.
+	// The options reach the kernel objects: a lane per CPU (a power of
+	// two of them, at most 16), sharing the ring bytes, each with its
+	// header and the slack a name record runs on into.
+	cpus, err := ebpf.PossibleCPU()
+	require.NoError(t, err)
+	laneBytes := func(o *Objects) uint32 {
+		lanes := o.Lanes().MaxEntries()
+		assert.Zero(t, lanes&(lanes-1), "%d lanes, want a power of two", lanes)
+		assert.GreaterOrEqual(t, lanes, uint32(min(cpus, 16)), "%d lanes for %d CPUs", lanes, cpus)
+		assert.Less(t, lanes, uint32(max(2*cpus, 2)), "%d lanes for %d CPUs", lanes, cpus)
+		return o.Lanes().ValueSize() - 128 - NameEventSize
+	}
 	objs, err := Load(LoadOptions{})
 	require.NoError(t, err)
 	defer objs.Close()
-	assert.Equal(t, uint32(2<<20), objs.Events().MaxEntries(), "ring buffer bytes, want the default 2 MiB")
+	assert.Equal(t, uint32(4096), laneBytes(objs), "bytes per lane, want a page by default")
 	c, err := objs.Counters()
 	require.NoError(t, err)
 	assert.Equal(t, [NumCounters]uint64{}, c, "fresh counters")
-	small, err := Load(LoadOptions{RingBytes: 1 << 16, WakeupBytes: 1 << 12})
+	small, err := Load(LoadOptions{RingBytes: 1 << 20, WakeupBytes: 1 << 12})
 	require.NoError(t, err)
 	defer small.Close()
-	assert.Equal(t, uint32(1<<16), small.Events().MaxEntries(), "ring buffer bytes, want 64 KiB")
-	var wake uint64
+	assert.Equal(t, uint32(1<<20)/small.Lanes().MaxEntries(), laneBytes(small), "bytes per lane, want 1 MiB split")
+	var wake, units uint64
 	require.NoError(t, small.WakeupBytes.Get(&wake))
 	assert.Equal(t, uint64(1<<12), wake, "wakeup_bytes")
+	require.NoError(t, small.LaneUnits.Get(&units))
+	assert.Equal(t, uint64(laneBytes(small)/16), units, "lane_units")
 }
 
 // TestLoadOnlyWhatIsUsed: a Source's load leaves out the benchmark
