@@ -503,17 +503,17 @@ static __always_inline void runtime_launch_exc_args(struct pt_regs *ctx, __u64 *
 	pack_launch(a, PT_REGS_PARM2(ctx), c.grid, c.block, c.smem, c.stream);
 }
 
-// runtime_launch records a runtime launch, its arguments read into the
-// record (by runtime_launch_exc_args if exc, else runtime_launch_args),
-// and marks the thread as in a launch with their signature, even when the
-// record finds no room: the driver launch it makes is still not a call of
-// its own.
-static __always_inline int runtime_launch(struct pt_regs *ctx, int exc)
+// runtime_launch records a runtime launch of api, its arguments read into
+// the record (by runtime_launch_exc_args if exc, else
+// runtime_launch_args), and marks the thread as in a launch with their
+// signature, even when the record finds no room: the driver launch it
+// makes is still not a call of its own.
+static __always_inline int runtime_launch(struct pt_regs *ctx, __u32 api, int exc)
 {
 	struct caller c;
 	whoami(&c);
 	struct lane_slot s;
-	struct event *e = reserve(&s, api_of(ctx), KIND_LAUNCH, &c);
+	struct event *e = reserve(&s, api, KIND_LAUNCH, &c);
 	if (e) {
 		if (exc)
 			runtime_launch_exc_args(ctx, e->a);
@@ -532,20 +532,46 @@ static __always_inline int runtime_launch(struct pt_regs *ctx, int exc)
 	return 0;
 }
 
-// cudaLaunchKernel, and the _ptsz and cooperative variants with the same
-// arguments; HIP's hipLaunchKernel has them too, and hipExtLaunchKernel
-// starts with them (then startEvent, stopEvent, flags).
+// One program per runtime launch function, which knows its API: the
+// launches, the hottest path, read no attach cookie. cudaLaunchKernel,
+// and the _ptsz and cooperative variants with the same arguments; HIP's
+// hipLaunchKernel has them too, and hipExtLaunchKernel starts with them
+// (then startEvent, stopEvent, flags).
 SEC("uprobe")
 int runtime_launch_kernel(struct pt_regs *ctx)
 {
-	return runtime_launch(ctx, 0);
+	return runtime_launch(ctx, API_cudaLaunchKernel, 0);
+}
+
+SEC("uprobe")
+int runtime_launch_kernel_ptsz(struct pt_regs *ctx)
+{
+	return runtime_launch(ctx, API_cudaLaunchKernel_ptsz, 0);
+}
+
+SEC("uprobe")
+int runtime_launch_cooperative_kernel(struct pt_regs *ctx)
+{
+	return runtime_launch(ctx, API_cudaLaunchCooperativeKernel, 0);
+}
+
+SEC("uprobe")
+int hip_launch_kernel(struct pt_regs *ctx)
+{
+	return runtime_launch(ctx, API_hipLaunchKernel, 0);
+}
+
+SEC("uprobe")
+int hip_ext_launch_kernel(struct pt_regs *ctx)
+{
+	return runtime_launch(ctx, API_hipExtLaunchKernel, 0);
 }
 
 // cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 SEC("uprobe")
 int runtime_launch_kernel_exc(struct pt_regs *ctx)
 {
-	return runtime_launch(ctx, 1);
+	return runtime_launch(ctx, API_cudaLaunchKernelExC, 1);
 }
 
 // submit_driver_launch records a driver launch with arguments a, unless it

@@ -188,48 +188,52 @@ type gputraceThread struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	gputraceMapBenchEvents              = "bench_events"
-	gputraceMapCounters                 = "counters"
-	gputraceMapLaneWakeups              = "lane_wakeups"
-	gputraceMapLanes                    = "lanes"
-	gputraceMapThreads                  = "threads"
-	gputraceMapUnrecordedCalls          = "unrecorded_calls"
-	gputraceProgBenchEmpty              = "bench_empty"
-	gputraceProgBenchNaive              = "bench_naive"
-	gputraceProgBenchRecord             = "bench_record"
-	gputraceProgCopyReturn              = "copy_return"
-	gputraceProgDriverLaunchKernel      = "driver_launch_kernel"
-	gputraceProgDriverLaunchKernelEx    = "driver_launch_kernel_ex"
-	gputraceProgDriverMemcpy            = "driver_memcpy"
-	gputraceProgEventQueryEnter         = "event_query_enter"
-	gputraceProgEventQueryReturn        = "event_query_return"
-	gputraceProgEventRecord             = "event_record"
-	gputraceProgFreeEnter               = "free_enter"
-	gputraceProgGetKernelEnter          = "get_kernel_enter"
-	gputraceProgGetKernelReturn         = "get_kernel_return"
-	gputraceProgGraphLaunch             = "graph_launch"
-	gputraceProgMallocEnter             = "malloc_enter"
-	gputraceProgMallocReturn            = "malloc_return"
-	gputraceProgModuleGetFunctionEnter  = "module_get_function_enter"
-	gputraceProgModuleGetFunctionReturn = "module_get_function_return"
-	gputraceProgRegisterFunction        = "register_function"
-	gputraceProgRuntimeLaunchKernel     = "runtime_launch_kernel"
-	gputraceProgRuntimeLaunchKernelExc  = "runtime_launch_kernel_exc"
-	gputraceProgRuntimeMemcpy           = "runtime_memcpy"
-	gputraceProgRuntimeMemset           = "runtime_memset"
-	gputraceProgSetDevice               = "set_device"
-	gputraceProgStreamWaitEvent         = "stream_wait_event"
-	gputraceProgSyncEnter               = "sync_enter"
-	gputraceProgSyncReturn              = "sync_return"
-	gputraceVarLaneMask                 = "lane_mask"
-	gputraceVarLaneUnits                = "lane_units"
-	gputraceVarLaunchWindowNs           = "launch_window_ns"
-	gputraceVarNestWindowNs             = "nest_window_ns"
-	gputraceVarUnusedApi                = "unused_api"
-	gputraceVarUnusedCounter            = "unused_counter"
-	gputraceVarUnusedKind               = "unused_kind"
-	gputraceVarUnusedNameEvent          = "unused_name_event"
-	gputraceVarWakeupBytes              = "wakeup_bytes"
+	gputraceMapBenchEvents                     = "bench_events"
+	gputraceMapCounters                        = "counters"
+	gputraceMapLaneWakeups                     = "lane_wakeups"
+	gputraceMapLanes                           = "lanes"
+	gputraceMapThreads                         = "threads"
+	gputraceMapUnrecordedCalls                 = "unrecorded_calls"
+	gputraceProgBenchEmpty                     = "bench_empty"
+	gputraceProgBenchNaive                     = "bench_naive"
+	gputraceProgBenchRecord                    = "bench_record"
+	gputraceProgCopyReturn                     = "copy_return"
+	gputraceProgDriverLaunchKernel             = "driver_launch_kernel"
+	gputraceProgDriverLaunchKernelEx           = "driver_launch_kernel_ex"
+	gputraceProgDriverMemcpy                   = "driver_memcpy"
+	gputraceProgEventQueryEnter                = "event_query_enter"
+	gputraceProgEventQueryReturn               = "event_query_return"
+	gputraceProgEventRecord                    = "event_record"
+	gputraceProgFreeEnter                      = "free_enter"
+	gputraceProgGetKernelEnter                 = "get_kernel_enter"
+	gputraceProgGetKernelReturn                = "get_kernel_return"
+	gputraceProgGraphLaunch                    = "graph_launch"
+	gputraceProgHipExtLaunchKernel             = "hip_ext_launch_kernel"
+	gputraceProgHipLaunchKernel                = "hip_launch_kernel"
+	gputraceProgMallocEnter                    = "malloc_enter"
+	gputraceProgMallocReturn                   = "malloc_return"
+	gputraceProgModuleGetFunctionEnter         = "module_get_function_enter"
+	gputraceProgModuleGetFunctionReturn        = "module_get_function_return"
+	gputraceProgRegisterFunction               = "register_function"
+	gputraceProgRuntimeLaunchCooperativeKernel = "runtime_launch_cooperative_kernel"
+	gputraceProgRuntimeLaunchKernel            = "runtime_launch_kernel"
+	gputraceProgRuntimeLaunchKernelExc         = "runtime_launch_kernel_exc"
+	gputraceProgRuntimeLaunchKernelPtsz        = "runtime_launch_kernel_ptsz"
+	gputraceProgRuntimeMemcpy                  = "runtime_memcpy"
+	gputraceProgRuntimeMemset                  = "runtime_memset"
+	gputraceProgSetDevice                      = "set_device"
+	gputraceProgStreamWaitEvent                = "stream_wait_event"
+	gputraceProgSyncEnter                      = "sync_enter"
+	gputraceProgSyncReturn                     = "sync_return"
+	gputraceVarLaneMask                        = "lane_mask"
+	gputraceVarLaneUnits                       = "lane_units"
+	gputraceVarLaunchWindowNs                  = "launch_window_ns"
+	gputraceVarNestWindowNs                    = "nest_window_ns"
+	gputraceVarUnusedApi                       = "unused_api"
+	gputraceVarUnusedCounter                   = "unused_counter"
+	gputraceVarUnusedKind                      = "unused_kind"
+	gputraceVarUnusedNameEvent                 = "unused_name_event"
+	gputraceVarWakeupBytes                     = "wakeup_bytes"
 )
 
 // loadGputrace returns the embedded CollectionSpec for gputrace.
@@ -274,33 +278,37 @@ type gputraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type gputraceProgramSpecs struct {
-	BenchEmpty              *ebpf.ProgramSpec `ebpf:"bench_empty"`
-	BenchNaive              *ebpf.ProgramSpec `ebpf:"bench_naive"`
-	BenchRecord             *ebpf.ProgramSpec `ebpf:"bench_record"`
-	CopyReturn              *ebpf.ProgramSpec `ebpf:"copy_return"`
-	DriverLaunchKernel      *ebpf.ProgramSpec `ebpf:"driver_launch_kernel"`
-	DriverLaunchKernelEx    *ebpf.ProgramSpec `ebpf:"driver_launch_kernel_ex"`
-	DriverMemcpy            *ebpf.ProgramSpec `ebpf:"driver_memcpy"`
-	EventQueryEnter         *ebpf.ProgramSpec `ebpf:"event_query_enter"`
-	EventQueryReturn        *ebpf.ProgramSpec `ebpf:"event_query_return"`
-	EventRecord             *ebpf.ProgramSpec `ebpf:"event_record"`
-	FreeEnter               *ebpf.ProgramSpec `ebpf:"free_enter"`
-	GetKernelEnter          *ebpf.ProgramSpec `ebpf:"get_kernel_enter"`
-	GetKernelReturn         *ebpf.ProgramSpec `ebpf:"get_kernel_return"`
-	GraphLaunch             *ebpf.ProgramSpec `ebpf:"graph_launch"`
-	MallocEnter             *ebpf.ProgramSpec `ebpf:"malloc_enter"`
-	MallocReturn            *ebpf.ProgramSpec `ebpf:"malloc_return"`
-	ModuleGetFunctionEnter  *ebpf.ProgramSpec `ebpf:"module_get_function_enter"`
-	ModuleGetFunctionReturn *ebpf.ProgramSpec `ebpf:"module_get_function_return"`
-	RegisterFunction        *ebpf.ProgramSpec `ebpf:"register_function"`
-	RuntimeLaunchKernel     *ebpf.ProgramSpec `ebpf:"runtime_launch_kernel"`
-	RuntimeLaunchKernelExc  *ebpf.ProgramSpec `ebpf:"runtime_launch_kernel_exc"`
-	RuntimeMemcpy           *ebpf.ProgramSpec `ebpf:"runtime_memcpy"`
-	RuntimeMemset           *ebpf.ProgramSpec `ebpf:"runtime_memset"`
-	SetDevice               *ebpf.ProgramSpec `ebpf:"set_device"`
-	StreamWaitEvent         *ebpf.ProgramSpec `ebpf:"stream_wait_event"`
-	SyncEnter               *ebpf.ProgramSpec `ebpf:"sync_enter"`
-	SyncReturn              *ebpf.ProgramSpec `ebpf:"sync_return"`
+	BenchEmpty                     *ebpf.ProgramSpec `ebpf:"bench_empty"`
+	BenchNaive                     *ebpf.ProgramSpec `ebpf:"bench_naive"`
+	BenchRecord                    *ebpf.ProgramSpec `ebpf:"bench_record"`
+	CopyReturn                     *ebpf.ProgramSpec `ebpf:"copy_return"`
+	DriverLaunchKernel             *ebpf.ProgramSpec `ebpf:"driver_launch_kernel"`
+	DriverLaunchKernelEx           *ebpf.ProgramSpec `ebpf:"driver_launch_kernel_ex"`
+	DriverMemcpy                   *ebpf.ProgramSpec `ebpf:"driver_memcpy"`
+	EventQueryEnter                *ebpf.ProgramSpec `ebpf:"event_query_enter"`
+	EventQueryReturn               *ebpf.ProgramSpec `ebpf:"event_query_return"`
+	EventRecord                    *ebpf.ProgramSpec `ebpf:"event_record"`
+	FreeEnter                      *ebpf.ProgramSpec `ebpf:"free_enter"`
+	GetKernelEnter                 *ebpf.ProgramSpec `ebpf:"get_kernel_enter"`
+	GetKernelReturn                *ebpf.ProgramSpec `ebpf:"get_kernel_return"`
+	GraphLaunch                    *ebpf.ProgramSpec `ebpf:"graph_launch"`
+	HipExtLaunchKernel             *ebpf.ProgramSpec `ebpf:"hip_ext_launch_kernel"`
+	HipLaunchKernel                *ebpf.ProgramSpec `ebpf:"hip_launch_kernel"`
+	MallocEnter                    *ebpf.ProgramSpec `ebpf:"malloc_enter"`
+	MallocReturn                   *ebpf.ProgramSpec `ebpf:"malloc_return"`
+	ModuleGetFunctionEnter         *ebpf.ProgramSpec `ebpf:"module_get_function_enter"`
+	ModuleGetFunctionReturn        *ebpf.ProgramSpec `ebpf:"module_get_function_return"`
+	RegisterFunction               *ebpf.ProgramSpec `ebpf:"register_function"`
+	RuntimeLaunchCooperativeKernel *ebpf.ProgramSpec `ebpf:"runtime_launch_cooperative_kernel"`
+	RuntimeLaunchKernel            *ebpf.ProgramSpec `ebpf:"runtime_launch_kernel"`
+	RuntimeLaunchKernelExc         *ebpf.ProgramSpec `ebpf:"runtime_launch_kernel_exc"`
+	RuntimeLaunchKernelPtsz        *ebpf.ProgramSpec `ebpf:"runtime_launch_kernel_ptsz"`
+	RuntimeMemcpy                  *ebpf.ProgramSpec `ebpf:"runtime_memcpy"`
+	RuntimeMemset                  *ebpf.ProgramSpec `ebpf:"runtime_memset"`
+	SetDevice                      *ebpf.ProgramSpec `ebpf:"set_device"`
+	StreamWaitEvent                *ebpf.ProgramSpec `ebpf:"stream_wait_event"`
+	SyncEnter                      *ebpf.ProgramSpec `ebpf:"sync_enter"`
+	SyncReturn                     *ebpf.ProgramSpec `ebpf:"sync_return"`
 }
 
 // gputraceMapSpecs contains maps before they are loaded into the kernel.
@@ -388,33 +396,37 @@ type gputraceVariables struct {
 //
 // It can be passed to loadGputraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type gputracePrograms struct {
-	BenchEmpty              *ebpf.Program `ebpf:"bench_empty"`
-	BenchNaive              *ebpf.Program `ebpf:"bench_naive"`
-	BenchRecord             *ebpf.Program `ebpf:"bench_record"`
-	CopyReturn              *ebpf.Program `ebpf:"copy_return"`
-	DriverLaunchKernel      *ebpf.Program `ebpf:"driver_launch_kernel"`
-	DriverLaunchKernelEx    *ebpf.Program `ebpf:"driver_launch_kernel_ex"`
-	DriverMemcpy            *ebpf.Program `ebpf:"driver_memcpy"`
-	EventQueryEnter         *ebpf.Program `ebpf:"event_query_enter"`
-	EventQueryReturn        *ebpf.Program `ebpf:"event_query_return"`
-	EventRecord             *ebpf.Program `ebpf:"event_record"`
-	FreeEnter               *ebpf.Program `ebpf:"free_enter"`
-	GetKernelEnter          *ebpf.Program `ebpf:"get_kernel_enter"`
-	GetKernelReturn         *ebpf.Program `ebpf:"get_kernel_return"`
-	GraphLaunch             *ebpf.Program `ebpf:"graph_launch"`
-	MallocEnter             *ebpf.Program `ebpf:"malloc_enter"`
-	MallocReturn            *ebpf.Program `ebpf:"malloc_return"`
-	ModuleGetFunctionEnter  *ebpf.Program `ebpf:"module_get_function_enter"`
-	ModuleGetFunctionReturn *ebpf.Program `ebpf:"module_get_function_return"`
-	RegisterFunction        *ebpf.Program `ebpf:"register_function"`
-	RuntimeLaunchKernel     *ebpf.Program `ebpf:"runtime_launch_kernel"`
-	RuntimeLaunchKernelExc  *ebpf.Program `ebpf:"runtime_launch_kernel_exc"`
-	RuntimeMemcpy           *ebpf.Program `ebpf:"runtime_memcpy"`
-	RuntimeMemset           *ebpf.Program `ebpf:"runtime_memset"`
-	SetDevice               *ebpf.Program `ebpf:"set_device"`
-	StreamWaitEvent         *ebpf.Program `ebpf:"stream_wait_event"`
-	SyncEnter               *ebpf.Program `ebpf:"sync_enter"`
-	SyncReturn              *ebpf.Program `ebpf:"sync_return"`
+	BenchEmpty                     *ebpf.Program `ebpf:"bench_empty"`
+	BenchNaive                     *ebpf.Program `ebpf:"bench_naive"`
+	BenchRecord                    *ebpf.Program `ebpf:"bench_record"`
+	CopyReturn                     *ebpf.Program `ebpf:"copy_return"`
+	DriverLaunchKernel             *ebpf.Program `ebpf:"driver_launch_kernel"`
+	DriverLaunchKernelEx           *ebpf.Program `ebpf:"driver_launch_kernel_ex"`
+	DriverMemcpy                   *ebpf.Program `ebpf:"driver_memcpy"`
+	EventQueryEnter                *ebpf.Program `ebpf:"event_query_enter"`
+	EventQueryReturn               *ebpf.Program `ebpf:"event_query_return"`
+	EventRecord                    *ebpf.Program `ebpf:"event_record"`
+	FreeEnter                      *ebpf.Program `ebpf:"free_enter"`
+	GetKernelEnter                 *ebpf.Program `ebpf:"get_kernel_enter"`
+	GetKernelReturn                *ebpf.Program `ebpf:"get_kernel_return"`
+	GraphLaunch                    *ebpf.Program `ebpf:"graph_launch"`
+	HipExtLaunchKernel             *ebpf.Program `ebpf:"hip_ext_launch_kernel"`
+	HipLaunchKernel                *ebpf.Program `ebpf:"hip_launch_kernel"`
+	MallocEnter                    *ebpf.Program `ebpf:"malloc_enter"`
+	MallocReturn                   *ebpf.Program `ebpf:"malloc_return"`
+	ModuleGetFunctionEnter         *ebpf.Program `ebpf:"module_get_function_enter"`
+	ModuleGetFunctionReturn        *ebpf.Program `ebpf:"module_get_function_return"`
+	RegisterFunction               *ebpf.Program `ebpf:"register_function"`
+	RuntimeLaunchCooperativeKernel *ebpf.Program `ebpf:"runtime_launch_cooperative_kernel"`
+	RuntimeLaunchKernel            *ebpf.Program `ebpf:"runtime_launch_kernel"`
+	RuntimeLaunchKernelExc         *ebpf.Program `ebpf:"runtime_launch_kernel_exc"`
+	RuntimeLaunchKernelPtsz        *ebpf.Program `ebpf:"runtime_launch_kernel_ptsz"`
+	RuntimeMemcpy                  *ebpf.Program `ebpf:"runtime_memcpy"`
+	RuntimeMemset                  *ebpf.Program `ebpf:"runtime_memset"`
+	SetDevice                      *ebpf.Program `ebpf:"set_device"`
+	StreamWaitEvent                *ebpf.Program `ebpf:"stream_wait_event"`
+	SyncEnter                      *ebpf.Program `ebpf:"sync_enter"`
+	SyncReturn                     *ebpf.Program `ebpf:"sync_return"`
 }
 
 func (p *gputracePrograms) Close() error {
@@ -433,13 +445,17 @@ func (p *gputracePrograms) Close() error {
 		p.GetKernelEnter,
 		p.GetKernelReturn,
 		p.GraphLaunch,
+		p.HipExtLaunchKernel,
+		p.HipLaunchKernel,
 		p.MallocEnter,
 		p.MallocReturn,
 		p.ModuleGetFunctionEnter,
 		p.ModuleGetFunctionReturn,
 		p.RegisterFunction,
+		p.RuntimeLaunchCooperativeKernel,
 		p.RuntimeLaunchKernel,
 		p.RuntimeLaunchKernelExc,
+		p.RuntimeLaunchKernelPtsz,
 		p.RuntimeMemcpy,
 		p.RuntimeMemset,
 		p.SetDevice,

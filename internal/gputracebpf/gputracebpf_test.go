@@ -350,6 +350,29 @@ func TestProbesCoverEnum(t *testing.T) {
 	}
 }
 
+// TestLaunchProgramsKnowTheirAPI: the runtime launch programs, which
+// write their API without reading the attach cookie, each probe the one
+// symbol whose API they write (gputrace.bpf.c's calls of runtime_launch).
+func TestLaunchProgramsKnowTheirAPI(t *testing.T) {
+	src, err := os.ReadFile("gputrace.bpf.c")
+	require.NoError(t, err)
+	re := regexp.MustCompile(`int (\w+)\(struct pt_regs \*ctx\)\n\{\n\treturn runtime_launch\(ctx, API_(\w+), [01]\);`)
+	writes := map[string]string{} // program → the symbol of the API it writes
+	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+		writes[m[1]] = m[2]
+	}
+	require.Len(t, writes, 6, "runtime launch programs in gputrace.bpf.c")
+	probed := map[string][]string{}
+	for _, p := range Probes {
+		if _, ok := writes[p.Entry]; ok {
+			probed[p.Entry] = append(probed[p.Entry], p.Symbol)
+		}
+	}
+	for prog, sym := range writes {
+		assert.Equal(t, []string{sym}, probed[prog], "the symbols %s probes", prog)
+	}
+}
+
 // The cookie readers of gputrace.bpf.c, in Go: api_of, stream_of (the 1-based
 // register argument; arg() reads 1..6 and 0 otherwise) and copy_kind_of.
 func bpfAPIOf(cookie uint64) uint32     { return uint32(cookie & 0xffff) }

@@ -72,7 +72,11 @@ func (p Probe) Cookie() uint64 {
 // The programs, by the names the probe table uses.
 const (
 	launch         = gputraceProgRuntimeLaunchKernel
+	launchPtsz     = gputraceProgRuntimeLaunchKernelPtsz
+	launchCoop     = gputraceProgRuntimeLaunchCooperativeKernel
 	launchExC      = gputraceProgRuntimeLaunchKernelExc
+	hipLaunch      = gputraceProgHipLaunchKernel
+	hipExtLaunch   = gputraceProgHipExtLaunchKernel
 	driverLaunch   = gputraceProgDriverLaunchKernel
 	driverLaunchEx = gputraceProgDriverLaunchKernelEx
 	graph          = gputraceProgGraphLaunch
@@ -110,8 +114,8 @@ var Anchors = map[Library]string{
 var Probes = []Probe{
 	// Runtime launches: cudaLaunchKernel(func, grid, block, args, smem, stream).
 	rt("cudaLaunchKernel", gputraceApiAPI_cudaLaunchKernel, launch, none, 0),
-	rt("cudaLaunchKernel_ptsz", gputraceApiAPI_cudaLaunchKernelPtsz, launch, none, 0),
-	rt("cudaLaunchCooperativeKernel", gputraceApiAPI_cudaLaunchCooperativeKernel, launch, none, 0),
+	rt("cudaLaunchKernel_ptsz", gputraceApiAPI_cudaLaunchKernelPtsz, launchPtsz, none, 0),
+	rt("cudaLaunchCooperativeKernel", gputraceApiAPI_cudaLaunchCooperativeKernel, launchCoop, none, 0),
 	rt("cudaLaunchKernelExC", gputraceApiAPI_cudaLaunchKernelExC, launchExC, none, 0),
 	rt("cudaGraphLaunch", gputraceApiAPI_cudaGraphLaunch, graph, none, 2),
 	rt("cudaGraphLaunch_ptsz", gputraceApiAPI_cudaGraphLaunchPtsz, graph, none, 2),
@@ -195,8 +199,8 @@ var Probes = []Probe{
 	// [rsp+8], stream at [rsp+16]. hipExtLaunchKernel appends startEvent,
 	// stopEvent and flags; hipModuleLaunchKernel(f, gx, gy, gz, bx, by,
 	// bz, smem, stream, params, extra) is cuLaunchKernel.
-	hip("hipLaunchKernel", gputraceApiAPI_hipLaunchKernel, launch, none, 0),
-	hip("hipExtLaunchKernel", gputraceApiAPI_hipExtLaunchKernel, launch, none, 0),
+	hip("hipLaunchKernel", gputraceApiAPI_hipLaunchKernel, hipLaunch, none, 0),
+	hip("hipExtLaunchKernel", gputraceApiAPI_hipExtLaunchKernel, hipExtLaunch, none, 0),
 	handle(hip("hipModuleLaunchKernel", gputraceApiAPI_hipModuleLaunchKernel, driverLaunch, none, 0)),
 	hip("hipModuleGetFunction", gputraceApiAPI_hipModuleGetFunction, getFuncEnter, getFuncReturn, 0),
 	hip("hipGraphLaunch", gputraceApiAPI_hipGraphLaunch, graph, none, 2),
