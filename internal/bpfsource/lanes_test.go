@@ -333,3 +333,32 @@ func FuzzLaneScan(f *testing.F) {
 		require.GreaterOrEqual(t, s.queued, 0)
 	})
 }
+
+// BenchmarkLaneRead: the reader's work per 80-byte record (copy out,
+// zero, order, hand out), with the test's writer's, two lanes written in
+// turn, a scan per 16 records.
+func BenchmarkLaneRead(b *testing.B) {
+	f := newFakeLanes(b, 2)
+	s := f.set()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		p, ok := f.reserve(i%2, 5)
+		if !ok {
+			require.True(b, ok, "lane %d full", i%2)
+		}
+		f.clock++
+		p.stamp(f.clock, byte(i))
+		p.publish()
+		if i%16 == 15 {
+			f.clock += uint64(laneMargin) + 1
+			if err := s.scan(); err != nil {
+				require.NoError(b, err)
+			}
+			for {
+				if _, ok := s.next(); !ok {
+					break
+				}
+			}
+		}
+	}
+}
