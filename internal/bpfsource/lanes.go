@@ -174,9 +174,15 @@ type queuedRecord struct {
 	off, n int
 }
 
+// newLaneSet starts reading the lanes in mem where their tails are: a
+// reader of lanes read before goes on after what its predecessor read.
 func newLaneSet(mem []byte, layout laneLayout, now func() uint64) *laneSet {
-	return &laneSet{mem: mem, layout: layout, lanes: make([]laneState, layout.lanes), now: now,
+	s := &laneSet{mem: mem, layout: layout, lanes: make([]laneState, layout.lanes), now: now,
 		limit: layout.lanes * int(layout.units) * LaneUnit}
+	for i := range s.lanes {
+		s.lanes[i].tail = atomic.LoadUint64(s.word64(i*layout.stride + laneTailOffset))
+	}
+	return s
 }
 
 func (s *laneSet) word64(off int) *uint64 { return (*uint64)(unsafe.Pointer(&s.mem[off])) }

@@ -180,6 +180,25 @@ func TestLanesWaitForARecordBeingWritten(t *testing.T) {
 	assert.True(t, slices.IsSorted(ts), "timestamps %v", ts)
 }
 
+// A new reader of lanes read before starts at their tails.
+func TestLanesNewReaderStartsAtTheTails(t *testing.T) {
+	f := newFakeLanes(t, 2)
+	s := f.set()
+	for i := range 20 {
+		f.write(t, i%2, 5, byte(i))
+	}
+	f.clock += uint64(laneMargin) + 1
+	require.NoError(t, s.scan())
+	_, payload := drain(t, s)
+	require.Len(t, payload, 20)
+	f.write(t, 1, 5, 20)
+	f.clock += uint64(laneMargin) + 1
+	s = f.set()
+	require.NoError(t, s.scan())
+	_, payload = drain(t, s)
+	assert.Equal(t, []byte{20}, payload)
+}
+
 // A lane's records where a probe was preempted between its reservation
 // and its clock read come out in timestamp order too.
 func TestLanesReorderWithinALane(t *testing.T) {
