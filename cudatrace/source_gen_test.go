@@ -36,6 +36,9 @@ func TestSource(t *testing.T) {
 	src, err := cudatrace.New(
 		cudatrace.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
 		cudatrace.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))),
+		// Other packages' tests may run many programs at once: the
+		// test's own must not be folded past the default cap.
+		cudatrace.WithMaxProcesses(1<<14),
 	)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })

@@ -20,7 +20,8 @@
 // occupancy model uses the capacity WithDeviceCapacity sets (compute units
 // × threads per CU, which package gpu reads from the KFD topology as
 // Device.SMs and ThreadsPerSM, occupancy.CapacityKFD),
-// occupancy.DefaultCapacity otherwise.
+// occupancy.DefaultCapacity otherwise. The series are bounded under
+// process churn, as cudatrace's are.
 //
 // # Requirements
 //

@@ -123,10 +123,23 @@ func WithProcRoot(path string) Option { return option{gputrace.WithProcRoot(path
 // process, at least 1; later kernels count under semconv.Other.
 func WithMaxKernelNames(n int) Option { return option{gputrace.WithMaxKernelNames(n)} }
 
-// WithMaxProcesses caps the processes tracked at once, at least 1; events
-// of others are dropped from metrics (the kernel-side call counts keep
-// them).
+// WithMaxProcesses caps the processes that have series of their own, at
+// least 1 (exited processes count until their series go, WithExitGrace).
+// Past the cap a process is folded, for its life, into the series with
+// process.executable.name=semconv.Other and no process.pid or pod: its
+// launches count under cuda.kernel.name=semconv.Other, its spans share
+// one rate cap, and it counts once in xpuscope.cuda.process.overflow.
 func WithMaxProcesses(n int) Option { return option{gputrace.WithMaxProcesses(n)} }
+
+// WithExitGrace sets how long, at least, the series of an exited process
+// stay once its last records are read (two seconds after the exit is
+// seen), not negative. They go at the first housekeeping (every second) after that at
+// which a collection has reported their last values and the grace has
+// passed; after a minute without a collection, they go anyway. The
+// default, 0, retires them after the first collection: give a reader that
+// collects less often than another (an OTLP exporter beside a Prometheus
+// scrape) its interval, so that it too collects their last values.
+func WithExitGrace(d time.Duration) Option { return option{gputrace.WithExitGrace(d)} }
 
 // WithSpanRate caps the spans emitted per second per process (a token
 // bucket with a burst of one second's worth); 0 turns spans off. Metrics

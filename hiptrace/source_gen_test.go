@@ -36,6 +36,9 @@ func TestSource(t *testing.T) {
 	src, err := hiptrace.New(
 		hiptrace.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
 		hiptrace.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))),
+		// Other packages' tests may run many programs at once: the
+		// test's own must not be folded past the default cap.
+		hiptrace.WithMaxProcesses(1<<14),
 	)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })

@@ -54,12 +54,13 @@ func (s *spanner) allow(p *proc, e *gputracebpf.Event) bool {
 }
 
 // emit emits one span of p's, a child of p's parent span where the
-// resolver gave one.
+// resolver gave one. It names the event's process: the fold's spans are
+// its processes'.
 func (s *spanner) emit(ctx context.Context, p *proc, e *gputracebpf.Event, name string, start uint64, kvs ...attribute.KeyValue) {
 	// The resolver's attributes first: the Source's own win over any they
 	// repeat.
 	base := append(slices.Clip(p.pod),
-		semconv.ProcessPID.Int(int(p.pid)),
+		semconv.ProcessPID.Int(int(e.PID)),
 		semconv.ProcessExecutableName.String(p.exe),
 		semconv.CUDADevice.Int(int(e.Device)),
 		semconv.CUDAAPIName.String(e.API.String()),
