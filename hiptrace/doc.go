@@ -21,7 +21,8 @@
 // × threads per CU, which package gpu reads from the KFD topology as
 // Device.SMs and ThreadsPerSM, occupancy.CapacityKFD),
 // occupancy.DefaultCapacity otherwise. The series are bounded under
-// process churn, as cudatrace's are.
+// process churn, and the histograms best reported through a Producer
+// (NewProducer, WithProducer), as cudatrace's are.
 //
 // # Requirements
 //

@@ -53,8 +53,8 @@ type proc struct {
 	uncached kernelRef
 	// calls indexes the process's series of a.calls by API.
 	calls [gputracebpf.NumAPIs]*calls
-	// The launch histograms' attributes of the device last launched on.
-	hist    *meterx.Attrs
+	// The launch histograms of the device last launched on.
+	hist    *launchHists
 	histDev int32
 	names   []string
 	// Names learned from the process's own calls.
@@ -229,8 +229,12 @@ type aggregator struct {
 	freed     map[devKey]*count
 	errors    map[errKey]*count
 	calls     map[callKey]*calls
-	hist      map[groupDev]*meterx.Attrs
-	syncHist  map[groupAPI]*meterx.Attrs
+	hist      map[groupDev]*launchHists
+	syncHist  map[groupAPI]*histSeries[float64]
+
+	// own: the histograms are kept here (a Producer reports them), not
+	// recorded into the MeterProvider's.
+	own bool
 
 	unresolved, overflow, procOverflow int64
 
@@ -245,6 +249,7 @@ func newAggregator(cfg *config, n names, inst *instruments, sp *spanner) *aggreg
 		retired:          map[uint32]uint64{},
 		foldedUnrecorded: map[gputracebpf.CallKey]int64{},
 		groups:           map[groupKey]*group{},
+		own:              cfg.producer != nil,
 		launches:         map[launchKey]*count{},
 		graphs:           map[apiKey]*count{},
 		memcpy:           map[memcpyKey]*count{},
@@ -252,8 +257,8 @@ func newAggregator(cfg *config, n names, inst *instruments, sp *spanner) *aggreg
 		freed:            map[devKey]*count{},
 		errors:           map[errKey]*count{},
 		calls:            map[callKey]*calls{},
-		hist:             map[groupDev]*meterx.Attrs{},
-		syncHist:         map[groupAPI]*meterx.Attrs{},
+		hist:             map[groupDev]*launchHists{},
+		syncHist:         map[groupAPI]*histSeries[float64]{},
 	}
 	a.other = a.newProc(otherPID, semconv.Other, nil, trace.SpanContext{})
 	a.other.attrs = meterx.NewAttrs(semconv.ProcessExecutableName.String(semconv.Other))
@@ -463,11 +468,15 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 		k := groupAPI{p.group.id, e.Device, e.API}
 		h := a.syncHist[k]
 		if h == nil {
-			at := p.group.with(semconv.CUDADevice.Int(int(e.Device)), semconv.CUDAAPIName.String(e.API.String()))
-			h = &at
+			h = newHistSeries[float64](p.group.with(semconv.CUDADevice.Int(int(e.Device)),
+				semconv.CUDAAPIName.String(e.API.String())), syncDurationBuckets, a.spans.wall(e.TS))
 			a.syncHist[k] = h
 		}
-		a.inst.syncDuration.Record(ctx, float64(e.Duration())/1e9, h.Record...)
+		if d := float64(e.Duration()) / 1e9; a.own {
+			h.own.record(d, syncDurationBuckets)
+		} else {
+			a.inst.syncDuration.Record(ctx, d, h.attrs.Record...)
+		}
 		if e.Ret != 0 {
 			a.apiError(p, e)
 		}
@@ -519,28 +528,34 @@ func (a *aggregator) launch(ctx context.Context, p *proc, e *gputracebpf.Event) 
 		ref.series, ref.key = c, k
 	}
 	c.n++
-	h := a.launchHist(p, e.Device)
+	h := a.launchHist(p, e)
 	g, b := e.Grid(), e.Block()
-	a.inst.gridSize.Record(ctx, int64(g[0])*int64(g[1])*int64(g[2]), h.Record...)
-	a.inst.blockSize.Record(ctx, int64(b[0])*int64(b[1])*int64(b[2]), h.Record...)
-	a.inst.sharedMemory.Record(ctx, int64(e.SharedMem()), h.Record...)
+	grid, block, smem := int64(g[0])*int64(g[1])*int64(g[2]), int64(b[0])*int64(b[1])*int64(b[2]), int64(e.SharedMem())
+	if a.own {
+		h.grid.record(grid, gridBuckets)
+		h.block.record(block, blockBuckets)
+		h.smem.record(smem, sharedMemoryBuckets)
+	} else {
+		a.inst.gridSize.Record(ctx, grid, h.attrs.Record...)
+		a.inst.blockSize.Record(ctx, block, h.attrs.Record...)
+		a.inst.sharedMemory.Record(ctx, smem, h.attrs.Record...)
+	}
 	a.spans.launch(ctx, p, e, p.names[ref.name])
 }
 
-// launchHist returns the attributes of the launch histograms of p's
-// group on device.
-func (a *aggregator) launchHist(p *proc, device int32) *meterx.Attrs {
-	if p.hist != nil && p.histDev == device {
+// launchHist returns the launch histograms of p's group on the device e
+// launches on.
+func (a *aggregator) launchHist(p *proc, e *gputracebpf.Event) *launchHists {
+	if p.hist != nil && p.histDev == e.Device {
 		return p.hist
 	}
-	k := groupDev{p.group.id, device}
+	k := groupDev{p.group.id, e.Device}
 	h := a.hist[k]
 	if h == nil {
-		at := p.group.with(semconv.CUDADevice.Int(int(device)))
-		h = &at
+		h = newLaunchHists(p.group.with(semconv.CUDADevice.Int(int(e.Device))), a.spans.wall(e.TS))
 		a.hist[k] = h
 	}
-	p.hist, p.histDev = h, device
+	p.hist, p.histDev = h, e.Device
 	return h
 }
 
@@ -703,6 +718,8 @@ func (a *aggregator) retire(p *proc) {
 	forgetPID(a.calls, pid)
 	g := p.group
 	if g.procs--; g.procs == 0 {
+		// Its histograms end: a process of the group that comes later
+		// starts them again, with a new start time.
 		delete(a.groups, g.key)
 		forgetGroup(a.hist, g.id)
 		forgetGroup(a.syncHist, g.id)

@@ -37,7 +37,8 @@ func (f *fakeNames) Symbolize(_ uint32, addr uint64) (string, bool) {
 func (f *fakeNames) ExecutableName(pid uint32) string { return f.exe[pid] }
 
 // harness is an aggregator wired to an SDK reader and an in-memory span
-// exporter, fed through the Source's observe callback.
+// exporter, fed through the Source's observe callback (and its Producer,
+// when the options give one, registered on the reader).
 type harness struct {
 	s      *Source
 	reader *sdkmetric.ManualReader
@@ -50,8 +51,12 @@ func newHarness(t *testing.T, opts ...Option) *harness {
 	t.Helper()
 	cfg, err := newConfig(opts)
 	require.NoError(t, err)
+	var readerOpts []sdkmetric.ManualReaderOption
+	if cfg.producer != nil {
+		readerOpts = append(readerOpts, sdkmetric.WithProducer(cfg.producer))
+	}
 	h := &harness{
-		reader: sdkmetric.NewManualReader(),
+		reader: sdkmetric.NewManualReader(readerOpts...),
 		spans:  tracetest.NewInMemoryExporter(),
 		names:  &fakeNames{exe: map[uint32]string{100: "train", 200: "serve"}, symbols: map[uint64]string{}},
 		now:    uint64(time.Hour),
@@ -66,6 +71,9 @@ func newHarness(t *testing.T, opts ...Option) *harness {
 	require.NoError(t, err)
 	h.s.agg = newAggregator(&h.s.cfg, h.names, &h.s.inst, &spanner{tracer: tp.Tracer(CUDA.ScopeName()),
 		wall: func(k uint64) time.Time { return time.Unix(0, int64(k)) }})
+	if cfg.producer != nil {
+		cfg.producer.add(h.s)
+	}
 	return h
 }
 

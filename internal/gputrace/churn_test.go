@@ -1,15 +1,20 @@
 package gputrace
 
 // Bounded under churn, on synthetic events: the process cap and its fold,
-// the retirement of exited processes' series, and the histograms shared
-// by the processes of one executable.
+// the retirement of exited processes' series, the histograms shared by
+// the processes of one executable, and the Producer's histograms against
+// the SDK's.
 
 import (
+	"context"
+	"sort"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/testutil"
@@ -162,9 +167,11 @@ func TestExitedSeriesWithoutCollection(t *testing.T) {
 }
 
 // TestHistogramsByExecutable: the processes of one executable share its
-// histograms, whose series the aggregator forgets with the last of them.
+// histograms, which go with the last of them; with a Producer they come
+// back from zero, with a new start time.
 func TestHistogramsByExecutable(t *testing.T) {
-	h := newHarness(t)
+	p := NewProducer()
+	h := newHarness(t, WithProducer(p))
 	h.names.exe[101] = "train"
 	h.feed(launch(100, 1, one, block, 0, 10), launch(101, 1, one, block, 0, 20))
 	pts := h.collect(t)
@@ -181,10 +188,26 @@ func TestHistogramsByExecutable(t *testing.T) {
 		require.False(t, h.tracked(pid))
 	}
 	retire(100)
-	assert.Len(t, h.s.agg.hist, 1, "101 still runs")
+	assert.Equal(t, uint64(2), h.collect(t).One(t, semconv.CUDAKernelGridSize.Name).Count, "101 still runs")
 	retire(101)
-	assert.Empty(t, h.s.agg.hist)
+	assert.Empty(t, h.collect(t).Find(semconv.CUDAKernelGridSize.Name))
 	assert.Len(t, h.s.agg.groups, 1, "the group went with its last process: the fold's is left")
+
+	h.names.exe[102] = "train"
+	h.feed(launch(102, 1, one, block, 0, h.now))
+	h.s.publish()
+	sm, err := p.Produce(context.Background())
+	require.NoError(t, err)
+	require.Len(t, sm, 1)
+	var grids []metricdata.HistogramDataPoint[int64]
+	for _, m := range sm[0].Metrics {
+		if m.Name == semconv.CUDAKernelGridSize.Name {
+			grids = m.Data.(metricdata.Histogram[int64]).DataPoints
+		}
+	}
+	require.Len(t, grids, 1)
+	assert.Equal(t, uint64(1), grids[0].Count)
+	assert.Equal(t, time.Unix(0, int64(h.now)), grids[0].StartTime, "a new cumulative series")
 }
 
 // TestFoldedCallsAndMemory: the fold's unrecorded calls add up its
@@ -215,17 +238,97 @@ func TestFoldedCallsAndMemory(t *testing.T) {
 	assert.Equal(t, 1050.0+7, pts.One(t, semconv.CUDAMemoryAllocated.Name, fold).Value)
 }
 
-// TestHistogramsNoPID: no histogram carries process.pid, in the
-// registry or in what is recorded.
+// TestProducerMatchesSDK: the same events through the MeterProvider's
+// histograms and through a Producer give the same data, bucket bounds
+// included, and values on a bound fall in the bucket it closes.
+func TestProducerMatchesSDK(t *testing.T) {
+	plain, own := newHarness(t), newHarness(t, WithProducer(NewProducer()))
+	var evs []gputracebpf.Event
+	ts := uint64(1)
+	for _, g := range []uint32{1, 2, 3, 1024, 1025, 1 << 20, 1<<20 + 1, 0x7fffffff} {
+		for _, smem := range []uint64{0, 1024, 49152, 232448, 232449} {
+			for _, pid := range []uint32{100, 200} {
+				ts++
+				evs = append(evs, launch(pid, 0x1000, [3]uint32{g, 1, 1}, [3]uint32{g % 1025, 1, 1}, smem, ts))
+			}
+		}
+	}
+	for i, d := range []uint64{0, 1000, 1001, 5e9, 2e10} {
+		ts += d
+		evs = append(evs, gputracebpf.Event{TS: ts, PID: 100 + uint32(i%2)*100, TID: 100, Kind: gputracebpf.KindSync,
+			API: apiOf("cudaDeviceSynchronize"), A: [6]uint64{0, d}})
+	}
+	plain.feed(evs...)
+	own.feed(evs...)
+	plain.s.publish()
+	own.s.publish()
+	want := histograms(t, plain)
+	got := histograms(t, own)
+	require.Len(t, want, 5, "grid, block, shared memory, sync and kernel duration")
+	require.Len(t, got, len(want))
+	for name, w := range want {
+		// The SDK's start time is its meter's; the Producer's the series'.
+		metricdatatest.AssertEqual(t, w, got[name], metricdatatest.IgnoreTimestamp())
+	}
+	names := testutil.CheckScope(t, own.reader, CUDA.ScopeName())
+	assert.Subset(t, names, []string{semconv.CUDAKernelGridSize.Name, semconv.CUDASyncDuration.Name, semconv.GPUKernelDuration.Name})
+}
+
+// histograms collects h's histograms, by name.
+func histograms(t *testing.T, h *harness) map[string]metricdata.Metrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, h.reader.Collect(context.Background(), &rm))
+	out := map[string]metricdata.Metrics{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch m.Data.(type) {
+			case metricdata.Histogram[int64], metricdata.Histogram[float64]:
+				require.NotContains(t, out, m.Name, "reported twice")
+				out[m.Name] = m
+			}
+		}
+	}
+	return out
+}
+
+// TestHistogramsNoPID: no histogram carries process.pid, whichever path
+// records it; every registered attribute of each is one the registry
+// lists.
 func TestHistogramsNoPID(t *testing.T) {
 	for _, reg := range []semconv.Metric{semconv.CUDAKernelGridSize, semconv.CUDAKernelBlockSize,
 		semconv.CUDAKernelSharedMemory, semconv.CUDASyncDuration, semconv.GPUKernelDuration} {
 		assert.NotContains(t, reg.Attributes, semconv.ProcessPID, reg.Name)
 		assert.Contains(t, reg.Attributes, semconv.ProcessExecutableName, reg.Name)
 	}
-	h := newHarness(t)
+	h := newHarness(t, WithProducer(NewProducer()))
 	h.feed(launch(100, 1, one, block, 0, 1))
-	for _, p := range h.collect(t).Find(semconv.CUDAKernelGridSize.Name) {
-		assert.False(t, p.Has(semconv.ProcessPID))
+	h.s.publish()
+	for _, m := range histograms(t, h) {
+		for _, dp := range m.Data.(metricdata.Histogram[int64]).DataPoints {
+			_, ok := dp.Attributes.Value(semconv.ProcessPID)
+			assert.False(t, ok, m.Name)
+		}
+	}
+}
+
+// TestHistBucket: a value goes in the first bucket whose bound is not
+// below it (the SDK's rule), for every registered histogram's bounds and
+// values on, between and beyond them.
+func TestHistBucket(t *testing.T) {
+	for _, d := range []semconv.Metric{semconv.CUDAKernelGridSize, semconv.CUDAKernelSharedMemory,
+		semconv.CUDASyncDuration, semconv.GPUKernelDuration} {
+		var values []float64
+		for _, b := range d.Buckets {
+			values = append(values, b, b*0.999, b*1.001, -b, b+1)
+		}
+		values = append(values, 0, 1e300)
+		for _, v := range values {
+			b := newBuckets(d.Buckets)
+			h := newHist[float64](b, time.Time{})
+			h.record(v, b)
+			want := sort.SearchFloat64s(d.Buckets, v)
+			assert.Equal(t, uint64(1), h.counts[want], "%s: %v in bucket %d: %v", d.Name, v, want, h.counts)
+		}
 	}
 }

@@ -64,10 +64,11 @@ func (in *instruments) observables() []metric.Observable {
 	}
 }
 
-// snapshot is what the metric callback reports: the aggregator's values,
-// copied by the reader (publish), so that a collection neither waits for
-// the reader nor holds it up. Two alternate: the reader fills the back one
-// while collections read the front one, and buffers are reused.
+// snapshot is what the metric callback (and a Producer) reports: the
+// aggregator's values, copied by the reader (publish), so that a
+// collection neither waits for the reader nor holds it up. Two alternate:
+// the reader fills the back one while collections read the front one,
+// and buffers are reused.
 type snapshot struct {
 	at     uint64 // ktime of the publish
 	ints   []intPoint
@@ -75,6 +76,11 @@ type snapshot struct {
 	// oldest are the processes' oldest outstanding allocations: their
 	// age is taken at collection.
 	oldest []allocPoint
+	// The histograms the aggregator keeps (with a Producer), and their
+	// bucket counts.
+	intHists   []histPoint[int64]
+	floatHists []histPoint[float64]
+	buckets    []uint64
 }
 
 type allocPoint struct {
@@ -108,9 +114,13 @@ func (sn *snapshot) float(inst metric.Float64Observable, v float64, attrs ...met
 func (s *Source) publish() {
 	sn := &s.back
 	sn.ints, sn.floats, sn.oldest = sn.ints[:0], sn.floats[:0], sn.oldest[:0]
+	sn.intHists, sn.floatHists, sn.buckets = sn.intHists[:0], sn.floatHists[:0], sn.buckets[:0]
 	s.mu.Lock()
 	sn.at = s.mono()
 	s.fill(sn)
+	if s.agg.own {
+		s.fillHists(sn)
+	}
 	s.mu.Unlock()
 	s.snapMu.Lock()
 	s.front, s.back = s.back, s.front

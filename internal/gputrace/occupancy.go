@@ -49,9 +49,9 @@ type occSeries struct {
 // occupancyState is the aggregator's part for the model.
 type occupancyState struct {
 	model    *occupancy.Model
-	duration map[occKey]*meterx.Attrs
+	duration map[occKey]*histSeries[float64]
 	// The series of the last kernel recorded: kernels complete in runs.
-	lastDuration *meterx.Attrs
+	lastDuration *histSeries[float64]
 	lastKey      occKey
 	series       map[devicePID]*occSeries
 	usage        []occupancy.Usage
@@ -61,7 +61,7 @@ type occupancyState struct {
 
 func (a *aggregator) initOccupancy(capacity occupancy.Capacity, src occupancy.CapacitySource) {
 	o := &a.occ
-	o.duration = map[occKey]*meterx.Attrs{}
+	o.duration = map[occKey]*histSeries[float64]{}
 	o.series = map[devicePID]*occSeries{}
 	o.ctx = context.Background()
 	o.model = occupancy.New(
@@ -90,15 +90,19 @@ func (a *aggregator) kernelDone(k *occupancy.Kernel) {
 	h := a.occ.lastDuration
 	if h == nil || a.occ.lastKey != key {
 		if h = a.occ.duration[key]; h == nil {
-			at := p.group.with(semconv.CUDADevice.Int(int(k.Device)),
+			h = newHistSeries[float64](p.group.with(semconv.CUDADevice.Int(int(k.Device)),
 				semconv.GPUMeasurementSource.String(semconv.MeasurementSourceEBPFModel),
-				semconv.GPUKernelCompletion.String(k.Completion.String()))
-			h = &at
+				semconv.GPUKernelCompletion.String(k.Completion.String())),
+				kernelDurationBuckets, a.spans.wall(uint64(max(0, k.End))))
 			a.occ.duration[key] = h
 		}
 		a.occ.lastDuration, a.occ.lastKey = h, key
 	}
-	a.inst.kernelDuration.Record(a.occ.ctx, float64(k.Duration())/1e9, h.Record...)
+	if d := float64(k.Duration()) / 1e9; a.own {
+		h.own.record(d, kernelDurationBuckets)
+	} else {
+		a.inst.kernelDuration.Record(a.occ.ctx, d, h.attrs.Record...)
+	}
 }
 
 // stream is the stream a call names; the legacy default stream of a

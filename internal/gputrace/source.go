@@ -181,6 +181,9 @@ func (s *Source) start(multi bool) error {
 	if err != nil {
 		return fmt.Errorf("register callback: %w", err)
 	}
+	if p := s.cfg.producer; p != nil {
+		p.add(s)
+	}
 	return nil
 }
 
@@ -313,5 +316,11 @@ func (s *Source) LeakSuspects(pid int, n int) []Allocation {
 }
 
 // Close detaches every probe, stops the reader and frees the kernel
-// objects. Calls after the first return nil.
-func (s *Source) Close() error { return s.kernel.Close() }
+// objects; a Producer given the Source reports it no more. Calls after
+// the first return nil.
+func (s *Source) Close() error {
+	if p := s.cfg.producer; p != nil {
+		p.remove(s)
+	}
+	return s.kernel.Close()
+}
