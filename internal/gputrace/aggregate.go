@@ -105,12 +105,33 @@ func (g *group) with(kvs ...attribute.KeyValue) meterx.Attrs {
 }
 
 // kernelRef is what a proc knows of one launched function: its name's
-// index in names, and the launch series it last counted into (a function
-// is mostly launched on one device through one API).
+// index in names, and the launch series it last counted into, the latest
+// first (a function is launched through one API, on one device or, from
+// a thread each, on a few).
 type kernelRef struct {
 	name   int32
-	series *count
-	key    launchKey
+	series [2]*count
+	keys   [2]launchKey
+}
+
+// count returns the series of k among those ref last counted into, or
+// nil, and puts it first.
+func (ref *kernelRef) count(k launchKey) *count {
+	switch {
+	case ref.series[0] != nil && ref.keys[0] == k:
+	case ref.series[1] != nil && ref.keys[1] == k:
+		ref.series[0], ref.series[1] = ref.series[1], ref.series[0]
+		ref.keys[0], ref.keys[1] = ref.keys[1], ref.keys[0]
+	default:
+		return nil
+	}
+	return ref.series[0]
+}
+
+// remember puts c, the series of k, first among those ref counted into.
+func (ref *kernelRef) remember(k launchKey, c *count) {
+	ref.series[1], ref.keys[1] = ref.series[0], ref.keys[0]
+	ref.series[0], ref.keys[0] = c, k
 }
 
 func driverIndex(driver bool) int {
@@ -216,6 +237,10 @@ type aggregator struct {
 	other   *proc
 	folded  map[uint32]bool
 	retired map[uint32]uint64
+	// last is the state proc last returned for lastPID (records come in
+	// runs of one process), nil once it may be stale.
+	last    *proc
+	lastPID uint32
 	// foldedUnrecorded are the folded processes' unrecorded calls, as the
 	// BPF side last counted them: other's are the sum.
 	foldedUnrecorded map[gputracebpf.CallKey]int64
@@ -275,10 +300,15 @@ const retiredMemory = time.Minute
 // ts, creating it: other for a process folded past the cap, or for a
 // record of a process whose series were retired before it was read.
 func (a *aggregator) proc(pid uint32, ts uint64) *proc {
+	if a.last != nil && a.lastPID == pid {
+		return a.last
+	}
 	if p := a.procs[pid]; p != nil {
+		a.last, a.lastPID = p, pid
 		return p
 	}
 	if a.folded[pid] {
+		a.last, a.lastPID = a.other, pid
 		return a.other
 	}
 	if exited, ok := a.retired[pid]; ok && ts < exited {
@@ -287,6 +317,7 @@ func (a *aggregator) proc(pid uint32, ts uint64) *proc {
 	if len(a.procs) >= a.cfg.maxProcesses {
 		a.folded[pid] = true
 		a.procOverflow++
+		a.last, a.lastPID = a.other, pid
 		return a.other
 	}
 	exe := a.names.ExecutableName(pid)
@@ -297,6 +328,7 @@ func (a *aggregator) proc(pid uint32, ts uint64) *proc {
 	}
 	p := a.newProc(pid, exe, pod, parent)
 	a.procs[pid] = p
+	a.last, a.lastPID = p, pid
 	return p
 }
 
@@ -315,7 +347,7 @@ func (a *aggregator) newProc(pid uint32, exe string, pod []attribute.KeyValue, p
 		// they repeat.
 		attrs: meterx.NewAttrs(append(slices.Clip(pod),
 			semconv.ProcessPID.Int(int(pid)), semconv.ProcessExecutableName.String(exe))...),
-		spans: tokenBucket{rate: a.cfg.spanRate, burst: a.cfg.spanBurst()},
+		spans: newTokenBucket(a.cfg.spanRate, a.cfg.spanBurst()),
 	}
 	p.group.procs++
 	return p
@@ -518,14 +550,14 @@ func (a *aggregator) launch(ctx context.Context, p *proc, e *gputracebpf.Event) 
 		}
 	}
 	k := launchKey{p.pid, ref.name, e.Device, e.API}
-	c := ref.series
-	if c == nil || ref.key != k {
+	c := ref.count(k)
+	if c == nil {
 		if c = a.launches[k]; c == nil {
 			c = &count{attrs: p.with(semconv.CUDAKernelName.String(p.names[ref.name]),
 				semconv.CUDADevice.Int(int(e.Device)), semconv.CUDAAPIName.String(e.API.String()))}
 			a.launches[k] = c
 		}
-		ref.series, ref.key = c, k
+		ref.remember(k, c)
 	}
 	c.n++
 	h := a.launchHist(p, e)
@@ -707,6 +739,7 @@ func (a *aggregator) forget(alive func(pid uint32) bool, now, collected uint64) 
 func (a *aggregator) retire(p *proc) {
 	pid := p.pid
 	delete(a.procs, pid)
+	a.last = nil
 	a.retired[pid] = p.exited
 	a.forgetOccupancy(pid)
 	forgetPID(a.launches, pid)
@@ -733,6 +766,7 @@ func (a *aggregator) retire(p *proc) {
 func (a *aggregator) unfold(pid uint32, now uint64) {
 	a.occ.model.ProcessExit(int64(now), pid)
 	delete(a.folded, pid)
+	a.last = nil
 	a.retired[pid] = now
 	o := a.other
 	for k, al := range o.allocs {

@@ -276,7 +276,7 @@ func TestSpanRateCap(t *testing.T) {
 }
 
 func TestTokenBucket(t *testing.T) {
-	b := tokenBucket{rate: 2, burst: 2}
+	b := newTokenBucket(2, 2)
 	assert.True(t, b.take(1e9))
 	assert.True(t, b.take(1e9))
 	assert.False(t, b.take(1e9))
