@@ -373,6 +373,9 @@ func (a *aggregator) group(exe string, pod []attribute.KeyValue) *group {
 // owner returns the state that the occupancy model's figures of pid go
 // to: its own, other's for a folded process, or nil.
 func (a *aggregator) owner(pid uint32) *proc {
+	if a.last != nil && a.lastPID == pid {
+		return a.last
+	}
 	if p := a.procs[pid]; p != nil {
 		return p
 	}
