@@ -709,6 +709,7 @@ const (
 // retires the series of those whose last values were collected, at ktime
 // now; collected is the ktime of the last snapshot a collection reported.
 func (a *aggregator) forget(alive func(pid uint32) bool, now, collected uint64) {
+	retiring := map[uint32]bool{}
 	for pid, p := range a.procs {
 		if alive(pid) {
 			continue
@@ -724,12 +725,19 @@ func (a *aggregator) forget(alive func(pid uint32) bool, now, collected uint64) 
 		if now < drained+uint64(a.cfg.exitGrace) || (collected < drained && now < p.exited+uint64(maxExitKeep)) {
 			continue
 		}
-		a.retire(p)
+		retiring[pid] = true
 	}
+	if len(retiring) > 0 {
+		a.retire(retiring)
+	}
+	unfolding := map[uint32]bool{}
 	for pid := range a.folded {
 		if !alive(pid) {
-			a.unfold(pid, now)
+			unfolding[pid] = true
 		}
+	}
+	if len(unfolding) > 0 {
+		a.unfold(unfolding, now)
 	}
 	for pid, exited := range a.retired {
 		if now-exited > uint64(retiredMemory) {
@@ -738,47 +746,52 @@ func (a *aggregator) forget(alive func(pid uint32) bool, now, collected uint64) 
 	}
 }
 
-// retire drops an exited process's series.
-func (a *aggregator) retire(p *proc) {
-	pid := p.pid
-	delete(a.procs, pid)
+// retire drops the series of the exited processes pids, one pass over
+// each map for them all.
+func (a *aggregator) retire(pids map[uint32]bool) {
 	a.last = nil
-	a.retired[pid] = p.exited
-	a.forgetOccupancy(pid)
-	forgetPID(a.launches, pid)
-	forgetPID(a.graphs, pid)
-	forgetPID(a.memcpy, pid)
-	forgetPID(a.allocated, pid)
-	forgetPID(a.freed, pid)
-	forgetPID(a.errors, pid)
-	forgetPID(a.calls, pid)
-	g := p.group
-	if g.procs--; g.procs == 0 {
-		// Its histograms end: a process of the group that comes later
-		// starts them again, with a new start time.
-		delete(a.groups, g.key)
-		forgetGroup(a.hist, g.id)
-		forgetGroup(a.syncHist, g.id)
-		forgetGroup(a.occ.duration, g.id)
+	for pid := range pids {
+		p := a.procs[pid]
+		delete(a.procs, pid)
+		a.retired[pid] = p.exited
+		g := p.group
+		if g.procs--; g.procs == 0 {
+			// Its histograms end: a process of the group that comes
+			// later starts them again, with a new start time.
+			delete(a.groups, g.key)
+			forgetGroup(a.hist, g.id)
+			forgetGroup(a.syncHist, g.id)
+			forgetGroup(a.occ.duration, g.id)
+		}
 	}
+	a.forgetOccupancy(pids)
+	forgetPIDs(a.launches, pids)
+	forgetPIDs(a.graphs, pids)
+	forgetPIDs(a.memcpy, pids)
+	forgetPIDs(a.allocated, pids)
+	forgetPIDs(a.freed, pids)
+	forgetPIDs(a.errors, pids)
+	forgetPIDs(a.calls, pids)
 }
 
-// unfold forgets a folded process that exited at ktime now: what other
-// holds of it alone (its outstanding allocations, its last unrecorded
-// counts) goes, its counts stay.
-func (a *aggregator) unfold(pid uint32, now uint64) {
-	a.occ.model.ProcessExit(int64(now), pid)
-	delete(a.folded, pid)
+// unfold forgets the folded processes pids, which exited at ktime now:
+// what other holds of them alone (their outstanding allocations, their
+// last unrecorded counts) goes, their counts stay.
+func (a *aggregator) unfold(pids map[uint32]bool, now uint64) {
 	a.last = nil
-	a.retired[pid] = now
+	for pid := range pids {
+		a.occ.model.ProcessExit(int64(now), pid)
+		delete(a.folded, pid)
+		a.retired[pid] = now
+	}
 	o := a.other
 	for k, al := range o.allocs {
-		if k.pid == pid {
+		if pids[k.pid] {
 			delete(o.allocs, k)
 			o.outstanding -= int64(al.size)
 		}
 	}
-	maps.DeleteFunc(a.foldedUnrecorded, func(k gputracebpf.CallKey, _ int64) bool { return k.Pid == pid })
+	maps.DeleteFunc(a.foldedUnrecorded, func(k gputracebpf.CallKey, _ int64) bool { return pids[k.Pid] })
 }
 
 // owned is a series key that names its process.
@@ -794,9 +807,9 @@ func (k memcpyKey) owner() uint32 { return k.pid }
 func (k errKey) owner() uint32    { return k.pid }
 func (k callKey) owner() uint32   { return k.pid }
 
-// forgetPID deletes pid's series from m.
-func forgetPID[K owned, V any](m map[K]V, pid uint32) {
-	maps.DeleteFunc(m, func(k K, _ V) bool { return k.owner() == pid })
+// forgetPIDs deletes the series of pids from m.
+func forgetPIDs[K owned, V any](m map[K]V, pids map[uint32]bool) {
+	maps.DeleteFunc(m, func(k K, _ V) bool { return pids[k.owner()] })
 }
 
 // grouped is a series key that names its group.

@@ -180,8 +180,8 @@ func (a *aggregator) report(now uint64) {
 func (k occKey) groupID() uint32  { return k.group }
 func (k devicePID) owner() uint32 { return k.pid }
 
-// forgetOccupancy drops the modelled series of pid.
-func (a *aggregator) forgetOccupancy(pid uint32) {
+// forgetOccupancy drops the modelled series of pids.
+func (a *aggregator) forgetOccupancy(pids map[uint32]bool) {
 	a.occ.lastDuration = nil
-	forgetPID(a.occ.series, pid)
+	forgetPIDs(a.occ.series, pids)
 }
