@@ -193,7 +193,7 @@ func (tr *traced) waitEvents(t testing.TB, pid, n int) []gputracebpf.Event {
 	t.Helper()
 	if !poll(10*time.Second, func() bool { return len(tr.rec.Events(pid)) >= n }) {
 		evs := tr.rec.Events(pid)
-		require.Failf(t, "too few events", "pid %d: %d events after 10s, want %d:\n%s", pid, len(evs), n, dumpEvents(evs))
+		require.Failf(t, "too few events", "pid %d: %d events after 10s, want %d; %s:\n%s", pid, len(evs), n, tr.losses(), dumpEvents(evs))
 	}
 	time.Sleep(3 * tr.cfg.pollInterval)
 	evs := tr.rec.Events(pid)
@@ -212,6 +212,16 @@ func (tr *traced) waitPoints(t testing.TB, ok func(testutil.Points) bool) testut
 		return ok(pts)
 	})
 	return pts
+}
+
+// losses says what the Source counted as lost so far: the BPF counters
+// and the ring reader's errors, for a test that misses records.
+func (tr *traced) losses() string {
+	c, err := tr.objs.Counters()
+	if err != nil {
+		return fmt.Sprintf("BPF counters: %v", err)
+	}
+	return fmt.Sprintf("BPF counted %d dropped, %d lost returns; ring %+v", c[gputracebpf.CounterDrops], c[gputracebpf.CounterLostReturns], tr.kernel.Ring.Errors())
 }
 
 func dumpEvents(evs []gputracebpf.Event) string {

@@ -1,0 +1,32 @@
+package gputrace
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
+)
+
+// TestTraceUnderLoad runs the record-exact scenarios while two busy loops
+// per core keep every core's run queue full (a load average of four
+// times the cores): the Source's reader, the probed programs and the test
+// all wait for a core, and still every record arrives, each with its
+// arguments, and every series is exact (issue 16, item 2).
+func TestTraceUnderLoad(t *testing.T) {
+	requireRoot(t)
+	testutil.Hogs(t, 2*runtime.NumCPU())
+	tr := startTracing(t, WithRescanInterval(time.Hour))
+	for _, tc := range []struct {
+		name string
+		f    func(*testing.T, *traced)
+	}{
+		{"RuntimeLaunch", testRuntimeLaunch},
+		{"RuntimeThreads", testRuntimeThreads},
+		{"DriverLaunch", testDriverLaunch},
+		{"Static", testStatic},
+		{"ForwardCountedOnce", testForwardCountedOnce},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.f(t, tr) })
+	}
+}
