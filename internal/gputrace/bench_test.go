@@ -360,7 +360,8 @@ func benchEnvInt(name string, def int) int {
 //     ring buffer (the stack arguments, a timestamp, the ids, a record
 //     without wakeup), drained by a polling reader;
 //   - ours: the real Source (New, every probe on libcudart and libcuda),
-//     with the OpenTelemetry SDK's MeterProvider;
+//     with the OpenTelemetry SDK's MeterProvider and the Producer on its
+//     reader, as the agent runs it;
 //   - ours-noop: the same with the API's no-op MeterProvider, which
 //     leaves out what the SDK's aggregation in the reader takes from the
 //     workload on a small machine;
@@ -495,10 +496,11 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	}()
 
 	var oursRecords, oursCalls, oursDrops, naiveRecords, newTime, closeTime, oursRuns atomic.Int64
-	// ours runs the Source with mp: the SDK's, as an agent has, or the
-	// API's no-op one, which leaves out the SDK's share of the reader's
-	// work (on a 2-core machine the reader competes with the workload).
-	ours := func(threads int, mp metric.MeterProvider) float64 {
+	// ours runs the Source with mp: the SDK's with the Producer p on its
+	// reader, as the agent has, or the API's no-op one (p nil), which
+	// leaves out the SDK's share of the reader's work (on a 2-core machine
+	// the reader competes with the workload).
+	ours := func(threads int, mp metric.MeterProvider, p *Producer) float64 {
 		var (
 			src      *Source
 			launches atomic.Int64
@@ -514,13 +516,17 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 			defer helper.Kill()
 			t0 := time.Now()
 			var err error
-			src, err = New(CUDA, WithMeterProvider(mp),
+			opts := []Option{WithMeterProvider(mp)}
+			if p != nil {
+				opts = append(opts, WithProducer(p))
+			}
+			src, err = New(CUDA, append(opts,
 				WithTracerProvider(tracenoop.NewTracerProvider()),
 				withEventHook(func(e *gputracebpf.Event) {
 					if e.Kind == gputracebpf.KindLaunch {
 						launches.Add(1)
 					}
-				}))
+				}))...)
 			require.NoError(b, err)
 			newTime.Add(int64(time.Since(t0)))
 			for _, target := range []string{TargetRuntime, TargetDriver} {
@@ -571,9 +577,10 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		{name: "floor", run: floorRun},
 		{name: "record", run: record},
 		{name: "ours", run: func(threads int) float64 {
-			return ours(threads, sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))
+			p := NewProducer()
+			return ours(threads, sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader(sdkmetric.WithProducer(p)))), p)
 		}},
-		{name: "ours-noop", run: func(threads int) float64 { return ours(threads, metricnoop.NewMeterProvider()) }},
+		{name: "ours-noop", run: func(threads int) float64 { return ours(threads, metricnoop.NewMeterProvider(), nil) }},
 		{name: "naive", run: naive, once: true},
 	}
 
