@@ -38,21 +38,24 @@ func buildWithObject(t *testing.T, obj []byte) string {
 	return exe
 }
 
-// rejectedInstruction returns obj with the first instruction of its first
-// program section given an opcode that no BPF instruction has: the object
-// still parses, and the kernel's verifier rejects the program.
+// rejectedInstruction returns obj with the first instruction of its
+// program sync_enter, which both the CUDA and the HIP tracer load, given
+// an opcode that no BPF instruction has: the object still parses, and the
+// kernel's verifier rejects the program.
 func rejectedInstruction(t *testing.T, obj []byte) []byte {
 	t.Helper()
 	f, err := elf.NewFile(bytes.NewReader(obj))
 	require.NoError(t, err)
-	for _, s := range f.Sections {
-		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 && s.Size >= 8 {
+	syms, err := f.Symbols()
+	require.NoError(t, err)
+	for _, sym := range syms {
+		if sym.Name == "sync_enter" && elf.ST_TYPE(sym.Info) == elf.STT_FUNC && int(sym.Section) < len(f.Sections) {
 			out := append([]byte(nil), obj...)
-			out[s.Offset] = 0xf7 // ALU64, operation 0xf0: undefined
+			out[f.Sections[sym.Section].Offset+sym.Value] = 0xf7 // ALU64, operation 0xf0: undefined
 			return out
 		}
 	}
-	require.Fail(t, "the CUDA object has no program section")
+	require.Fail(t, "the CUDA object has no program sync_enter")
 	return nil
 }
 
