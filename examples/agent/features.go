@@ -231,13 +231,13 @@ func startHIPTrace(s settings, p providers) (xpuscope.Source, string, error) {
 	return src, describeTrace(st.Attachments, st.Rejections, "HIP", why), nil
 }
 
-// idleRingBytes is the ring buffer of a runtime tracer when the node has
+// idleRingBytes is the ring buffers of a runtime tracer when the node has
 // GPUs, but none of its runtime's vendor: a process there has no device to
-// launch work on. It holds about 3,000 calls of 80 bytes, which the reader
-// empties every 50 ms, or at a quarter full: enough unless processes there
-// make 60,000 calls a second, and what does not fit is counted as dropped.
-// The default ring is 2 MiB, and costs twice its size in RSS (the reader
-// maps its pages twice).
+// launch work on. They hold about 3,000 calls of 80 bytes, split between
+// the CPUs' lanes, which the reader empties every 50 ms, or when one is a
+// quarter full: enough unless processes there make tens of thousands of
+// calls a second, and what does not fit is counted as dropped. The
+// default is 4 MiB, which costs its size in RSS once touched.
 const idleRingBytes = 256 << 10
 
 // ringFor returns the ring buffer size for the tracer of vendor's runtime,

@@ -31,14 +31,15 @@ const (
 	DefaultSpanRate     = 100 // spans per second per process
 	DefaultPollInterval = 50 * time.Millisecond
 	// DefaultRingBytes is split between the CPUs' ring buffers (lanes,
-	// up to 16): on 2 CPUs each holds 13,000 records of 80 bytes, and at
+	// up to 16): on 2 CPUs each holds 26,000 records of 80 bytes, and at
 	// the 50,000 launches a second of a busy thread the forced wakeup
-	// comes at 65 ms and its lane is full at 260 ms (at 16 lanes, 8 and
-	// 33 ms), while the reader drains some five million records a second
+	// comes at 130 ms and its lane is full at 520 ms (at 16 lanes, 16 and
+	// 65 ms), while the reader drains some five million records a second
 	// with the SDK and a Producer, one million without the Producer
 	// (BenchmarkDecodeAggregate). The lanes are mapped once and cost
-	// their size in RSS once touched.
-	DefaultRingBytes = 2 << 20
+	// their size in RSS once touched: as much as the single 2 MiB BPF
+	// ring buffer they replace, which was mapped twice.
+	DefaultRingBytes = 4 << 20
 	DefaultRescan    = 30 * time.Second
 )
 
