@@ -11,9 +11,11 @@
 //
 // # Cost to the workload
 //
-// Each probe counts its call in a BPF map and writes one fixed-size record
-// to a ring buffer without waking the reader, which drains it on a short
-// timer (WithPollInterval) or when the buffer is a quarter full. Return
+// Each probe writes one fixed-size record to its CPU's ring buffer (a lane:
+// no helper call, no lock shared between CPUs) without waking the reader,
+// which drains the lanes on a short timer (WithPollInterval) or when one
+// is a quarter full, and hands the records out in the order they were
+// made; a call whose record finds no room is counted in a BPF map. Return
 // probes exist only for allocations (the pointer), synchronisations (the
 // wait) and the calls that map kernel handles to names. A runtime launch
 // that goes on to the driver is counted once.
