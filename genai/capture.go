@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -271,7 +270,8 @@ func (c *Capture) start(multi bool) error {
 	c.tracer, err = uprobe.New(uprobe.Config{
 		Procfs: cc.procfs,
 		Targets: []uprobe.Target{{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: probes, Multi: multi,
-			Hint: func(b string) bool { return strings.HasPrefix(b, "libssl.so") }}},
+			Names: []string{"libssl.so"}}},
+		Hold: true,
 	})
 	if err != nil {
 		return fmt.Errorf("genai capture: %w", err)
