@@ -162,7 +162,7 @@ func (s *Source) start(multi bool) error {
 		Rescan:  s.cfg.rescan,
 		Targets: targets(s.rt, s.objs, multi),
 		Capture: true,
-		Hold:    true,
+		Hold:    s.cfg.loadHold,
 	})
 	if err != nil {
 		return err
