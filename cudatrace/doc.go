@@ -29,6 +29,25 @@
 // rate cap (WithSpanRate). LeakSuspects lists a process's oldest
 // outstanding allocations.
 //
+// # Bounded under churn
+//
+// The histograms carry no process.pid: the processes of one executable in
+// one container share them. At most WithMaxProcesses processes have
+// series of their own; the rest fold into series with
+// process.executable.name=_OTHER, counted in
+// xpuscope.cuda.process.overflow. An exited process's series go once a
+// collection has reported their last values (WithExitGrace keeps them
+// longer, for a reader that collects less often than another).
+//
+// # Histograms through a Producer
+//
+// Four histograms are recorded per launch. Through the OpenTelemetry SDK
+// each record costs ~200 ns; with a Producer (NewProducer, registered on
+// the SDK's readers, and WithProducer) the Source keeps them itself and
+// the Producer reports them at collection, for a few ns a record. Without
+// one they are recorded into the MeterProvider's histograms, the slower
+// path. See ExampleWithProducer.
+//
 // With WithResolver (a *podjoin.Resolver, or any xpuscope.ProcessResolver), a process's
 // series and spans also carry the attributes of its container and pod,
 // and its spans are children of the span context the resolver gives (a

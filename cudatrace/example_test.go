@@ -5,6 +5,7 @@ import (
 	"log"
 
 	"go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/xpuscope/xpuscope"
@@ -30,4 +31,27 @@ func ExampleNew() {
 	for _, a := range src.Status().Attachments {
 		log.Printf("probing %s %s (pid %d)", a.Target, a.Path, a.PID)
 	}
+}
+
+// Report the histograms through a Producer, as the reference agent does:
+// the Source keeps them itself rather than recording each launch's four
+// into the SDK. The readers take their producers when they are made, so
+// the Producer comes first.
+func ExampleWithProducer() {
+	producer := cudatrace.NewProducer()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(producer)) // or a PeriodicReader, the Prometheus exporter
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	src, err := cudatrace.New(
+		cudatrace.WithMeterProvider(mp),
+		cudatrace.WithTracerProvider(tracenoop.NewTracerProvider()),
+		cudatrace.WithProducer(producer),
+	)
+	if errors.Is(err, xpuscope.ErrUnavailable) {
+		log.Printf("cudatrace off: %v", err)
+		return
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer src.Close()
 }

@@ -3,6 +3,7 @@
 package cudatrace_test
 
 import (
+	"context"
 	"os"
 	"slices"
 	"testing"
@@ -23,19 +24,26 @@ import (
 
 // TestSource: the public Source over the real runtime library that
 // cudaprog.RealCudart finds (a Debian package; there is no GPU, so the calls
-// fail after the probes fired). Status names the library; the launches'
-// series and spans, in the SDK's own data, are of the scope ScopeName at
-// xpuscope.Version, each metric with the unit, kind and buckets the
-// registry gives it; Close ends it.
+// fail after the probes fired), collected as the agent collects it: the
+// histograms through a Producer on the reader. Status names the library;
+// the launches' series and spans, in the SDK's own data, are of the scope
+// ScopeName at xpuscope.Version, each metric with the unit, kind and
+// buckets the registry gives it; Close ends it, and the Producer reports
+// it no more.
 func TestSource(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "cudatrace needs root")
 	}
-	reader := sdkmetric.NewManualReader()
+	producer := cudatrace.NewProducer()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(producer))
 	spans := tracetest.NewInMemoryExporter()
 	src, err := cudatrace.New(
 		cudatrace.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
 		cudatrace.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))),
+		cudatrace.WithProducer(producer),
+		// Other packages' tests may run many programs at once: the
+		// test's own must not be folded past the default cap.
+		cudatrace.WithMaxProcesses(1<<14),
 	)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })
@@ -62,4 +70,7 @@ func TestSource(t *testing.T) {
 
 	require.NoError(t, src.Close())
 	require.NoError(t, src.Close(), "a second Close")
+	produced, err := producer.Produce(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, produced, "a closed Source")
 }

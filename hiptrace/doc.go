@@ -20,7 +20,9 @@
 // occupancy model uses the capacity WithDeviceCapacity sets (compute units
 // × threads per CU, which package gpu reads from the KFD topology as
 // Device.SMs and ThreadsPerSM, occupancy.CapacityKFD),
-// occupancy.DefaultCapacity otherwise.
+// occupancy.DefaultCapacity otherwise. The series are bounded under
+// process churn, and the histograms best reported through a Producer
+// (NewProducer, WithProducer), as cudatrace's are.
 //
 // # Requirements
 //

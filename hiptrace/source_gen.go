@@ -3,9 +3,11 @@
 package hiptrace
 
 import (
+	"context"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope"
@@ -123,10 +125,57 @@ func WithProcRoot(path string) Option { return option{gputrace.WithProcRoot(path
 // process, at least 1; later kernels count under semconv.Other.
 func WithMaxKernelNames(n int) Option { return option{gputrace.WithMaxKernelNames(n)} }
 
-// WithMaxProcesses caps the processes tracked at once, at least 1; events
-// of others are dropped from metrics (the kernel-side call counts keep
-// them).
+// WithMaxProcesses caps the processes that have series of their own, at
+// least 1 (exited processes count until their series go, WithExitGrace).
+// Past the cap a process is folded, for its life, into the series with
+// process.executable.name=semconv.Other and no process.pid or pod: its
+// launches count under cuda.kernel.name=semconv.Other, its spans share
+// one rate cap, and it counts once in xpuscope.cuda.process.overflow.
 func WithMaxProcesses(n int) Option { return option{gputrace.WithMaxProcesses(n)} }
+
+// WithExitGrace sets how long, at least, the series of an exited process
+// stay once its last records are read (two seconds after the exit is
+// seen), not negative. They go at the first housekeeping (every second) after that at
+// which a collection has reported their last values and the grace has
+// passed; after a minute without a collection, they go anyway. The
+// default, 0, retires them after the first collection: give a reader that
+// collects less often than another (an OTLP exporter beside a Prometheus
+// scrape) its interval, so that it too collects their last values.
+func WithExitGrace(d time.Duration) Option { return option{gputrace.WithExitGrace(d)} }
+
+// Producer reports the histograms of the Sources given it (WithProducer)
+// to the OpenTelemetry SDK readers it is registered on: it is a
+// go.opentelemetry.io/otel/sdk/metric Producer, for
+// sdkmetric.WithProducer and the Prometheus exporter's WithProducer.
+// Readers take their producers when they are made: create it first, then
+// the readers, the MeterProvider and the Source. It reports at each
+// collection what the Sources last published, as cumulative histograms in
+// the registry's bounds, under ScopeName; one Producer serves several
+// Sources.
+type Producer struct{ p *gputrace.Producer }
+
+// NewProducer returns a Producer for WithProducer.
+func NewProducer() *Producer { return &Producer{gputrace.NewProducer()} }
+
+// Produce returns the histograms of every open Source given p.
+func (p *Producer) Produce(ctx context.Context) ([]metricdata.ScopeMetrics, error) {
+	return p.p.Produce(ctx)
+}
+
+// WithProducer makes the Source keep its histograms itself, for p to
+// report, rather than record each value into the MeterProvider's
+// histograms (~200 ns a record in OpenTelemetry SDK v1.47, four per
+// launch: the reader then handles ~1 M records a second on one core,
+// against ~5 M with a Producer). Views of the MeterProvider do not apply
+// to them, and they are cumulative whatever a reader's temporality. The
+// other metrics go through the MeterProvider either way. nil, the
+// default, records into the MeterProvider.
+func WithProducer(p *Producer) Option {
+	if p == nil {
+		return option{gputrace.WithProducer(nil)}
+	}
+	return option{gputrace.WithProducer(p.p)}
+}
 
 // WithSpanRate caps the spans emitted per second per process (a token
 // bucket with a burst of one second's worth); 0 turns spans off. Metrics

@@ -170,6 +170,13 @@ var (
 // container and pod.
 var procAttrs = with([]attribute.Key{ProcessPID, ProcessExecutableName}, processAttrs...)
 
+// groupAttrs identify the processes a CUDA histogram gathers: those of one
+// executable in one container, whatever their pids.
+var groupAttrs = with([]attribute.Key{ProcessExecutableName}, processAttrs...)
+
+// groupNote says why the histograms carry no process.pid.
+const groupNote = "No process.pid: the processes of one executable in one container share the series, so that processes coming and going add no series (a histogram is some twenty in Prometheus)."
+
 // Bucket boundaries of the CUDA histograms.
 var (
 	// Threads in a grid (blocks) or a block: powers of two.
@@ -191,17 +198,17 @@ var (
 	CUDAKernelGridSize = Metric{
 		Name: "cuda.kernel.grid.size", Kind: Histogram, Unit: "{block}", Origin: Extension,
 		Description: "Blocks per launch (grid x·y·z).",
-		Attributes:  with(procAttrs, CUDADevice), Buckets: countBuckets,
+		Attributes:  with(groupAttrs, CUDADevice), Buckets: countBuckets, Note: groupNote,
 	}
 	CUDAKernelBlockSize = Metric{
 		Name: "cuda.kernel.block.size", Kind: Histogram, Unit: "{thread}", Origin: Extension,
 		Description: "Threads per block of a launch (block x·y·z).",
-		Attributes:  with(procAttrs, CUDADevice), Buckets: countBuckets,
+		Attributes:  with(groupAttrs, CUDADevice), Buckets: countBuckets, Note: groupNote,
 	}
 	CUDAKernelSharedMemory = Metric{
 		Name: "cuda.kernel.shared_memory", Kind: Histogram, Unit: "By", Origin: Extension,
 		Description: "Dynamic shared memory requested per launch.",
-		Attributes:  with(procAttrs, CUDADevice), Buckets: sharedMemoryBuckets,
+		Attributes:  with(groupAttrs, CUDADevice), Buckets: sharedMemoryBuckets, Note: groupNote,
 	}
 	CUDAGraphLaunches = Metric{
 		Name: "cuda.graph.launches", Kind: Counter, Unit: "{launch}", Origin: Extension,
@@ -237,7 +244,7 @@ var (
 	CUDASyncDuration = Metric{
 		Name: "cuda.sync.duration", Kind: Histogram, Unit: "s", Origin: Extension,
 		Description: "Time a thread waited in a synchronisation call (stream, event, device, context).",
-		Attributes:  with(procAttrs, CUDADevice, CUDAAPIName), Buckets: syncBuckets,
+		Attributes:  with(groupAttrs, CUDADevice, CUDAAPIName), Buckets: syncBuckets, Note: groupNote,
 	}
 	CUDAAPICalls = Metric{
 		Name: "cuda.api.calls", Kind: Counter, Unit: "{call}", Origin: Extension,
@@ -266,6 +273,10 @@ var (
 		Name: "xpuscope.cuda.spans.suppressed", Kind: Counter, Unit: "{span}", Origin: Self,
 		Description: "Spans not emitted because the process was over its span rate cap.",
 	}
+	XpuscopeCUDAProcessOverflow = Metric{
+		Name: "xpuscope.cuda.process.overflow", Kind: Counter, Unit: "{process}", Origin: Self,
+		Description: "Processes folded into the series with process.executable.name=" + Other + " (no process.pid) because the Source already had its cap of processes with series of their own.",
+	}
 	XpuscopeCUDAAttachedFiles = Metric{
 		Name: "xpuscope.cuda.attached_files", Kind: UpDownCounter, Unit: "{file}", Origin: Self,
 		Description: "Files (by device and inode) the CUDA probes are attached to.",
@@ -287,7 +298,7 @@ var cudaMetrics = []Metric{
 	CUDAGraphLaunches, CUDAMemcpyTransferred, CUDAMemoryAllocated, CUDAMemoryFreed,
 	CUDAMemoryOutstanding, CUDAMemoryOldestAge, CUDASyncDuration, CUDAAPICalls, CUDAAPIErrors,
 	XpuscopeCUDAEventsDropped, XpuscopeCUDAKernelNamesUnresolved, XpuscopeCUDAKernelNamesOverflow,
-	XpuscopeCUDASpansSuppressed, XpuscopeCUDAAttachedFiles,
+	XpuscopeCUDASpansSuppressed, XpuscopeCUDAProcessOverflow, XpuscopeCUDAAttachedFiles,
 }
 
 // metrics is the registry: each area's list, in order. An area defined in

@@ -58,6 +58,10 @@ var occupancyAttributes = []Attribute{
 // occAttrs identify a modelled per-process, per-device series.
 var occAttrs = with(procAttrs, CUDADevice, GPUMeasurementSource)
 
+// occGroupAttrs identify a modelled histogram: per executable, container
+// and device.
+var occGroupAttrs = with(groupAttrs, CUDADevice, GPUMeasurementSource)
+
 // kernelDurationBuckets: 1µs to 10s, 1-2-5 steps.
 var kernelDurationBuckets = []float64{
 	1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4,
@@ -71,9 +75,9 @@ var (
 	GPUKernelDuration = Metric{
 		Name: "gpu.kernel.duration", Kind: Histogram, Unit: "s", Origin: Extension,
 		Description: "Estimated run time of a kernel on the device, from its start (launch, or the end of the stream's previous work) to the completion edge gpu.kernel.completion names.",
-		Attributes:  with(occAttrs, GPUKernelCompletion),
+		Attributes:  with(occGroupAttrs, GPUKernelCompletion),
 		Buckets:     kernelDurationBuckets,
-		Note:        occupancyNote + " Kernels covered by one edge share the time between them evenly: only the edge is observed, so per-kernel values are tight only where each kernel has an edge of its own (completion=" + KernelCompletionEvent + ").",
+		Note:        occupancyNote + " " + groupNote + " Kernels covered by one edge share the time between them evenly: only the edge is observed, so per-kernel values are tight only where each kernel has an edge of its own (completion=" + KernelCompletionEvent + ").",
 	}
 	ProcessGPUThreadTime = Metric{
 		Name: "process.gpu.thread.time", Kind: Counter, Unit: "s", Origin: Extension,

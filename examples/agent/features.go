@@ -76,10 +76,15 @@ func (s state) String() string {
 	return [...]string{"active", "unavailable", "fault"}[s]
 }
 
-// providers are where the Sources emit.
+// providers are where the Sources emit: the runtime tracers' histograms
+// through their Producers, registered on the meter's readers, and their
+// exited processes' series kept exitGrace for the slowest reader.
 type providers struct {
-	meter  metric.MeterProvider
-	tracer trace.TracerProvider
+	meter     metric.MeterProvider
+	tracer    trace.TracerProvider
+	cuda      *cudatrace.Producer
+	hip       *hiptrace.Producer
+	exitGrace time.Duration
 }
 
 // feature starts one Source. detail says what it attached to.
@@ -176,6 +181,8 @@ func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {
 	opts := []cudatrace.Option{
 		cudatrace.WithMeterProvider(p.meter),
 		cudatrace.WithTracerProvider(p.tracer),
+		cudatrace.WithProducer(p.cuda),
+		cudatrace.WithExitGrace(p.exitGrace),
 		cudatrace.WithProcRoot(s.procRoot),
 	}
 	if s.nvidiaCapacity != nil {
@@ -202,6 +209,8 @@ func startHIPTrace(s settings, p providers) (xpuscope.Source, string, error) {
 	opts := []hiptrace.Option{
 		hiptrace.WithMeterProvider(p.meter),
 		hiptrace.WithTracerProvider(p.tracer),
+		hiptrace.WithProducer(p.hip),
+		hiptrace.WithExitGrace(p.exitGrace),
 		hiptrace.WithProcRoot(s.procRoot),
 	}
 	if s.amdCapacity != nil {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -32,13 +30,7 @@ const envBenchSeconds = "XPUSCOPE_BENCH_SECONDS"
 //
 //	go test -run '^$' -bench Footprint -benchtime 1x ./examples/agent
 func BenchmarkFootprint(b *testing.B) {
-	seconds := 60
-	if v := os.Getenv(envBenchSeconds); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(b, err, "%s=%q: want a positive number of seconds", envBenchSeconds, v)
-		require.Positive(b, n, "%s=%q: want a positive number of seconds", envBenchSeconds, v)
-		seconds = n
-	}
+	seconds := benchEnv(b, envBenchSeconds, 60)
 	lib := testutil.BuildFakeNVML(b, "-DFAKE_GPUS=8")
 	exe := filepath.Join(b.TempDir(), "agent")
 	out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput()
@@ -82,18 +74,9 @@ func scrapeUntilExit(cmd *exec.Cmd, stderr *syncBuffer, done <-chan error, inter
 		<-done
 		return err
 	}
-	var addr string
-	for deadline := time.Now().Add(30 * time.Second); addr == ""; {
-		select {
-		case err := <-done:
-			return fmt.Errorf("exited (%v) before listening", err)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if m := listening.FindStringSubmatch(stderr.String()); m != nil {
-			addr = m[1]
-		} else if time.Now().After(deadline) {
-			return stop(errors.New("did not say where it listens within 30s"))
-		}
+	addr, err := waitListening(cmd, stderr, done)
+	if err != nil {
+		return err
 	}
 	// The run started before the agent listened: scraping stops in time.
 	last := time.Now().Add(run - 2*time.Second)

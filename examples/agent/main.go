@@ -120,7 +120,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			log.Warn("shut down exporters", "err", err)
 		}
 	}()
-	results := startAll(o.settings, providers{meter: tel.meter, tracer: tel.tracer})
+	results := startAll(o.settings, providers{meter: tel.meter, tracer: tel.tracer, cuda: tel.cuda, hip: tel.hip,
+		exitGrace: tel.exitGrace})
 	defer closeAll(results, log)
 	if o.check {
 		printCheck(stdout, results)

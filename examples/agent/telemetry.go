@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
@@ -24,7 +25,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/cudatrace"
 	"github.com/xpuscope/xpuscope/examples/agent/internal/config"
+	"github.com/xpuscope/xpuscope/hiptrace"
 	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -38,22 +41,29 @@ const envNodeName = "K8S_NODE_NAME"
 // telemetry is where everything the agent collects goes: a MeterProvider
 // with the Prometheus exporter (always: -duration prints from it) and,
 // when configured, an OTLP exporter; a TracerProvider exporting over OTLP
-// when configured.
+// when configured. The runtime tracers' histograms reach both readers
+// through the tracers' Producers, which the readers take when they are
+// made, before the tracers start.
 type telemetry struct {
 	meter    *sdkmetric.MeterProvider
 	tracer   *sdktrace.TracerProvider
 	registry *prometheus.Registry
-	failures [2]atomic.Int64 // by signal: metrics, traces
-	reg      metric.Registration
+	cuda     *cudatrace.Producer
+	hip      *hiptrace.Producer
+	// exitGrace is how long the tracers keep an exited process's series
+	// for the OTLP reader, which collects less often than a scrape may.
+	exitGrace time.Duration
+	failures  [2]atomic.Int64 // by signal: metrics, traces
+	reg       metric.Registration
 }
 
 func newTelemetry(ctx context.Context, cfg config.Config) (*telemetry, error) {
-	t := &telemetry{registry: prometheus.NewRegistry()}
+	t := &telemetry{registry: prometheus.NewRegistry(), cuda: cudatrace.NewProducer(), hip: hiptrace.NewProducer()}
 	res, err := newResource(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("resource: %w", err)
 	}
-	prom, err := otelprom.New(otelprom.WithRegisterer(t.registry))
+	prom, err := otelprom.New(otelprom.WithRegisterer(t.registry), otelprom.WithProducer(t.cuda), otelprom.WithProducer(t.hip))
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
@@ -65,7 +75,8 @@ func newTelemetry(ctx context.Context, cfg config.Config) (*telemetry, error) {
 		}
 		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(
 			&countingMetricExporter{Exporter: exp, failures: &t.failures[0]},
-			sdkmetric.WithInterval(cfg.Export.Interval))))
+			sdkmetric.WithInterval(cfg.Export.Interval), sdkmetric.WithProducer(t.cuda), sdkmetric.WithProducer(t.hip))))
+		t.exitGrace = cfg.Export.Interval
 	}
 	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	if s := cfg.Export.OTLP.Traces; s.Endpoint != "" {

@@ -33,10 +33,18 @@ type alloc struct {
 	api    gputracebpf.API
 }
 
-// proc is what the aggregator knows of one traced process.
+// otherPID is the pid of the fold, the proc that gathers the processes
+// past the cap: no traced process has pid 0.
+const otherPID = 0
+
+// proc is what the aggregator knows of one traced process, or of the
+// processes folded past the cap (the aggregator's other).
 type proc struct {
 	pid uint32
 	exe string
+	// group is the histograms' share of the process: its executable and
+	// container.
+	group *group
 	// kernels maps a launch's function to what is known of it: [0] host
 	// stubs, [1] driver handles. Bounded by maxFuncs; past the
 	// kernel-name cap functions name kernelOther.
@@ -45,35 +53,85 @@ type proc struct {
 	uncached kernelRef
 	// calls indexes the process's series of a.calls by API.
 	calls [gputracebpf.NumAPIs]*calls
-	// The launch histograms' attributes of the device last launched on.
-	hist    *histAttrs
+	// The launch histograms of the device last launched on.
+	hist    *launchHists
 	histDev int32
 	names   []string
 	// Names learned from the process's own calls.
 	registered    map[uint64]string // host stub → kernel (__cudaRegisterFunction)
 	driverNames   map[uint64]string // CUfunction → kernel (cuModuleGetFunction)
 	kernelHandles map[uint64]uint64 // cudaKernel_t → host stub (cudaGetKernel)
-	allocs        map[uint64]alloc
-	outstanding   int64
-	// gone is when the process was first seen to have exited; its series
-	// stay for a grace period so that their last values are exported.
-	gone time.Time
+	// allocs are by pid too: the fold's are its processes'.
+	allocs      map[allocKey]alloc
+	outstanding int64
+	// exited is the ktime at which the process was first seen to have
+	// exited (0 while it runs); its series stay until they are retired
+	// (retire).
+	exited uint64
 	// attrs are the series' process.pid, process.executable.name and the
-	// resolver's container and pod attributes; pod are the latter alone,
-	// for spans, and parent the span context the resolver gave.
+	// resolver's container and pod attributes (the fold's: the executable
+	// name semconv.Other alone); pod are the latter alone, for spans, and
+	// parent the span context the resolver gave.
 	attrs  meterx.Attrs
 	pod    []attribute.KeyValue
 	parent trace.SpanContext
 	spans  tokenBucket
 }
 
+// allocKey is an outstanding allocation: its process and address.
+type allocKey struct {
+	pid uint32
+	ptr uint64
+}
+
+// group is what the histograms know of a process: its executable and
+// container, shared by every process that has the same. Histograms carry
+// no pid, so that processes coming and going add no series.
+type group struct {
+	id    uint32
+	key   groupKey
+	attrs []attribute.KeyValue // the resolver's, then process.executable.name
+	procs int                  // the procs in it; at 0 the group goes
+}
+
+type groupKey struct {
+	exe string
+	pod attribute.Distinct
+}
+
+// with returns the group's attributes plus kvs.
+func (g *group) with(kvs ...attribute.KeyValue) meterx.Attrs {
+	return meterx.NewAttrs(append(slices.Clip(g.attrs), kvs...)...)
+}
+
 // kernelRef is what a proc knows of one launched function: its name's
-// index in names, and the launch series it last counted into (a function
-// is mostly launched on one device through one API).
+// index in names, and the launch series it last counted into, the latest
+// first (a function is launched through one API, on one device or, from
+// a thread each, on a few).
 type kernelRef struct {
 	name   int32
-	series *count
-	key    launchKey
+	series [2]*count
+	keys   [2]launchKey
+}
+
+// count returns the series of k among those ref last counted into, or
+// nil, and puts it first.
+func (ref *kernelRef) count(k launchKey) *count {
+	switch {
+	case ref.series[0] != nil && ref.keys[0] == k:
+	case ref.series[1] != nil && ref.keys[1] == k:
+		ref.series[0], ref.series[1] = ref.series[1], ref.series[0]
+		ref.keys[0], ref.keys[1] = ref.keys[1], ref.keys[0]
+	default:
+		return nil
+	}
+	return ref.series[0]
+}
+
+// remember puts c, the series of k, first among those ref counted into.
+func (ref *kernelRef) remember(k launchKey, c *count) {
+	ref.series[1], ref.keys[1] = ref.series[0], ref.keys[0]
+	ref.series[0], ref.keys[0] = c, k
 }
 
 func driverIndex(driver bool) int {
@@ -104,6 +162,19 @@ type devKey struct {
 
 type apiKey struct {
 	pid    uint32
+	device int32
+	api    gputracebpf.API
+}
+
+// groupDev and groupAPI are histogram series: a group's on a device (and
+// of an API).
+type groupDev struct {
+	group  uint32
+	device int32
+}
+
+type groupAPI struct {
+	group  uint32
 	device int32
 	api    gputracebpf.API
 }
@@ -141,9 +212,6 @@ type count struct {
 	attrs meterx.Attrs
 }
 
-// histAttrs are the attributes of a (process, device)'s launch histograms.
-type histAttrs = meterx.Attrs
-
 // names resolves what the events do not carry.
 type names interface {
 	// Symbolize names the function at addr in process pid, demangled.
@@ -160,7 +228,24 @@ type aggregator struct {
 	inst  *instruments
 	spans *spanner
 
-	procs map[uint32]*proc
+	// procs are the processes with series of their own, at most
+	// cfg.maxProcesses; folded the pids of the processes past it, whose
+	// events other gathers (until they exit); retired the pids of
+	// processes whose series went, with the ktime of their exit, so that
+	// a record read late still counts (in other), for retiredMemory.
+	procs   map[uint32]*proc
+	other   *proc
+	folded  map[uint32]bool
+	retired map[uint32]uint64
+	// last is the state proc last returned for lastPID (records come in
+	// runs of one process), nil once it may be stale.
+	last    *proc
+	lastPID uint32
+	// foldedUnrecorded are the folded processes' unrecorded calls, as the
+	// BPF side last counted them: other's are the sum.
+	foldedUnrecorded map[gputracebpf.CallKey]int64
+	groups           map[groupKey]*group
+	nextGroup        uint32
 
 	launches  map[launchKey]*count
 	graphs    map[apiKey]*count
@@ -169,8 +254,12 @@ type aggregator struct {
 	freed     map[devKey]*count
 	errors    map[errKey]*count
 	calls     map[callKey]*calls
-	hist      map[devKey]*histAttrs
-	syncHist  map[apiKey]*histAttrs
+	hist      map[groupDev]*launchHists
+	syncHist  map[groupAPI]*histSeries[float64]
+
+	// own: the histograms are kept here (a Producer reports them), not
+	// recorded into the MeterProvider's.
+	own bool
 
 	unresolved, overflow, procOverflow int64
 
@@ -180,29 +269,56 @@ type aggregator struct {
 func newAggregator(cfg *config, n names, inst *instruments, sp *spanner) *aggregator {
 	a := &aggregator{
 		cfg: cfg, names: n, inst: inst, spans: sp,
-		procs:     map[uint32]*proc{},
-		launches:  map[launchKey]*count{},
-		graphs:    map[apiKey]*count{},
-		memcpy:    map[memcpyKey]*count{},
-		allocated: map[devKey]*count{},
-		freed:     map[devKey]*count{},
-		errors:    map[errKey]*count{},
-		calls:     map[callKey]*calls{},
-		hist:      map[devKey]*histAttrs{},
-		syncHist:  map[apiKey]*histAttrs{},
+		procs:            map[uint32]*proc{},
+		folded:           map[uint32]bool{},
+		retired:          map[uint32]uint64{},
+		foldedUnrecorded: map[gputracebpf.CallKey]int64{},
+		groups:           map[groupKey]*group{},
+		own:              cfg.producer != nil,
+		launches:         map[launchKey]*count{},
+		graphs:           map[apiKey]*count{},
+		memcpy:           map[memcpyKey]*count{},
+		allocated:        map[devKey]*count{},
+		freed:            map[devKey]*count{},
+		errors:           map[errKey]*count{},
+		calls:            map[callKey]*calls{},
+		hist:             map[groupDev]*launchHists{},
+		syncHist:         map[groupAPI]*histSeries[float64]{},
 	}
+	a.other = a.newProc(otherPID, semconv.Other, nil, trace.SpanContext{})
+	a.other.attrs = meterx.NewAttrs(semconv.ProcessExecutableName.String(semconv.Other))
 	a.initOccupancy(cfg.capacity, cfg.capacitySource)
 	return a
 }
 
-// proc returns the state of pid, creating it; nil past the process cap.
-func (a *aggregator) proc(pid uint32) *proc {
+// retiredMemory is how long the pid of a retired process is remembered,
+// so that a record of it read late counts in other rather than in a new
+// series of the pid (whose counters would restart).
+const retiredMemory = time.Minute
+
+// proc returns the state of the process pid that made a record at ktime
+// ts, creating it: other for a process folded past the cap, or for a
+// record of a process whose series were retired before it was read.
+func (a *aggregator) proc(pid uint32, ts uint64) *proc {
+	if a.last != nil && a.lastPID == pid {
+		return a.last
+	}
 	if p := a.procs[pid]; p != nil {
+		a.last, a.lastPID = p, pid
 		return p
 	}
+	if a.folded[pid] {
+		a.last, a.lastPID = a.other, pid
+		return a.other
+	}
+	if exited, ok := a.retired[pid]; ok && ts < exited {
+		return a.other
+	}
 	if len(a.procs) >= a.cfg.maxProcesses {
+		a.folded[pid] = true
 		a.procOverflow++
-		return nil
+		a.last, a.lastPID = a.other, pid
+		return a.other
 	}
 	exe := a.names.ExecutableName(pid)
 	var pod []attribute.KeyValue
@@ -210,22 +326,63 @@ func (a *aggregator) proc(pid uint32) *proc {
 	if r := a.cfg.resolver; r != nil {
 		pod, parent = r.ProcessAttributes(int(pid))
 	}
+	p := a.newProc(pid, exe, pod, parent)
+	a.procs[pid] = p
+	a.last, a.lastPID = p, pid
+	return p
+}
+
+// newProc returns the state of a process, in its group.
+func (a *aggregator) newProc(pid uint32, exe string, pod []attribute.KeyValue, parent trace.SpanContext) *proc {
 	p := &proc{
 		pid: pid, exe: exe, pod: pod, parent: parent,
+		group:         a.group(exe, pod),
 		kernels:       [2]map[uint64]*kernelRef{{}, {}},
 		names:         []string{semconv.Unknown, semconv.Other},
 		registered:    map[uint64]string{},
 		driverNames:   map[uint64]string{},
 		kernelHandles: map[uint64]uint64{},
-		allocs:        map[uint64]alloc{},
+		allocs:        map[allocKey]alloc{},
 		// The resolver's attributes first: the Source's own win over any
 		// they repeat.
 		attrs: meterx.NewAttrs(append(slices.Clip(pod),
 			semconv.ProcessPID.Int(int(pid)), semconv.ProcessExecutableName.String(exe))...),
-		spans: tokenBucket{rate: a.cfg.spanRate, burst: a.cfg.spanBurst()},
+		spans: newTokenBucket(a.cfg.spanRate, a.cfg.spanBurst()),
 	}
-	a.procs[pid] = p
+	p.group.procs++
 	return p
+}
+
+// group returns the group of the processes of exe in the container pod
+// names, creating it.
+func (a *aggregator) group(exe string, pod []attribute.KeyValue) *group {
+	set := attribute.NewSet(pod...)
+	k := groupKey{exe, set.Equivalent()}
+	if g := a.groups[k]; g != nil {
+		return g
+	}
+	a.nextGroup++
+	// The resolver's attributes first, as on the process's series; a
+	// process.pid it claims is not the group's.
+	attrs := slices.DeleteFunc(set.ToSlice(), func(kv attribute.KeyValue) bool { return kv.Key == semconv.ProcessPID })
+	g := &group{id: a.nextGroup, key: k, attrs: append(attrs, semconv.ProcessExecutableName.String(exe))}
+	a.groups[k] = g
+	return g
+}
+
+// owner returns the state that the occupancy model's figures of pid go
+// to: its own, other's for a folded process, or nil.
+func (a *aggregator) owner(pid uint32) *proc {
+	if a.last != nil && a.lastPID == pid {
+		return a.last
+	}
+	if p := a.procs[pid]; p != nil {
+		return p
+	}
+	if a.folded[pid] {
+		return a.other
+	}
+	return nil
 }
 
 // with returns the process's attributes plus kvs.
@@ -301,10 +458,7 @@ var memcpyKinds = [...]string{"host_to_host", "host_to_device", "device_to_host"
 
 // handle aggregates one event.
 func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
-	p := a.proc(e.PID)
-	if p == nil {
-		return
-	}
+	p := a.proc(e.PID, e.TS)
 	if e.IsCall() {
 		a.call(p, e.API).recorded++
 	}
@@ -313,7 +467,7 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 	case gputracebpf.KindLaunch:
 		a.launch(ctx, p, e)
 	case gputracebpf.KindGraphLaunch:
-		k := apiKey{e.PID, e.Device, e.API}
+		k := apiKey{p.pid, e.Device, e.API}
 		c := a.graphs[k]
 		if c == nil {
 			c = &count{attrs: p.with(semconv.CUDADevice.Int(int(e.Device)), semconv.CUDAAPIName.String(e.API.String()))}
@@ -326,7 +480,7 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 		if k := e.CopyKind(); k < uint64(len(memcpyKinds)) {
 			kind = uint8(k)
 		}
-		k := memcpyKey{e.PID, e.Device, kind, e.API}
+		k := memcpyKey{p.pid, e.Device, kind, e.API}
 		c := a.memcpy[k]
 		if c == nil {
 			c = &count{attrs: p.with(semconv.CUDADevice.Int(int(e.Device)),
@@ -346,20 +500,25 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 	case gputracebpf.KindFree:
 		a.free(ctx, p, e)
 	case gputracebpf.KindSync:
-		k := apiKey{e.PID, e.Device, e.API}
+		k := groupAPI{p.group.id, e.Device, e.API}
 		h := a.syncHist[k]
 		if h == nil {
-			at := p.with(semconv.CUDADevice.Int(int(e.Device)), semconv.CUDAAPIName.String(e.API.String()))
-			h = &at
+			h = newHistSeries[float64](p.group.with(semconv.CUDADevice.Int(int(e.Device)),
+				semconv.CUDAAPIName.String(e.API.String())), syncDurationBuckets, a.spans.wall(e.TS))
 			a.syncHist[k] = h
 		}
-		a.inst.syncDuration.Record(ctx, float64(e.Duration())/1e9, h.Record...)
+		if d := float64(e.Duration()) / 1e9; a.own {
+			h.own.record(d, syncDurationBuckets)
+		} else {
+			a.inst.syncDuration.Record(ctx, d, h.attrs.Record...)
+		}
 		if e.Ret != 0 {
 			a.apiError(p, e)
 		}
 		a.spans.sync(ctx, p, e)
 	case gputracebpf.KindFuncName:
-		if len(p.registered) >= maxLearned || len(p.driverNames) >= maxLearned {
+		// The fold's launches are all named semconv.Other.
+		if p == a.other || len(p.registered) >= maxLearned || len(p.driverNames) >= maxLearned {
 			return
 		}
 		fn, driver := e.NamedFunc()
@@ -370,7 +529,7 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 		}
 		delete(p.kernels[driverIndex(driver)], fn)
 	case gputracebpf.KindKernelHandle:
-		if e.Ret == 0 && len(p.kernelHandles) < maxLearned {
+		if p != a.other && e.Ret == 0 && len(p.kernelHandles) < maxLearned {
 			kernel, hostFunc := e.KernelHandle()
 			p.kernelHandles[kernel] = hostFunc
 			delete(p.kernels[1], kernel)
@@ -379,45 +538,59 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 }
 
 func (a *aggregator) launch(ctx context.Context, p *proc, e *gputracebpf.Event) {
-	ref := a.kernel(p, e.Func(), e.API.Handle())
-	switch ref.name {
-	case kernelUnknown:
-		a.unresolved++
-	case kernelOther:
-		a.overflow++
+	ref := &p.uncached
+	if p == a.other {
+		// The fold's launches count under semconv.Other: its processes'
+		// functions are addresses in as many address spaces.
+		ref.name = kernelOther
+	} else {
+		ref = a.kernel(p, e.Func(), e.API.Handle())
+		switch ref.name {
+		case kernelUnknown:
+			a.unresolved++
+		case kernelOther:
+			a.overflow++
+		}
 	}
-	k := launchKey{e.PID, ref.name, e.Device, e.API}
-	c := ref.series
-	if c == nil || ref.key != k {
+	k := launchKey{p.pid, ref.name, e.Device, e.API}
+	c := ref.count(k)
+	if c == nil {
 		if c = a.launches[k]; c == nil {
 			c = &count{attrs: p.with(semconv.CUDAKernelName.String(p.names[ref.name]),
 				semconv.CUDADevice.Int(int(e.Device)), semconv.CUDAAPIName.String(e.API.String()))}
 			a.launches[k] = c
 		}
-		ref.series, ref.key = c, k
+		ref.remember(k, c)
 	}
 	c.n++
-	h := a.launchHist(p, e.Device)
+	h := a.launchHist(p, e)
 	g, b := e.Grid(), e.Block()
-	a.inst.gridSize.Record(ctx, int64(g[0])*int64(g[1])*int64(g[2]), h.Record...)
-	a.inst.blockSize.Record(ctx, int64(b[0])*int64(b[1])*int64(b[2]), h.Record...)
-	a.inst.sharedMemory.Record(ctx, int64(e.SharedMem()), h.Record...)
+	grid, block, smem := int64(g[0])*int64(g[1])*int64(g[2]), int64(b[0])*int64(b[1])*int64(b[2]), int64(e.SharedMem())
+	if a.own {
+		h.grid.record(grid, gridBuckets)
+		h.block.record(block, blockBuckets)
+		h.smem.record(smem, sharedMemoryBuckets)
+	} else {
+		a.inst.gridSize.Record(ctx, grid, h.attrs.Record...)
+		a.inst.blockSize.Record(ctx, block, h.attrs.Record...)
+		a.inst.sharedMemory.Record(ctx, smem, h.attrs.Record...)
+	}
 	a.spans.launch(ctx, p, e, p.names[ref.name])
 }
 
-// launchHist returns the attributes of p's launch histograms on device.
-func (a *aggregator) launchHist(p *proc, device int32) *histAttrs {
-	if p.hist != nil && p.histDev == device {
+// launchHist returns the launch histograms of p's group on the device e
+// launches on.
+func (a *aggregator) launchHist(p *proc, e *gputracebpf.Event) *launchHists {
+	if p.hist != nil && p.histDev == e.Device {
 		return p.hist
 	}
-	dk := devKey{p.pid, device}
-	h := a.hist[dk]
+	k := groupDev{p.group.id, e.Device}
+	h := a.hist[k]
 	if h == nil {
-		at := p.with(semconv.CUDADevice.Int(int(device)))
-		h = &at
-		a.hist[dk] = h
+		h = newLaunchHists(p.group.with(semconv.CUDADevice.Int(int(e.Device))), a.spans.wall(e.TS))
+		a.hist[k] = h
 	}
-	p.hist, p.histDev = h, device
+	p.hist, p.histDev = h, e.Device
 	return h
 }
 
@@ -439,6 +612,20 @@ func (a *aggregator) call(p *proc, api gputracebpf.API) *calls {
 	return c
 }
 
+// unrecorded sets the calls of api that process pid made and the BPF side
+// counted as making no record (n so far), at ktime now. A folded
+// process's add to other's.
+func (a *aggregator) unrecorded(k gputracebpf.CallKey, n int64, now uint64) {
+	p := a.proc(k.Pid, now)
+	c := a.call(p, gputracebpf.API(k.Api))
+	if p != a.other {
+		c.unrecorded = n
+		return
+	}
+	c.unrecorded += n - a.foldedUnrecorded[k]
+	a.foldedUnrecorded[k] = n
+}
+
 func (a *aggregator) devCounter(m map[devKey]*count, p *proc, device int32) *count {
 	k := devKey{p.pid, device}
 	c := m[k]
@@ -450,7 +637,7 @@ func (a *aggregator) devCounter(m map[devKey]*count, p *proc, device int32) *cou
 }
 
 func (a *aggregator) apiError(p *proc, e *gputracebpf.Event) {
-	k := errKey{e.PID, e.API, e.Ret}
+	k := errKey{p.pid, e.API, e.Ret}
 	c := a.errors[k]
 	if c == nil {
 		c = &count{attrs: p.with(semconv.CUDAAPIName.String(e.API.String()), semconv.CUDAErrorCode.Int(int(e.Ret)))}
@@ -470,28 +657,30 @@ func (a *aggregator) malloc(ctx context.Context, p *proc, e *gputracebpf.Event) 
 	if ptr == 0 {
 		return
 	}
-	if old, ok := p.allocs[ptr]; ok {
+	k := allocKey{e.PID, ptr}
+	if old, ok := p.allocs[k]; ok {
 		// The address was freed without our seeing it: replace it.
 		p.outstanding -= int64(old.size)
 	} else if len(p.allocs) >= maxAllocations {
 		return
 	}
-	p.allocs[ptr] = alloc{size: size, at: e.TS, device: e.Device, api: e.API}
+	p.allocs[k] = alloc{size: size, at: e.TS, device: e.Device, api: e.API}
 	p.outstanding += int64(size)
 }
 
 func (a *aggregator) free(ctx context.Context, p *proc, e *gputracebpf.Event) {
 	a.spans.free(ctx, p, e)
-	old, ok := p.allocs[e.Pointer()]
+	k := allocKey{e.PID, e.Pointer()}
+	old, ok := p.allocs[k]
 	if !ok {
 		return // allocated before tracing began, or already counted
 	}
-	delete(p.allocs, e.Pointer())
+	delete(p.allocs, k)
 	p.outstanding -= int64(old.size)
 	a.devCounter(a.freed, p, old.device).n += int64(old.size)
 }
 
-// oldest returns the ktime of pid's oldest outstanding allocation.
+// oldest returns the ktime of the oldest outstanding allocation.
 func (p *proc) oldest() (uint64, bool) {
 	var at uint64
 	for _, al := range p.allocs {
@@ -502,39 +691,107 @@ func (p *proc) oldest() (uint64, bool) {
 	return at, at != 0
 }
 
-// exitGrace is how long the series of an exited process are kept, so that
-// exporters see their final values.
-const exitGrace = time.Minute
+// When the series of an exited process go (forget): once the reader has
+// read what it wrote before it exited (drainTime after the exit is seen:
+// the reader polls at least once a second), and a collection has
+// reported them since (collected), so that every counter's last value
+// reaches the reader that collected; and once the grace given has passed
+// since (WithExitGrace), for readers that collect less often than the
+// first. With no collection at all they go after maxExitKeep. Counters of
+// the process end there: nothing is moved into other series, which would
+// count it twice in a scraper's increase().
+const (
+	drainTime   = 2 * time.Second
+	maxExitKeep = time.Minute
+)
 
-// forget drops the state of processes that exited more than exitGrace
-// before now (ktime nowK).
-func (a *aggregator) forget(alive func(pid uint32) bool, now time.Time, nowK uint64) {
+// forget notices the processes that exited (alive says which run), and
+// retires the series of those whose last values were collected, at ktime
+// now; collected is the ktime of the last snapshot a collection reported.
+func (a *aggregator) forget(alive func(pid uint32) bool, now, collected uint64) {
+	retiring := map[uint32]bool{}
 	for pid, p := range a.procs {
 		if alive(pid) {
 			continue
 		}
-		if p.gone.IsZero() {
-			p.gone = now
-			a.occ.model.ProcessExit(int64(nowK), pid)
+		if p.exited == 0 {
+			p.exited = now
+			a.occ.model.ProcessExit(int64(now), pid)
 			if r := a.cfg.resolver; r != nil {
 				r.Forget(int(pid))
 			}
 		}
-		if now.Sub(p.gone) < exitGrace {
+		drained := p.exited + uint64(drainTime)
+		if now < drained+uint64(a.cfg.exitGrace) || (collected < drained && now < p.exited+uint64(maxExitKeep)) {
 			continue
 		}
-		delete(a.procs, pid)
-		a.forgetOccupancy(pid)
-		forgetPID(a.launches, pid)
-		forgetPID(a.graphs, pid)
-		forgetPID(a.memcpy, pid)
-		forgetPID(a.allocated, pid)
-		forgetPID(a.freed, pid)
-		forgetPID(a.errors, pid)
-		forgetPID(a.calls, pid)
-		forgetPID(a.hist, pid)
-		forgetPID(a.syncHist, pid)
+		retiring[pid] = true
 	}
+	if len(retiring) > 0 {
+		a.retire(retiring)
+	}
+	unfolding := map[uint32]bool{}
+	for pid := range a.folded {
+		if !alive(pid) {
+			unfolding[pid] = true
+		}
+	}
+	if len(unfolding) > 0 {
+		a.unfold(unfolding, now)
+	}
+	for pid, exited := range a.retired {
+		if now-exited > uint64(retiredMemory) {
+			delete(a.retired, pid)
+		}
+	}
+}
+
+// retire drops the series of the exited processes pids, one pass over
+// each map for them all.
+func (a *aggregator) retire(pids map[uint32]bool) {
+	a.last = nil
+	for pid := range pids {
+		p := a.procs[pid]
+		delete(a.procs, pid)
+		a.retired[pid] = p.exited
+		g := p.group
+		if g.procs--; g.procs == 0 {
+			// Its histograms end: a process of the group that comes
+			// later starts them again, with a new start time.
+			delete(a.groups, g.key)
+			forgetGroup(a.hist, g.id)
+			forgetGroup(a.syncHist, g.id)
+			forgetGroup(a.occ.duration, g.id)
+		}
+	}
+	a.forgetOccupancy(pids)
+	forgetPIDs(a.launches, pids)
+	forgetPIDs(a.graphs, pids)
+	forgetPIDs(a.memcpy, pids)
+	forgetPIDs(a.allocated, pids)
+	forgetPIDs(a.freed, pids)
+	forgetPIDs(a.errors, pids)
+	forgetPIDs(a.calls, pids)
+}
+
+// unfold forgets the folded processes pids, which exited at ktime now:
+// what other holds of them alone (their outstanding allocations, their
+// last unrecorded counts) goes, their counts stay.
+func (a *aggregator) unfold(pids map[uint32]bool, now uint64) {
+	a.last = nil
+	for pid := range pids {
+		a.occ.model.ProcessExit(int64(now), pid)
+		delete(a.folded, pid)
+		a.retired[pid] = now
+	}
+	o := a.other
+	for k, al := range o.allocs {
+		if pids[k.pid] {
+			delete(o.allocs, k)
+			o.outstanding -= int64(al.size)
+		}
+	}
+	maps.DeleteFunc(a.foldedUnrecorded, func(k gputracebpf.CallKey, _ int64) bool { return pids[k.Pid] })
 }
 
 // owned is a series key that names its process.
@@ -550,9 +807,23 @@ func (k memcpyKey) owner() uint32 { return k.pid }
 func (k errKey) owner() uint32    { return k.pid }
 func (k callKey) owner() uint32   { return k.pid }
 
-// forgetPID deletes pid's series from m.
-func forgetPID[K owned, V any](m map[K]V, pid uint32) {
-	maps.DeleteFunc(m, func(k K, _ V) bool { return k.owner() == pid })
+// forgetPIDs deletes the series of pids from m.
+func forgetPIDs[K owned, V any](m map[K]V, pids map[uint32]bool) {
+	maps.DeleteFunc(m, func(k K, _ V) bool { return pids[k.owner()] })
+}
+
+// grouped is a series key that names its group.
+type grouped interface {
+	comparable
+	groupID() uint32
+}
+
+func (k groupDev) groupID() uint32 { return k.group }
+func (k groupAPI) groupID() uint32 { return k.group }
+
+// forgetGroup deletes the series of group id from m.
+func forgetGroup[K grouped, V any](m map[K]V, id uint32) {
+	maps.DeleteFunc(m, func(k K, _ V) bool { return k.groupID() == id })
 }
 
 func hex(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }

@@ -10,10 +10,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -35,7 +37,8 @@ func (f *fakeNames) Symbolize(_ uint32, addr uint64) (string, bool) {
 func (f *fakeNames) ExecutableName(pid uint32) string { return f.exe[pid] }
 
 // harness is an aggregator wired to an SDK reader and an in-memory span
-// exporter, fed through the Source's observe callback.
+// exporter, fed through the Source's observe callback (and its Producer,
+// when the options give one, registered on the reader).
 type harness struct {
 	s      *Source
 	reader *sdkmetric.ManualReader
@@ -48,22 +51,29 @@ func newHarness(t *testing.T, opts ...Option) *harness {
 	t.Helper()
 	cfg, err := newConfig(opts)
 	require.NoError(t, err)
+	var readerOpts []sdkmetric.ManualReaderOption
+	if cfg.producer != nil {
+		readerOpts = append(readerOpts, sdkmetric.WithProducer(cfg.producer))
+	}
 	h := &harness{
-		reader: sdkmetric.NewManualReader(),
+		reader: sdkmetric.NewManualReader(readerOpts...),
 		spans:  tracetest.NewInMemoryExporter(),
 		names:  &fakeNames{exe: map[uint32]string{100: "train", 200: "serve"}, symbols: map[uint64]string{}},
 		now:    uint64(time.Hour),
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(h.spans))
-	meter := mp.Meter(CUDA.ScopeName())
-	h.s = &Source{cfg: cfg, mono: func() uint64 { return h.now },
+	meter := mp.Meter(CUDA.ScopeName(), metric.WithInstrumentationVersion(xpuscope.Version))
+	h.s = &Source{rt: CUDA, cfg: cfg, mono: func() uint64 { return h.now },
 		attachedByTarget: map[string]int64{}}
 	require.NoError(t, h.s.inst.create(meter))
 	_, err = meter.RegisterCallback(h.s.observe, h.s.inst.observables()...)
 	require.NoError(t, err)
 	h.s.agg = newAggregator(&h.s.cfg, h.names, &h.s.inst, &spanner{tracer: tp.Tracer(CUDA.ScopeName()),
 		wall: func(k uint64) time.Time { return time.Unix(0, int64(k)) }})
+	if cfg.producer != nil {
+		cfg.producer.add(h.s)
+	}
 	return h
 }
 
@@ -265,24 +275,8 @@ func TestSpanRateCap(t *testing.T) {
 	assert.Empty(t, off.spans.GetSpans())
 }
 
-func TestProcessCapAndExit(t *testing.T) {
-	h := newHarness(t, WithMaxProcesses(1))
-	h.feed(launch(100, 1, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 1),
-		launch(200, 1, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 1))
-	assert.Len(t, h.collect(t).Find(semconv.CUDAKernelLaunches.Name), 1)
-	assert.Equal(t, int64(1), h.s.agg.procOverflow)
-
-	dead := func(uint32) bool { return false }
-	t0 := time.Now()
-	h.s.agg.forget(dead, t0, 1)
-	assert.Len(t, h.collect(t).Find(semconv.CUDAKernelLaunches.Name), 1, "an exited process's series stay for the grace period")
-	h.s.agg.forget(dead, t0.Add(exitGrace), 2)
-	assert.Empty(t, h.collect(t).Find(semconv.CUDAKernelLaunches.Name))
-	assert.Empty(t, h.s.agg.procs)
-}
-
 func TestTokenBucket(t *testing.T) {
-	b := tokenBucket{rate: 2, burst: 2}
+	b := newTokenBucket(2, 2)
 	assert.True(t, b.take(1e9))
 	assert.True(t, b.take(1e9))
 	assert.False(t, b.take(1e9))
@@ -307,7 +301,7 @@ func TestAPICallCounts(t *testing.T) {
 	)
 	// As housekeep sets it from the unrecorded_calls map: 5 launches of
 	// pid 100 were dropped.
-	h.s.agg.call(h.s.agg.proc(100), apiOf("cudaLaunchKernel")).unrecorded = 5
+	h.s.agg.unrecorded(gputracebpf.CallKey{Pid: 100, Api: uint32(apiOf("cudaLaunchKernel"))}, 5, 7)
 	pts := h.collect(t)
 	calls := func(pid int, api string) float64 {
 		return pts.One(t, semconv.CUDAAPICalls.Name, semconv.ProcessPID.Int(pid), semconv.CUDAAPIName.String(api)).Value

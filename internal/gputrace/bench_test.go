@@ -38,6 +38,7 @@ import (
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
+	"github.com/xpuscope/xpuscope/semconv"
 )
 
 // benchEncode appends e to buf as the BPF programs write it: struct event
@@ -171,14 +172,14 @@ func newBenchStream() *benchStream {
 }
 
 // newBenchSource is the aggregate_test.go harness for benchmarks: a
-// Source with the given MeterProvider, a no-op TracerProvider, and
-// fakeNames; no kernel objects.
-func newBenchSource(tb testing.TB, mp metric.MeterProvider) *Source {
+// Source with the given MeterProvider (and options), a no-op
+// TracerProvider, and fakeNames; no kernel objects.
+func newBenchSource(tb testing.TB, mp metric.MeterProvider, opts ...Option) *Source {
 	tb.Helper()
-	cfg, err := newConfig([]Option{WithMeterProvider(mp), WithTracerProvider(tracenoop.NewTracerProvider())})
+	cfg, err := newConfig(append([]Option{WithMeterProvider(mp), WithTracerProvider(tracenoop.NewTracerProvider())}, opts...))
 	require.NoError(tb, err)
 	now := uint64(time.Hour)
-	s := &Source{cfg: cfg, mono: func() uint64 { return now }, attachedByTarget: map[string]int64{}}
+	s := &Source{rt: CUDA, cfg: cfg, mono: func() uint64 { return now }, attachedByTarget: map[string]int64{}}
 	meter := mp.Meter(CUDA.ScopeName())
 	require.NoError(tb, s.inst.create(meter))
 	_, err = meter.RegisterCallback(s.observe, s.inst.observables()...)
@@ -186,8 +187,16 @@ func newBenchSource(tb testing.TB, mp metric.MeterProvider) *Source {
 	names := &fakeNames{exe: map[uint32]string{100: "train", 200: "serve"}, symbols: map[uint64]string{}}
 	s.agg = newAggregator(&s.cfg, names, &s.inst, &spanner{tracer: cfg.tracerProvider.Tracer(CUDA.ScopeName()),
 		wall: func(k uint64) time.Time { return time.Unix(0, int64(k)) }})
+	if cfg.producer != nil {
+		cfg.producer.add(s)
+	}
 	return s
 }
+
+// benchTurn is how many records one Source of the "sdk" benchmark takes
+// before the other takes as many: enough for each to warm its caches
+// again.
+const benchTurn = 16 * benchCycle
 
 // benchTick is the simulated time between two records: 5M events/s.
 const benchTick = 200
@@ -205,26 +214,27 @@ func benchHandle(s *Source, raw []byte, errs *int) {
 // handle, unlock), one record per op, in steady state (kernel names
 // learned, every series created). Sub-benchmarks split the cost:
 //
+//   - "sdk": what the agent runs: the OpenTelemetry SDK's MeterProvider
+//     on a ManualReader with a Producer, the Source keeping its
+//     histograms itself (WithProducer). The same records go through a second Source without a Producer, whose four
+//     histogram records per launch (grid, block, shared memory, modelled
+//     kernel duration) and sync-duration records go through the SDK's
+//     synchronous aggregation: its events/s is plain-events/s, and the
+//     ratio of the two, taken in the same run, producer/plain. The two
+//     take turns of benchTurn records;
 //   - "ours": everything the Source does per record (decode, series,
 //     occupancy model, span sampling) with the OpenTelemetry API's no-op
-//     MeterProvider, so that the instruments' calls cost what the API
-//     costs and nothing of an SDK;
-//   - "sdk": the same with the OpenTelemetry SDK's MeterProvider on a
-//     ManualReader: the four histogram records per launch (grid, block,
-//     shared memory, modelled kernel duration) and the sync-duration
-//     record go through the SDK's synchronous aggregation, whose cost is
-//     the SDK's (the API has no way to record a pre-aggregated
-//     histogram);
+//     MeterProvider and no Producer, so that the instruments' calls cost
+//     what the API costs and nothing of an SDK;
 //   - "decode": gputracebpf.Decode alone.
 func BenchmarkDecodeAggregate(b *testing.B) {
 	stream := newBenchStream()
 	b.Logf("cycle of %d records: %v", len(stream.cycle), stream.counts)
-	run := func(b *testing.B, s *Source, decodeOnly bool) {
-		var (
-			ev           gputracebpf.Event
-			decodeErrors int
-		)
-		ts := uint64(time.Hour)
+	// ts is the simulated clock, shared by the Sources of a run: each
+	// sees it go forward.
+	ts := uint64(time.Hour)
+	warm := func(b *testing.B, s *Source) {
+		var decodeErrors int
 		for _, rec := range stream.names {
 			benchHandle(s, rec, &decodeErrors)
 		}
@@ -236,44 +246,84 @@ func BenchmarkDecodeAggregate(b *testing.B) {
 				benchHandle(s, rec, &decodeErrors)
 			}
 		}
-		cycle := stream.cycle
+		require.Zero(b, decodeErrors, "decode errors")
+	}
+	// feed hands s the records [from, from+n) of the endless cycle.
+	feed := func(s *Source, from, n int, errs *int) {
+		for i := from; i < from+n; i++ {
+			rec := stream.cycle[i%len(stream.cycle)]
+			ts += benchTick
+			binary.LittleEndian.PutUint64(rec, ts)
+			benchHandle(s, rec, errs)
+		}
+	}
+	check := func(b *testing.B, s *Source, decodeErrors int) {
+		b.Helper()
+		require.Zero(b, decodeErrors, "decode errors")
+		require.Zero(b, s.agg.unresolved, "launches of unresolved kernels: the names did not take")
+	}
+	b.Run("sdk", func(b *testing.B) {
+		producer := NewProducer()
+		reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(producer))
+		own := newBenchSource(b, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), WithProducer(producer))
+		plainReader := sdkmetric.NewManualReader()
+		plain := newBenchSource(b, sdkmetric.NewMeterProvider(sdkmetric.WithReader(plainReader)))
+		warm(b, own)
+		warm(b, plain)
+		var (
+			ownTime, plainTime time.Duration
+			ownErrs, plainErrs int
+		)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i += benchTurn {
+			n := min(benchTurn, b.N-i)
+			t0 := time.Now()
+			feed(own, i, n, &ownErrs)
+			t1 := time.Now()
+			feed(plain, i, n, &plainErrs)
+			ownTime, plainTime = ownTime+t1.Sub(t0), plainTime+time.Since(t1)
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(ownTime.Nanoseconds())/float64(b.N), "ns/op")
+		b.ReportMetric(float64(b.N)/ownTime.Seconds(), "events/s")
+		b.ReportMetric(float64(b.N)/plainTime.Seconds(), "plain-events/s")
+		b.ReportMetric(plainTime.Seconds()/ownTime.Seconds(), "producer/plain")
+		check(b, own, ownErrs)
+		check(b, plain, plainErrs)
+		benchCheckCollect(b, own, reader)
+		benchCheckCollect(b, plain, plainReader)
+	})
+	b.Run("ours", func(b *testing.B) {
+		s := newBenchSource(b, metricnoop.NewMeterProvider())
+		warm(b, s)
+		var decodeErrors int
+		b.ReportAllocs()
+		b.ResetTimer()
+		feed(s, 0, b.N, &decodeErrors)
+		b.StopTimer()
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		check(b, s, decodeErrors)
+	})
+	b.Run("decode", func(b *testing.B) {
+		var ev gputracebpf.Event
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := range b.N {
-			rec := cycle[i%len(cycle)]
+			rec := stream.cycle[i%len(stream.cycle)]
 			ts += benchTick
 			binary.LittleEndian.PutUint64(rec, ts)
-			if decodeOnly {
-				if err := gputracebpf.Decode(rec, &ev); err != nil {
-					require.NoError(b, err)
-				}
-				continue
+			if err := gputracebpf.Decode(rec, &ev); err != nil {
+				require.NoError(b, err)
 			}
-			benchHandle(s, rec, &decodeErrors)
 		}
 		b.StopTimer()
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
-		require.Zero(b, decodeErrors, "decode errors")
-		if !decodeOnly {
-			require.Zero(b, s.agg.unresolved, "launches of unresolved kernels: the names did not take")
-		}
-	}
-	b.Run("ours", func(b *testing.B) {
-		run(b, newBenchSource(b, metricnoop.NewMeterProvider()), false)
-	})
-	b.Run("sdk", func(b *testing.B) {
-		reader := sdkmetric.NewManualReader()
-		s := newBenchSource(b, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
-		run(b, s, false)
-		benchCheckCollect(b, s, reader)
-	})
-	b.Run("decode", func(b *testing.B) {
-		run(b, newBenchSource(b, metricnoop.NewMeterProvider()), true)
 	})
 }
 
 // benchCheckCollect checks that the benchmark fed the series: the
-// launches counted add up.
+// launches counted add up, and the histograms were collected.
 func benchCheckCollect(b *testing.B, s *Source, reader *sdkmetric.ManualReader) {
 	b.Helper()
 	var launches int64
@@ -286,7 +336,7 @@ func benchCheckCollect(b *testing.B, s *Source, reader *sdkmetric.ManualReader) 
 	s.publish()
 	pts := testutil.Collect(b, reader)
 	require.NotZero(b, launches, "no launches counted (%d points)", len(pts))
-	require.NotEmpty(b, pts, "no launches counted (%d points)", len(pts))
+	require.NotEmpty(b, pts.Find(semconv.CUDAKernelGridSize.Name), "no grid sizes collected (%d points)", len(pts))
 	require.LessOrEqual(b, series, 2*2*benchKernels, "%d launch series, want at most %d", series, 2*2*benchKernels)
 }
 

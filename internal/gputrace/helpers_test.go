@@ -21,9 +21,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/elfsym"
@@ -100,7 +102,9 @@ type traced struct {
 }
 
 // startTracing creates a CUDA Source with a manual metric reader, an
-// in-memory span exporter and an event recorder, closed with the test.
+// in-memory span exporter, an event recorder, the ownContainers resolver
+// and a process cap of testMaxProcesses (unless opts say otherwise),
+// closed with the test.
 func startTracing(t *testing.T, opts ...Option) *traced {
 	t.Helper()
 	return startTracingRuntime(t, CUDA, opts...)
@@ -113,7 +117,8 @@ func startTracingRuntime(t *testing.T, rt Runtime, opts ...Option) *traced {
 	tr := &traced{reader: sdkmetric.NewManualReader(), spans: tracetest.NewInMemoryExporter(), rec: newRecorder()}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(tr.reader))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tr.spans))
-	all := append([]Option{WithMeterProvider(mp), WithTracerProvider(tp), withEventHook(tr.rec.hook)}, opts...)
+	all := append([]Option{WithMeterProvider(mp), WithTracerProvider(tp), withEventHook(tr.rec.hook),
+		WithResolver(ownContainers{}), WithMaxProcesses(testMaxProcesses)}, opts...)
 	s, err := New(rt, all...)
 	if errors.Is(err, xpuscope.ErrUnavailable) {
 		testutil.SkipOrFail(t, "%s unavailable: %v", rt.Name, err)
@@ -541,16 +546,40 @@ func gather(pts testutil.Points, name string, value func(testutil.Point) float64
 func sum(p testutil.Point) float64       { return p.Value }
 func histCount(p testutil.Point) float64 { return float64(p.Count) }
 
-// ofPid keeps the points of process pid.
+// ofPid keeps the points of process pid: its series, and its
+// histograms, which carry no pid but the container that ownContainers
+// gives the process alone.
 func ofPid(pts testutil.Points, pid int) testutil.Points {
 	var out testutil.Points
 	for _, p := range pts {
-		if p.Get(semconv.ProcessPID) == strconv.Itoa(pid) {
+		if p.Get(semconv.ProcessPID) == strconv.Itoa(pid) ||
+			!p.Has(semconv.ProcessPID) && p.Get(semconv.ContainerID) == containerOf(pid) {
 			out = append(out, p)
 		}
 	}
 	return out
 }
+
+// testMaxProcesses is the kernel tests' process cap: the Source traces
+// every process on the host, and other packages' tests may run many CUDA
+// programs at once, which must not fold the test's own past the default
+// cap.
+const testMaxProcesses = 1 << 14
+
+// ownContainers is the kernel tests' resolver: it puts every process in
+// a container of its own, named by its pid (containerOf). The histograms
+// carry no pid, and the probes fire in other test binaries' programs too,
+// of the same executables: the container tells the test program's apart.
+type ownContainers struct{}
+
+func (ownContainers) ProcessAttributes(pid int) ([]attribute.KeyValue, trace.SpanContext) {
+	return []attribute.KeyValue{semconv.ContainerID.String(containerOf(pid))}, trace.SpanContext{}
+}
+
+func (ownContainers) Forget(int) {}
+
+// containerOf is the container ownContainers puts process pid in.
+func containerOf(pid int) string { return "pid-" + strconv.Itoa(pid) }
 
 func (x expected) callsMatch(pts testutil.Points) bool {
 	return maps.Equal(gather(pts, semconv.CUDAAPICalls.Name, sum, string(semconv.CUDAAPIName)), x.calls)

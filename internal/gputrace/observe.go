@@ -20,7 +20,7 @@ type instruments struct {
 
 	launches, graphs, memcpy, allocated, freed, calls, errors metric.Int64ObservableCounter
 	dropped, unresolved, overflow, suppressed, ringErrors     metric.Int64ObservableCounter
-	attachedLate                                              metric.Int64ObservableCounter
+	processOverflow, attachedLate                             metric.Int64ObservableCounter
 	outstanding, attached                                     metric.Int64ObservableUpDownCounter
 	oldestAge                                                 metric.Float64ObservableGauge
 }
@@ -48,6 +48,7 @@ func (in *instruments) create(m metric.Meter) error {
 	in.unresolved = b.Counter(semconv.XpuscopeCUDAKernelNamesUnresolved)
 	in.overflow = b.Counter(semconv.XpuscopeCUDAKernelNamesOverflow)
 	in.suppressed = b.Counter(semconv.XpuscopeCUDASpansSuppressed)
+	in.processOverflow = b.Counter(semconv.XpuscopeCUDAProcessOverflow)
 	in.ringErrors = b.Counter(semconv.XpuscopeBPFRingErrors)
 	in.attachedLate = b.Counter(semconv.XpuscopeUprobeAttachedLate)
 	in.outstanding = b.UpDownCounter(semconv.CUDAMemoryOutstanding)
@@ -59,21 +60,28 @@ func (in *instruments) create(m metric.Meter) error {
 func (in *instruments) observables() []metric.Observable {
 	return []metric.Observable{
 		in.launches, in.graphs, in.memcpy, in.allocated, in.freed, in.calls, in.errors,
-		in.dropped, in.unresolved, in.overflow, in.suppressed, in.ringErrors, in.attachedLate, in.outstanding, in.attached, in.oldestAge,
+		in.dropped, in.unresolved, in.overflow, in.suppressed, in.processOverflow, in.ringErrors, in.attachedLate, in.outstanding, in.attached, in.oldestAge,
 		in.threadTime, in.threadUtilization, in.smActive, in.capacity, in.occupancyDropped,
 	}
 }
 
-// snapshot is what the metric callback reports: the aggregator's values,
-// copied by the reader (publish), so that a collection neither waits for
-// the reader nor holds it up. Two alternate: the reader fills the back one
-// while collections read the front one, and buffers are reused.
+// snapshot is what the metric callback (and a Producer) reports: the
+// aggregator's values, copied by the reader (publish), so that a
+// collection neither waits for the reader nor holds it up. Two alternate:
+// the reader fills the back one while collections read the front one,
+// and buffers are reused.
 type snapshot struct {
+	at     uint64 // ktime of the publish
 	ints   []intPoint
 	floats []floatPoint
 	// oldest are the processes' oldest outstanding allocations: their
 	// age is taken at collection.
 	oldest []allocPoint
+	// The histograms the aggregator keeps (with a Producer), and their
+	// bucket counts.
+	intHists   []histPoint[int64]
+	floatHists []histPoint[float64]
+	buckets    []uint64
 }
 
 type allocPoint struct {
@@ -107,8 +115,13 @@ func (sn *snapshot) float(inst metric.Float64Observable, v float64, attrs ...met
 func (s *Source) publish() {
 	sn := &s.back
 	sn.ints, sn.floats, sn.oldest = sn.ints[:0], sn.floats[:0], sn.oldest[:0]
+	sn.intHists, sn.floatHists, sn.buckets = sn.intHists[:0], sn.floatHists[:0], sn.buckets[:0]
 	s.mu.Lock()
+	sn.at = s.mono()
 	s.fill(sn)
+	if s.agg.own {
+		s.fillHists(sn)
+	}
 	s.mu.Unlock()
 	s.snapMu.Lock()
 	s.front, s.back = s.back, s.front
@@ -138,10 +151,10 @@ func (s *Source) fill(sn *snapshot) {
 		sn.int(in.errors, c.n, c.attrs.Observe...)
 	}
 	for _, p := range a.procs {
-		sn.int(in.outstanding, p.outstanding, p.attrs.Observe...)
-		if at, ok := p.oldest(); ok {
-			sn.oldest = append(sn.oldest, allocPoint{at, p.attrs.Observe})
-		}
+		sn.proc(in, p)
+	}
+	if len(a.folded) > 0 || a.other.outstanding != 0 {
+		sn.proc(in, a.other)
 	}
 	for _, c := range a.calls {
 		sn.int(in.calls, c.recorded+c.unrecorded, c.attrs.Observe...)
@@ -150,6 +163,7 @@ func (s *Source) fill(sn *snapshot) {
 	sn.int(in.unresolved, a.unresolved)
 	sn.int(in.overflow, a.overflow)
 	sn.int(in.suppressed, a.spans.suppressed)
+	sn.int(in.processOverflow, a.procOverflow)
 	for _, sr := range a.occ.series {
 		sn.float(in.threadTime, sr.threadSeconds, sr.attrs.Observe...)
 		sn.int(in.capacity, sr.threads, sr.capacity.Observe...)
@@ -166,6 +180,25 @@ func (s *Source) fill(sn *snapshot) {
 	}
 }
 
+// proc copies p's memory gauges into sn.
+func (sn *snapshot) proc(in *instruments, p *proc) {
+	sn.int(in.outstanding, p.outstanding, p.attrs.Observe...)
+	if at, ok := p.oldest(); ok {
+		sn.oldest = append(sn.oldest, allocPoint{at, p.attrs.Observe})
+	}
+}
+
+// markCollected notes that a collection reported sn: the series of exited
+// processes that it holds the last values of may go (forget).
+func (s *Source) markCollected(sn *snapshot) {
+	for {
+		c := s.collected.Load()
+		if sn.at <= c || s.collected.CompareAndSwap(c, sn.at) {
+			return
+		}
+	}
+}
+
 // observe reports the last published snapshot, and the ring reader's
 // errors.
 func (s *Source) observe(_ context.Context, o metric.Observer) error {
@@ -173,6 +206,7 @@ func (s *Source) observe(_ context.Context, o metric.Observer) error {
 	s.snapMu.RLock()
 	defer s.snapMu.RUnlock()
 	sn := &s.front
+	s.markCollected(sn)
 	for _, p := range sn.ints {
 		o.ObserveInt64(p.inst, p.value, p.attrs...)
 	}

@@ -22,8 +22,10 @@ import (
 // its stream (the legacy default stream, or the thread's own for _ptds),
 // from the record its return probe makes.
 
+// occKey is a kernel-duration series: a group's on a device, by
+// completion.
 type occKey struct {
-	pid        uint32
+	group      uint32
 	device     int32
 	completion occupancy.Completion
 }
@@ -40,15 +42,16 @@ type occSeries struct {
 	threadRatio     float64
 	smActive        float64
 	threads         int64
-	reported        bool // ratios are set
+	reported        bool   // ratios are set
+	reportedAt      uint64 // the report that set them: other's add up its processes'
 }
 
 // occupancyState is the aggregator's part for the model.
 type occupancyState struct {
 	model    *occupancy.Model
-	duration map[occKey]*meterx.Attrs
+	duration map[occKey]*histSeries[float64]
 	// The series of the last kernel recorded: kernels complete in runs.
-	lastDuration *meterx.Attrs
+	lastDuration *histSeries[float64]
 	lastKey      occKey
 	series       map[devicePID]*occSeries
 	usage        []occupancy.Usage
@@ -58,7 +61,7 @@ type occupancyState struct {
 
 func (a *aggregator) initOccupancy(capacity occupancy.Capacity, src occupancy.CapacitySource) {
 	o := &a.occ
-	o.duration = map[occKey]*meterx.Attrs{}
+	o.duration = map[occKey]*histSeries[float64]{}
 	o.series = map[devicePID]*occSeries{}
 	o.ctx = context.Background()
 	o.model = occupancy.New(
@@ -79,23 +82,27 @@ func (p *proc) modelled(device int32, kvs ...attribute.KeyValue) meterx.Attrs {
 
 // kernelDone records a completed kernel's estimated duration.
 func (a *aggregator) kernelDone(k *occupancy.Kernel) {
-	key := occKey{k.PID, k.Device, k.Completion}
-	if a.occ.lastDuration != nil && a.occ.lastKey == key {
-		a.inst.kernelDuration.Record(a.occ.ctx, float64(k.Duration())/1e9, a.occ.lastDuration.Record...)
+	p := a.owner(k.PID)
+	if p == nil {
 		return
 	}
-	at := a.occ.duration[key]
-	if at == nil {
-		p := a.procs[k.PID]
-		if p == nil {
-			return
+	key := occKey{p.group.id, k.Device, k.Completion}
+	h := a.occ.lastDuration
+	if h == nil || a.occ.lastKey != key {
+		if h = a.occ.duration[key]; h == nil {
+			h = newHistSeries[float64](p.group.with(semconv.CUDADevice.Int(int(k.Device)),
+				semconv.GPUMeasurementSource.String(semconv.MeasurementSourceEBPFModel),
+				semconv.GPUKernelCompletion.String(k.Completion.String())),
+				kernelDurationBuckets, a.spans.wall(uint64(max(0, k.End))))
+			a.occ.duration[key] = h
 		}
-		attrs := p.modelled(k.Device, semconv.GPUKernelCompletion.String(k.Completion.String()))
-		at = &attrs
-		a.occ.duration[key] = at
+		a.occ.lastDuration, a.occ.lastKey = h, key
 	}
-	a.occ.lastDuration, a.occ.lastKey = at, key
-	a.inst.kernelDuration.Record(a.occ.ctx, float64(k.Duration())/1e9, at.Record...)
+	if d := float64(k.Duration()) / 1e9; a.own {
+		h.own.record(d, kernelDurationBuckets)
+	} else {
+		a.inst.kernelDuration.Record(a.occ.ctx, d, h.attrs.Record...)
+	}
 }
 
 // stream is the stream a call names; the legacy default stream of a
@@ -146,13 +153,13 @@ func (a *aggregator) report(now uint64) {
 	o := &a.occ
 	o.usage = o.model.Report(int64(now), o.usage[:0])
 	for _, u := range o.usage {
-		k := devicePID{u.PID, u.Device}
+		p := a.owner(u.PID)
+		if p == nil {
+			continue
+		}
+		k := devicePID{p.pid, u.Device}
 		s := o.series[k]
 		if s == nil {
-			p := a.procs[u.PID]
-			if p == nil {
-				continue
-			}
 			s = &occSeries{
 				attrs:    p.modelled(u.Device),
 				capacity: p.with(semconv.CUDADevice.Int(int(u.Device)), semconv.GPUCapacitySource.String(u.CapacitySource.String())),
@@ -160,17 +167,21 @@ func (a *aggregator) report(now uint64) {
 			o.series[k] = s
 		}
 		s.threadSeconds += u.ThreadSeconds
-		s.threadRatio, s.smActive, s.reported = u.ThreadRatio, u.SMActiveRatio, true
+		if s.reportedAt != now {
+			s.threadRatio, s.smActive = 0, 0
+		}
+		s.threadRatio += u.ThreadRatio
+		s.smActive += u.SMActiveRatio
+		s.reported, s.reportedAt = true, now
 		s.threads = int64(u.Capacity.SMs) * int64(u.Capacity.ThreadsPerSM)
 	}
 }
 
-func (k occKey) owner() uint32    { return k.pid }
+func (k occKey) groupID() uint32  { return k.group }
 func (k devicePID) owner() uint32 { return k.pid }
 
-// forgetOccupancy drops the modelled series of pid.
-func (a *aggregator) forgetOccupancy(pid uint32) {
-	forgetPID(a.occ.duration, pid)
+// forgetOccupancy drops the modelled series of pids.
+func (a *aggregator) forgetOccupancy(pids map[uint32]bool) {
 	a.occ.lastDuration = nil
-	forgetPID(a.occ.series, pid)
+	forgetPIDs(a.occ.series, pids)
 }

@@ -21,13 +21,20 @@ import (
 // Defaults.
 const (
 	DefaultMaxKernelNames = 256
-	DefaultMaxProcesses   = 1024
-	DefaultSpanRate       = 100 // spans per second per process
-	DefaultPollInterval   = 50 * time.Millisecond
+	// DefaultMaxProcesses bounds the series of the processes that have
+	// their own: ~30 each for a process calling every traced runtime
+	// function (cudaprog's RuntimeLaunch), 18 of them cuda.api.calls, so
+	// that the OpenTelemetry SDK's default cardinality limit (2,000
+	// attribute sets an instrument) holds with room to spare. A process
+	// past it costs nothing that grows.
+	DefaultMaxProcesses = 64
+	DefaultSpanRate     = 100 // spans per second per process
+	DefaultPollInterval = 50 * time.Millisecond
 	// DefaultRingBytes holds 26,000 records of 80 bytes: at the 50,000
 	// launches a second of a busy process, the forced wakeup comes at
-	// 130 ms and the ring is full at 520 ms, while the reader drains a
-	// million records a second (BenchmarkDecodeAggregate, with the SDK).
+	// 130 ms and the ring is full at 520 ms, while the reader drains some
+	// five million records a second with the SDK and a Producer, one
+	// million without the Producer (BenchmarkDecodeAggregate).
 	// A ring costs twice its size in RSS: the reader maps it twice.
 	DefaultRingBytes = 2 << 20
 	DefaultRescan    = 30 * time.Second
@@ -48,6 +55,8 @@ type config struct {
 	capacity       occupancy.Capacity
 	capacitySource occupancy.CapacitySource
 	resolver       xpuscope.ProcessResolver
+	producer       *Producer
+	exitGrace      time.Duration
 
 	// Test seams (unexported options).
 	wakeupBytes uint64                     // 0: a quarter of the ring
@@ -95,6 +104,8 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("WithPollInterval: the interval must be positive, got %v", c.pollInterval)
 	case c.rescan <= 0:
 		return c, fmt.Errorf("WithRescanInterval: the interval must be positive, got %v", c.rescan)
+	case c.exitGrace < 0:
+		return c, fmt.Errorf("WithExitGrace: the grace must not be negative, got %v", c.exitGrace)
 	case c.capacity.SMs < 1 || c.capacity.ThreadsPerSM < 1:
 		return c, fmt.Errorf("WithDeviceCapacity: the capacity must be positive, got %d SMs × %d threads", c.capacity.SMs, c.capacity.ThreadsPerSM)
 	}
@@ -136,10 +147,37 @@ func WithMaxKernelNames(n int) Option {
 	return optionFunc(func(c *config) { c.maxKernelNames = n })
 }
 
-// WithMaxProcesses caps the processes tracked at once; events of others
-// are dropped from metrics (the kernel-side call counts keep them).
+// WithMaxProcesses caps the processes that have series of their own
+// (exited processes count until their series go, WithExitGrace). Past the
+// cap a process is folded into the series with
+// process.executable.name=semconv.Other and no process.pid or pod, for
+// its life: its launches count under cuda.kernel.name=semconv.Other, its
+// histograms are the fold's, its spans share one rate cap, and each such
+// process counts once in xpuscope.cuda.process.overflow.
 func WithMaxProcesses(n int) Option {
 	return optionFunc(func(c *config) { c.maxProcesses = n })
+}
+
+// WithExitGrace sets how long, at least, the series of an exited process
+// stay once its last records are read (two seconds after the exit is
+// seen). They go at the first housekeeping (every second) after that at
+// which a collection has reported their last values and the grace has
+// passed; after a minute without a collection, they go anyway. The
+// default, 0, retires them after the first collection: give a reader that
+// collects less often than another (an OTLP exporter beside a Prometheus
+// scrape) its interval, so that it too collects their last values.
+func WithExitGrace(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.exitGrace = d })
+}
+
+// WithProducer makes the Source keep its histograms itself, for p to
+// report to the readers p is registered on, rather than record each value
+// into the MeterProvider's histograms (~200 ns a record in SDK v1.47, four
+// per launch). Views of the MeterProvider do not apply to them, and they
+// are cumulative whatever a reader's temporality. nil, the default,
+// records into the MeterProvider.
+func WithProducer(p *Producer) Option {
+	return optionFunc(func(c *config) { c.producer = p })
 }
 
 // WithSpanRate caps the spans emitted per second per process (a token

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf/features"
@@ -85,6 +86,8 @@ type Source struct {
 	// reader fills back (see publish).
 	snapMu      sync.RWMutex
 	front, back snapshot
+	// collected is the ktime of the last snapshot a collection reported.
+	collected atomic.Uint64
 
 	mu               sync.Mutex // guards everything below
 	agg              *aggregator
@@ -179,6 +182,9 @@ func (s *Source) start(multi bool) error {
 	if err != nil {
 		return fmt.Errorf("register callback: %w", err)
 	}
+	if p := s.cfg.producer; p != nil {
+		p.add(s)
+	}
 	return nil
 }
 
@@ -250,20 +256,18 @@ func (s *Source) refresh() {
 	if cerr == nil {
 		s.bpfCounters = counters
 	}
+	nowK := s.mono()
 	for _, c := range calls {
-		if p := s.agg.proc(c.k.Pid); p != nil {
-			s.agg.call(p, gputracebpf.API(c.k.Api)).unrecorded = int64(c.n)
-		}
+		s.agg.unrecorded(c.k, int64(c.n), nowK)
 	}
 	for _, t := range s.rt.Targets {
 		s.attachedByTarget[t.Name] = attached[t.Name]
 	}
 	alive := func(pid uint32) bool { return s.cfg.procfs.Proc(int(pid)).Alive() }
-	nowK := s.mono()
 	s.agg.report(nowK)
-	s.agg.forget(alive, time.Now(), nowK)
+	s.agg.forget(alive, nowK, s.collected.Load())
 	for _, c := range calls {
-		if s.agg.procs[c.k.Pid] == nil {
+		if s.agg.procs[c.k.Pid] == nil && !s.agg.folded[c.k.Pid] {
 			_ = s.objs.UnrecordedCalls().Delete(c.k)
 		}
 	}
@@ -304,8 +308,8 @@ func (s *Source) LeakSuspects(pid int, n int) []Allocation {
 		return nil
 	}
 	out := make([]Allocation, 0, len(p.allocs))
-	for addr, al := range p.allocs {
-		out = append(out, Allocation{Address: addr, Size: al.size, Age: time.Duration(now - min(now, al.at)),
+	for k, al := range p.allocs {
+		out = append(out, Allocation{Address: k.ptr, Size: al.size, Age: time.Duration(now - min(now, al.at)),
 			Device: int(al.device), Function: al.api.String()})
 	}
 	slices.SortFunc(out, func(a, b Allocation) int { return int(b.Age - a.Age) })
@@ -313,5 +317,11 @@ func (s *Source) LeakSuspects(pid int, n int) []Allocation {
 }
 
 // Close detaches every probe, stops the reader and frees the kernel
-// objects. Calls after the first return nil.
-func (s *Source) Close() error { return s.kernel.Close() }
+// objects; a Producer given the Source reports it no more. Calls after
+// the first return nil.
+func (s *Source) Close() error {
+	if p := s.cfg.producer; p != nil {
+		p.remove(s)
+	}
+	return s.kernel.Close()
+}

@@ -14,20 +14,27 @@ import (
 
 // tokenBucket caps a process's span rate.
 type tokenBucket struct {
-	rate, burst float64
-	tokens      float64
-	last        uint64 // ktime of the last refill
+	perNs, burst float64 // tokens a nanosecond, at most
+	tokens       float64
+	last         uint64 // ktime of the last refill
 }
 
-// take reports whether a span may be emitted at ktime now.
+// newTokenBucket returns a bucket of rate tokens a second, burst at most.
+func newTokenBucket(rate, burst float64) tokenBucket {
+	return tokenBucket{perNs: rate / 1e9, burst: burst}
+}
+
+// take reports whether a span may be emitted at ktime now. It runs for
+// every launch: the rate is kept per nanosecond, so that a refill is a
+// multiplication, not a division.
 func (b *tokenBucket) take(now uint64) bool {
-	if b.rate <= 0 {
+	if b.perNs <= 0 {
 		return false
 	}
 	if b.last == 0 {
 		b.tokens, b.last = b.burst, now
 	} else if now > b.last {
-		b.tokens = min(b.burst, b.tokens+float64(now-b.last)/1e9*b.rate)
+		b.tokens = min(b.burst, b.tokens+float64(now-b.last)*b.perNs)
 		b.last = now
 	}
 	if b.tokens < 1 {
@@ -54,12 +61,13 @@ func (s *spanner) allow(p *proc, e *gputracebpf.Event) bool {
 }
 
 // emit emits one span of p's, a child of p's parent span where the
-// resolver gave one.
+// resolver gave one. It names the event's process: the fold's spans are
+// its processes'.
 func (s *spanner) emit(ctx context.Context, p *proc, e *gputracebpf.Event, name string, start uint64, kvs ...attribute.KeyValue) {
 	// The resolver's attributes first: the Source's own win over any they
 	// repeat.
 	base := append(slices.Clip(p.pod),
-		semconv.ProcessPID.Int(int(p.pid)),
+		semconv.ProcessPID.Int(int(e.PID)),
 		semconv.ProcessExecutableName.String(p.exe),
 		semconv.CUDADevice.Int(int(e.Device)),
 		semconv.CUDAAPIName.String(e.API.String()),

@@ -140,7 +140,7 @@ func testOccupancy(t *testing.T, tr *traced) {
 		return len(tt) == 1 && tt[0].Value > 0
 	})
 	byCompletion := map[string]uint64{}
-	for _, pt := range pts.Find(semconv.GPUKernelDuration.Name, pid) {
+	for _, pt := range pts.Find(semconv.GPUKernelDuration.Name, semconv.ContainerID.String(containerOf(p.Pid))) {
 		require.True(t, pt.Has(semconv.GPUMeasurementSource))
 		require.Equal(t, semconv.MeasurementSourceEBPFModel, pt.Get(semconv.GPUMeasurementSource))
 		byCompletion[pt.Get(semconv.GPUKernelCompletion)] += pt.Count
