@@ -195,3 +195,17 @@ func TestWithoutKernelWalks(t *testing.T) {
 	c.run(t, func() bool { return slices.Contains(tr.Late(), want) }, nil)
 	require.Equal(t, []Late{want}, tr.Late())
 }
+
+// TestHoldPastItsLimit: a hold whose record is read after its limit has
+// passed (a reader held up that long) ends at once, from the timer's
+// goroutine, while the reader is still noting it: the timer must be set
+// before anyone can end the hold (the race detector checks).
+func TestHoldPastItsLimit(t *testing.T) {
+	h := &hub{held: map[int]*hold{}, filling: map[int]*hold{}}
+	for pid := 1; pid <= 100; pid++ {
+		hd := h.startHold(record{pid: pid, what: watchWatchWhatWATCH_HOLD, start: 1, ktime: 0})
+		require.Eventually(t, hd.ended.Load, 10*time.Second, time.Millisecond)
+		require.True(t, hd.expired.Load())
+		require.Nil(t, h.held[pid])
+	}
+}

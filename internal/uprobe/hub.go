@@ -50,6 +50,12 @@ type hub struct {
 
 	heldMu sync.Mutex
 	held   map[int]*hold // the processes this hub holds now
+	// filling is, by process, the hold whose WATCH_HOLD record the
+	// worker handled last: the WATCH_FILE records of the process that
+	// follow it, held, are that hold's (an older hold's come before it,
+	// and may still be coming once a new one began at decode). The
+	// worker's own.
+	filling map[int]*hold
 
 	markSeq atomic.Uint64
 	marksMu sync.Mutex
@@ -64,13 +70,12 @@ const holdLimit = 500 * time.Millisecond
 // that came with the hold, then for the hub to look at them.
 type hold struct {
 	pid      int
-	files    int  // WATCH_FILE records still to come
-	captured bool // the process maps a captured file
-	timer    *time.Timer
+	files    int         // WATCH_FILE records still to come; hub.heldMu
+	captured bool        // the process maps a captured file; hub.heldMu
+	timer    *time.Timer // set with hub.heldMu held, before the hub knows the hold
 	once     sync.Once
 	expired  atomic.Bool // the limit passed first
-	since    time.Time
-	kt       uint64
+	ended    atomic.Bool
 }
 
 // sweepRequest asks the worker to sweep: after clearing what the watcher
@@ -176,6 +181,7 @@ func newHub(fs procfs.FS, walks bool) (*hub, error) {
 		stop:    make(chan struct{}),
 		tracers: map[*Tracer]time.Duration{},
 		held:    map[int]*hold{},
+		filling: map[int]*hold{},
 		marks:   map[uint64]chan struct{}{},
 	}
 	onExec, onLoader := watchProgOnExec, watchProgOnLoaderChange
@@ -298,7 +304,7 @@ func (h *hub) decode(raw []byte) error {
 		h.marked(r.ktime)
 		return nil
 	case watchWatchWhatWATCH_HOLD:
-		h.startHold(r)
+		r.hold = h.startHold(r)
 	}
 	select {
 	case h.records <- r:
@@ -316,58 +322,49 @@ func (h *hub) dropped(r record) {
 	case watchWatchWhatWATCH_FILE:
 		_ = h.maps.WatchFiles.Delete(r.file)
 	case watchWatchWhatWATCH_HOLD:
-		h.heldMu.Lock()
-		hd := h.held[r.pid]
-		h.heldMu.Unlock()
-		if hd != nil {
-			h.endHold(hd)
-		}
+		h.endHold(r.hold)
 	}
 }
 
 // startHold notes the hold r tells of, and makes sure it ends within
-// holdLimit of the stop (r.ktime), whatever the worker is doing.
-func (h *hub) startHold(r record) {
+// holdLimit of the stop (r.ktime), whatever the worker is doing. It
+// returns the hold the files of r's walk count towards.
+func (h *hub) startHold(r record) *hold {
 	hd := &hold{pid: r.pid, files: int(r.start), captured: r.flags&watchWatchFlagFLAG_CAPTURED != 0}
 	h.heldMu.Lock()
+	defer h.heldMu.Unlock()
 	if old := h.held[r.pid]; old != nil {
 		// This hub held it already: one share of the hold, and the
 		// files of both walks to wait for.
 		old.files += hd.files
 		old.captured = old.captured || hd.captured
-		h.heldMu.Unlock()
-		return
+		return old
 	}
-	h.held[r.pid] = hd
-	h.heldMu.Unlock()
+	// The timer is set before the hold is known to anyone who could
+	// end it (a reader late by the limit fires it at once).
 	left := holdLimit - time.Duration(ktime.Now()-min(r.ktime, ktime.Now()))
 	hd.timer = time.AfterFunc(max(left, 0), func() {
 		hd.expired.Store(true)
 		h.endHold(hd)
 	})
+	h.held[r.pid] = hd
+	return hd
 }
 
 // endHold lets the held process go, once.
 func (h *hub) endHold(hd *hold) {
 	hd.once.Do(func() {
-		hd.timer.Stop()
 		h.heldMu.Lock()
+		hd.timer.Stop()
 		if h.held[hd.pid] == hd {
 			delete(h.held, hd.pid)
 		}
 		h.heldMu.Unlock()
+		hd.ended.Store(true)
 		if h.holder != nil {
 			_, _ = h.holder.resume(hd.pid) // a process that is gone needs no resuming
 		}
-
 	})
-}
-
-// holding returns the hold of pid, if the hub holds it.
-func (h *hub) holding(pid int) *hold {
-	h.heldMu.Lock()
-	defer h.heldMu.Unlock()
-	return h.held[pid]
 }
 
 func (h *hub) work() {
@@ -381,6 +378,11 @@ func (h *hub) work() {
 		case <-h.tick.C:
 			_ = h.sweepNow(false, notice{late: lateSweep}) // a failed sweep waits for the next tick
 			h.procs.retire(func(pid int) bool { return h.procfs.Proc(pid).Alive() })
+			for pid, hd := range h.filling {
+				if hd.ended.Load() {
+					delete(h.filling, pid) // its records were dropped, or its process went
+				}
+			}
 		case r := <-h.records:
 			h.handle(r)
 		}
@@ -393,7 +395,7 @@ func (h *hub) handle(r record) {
 	case watchWatchWhatWATCH_FILE:
 		hd := (*hold)(nil)
 		if r.flags&watchWatchFlagFLAG_HELD != 0 {
-			hd = h.holding(r.pid)
+			hd = h.filling[r.pid]
 		}
 		how := noticeOf(r, hd)
 		captured := h.file(r, how)
@@ -404,17 +406,19 @@ func (h *hub) handle(r record) {
 			last := hd.files <= 0
 			h.heldMu.Unlock()
 			if last {
+				delete(h.filling, r.pid)
 				h.finishHold(hd)
 			}
 		}
 	case watchWatchWhatWATCH_HOLD:
-		if hd := h.holding(r.pid); hd != nil {
-			h.heldMu.Lock()
-			last := hd.files <= 0
-			h.heldMu.Unlock()
-			if last {
-				h.finishHold(hd)
-			}
+		hd := r.hold
+		h.heldMu.Lock()
+		last := hd.files <= 0
+		h.heldMu.Unlock()
+		if last {
+			h.finishHold(hd)
+		} else {
+			h.filling[r.pid] = hd
 		}
 	case watchWatchWhatWATCH_RESCAN:
 		h.rescan(r.pid)

@@ -30,6 +30,9 @@ type record struct {
 	// name is the file's base name (WATCH_FILE, and the executable's
 	// WATCH_MAPPING).
 	name string
+	// hold is, for a WATCH_HOLD handed to the worker, the hold it began
+	// or added to.
+	hold *hold
 }
 
 // decodeRecord reads a watcher record. It allocates only the name.
