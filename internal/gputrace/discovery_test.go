@@ -98,12 +98,32 @@ func soname(t *testing.T, path string) string {
 	return names[0]
 }
 
-// run runs l under tr, and returns the launches tr counted of it (the
-// calls of cudaLaunchKernel, records received plus the calls the kernel
-// counted unrecorded) once its process is done, and the records received.
-// lossy says calls may be lost: the count may stay under n.
-func (l lateStarter) run(t *testing.T, tr *traced, lossy bool, attrs *syscall.SysProcAttr, extra ...*os.File) (calls float64, records int) {
+// lateRun is what run saw of a late starter: the launches tr counted of
+// it (the calls of cudaLaunchKernel, records received plus the calls the
+// kernel counted unrecorded) once its process was done, the records
+// received, the attachment of its copy of the runtime, and the records
+// the ring dropped meanwhile, of any process (the probes on the host's
+// libcudart see every program on the host).
+type lateRun struct {
+	calls   float64
+	records int
+	lib     uprobe.Attachment
+	dropped float64
+}
+
+// droppedRecords returns xpuscope.cuda.events.dropped of pts.
+func droppedRecords(t *testing.T, pts testutil.Points) float64 {
 	t.Helper()
+	d := pts.Find(semconv.XpuscopeCUDAEventsDropped.Name)
+	require.Len(t, d, 1)
+	return d[0].Value
+}
+
+// run runs l under tr. lossy says calls may be lost: the count may stay
+// under n.
+func (l lateStarter) run(t *testing.T, tr *traced, lossy bool, attrs *syscall.SysProcAttr, extra ...*os.File) lateRun {
+	t.Helper()
+	droppedBefore := droppedRecords(t, tr.collect(t))
 	p, lib := l.start(t, attrs, extra...)
 	p.Go()
 	lines := p.Wait() // the linger library keeps it until its events are read
@@ -142,9 +162,43 @@ func (l lateStarter) run(t *testing.T, tr *traced, lossy bool, attrs *syscall.Sy
 		}
 		return lossy && c > 0 && time.Since(at) > 2*housekeeping
 	})
-	records = tr.rec.Counts()[uint32(p.Pid)]
+	records := tr.rec.Counts()[uint32(p.Pid)]
 	require.True(t, settled || !lossy, "no launch of pid %d counted: %d records", p.Pid, records)
-	return countedOf(pts), records
+	return lateRun{calls: countedOf(pts), records: records, lib: a, dropped: droppedRecords(t, pts) - droppedBefore}
+}
+
+// requireLate checks that tr's copy of the runtime lib was attached late
+// for reason, and that xpuscope.uprobe.attached_late and Late count it: at
+// least one file of the runtime for that reason, and, since the count is
+// of the whole host's files (other processes may map new files meanwhile),
+// exactly the files Status shows attached late for it.
+func requireLate(t *testing.T, tr *traced, lib uprobe.Attachment, reason string) {
+	t.Helper()
+	require.Equal(t, reason, lib.Late, "why %s was attached late", lib.Path)
+	want := uprobe.Late{Target: TargetRuntime, Reason: reason}
+	// Late and Status read apart: count again until nothing was attached
+	// between them.
+	require.True(t, poll(10*time.Second, func() bool {
+		before := len(tr.Status().Attachments)
+		late := tr.tracer.Late()
+		st := tr.Status().Attachments
+		if len(st) != before {
+			return false
+		}
+		want.Files = 0
+		for _, a := range st {
+			if a.Target == want.Target && a.Late == reason {
+				want.Files++
+			}
+		}
+		require.GreaterOrEqual(t, want.Files, int64(1))
+		require.Contains(t, late, want, "the files attached late by target and why; attached: %+v", st)
+		return true
+	}), "files kept being attached")
+	pts := tr.collect(t).Find(semconv.XpuscopeUprobeAttachedLate.Name, semconv.XpuscopeTarget.String(TargetRuntime),
+		semconv.XpuscopeUprobeLateReason.String(reason))
+	require.Len(t, pts, 1)
+	require.GreaterOrEqual(t, pts[0].Value, float64(want.Files))
 }
 
 // TestLateStarters: a process that loads a copy of the runtime no tracer
@@ -152,7 +206,9 @@ func (l lateStarter) run(t *testing.T, tr *traced, lossy bool, attrs *syscall.Sy
 // it from the first instruction after the load, back to back or 1 ms
 // apart, has every call counted: the discovery holds it from the load
 // until the probes are live. The fallback sweep is an hour away: only the
-// exec and loader hooks find the copies.
+// exec and loader hooks find the copies. Every call has its record, but
+// where the ring was full (another program on the host flooding it), the
+// calls that found no room are counted without one.
 func TestLateStarters(t *testing.T) {
 	requireRoot(t)
 	tr := startTracing(t, WithRescanInterval(time.Hour))
@@ -163,9 +219,13 @@ func TestLateStarters(t *testing.T) {
 		{linked: true, n: 100, gap: time.Millisecond},
 	} {
 		t.Run(l.String(), func(t *testing.T) {
-			calls, records := l.run(t, tr, false, nil)
-			require.Equal(t, float64(l.n), calls, "launches counted; attached late: %+v", tr.tracer.Late())
-			require.Equal(t, l.n, records, "launch records")
+			r := l.run(t, tr, false, nil)
+			require.Equal(t, float64(l.n), r.calls, "launches counted; attached late: %+v", tr.tracer.Late())
+			if r.dropped == 0 {
+				require.Equal(t, l.n, r.records, "launch records")
+			}
+			require.LessOrEqual(t, r.records, l.n, "launch records")
+			require.Empty(t, r.lib.Late, "held until the probes were live")
 		})
 	}
 }
@@ -181,32 +241,39 @@ func TestLateStarterOnATerminal(t *testing.T) {
 	pty := cudaprog.Terminal(t)
 	l := lateStarter{n: 100, gap: time.Millisecond}
 	// The terminal is the child's fd 3 (its first extra file).
-	calls, _ := l.run(t, tr, true, &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3}, pty)
-	require.LessOrEqual(t, calls, float64(l.n))
-	require.Contains(t, tr.tracer.Late(), uprobe.Late{Target: TargetRuntime, Reason: semconv.LateReasonTerminal, Files: 1})
-	late := tr.collect(t).Find(semconv.XpuscopeUprobeAttachedLate.Name, semconv.XpuscopeTarget.String(TargetRuntime),
-		semconv.XpuscopeUprobeLateReason.String(semconv.LateReasonTerminal))
-	require.Len(t, late, 1)
-	require.Equal(t, 1.0, late[0].Value)
+	r := l.run(t, tr, true, &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3}, pty)
+	require.LessOrEqual(t, r.calls, float64(l.n))
+	requireLate(t, tr, r.lib, semconv.LateReasonTerminal)
 }
 
 // TestLoadHoldOff: WithLoadHold(false) lets the late starter run on: its
-// copy of the runtime is counted as attached late, not held.
+// copy of the runtime is counted as attached late, not held. (Every new
+// file the host maps is then late: the host's own libcudart too, when
+// another test's program is the first to map it after the Source began.)
 func TestLoadHoldOff(t *testing.T) {
 	requireRoot(t)
 	tr := startTracing(t, WithRescanInterval(time.Hour), WithLoadHold(false))
 	l := lateStarter{n: 100, gap: time.Millisecond}
-	calls, _ := l.run(t, tr, true, nil)
-	require.LessOrEqual(t, calls, float64(l.n))
-	require.Contains(t, tr.tracer.Late(), uprobe.Late{Target: TargetRuntime, Reason: semconv.LateReasonNotHeld, Files: 1})
+	r := l.run(t, tr, true, nil)
+	require.LessOrEqual(t, r.calls, float64(l.n))
+	requireLate(t, tr, r.lib, semconv.LateReasonNotHeld)
 }
 
 // namer records the name the Source gives each launch record, by process,
-// as it reads it.
+// as it reads it. The hook runs on the Source's reader, which may read
+// records (of other processes) before New returns: it names records only
+// once the test has published the Source (set).
 type namer struct {
-	tr    **traced
 	mu    sync.Mutex
+	src   *Source
 	names map[uint32][]string
+}
+
+// set publishes src to the hook.
+func (n *namer) set(src *Source) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.src = src
 }
 
 func (n *namer) hook(e *gputracebpf.Event) {
@@ -215,7 +282,12 @@ func (n *namer) hook(e *gputracebpf.Event) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	name, ok := (*n.tr).names.Symbolize(e.PID, e.Func())
+	if n.src == nil {
+		return // before the test's processes start
+	}
+	// On the reader, with the Source's lock held: its symbolizer is the
+	// reader's to use.
+	name, ok := n.src.names.Symbolize(e.PID, e.Func())
 	if !ok {
 		name = semconv.Unknown
 	}
@@ -225,12 +297,16 @@ func (n *namer) hook(e *gputracebpf.Event) {
 // TestShortLivedNamed: 100 processes that launch 10 kernels each and exit
 // at once, waiting for nothing, get every launch named, though each is
 // gone long before its records are read: the discovery captured its
-// mappings, and held the files open, while it ran.
+// mappings, and held the files open, while it ran. Every launch is
+// counted; one whose record found the ring full (another program on the
+// host flooding it: the probes see them all) is counted unrecorded and has
+// no name to check, so every launch must have been read only when the
+// ring dropped nothing meanwhile.
 func TestShortLivedNamed(t *testing.T) {
 	requireRoot(t)
-	var tr *traced
-	n := &namer{tr: &tr, names: map[uint32][]string{}}
-	tr = startTracing(t, WithRescanInterval(time.Hour), withEventHook(n.hook))
+	n := &namer{names: map[uint32][]string{}}
+	tr := startTracing(t, WithRescanInterval(time.Hour), withEventHook(n.hook))
+	n.set(tr.Source)
 	exe := cudaprog.Build(t, "short")
 	want := make([]string, len(cudaprog.ShortKernels))
 	for i, k := range cudaprog.ShortKernels {
@@ -238,40 +314,55 @@ func TestShortLivedNamed(t *testing.T) {
 	}
 	slices.Sort(want)
 
+	droppedBefore := droppedRecords(t, tr.collect(t))
 	const procs = 100
-	pids := make([]uint32, 0, procs)
+	pids := make([]int, 0, procs)
 	for range procs {
 		cmd := exec.Command(exe)
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
-		pids = append(pids, uint32(cmd.Process.Pid))
+		pids = append(pids, cmd.Process.Pid)
 	}
+	// The launches counted of each process (records read and calls
+	// counted unrecorded), the most any collection showed: the series of
+	// an exited process go once a collection reported them.
+	api := semconv.CUDAAPIName.String("cudaLaunchKernel")
+	counted := map[int]float64{}
+	var droppedAfter float64
 	done := func() bool {
+		pts := tr.collect(t)
+		droppedAfter = droppedRecords(t, pts)
 		n.mu.Lock()
 		defer n.mu.Unlock()
+		all := true
 		for _, pid := range pids {
-			if len(n.names[pid]) < len(want) {
-				return false
+			if c := ofPid(pts, pid).Find(semconv.CUDAAPICalls.Name, api); len(c) == 1 {
+				counted[pid] = max(counted[pid], c[0].Value)
 			}
+			read := len(n.names[uint32(pid)])
+			all = all && counted[pid] == float64(len(want)) && (read == len(want) || droppedAfter > droppedBefore)
 		}
-		return true
+		return all
 	}
-	if !poll(30*time.Second, done) {
-		n.mu.Lock()
-		short := map[uint32][]string{}
-		for _, pid := range pids {
-			if len(n.names[pid]) < len(want) {
-				short[pid] = n.names[pid]
-			}
-		}
-		n.mu.Unlock()
-		require.Fail(t, "not every launch was read", "the processes with fewer than %d: %v; dropped %v", len(want), short,
-			tr.collect(t).Find(semconv.XpuscopeCUDAEventsDropped.Name))
-	}
+	settled := poll(30*time.Second, done)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if !settled {
+		short := map[int][]string{}
+		for _, pid := range pids {
+			if counted[pid] != float64(len(want)) || len(n.names[uint32(pid)]) < len(want) {
+				short[pid] = n.names[uint32(pid)]
+			}
+		}
+		require.Fail(t, "not every launch was counted and read", "counted %v; of those with fewer than %d named: %v; dropped %v",
+			counted, len(want), short, droppedAfter-droppedBefore)
+	}
 	for _, pid := range pids {
-		got := slices.Sorted(slices.Values(n.names[pid]))
-		require.Equal(t, want, got, "the kernels of pid %d", pid)
+		got := slices.Sorted(slices.Values(n.names[uint32(pid)]))
+		require.Subset(t, want, got, "the kernels of pid %d", pid)
+		require.Len(t, slices.Compact(got), len(got), "the kernels of pid %d, each launched once", pid)
+		if droppedAfter == droppedBefore {
+			require.Equal(t, want, got, "the kernels of pid %d", pid)
+		}
 	}
 }

@@ -385,7 +385,7 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})
 		return false
 	}
-	a := Attachment{Target: tg.Name, Path: m.Path, PID: pid, Dev: m.Dev, Inode: m.Inode, AttachedAt: time.Now()}
+	a := Attachment{Target: tg.Name, Path: m.Path, PID: pid, Dev: m.Dev, Inode: m.Inode, AttachedAt: time.Now(), Late: how.late}
 	if tg.Multi {
 		t.attachMulti(ex, tg, offsets, cookies, &a)
 	} else {
