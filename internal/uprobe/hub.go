@@ -60,6 +60,12 @@ type hub struct {
 	markSeq atomic.Uint64
 	marksMu sync.Mutex
 	marks   map[uint64]chan struct{} // Sync's waits, by mark
+
+	// closeMu orders close after the mark programs Sync runs: a Source's
+	// reader may Sync while the Source closes its Tracer (and this hub
+	// with it) before the reader.
+	closeMu sync.RWMutex
+	closed  bool
 }
 
 // holdLimit bounds a hold: past it the process runs on, and what is
@@ -716,14 +722,26 @@ func (h *hub) Sync() {
 		delete(h.marks, seq)
 		h.marksMu.Unlock()
 	}()
-	if ret, err := h.progs.Program(watchProgMark).Run(&ebpf.RunOptions{Context: []uint64{seq}}); err != nil || ret != 0 {
-		return // no room in the ring: nothing to wait for that would come sooner
+	if !h.mark(seq) {
+		return // closed, or no room in the ring: nothing to wait for that would come sooner
 	}
 	select {
 	case <-done:
 	case <-h.stop:
 	case <-time.After(time.Second):
 	}
+}
+
+// mark has the watcher put mark seq in its ring, unless the hub is
+// closed; it reports whether it did.
+func (h *hub) mark(seq uint64) bool {
+	h.closeMu.RLock()
+	defer h.closeMu.RUnlock()
+	if h.closed {
+		return false
+	}
+	ret, err := h.progs.Program(watchProgMark).Run(&ebpf.RunOptions{Context: []uint64{seq}})
+	return err == nil && ret == 0
 }
 
 // marked ends the Syncs waiting for marks up to seq.
@@ -741,6 +759,9 @@ func (h *hub) marked(seq uint64) {
 // close stops the worker, lets every held process go, and detaches the
 // watcher.
 func (h *hub) close() error {
+	h.closeMu.Lock()
+	h.closed = true
+	h.closeMu.Unlock()
 	close(h.stop)
 	errs := []error{h.watcher.Close()}
 	h.wg.Wait()
