@@ -25,7 +25,7 @@ const (
 // because a file was probed only after a process started using it.
 var XpuscopeUprobeAttachedLate = Metric{
 	Name: "xpuscope.uprobe.attached_late", Kind: Counter, Unit: "{file}", Origin: Self,
-	Description: "Files attached to after a process had mapped them and run on: the calls that process made into them before the probes were live were not seen. A file the watcher noticed as it was mapped, and whose process it held until the probes were live, is not counted.",
+	Description: "Files attached to after a process had mapped them and run on: the calls that process made into them before the probes were live were not seen. Each file counts once, when it is attached, whichever process on the host mapped it first. A file the watcher noticed as it was mapped, and whose process it held until the probes were live, is not counted.",
 	Attributes:  []attribute.Key{XpuscopeTarget, XpuscopeUprobeLateReason},
 	Note:        "Reported by cudatrace, hiptrace and the genai capture, each under its own instrumentation scope. Files found at start-up, mapped by processes that ran before the Source, are not counted.",
 }
