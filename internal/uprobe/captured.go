@@ -42,8 +42,9 @@ type capturedProc struct {
 }
 
 type keptFile struct {
-	f    *os.File
-	refs int
+	f      *os.File
+	refs   int  // the processes that map it, and the pin
+	pinned bool // held until close (pin)
 }
 
 func newCaptured() *captured {
@@ -136,6 +137,29 @@ func (c *captured) keepLocked(p *capturedProc, id fileID, open func() (*os.File,
 	p.files[id] = true
 }
 
+// pin holds the file id open, opened by open, until close: a file a
+// Tracer with Capture probes, which the processes that map it may leave
+// before the watcher's reader can open it through them.
+func (c *captured) pin(id fileID, open func() (*os.File, error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k := c.files[id]; k != nil {
+		if !k.pinned {
+			k.pinned = true
+			k.refs++
+		}
+		return
+	}
+	if len(c.files) >= maxKeptFiles {
+		return
+	}
+	f, err := open()
+	if err != nil {
+		return
+	}
+	c.files[id] = &keptFile{f: f, refs: 1, pinned: true}
+}
+
 // dropLocked forgets pid, and closes the files only it held. c.mu held.
 func (c *captured) dropLocked(pid int, p *capturedProc) {
 	for id := range p.files {
@@ -210,5 +234,9 @@ func (c *captured) close() {
 	defer c.mu.Unlock()
 	for pid, p := range c.procs {
 		c.dropLocked(pid, p)
+	}
+	for id, k := range c.files {
+		k.f.Close()
+		delete(c.files, id)
 	}
 }

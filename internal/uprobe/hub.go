@@ -565,6 +565,7 @@ func (h *hub) consider(pid int, m procfs.Mapping, isExe bool, how notice) (state
 			ok = false
 		case verdictProbed:
 			if t.cfg.Capture {
+				h.procs.pin(fileID{m.Dev, m.Inode}, func() (*os.File, error) { return os.Open(file) })
 				state = watchFileStateFILE_CAPTURED | state&watchFileStateFILE_HOLDS
 				if t.cfg.Hold && h.holder != nil {
 					state |= watchFileStateFILE_HOLDS
