@@ -54,6 +54,13 @@ type Attachment struct {
 	AttachedAt time.Time
 	// AttachErrors are the probes that could not be attached, with why.
 	AttachErrors []string
+	// Late says why the probes were attached only after PID had mapped
+	// the file and run on (a semconv.LateReason* value; its calls into
+	// the file before AttachedAt were not seen), or is "" when they were
+	// live before its first call into it, or the file was found at
+	// start-up. Each late file counts once in
+	// xpuscope.uprobe.attached_late.
+	Late string
 }
 
 // Rejection is a file that looked like one a Source probes (by its name)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +67,7 @@ type captureConfig struct {
 	maxConns     int
 	idleTimeout  time.Duration
 	resolver     xpuscope.ProcessResolver
+	loadHold     bool
 }
 
 // maxBodyLimit bounds WithBodyLimit.
@@ -83,6 +83,7 @@ func newCaptureConfig(opts []CaptureOption) (captureConfig, error) {
 		ringBytes:    DefaultRingBytes,
 		maxConns:     DefaultMaxConnections,
 		idleTimeout:  DefaultIdleTimeout,
+		loadHold:     true,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -189,6 +190,17 @@ func WithResolver(r xpuscope.ProcessResolver) CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.resolver = r })
 }
 
+// WithLoadHold says whether a process that maps an OpenSSL the capture has
+// not probed yet (or a new file while it uses a probed one) is stopped
+// until the probes are live (default true), so that its first TLS calls
+// are captured. Off, they are lost, and the file counted in
+// xpuscope.uprobe.attached_late. A hold lasts 500 ms at most, comes once
+// per new file on the host, and never stops a process under ptrace, one
+// with a controlling terminal, or one stopped already.
+func WithLoadHold(on bool) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.loadHold = on })
+}
+
 // Target name of the OpenSSL files, in CaptureStatus and metrics.
 const TargetOpenSSL = "libssl"
 
@@ -271,7 +283,8 @@ func (c *Capture) start(multi bool) error {
 	c.tracer, err = uprobe.New(uprobe.Config{
 		Procfs: cc.procfs,
 		Targets: []uprobe.Target{{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: probes, Multi: multi,
-			Hint: func(b string) bool { return strings.HasPrefix(b, "libssl.so") }}},
+			Names: []string{"libssl.so"}}},
+		Hold: cc.loadHold,
 	})
 	if err != nil {
 		return fmt.Errorf("genai capture: %w", err)

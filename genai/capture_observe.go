@@ -46,7 +46,7 @@ func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange, p *capProc) outco
 // captureInstruments are the capture's self-metrics.
 type captureInstruments struct {
 	exchanges, abandoned, dropped, skipped metric.Int64ObservableCounter
-	ringErrors                             metric.Int64ObservableCounter
+	ringErrors, attachedLate               metric.Int64ObservableCounter
 	connections, goProcs, attached         metric.Int64ObservableUpDownCounter
 	waiting                                metric.Int64ObservableUpDownCounter
 
@@ -64,6 +64,7 @@ func (in *captureInstruments) create(m metric.Meter) error {
 	in.connections = b.UpDownCounter(semconv.XpuscopeGenAICaptureConnections)
 	in.goProcs = b.UpDownCounter(semconv.XpuscopeGenAICaptureGoProcesses)
 	in.attached = b.UpDownCounter(semconv.XpuscopeGenAICaptureAttachedFiles)
+	in.attachedLate = b.Counter(semconv.XpuscopeUprobeAttachedLate)
 	in.waiting = b.UpDownCounter(semconv.XpuscopeGenAIClientWaitingRequests)
 	for o, v := range [numOutcomes]string{
 		outcomeEmitted: semconv.CaptureOutcomeEmitted, outcomeNotLLM: semconv.CaptureOutcomeNotLLM,
@@ -81,7 +82,7 @@ func (in *captureInstruments) create(m metric.Meter) error {
 }
 
 func (in *captureInstruments) observables() []metric.Observable {
-	return []metric.Observable{in.exchanges, in.abandoned, in.dropped, in.skipped, in.ringErrors, in.connections,
+	return []metric.Observable{in.exchanges, in.abandoned, in.dropped, in.skipped, in.ringErrors, in.attachedLate, in.connections,
 		in.goProcs, in.attached, in.waiting}
 }
 
@@ -116,6 +117,7 @@ func (c *Capture) observe(in *captureInstruments, o metric.Observer) error {
 		o.ObserveInt64(in.dropped, int64(counters[0]))
 	}
 	c.kernel.Ring.Observe(o, in.ringErrors)
+	c.tracer.ObserveLate(o, in.attachedLate)
 	o.ObserveInt64(in.connections, conns)
 	o.ObserveInt64(in.goProcs, goProcs)
 	o.ObserveInt64(in.attached, attached)

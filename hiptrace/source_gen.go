@@ -198,6 +198,16 @@ func WithRingBufferSize(n uint32) Option { return option{gputrace.WithRingBuffer
 // libraries (exec and dlopen are reacted to at once).
 func WithRescanInterval(d time.Duration) Option { return option{gputrace.WithRescanInterval(d)} }
 
+// WithLoadHold says whether a process that maps a copy of the runtime the
+// Source has not probed yet (or a new file while it uses a probed one) is
+// stopped until the probes are live (default true): its first calls are
+// then seen, and its kernels named after it exits at once. Off, its calls
+// before the probes are live are lost, counted in
+// xpuscope.uprobe.attached_late. A hold lasts 500 ms at most, comes once
+// per new file on the host, and never stops a process under ptrace, one
+// with a controlling terminal, or one stopped already.
+func WithLoadHold(on bool) Option { return option{gputrace.WithLoadHold(on)} }
+
 // WithDeviceCapacity sets the capacity of every device for the occupancy
 // model (SMs or compute units × maximum resident threads per SM or CU)
 // and where it came from (occupancy.CapacityConfigured for a user's

@@ -38,6 +38,10 @@ type LoadOptions struct {
 	// Edit, if set, changes the object before it is loaded (tests: an
 	// object the verifier rejects).
 	Edit func(*ebpf.CollectionSpec)
+	// Replace are maps, by name, that the programs use in place of the
+	// object's own: a map another object (or another process) made, to
+	// share it.
+	Replace map[string]*ebpf.Map
 }
 
 // Programs are the programs of a loaded object, by name.
@@ -113,7 +117,7 @@ func load(spec *ebpf.CollectionSpec, o LoadOptions) (*ebpf.Collection, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("remove the memlock limit: %w", err)
 	}
-	return ebpf.NewCollection(spec)
+	return ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: o.Replace})
 }
 
 // sizeRing sizes the ring buffer map o names, and sets its wakeup.

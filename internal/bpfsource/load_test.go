@@ -64,3 +64,26 @@ func TestLoad(t *testing.T) {
 	assert.Equal(t, uint32(4096), spec.Maps["events"].MaxEntries, "the caller's spec changed")
 	assert.Equal(t, ebpf.AttachNone, spec.Programs["probe"].AttachType, "the caller's spec changed")
 }
+
+// A map Replace names is used in place of the object's own: two objects
+// share it.
+func TestLoadReplace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "loading BPF programs needs root")
+	}
+	first, err := Load(testSpec(), LoadOptions{Programs: []string{"tp"}})
+	require.NoError(t, err)
+	defer first.Close()
+	shared := first.coll.Maps["events"]
+	second, err := Load(testSpec(), LoadOptions{Programs: []string{"tp"}, Replace: map[string]*ebpf.Map{"events": shared}})
+	require.NoError(t, err)
+	defer second.Close()
+	a, err := shared.Info()
+	require.NoError(t, err)
+	b, err := second.coll.Maps["events"].Info()
+	require.NoError(t, err)
+	id, ok := a.ID()
+	require.True(t, ok)
+	other, _ := b.ID()
+	assert.Equal(t, id, other, "the second object's map is the first's")
+}

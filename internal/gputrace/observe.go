@@ -20,7 +20,7 @@ type instruments struct {
 
 	launches, graphs, memcpy, allocated, freed, calls, errors metric.Int64ObservableCounter
 	dropped, unresolved, overflow, suppressed, ringErrors     metric.Int64ObservableCounter
-	processOverflow                                           metric.Int64ObservableCounter
+	processOverflow, attachedLate                             metric.Int64ObservableCounter
 	outstanding, attached                                     metric.Int64ObservableUpDownCounter
 	oldestAge                                                 metric.Float64ObservableGauge
 }
@@ -50,6 +50,7 @@ func (in *instruments) create(m metric.Meter) error {
 	in.suppressed = b.Counter(semconv.XpuscopeCUDASpansSuppressed)
 	in.processOverflow = b.Counter(semconv.XpuscopeCUDAProcessOverflow)
 	in.ringErrors = b.Counter(semconv.XpuscopeBPFRingErrors)
+	in.attachedLate = b.Counter(semconv.XpuscopeUprobeAttachedLate)
 	in.outstanding = b.UpDownCounter(semconv.CUDAMemoryOutstanding)
 	in.attached = b.UpDownCounter(semconv.XpuscopeCUDAAttachedFiles)
 	in.oldestAge = b.Gauge(semconv.CUDAMemoryOldestAge)
@@ -59,7 +60,7 @@ func (in *instruments) create(m metric.Meter) error {
 func (in *instruments) observables() []metric.Observable {
 	return []metric.Observable{
 		in.launches, in.graphs, in.memcpy, in.allocated, in.freed, in.calls, in.errors,
-		in.dropped, in.unresolved, in.overflow, in.suppressed, in.processOverflow, in.ringErrors, in.outstanding, in.attached, in.oldestAge,
+		in.dropped, in.unresolved, in.overflow, in.suppressed, in.processOverflow, in.ringErrors, in.attachedLate, in.outstanding, in.attached, in.oldestAge,
 		in.threadTime, in.threadUtilization, in.smActive, in.capacity, in.occupancyDropped,
 	}
 }
@@ -220,5 +221,6 @@ func (s *Source) observe(_ context.Context, o metric.Observer) error {
 	if r := s.kernel.Ring; r != nil {
 		r.Observe(o, s.inst.ringErrors)
 	}
+	s.tracer.ObserveLate(o, s.inst.attachedLate)
 	return nil
 }

@@ -53,6 +53,7 @@ type config struct {
 	pollInterval   time.Duration
 	ringBytes      uint32
 	rescan         time.Duration
+	loadHold       bool
 	// capacity of every device, for the occupancy model, and its source.
 	capacity       occupancy.Capacity
 	capacitySource occupancy.CapacitySource
@@ -78,6 +79,7 @@ func newConfig(opts []Option) (config, error) {
 		pollInterval:   DefaultPollInterval,
 		ringBytes:      DefaultRingBytes,
 		rescan:         DefaultRescan,
+		loadHold:       true,
 		capacity:       occupancy.DefaultCapacity,
 		capacitySource: occupancy.CapacityDefault,
 	}
@@ -208,6 +210,19 @@ func WithRingBufferSize(n uint32) Option {
 // CUDA libraries (exec and dlopen are reacted to at once).
 func WithRescanInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.rescan = d })
+}
+
+// WithLoadHold says whether a process that maps a copy of the runtime the
+// Source has not probed yet (or a new file while it uses a probed one) is
+// stopped until the probes are live (default true): its first calls into
+// it are then seen, and its kernels named after it exits at once. Off, the
+// process runs on, and its calls before the probes are live (attaching
+// takes ~10 ms) are lost, counted in xpuscope.uprobe.attached_late. A
+// hold lasts 500 ms at most, comes once per new file on the host, and
+// never stops a process under ptrace, one with a controlling terminal, or
+// one stopped already (docs/cudatrace.md says what it costs).
+func WithLoadHold(on bool) Option {
+	return optionFunc(func(c *config) { c.loadHold = on })
 }
 
 // WithDeviceCapacity sets the capacity of every device for the occupancy

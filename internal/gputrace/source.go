@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,12 +160,14 @@ func (s *Source) start(multi bool) error {
 		Procfs:  s.cfg.procfs,
 		Rescan:  s.cfg.rescan,
 		Targets: targets(s.rt, s.objs, multi),
+		Capture: true,
+		Hold:    s.cfg.loadHold,
 	})
 	if err != nil {
 		return err
 	}
 	s.kernel.Probes = append(s.kernel.Probes, s.tracer)
-	s.names.exe = s.tracer.Executable
+	s.names.captured = s.tracer
 	s.housekeep(time.Now())
 	s.kernel.Ring, err = s.objs.NewRing(bpfsource.RingConfig{
 		Poll: s.cfg.pollInterval, Decode: s.decode, Flush: s.publish, Housekeep: s.housekeep, Housekeeping: housekeeping})
@@ -199,7 +200,7 @@ func targets(rt Runtime, o *gputracebpf.Objects, multi bool) []uprobe.Target {
 			probes = append(probes, up)
 		}
 		out = append(out, uprobe.Target{Name: t.Name, Anchor: gputracebpf.Anchors[t.Library], Probes: probes, Multi: multi,
-			Hint: func(b string) bool { return strings.HasPrefix(b, t.Prefix) }})
+			Names: []string{t.Prefix}})
 	}
 	return out
 }

@@ -10,7 +10,6 @@ package gputrace
 // filters by the test program's pid.
 
 import (
-	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -38,8 +37,9 @@ import (
 
 // TestTrace runs the scenario programs under one Source, started first
 // and shared by the subtests (every check filters by the program's pid).
-// The fallback rescan is an hour away, so that only the exec and loader
-// hooks (or an explicit Rescan) find new libraries.
+// The fallback sweep is an hour away, so that only the exec and loader
+// hooks (or an explicit Rescan) find new libraries. The late starters are
+// TestLateStarters (discovery_test.go).
 func TestTrace(t *testing.T) {
 	requireRoot(t)
 	tr := startTracing(t, WithRescanInterval(time.Hour))
@@ -53,8 +53,6 @@ func TestTrace(t *testing.T) {
 		{"Occupancy", testOccupancy},
 		{"DriverLaunch", testDriverLaunch},
 		{"Static", testStatic},
-		{"LateStarter", testLateStarter},
-		{"MountNamespace", testMountNamespace},
 		{"StrippedLibrary", testStrippedLibrary},
 		{"ForwardCountedOnce", testForwardCountedOnce},
 	} {
@@ -254,86 +252,6 @@ func testStatic(t *testing.T, tr *traced) {
 
 // pipWheelPath is where a pip wheel puts the CUDA runtime.
 const pipWheelPath = "site-packages/nvidia/cuda_runtime/lib/libcudart.so.12"
-
-// attachBudget is how soon after a dlopen the new library must be probed.
-const attachBudget = 100 * time.Millisecond
-
-// execRescansOver is how long after an exec the exec hook's delayed
-// rescans (uprobe.Tracer: up to 500ms) are done: past it, only the loader
-// hook (or the periodic rescan, an hour away) can find a library the
-// process loads.
-const execRescansOver = 800 * time.Millisecond
-
-// lateStart runs the dlopen program with lib under tr, which is up
-// first: the library is loaded, attachBudget later the program calls its
-// cudaLaunchKernel, and that launch must be seen.
-func lateStart(t *testing.T, tr *traced, p *cudaprog.Proc, lib string) {
-	t.Helper()
-	tr.rec.Watch(p.Pid)
-	time.Sleep(execRescansOver)
-	_, ok := tr.attachment(TargetRuntime, lib)
-	require.False(t, ok, "attached to %s before it was loaded", lib)
-
-	p.Go()
-	loaded := p.WaitLine("LOADED ")
-	require.Equal(t, "LOADED "+lib, loaded)
-	// Exactly the budget; meanwhile, note when the attachment shows.
-	t0 := time.Now()
-	var latency time.Duration
-	for time.Since(t0) < attachBudget {
-		if _, ok := tr.attachment(TargetRuntime, lib); ok && latency == 0 {
-			latency = time.Since(t0)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	p.Go()
-	t.Logf("%s probed %v after LOADED was read", lib, latency)
-	p.WaitLine("CALLED")
-	evs := tr.waitEvents(t, p.Pid, 1)
-	p.Go()
-	lines := p.Wait()
-	require.Equal(t, map[string]map[int]int{"cudaLaunchKernel": {cudaprog.DlopenLaunch.Ret: 1}}, cudaprog.Rets(lines))
-	checkThreads(t, evs, p.Pid, [][]cudaprog.Call{{cudaprog.DlopenLaunch}}, map[int]int{0: p.Pid}, cudaprog.Stubs(lines))
-
-	a, ok := tr.attachment(TargetRuntime, lib)
-	require.True(t, ok, "not attached to %s: %+v", lib, tr.Status())
-	require.Equal(t, lib, a.Path, "the path as the process sees it")
-	require.Equal(t, p.Pid, a.PID)
-	require.Contains(t, a.Symbols, "cudaLaunchKernel")
-	tr.checkMetrics(t, p.Pid, "dlopen", expect(t, [][]cudaprog.Call{{cudaprog.DlopenLaunch}}, demangled))
-}
-
-// testLateStarter: a CUDA runtime dlopened from a pip-wheel-like path
-// after the Source started is probed within attachBudget of the load, by
-// the loader hook.
-func testLateStarter(t *testing.T, tr *traced) {
-	lib := cudaprog.CopyLib(t, cudaprog.RealCudart(t), pipWheelPath)
-	p := startLingering(t, cudaprog.Build(t, "dlopen"), lib, "pause")
-	lateStart(t, tr, p, lib)
-}
-
-// testMountNamespace: like testLateStarter, with the library at a path
-// that exists only in the program's own mount namespace (a tmpfs mounted
-// there), so that it can only be opened through /proc/<pid>.
-func testMountNamespace(t *testing.T, tr *traced) {
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		testutil.SkipOrFail(t, "unshare (util-linux) is needed: %v", err)
-	}
-	real := cudaprog.RealCudart(t)
-	exe := cudaprog.Build(t, "dlopen")
-	linger := buildLinger(t)
-	mnt := t.TempDir() // empty on the host; a tmpfs in the program's namespace
-	lib := filepath.Join(mnt, pipWheelPath)
-	// LD_PRELOAD for the program only: the linger library would hold up
-	// mount and cp too.
-	script := `mount -t tmpfs none "$1" && mkdir -p "$(dirname "$2")" && cp "$3" "$2" && export LD_PRELOAD="$5" && exec "$4" "$2" pause`
-	cmd := exec.Command(unshare, "-m", "sh", "-c", script, "sh", mnt, lib, real, exe, linger)
-	p := cudaprog.StartCmd(t, cmd)
-	_, err = os.Stat(lib)
-	require.ErrorIs(t, err, fs.ErrNotExist, "the library must not be visible on the host")
-	lateStart(t, tr, p, lib)
-}
 
 // testStrippedLibrary: a libcudart.so.12 defining no cudaLaunchKernel is
 // reported as rejected, naming the symbol, and nothing breaks.

@@ -1,14 +1,19 @@
 package procfs
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	iofs "io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	prometheus "github.com/prometheus/procfs"
 	"github.com/stretchr/testify/assert"
@@ -179,4 +184,87 @@ func BenchmarkExecutableName(b *testing.B) {
 				})
 		})
 	}
+}
+
+func TestParseSchedstat(t *testing.T) {
+	for in, want := range map[string]uint64{
+		"171780 5449 2\n": 171780, "0 0 0": 0, "18446744073709551615 1 1": 1<<64 - 1,
+	} {
+		got, ok := ParseSchedstat([]byte(in))
+		assert.True(t, ok, "%q", in)
+		assert.Equal(t, want, got, "%q", in)
+	}
+	for _, in := range []string{"", "\n", "x 1 2", "-1 2 3", "18446744073709551616 1 1"} {
+		_, ok := ParseSchedstat([]byte(in))
+		assert.False(t, ok, "%q", in)
+	}
+}
+
+// The CPU time of this process grows as it spins.
+func TestCPUTime(t *testing.T) {
+	p := FS{Root: DefaultRoot}.Proc(os.Getpid())
+	before, err := p.CPUTime()
+	require.NoError(t, err)
+	grew := func() bool {
+		after, err := p.CPUTime()
+		require.NoError(t, err)
+		return after > before
+	}
+	for deadline := time.Now().Add(time.Minute); !grew(); {
+		require.False(t, time.Now().After(deadline), "no CPU time counted in a minute of spinning")
+	}
+	_, err = FS{Root: t.TempDir()}.Proc(1).CPUTime()
+	assert.Error(t, err, "a process that is not there")
+}
+
+func FuzzParseSchedstat(f *testing.F) {
+	f.Add([]byte("171780 5449 2\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if v, ok := ParseSchedstat(b); ok {
+			first, err := strconv.ParseUint(string(bytes.Fields(b)[0]), 10, 64)
+			require.NoError(t, err)
+			assert.Equal(t, first, v)
+		}
+	})
+}
+
+// Self is this process, in the host's procfs.
+func TestSelf(t *testing.T) {
+	pid, err := FS{Root: DefaultRoot}.Self()
+	require.NoError(t, err)
+	assert.Equal(t, os.Getpid(), pid)
+	_, err = FS{Root: t.TempDir()}.Self()
+	assert.Error(t, err, "a fixture tree has no self link")
+}
+
+// MappedPath names the file a mapping maps, as the process sees it: this
+// test binary's own executable.
+func TestMappedPath(t *testing.T) {
+	p := FS{Root: DefaultRoot}.Proc(os.Getpid())
+	maps, err := p.Maps()
+	require.NoError(t, err)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	i := slices.IndexFunc(maps, func(m Mapping) bool { return m.Path == exe })
+	require.GreaterOrEqual(t, i, 0, "the executable is not mapped: %+v", maps)
+	path, err := p.MappedPath(maps[i])
+	require.NoError(t, err)
+	assert.Equal(t, exe, path)
+	_, err = p.MappedPath(Mapping{Start: 0x1000, End: 0x2000})
+	assert.Error(t, err, "no mapping there")
+}
+
+// Signal reaches the process through its directory, and fails for one
+// that is gone.
+func TestSignal(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	require.NoError(t, cmd.Start())
+	p := FS{Root: DefaultRoot}.Proc(cmd.Process.Pid)
+	require.NoError(t, p.Signal(syscall.SIGKILL))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, syscall.SIGKILL, exit.Sys().(syscall.WaitStatus).Signal())
+	assert.Error(t, p.Signal(syscall.SIGKILL), "the process is gone")
 }

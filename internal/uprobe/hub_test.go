@@ -103,3 +103,24 @@ func TestTracersShareTheHub(t *testing.T) {
 	defer hubs.Unlock()
 	require.NotContains(t, hubs.byRoot, procfs.FS{Root: procfs.DefaultRoot}, "the hub outlived its last Tracer")
 }
+
+// TestSyncAfterClose: a Source's reader may Sync while the Source closes
+// its Tracer, and the hub with it: Sync then returns at once, and runs
+// nothing of the closed watcher (the race detector checks).
+func TestSyncAfterClose(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "attaching uprobes needs root")
+	}
+	tr, err := New(Config{Rescan: time.Hour})
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 1000 {
+			tr.Sync()
+		}
+	}()
+	require.NoError(t, tr.Close())
+	<-done
+	tr.Sync()
+}

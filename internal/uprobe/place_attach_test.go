@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
 `
 
 // hitCounter is a program that adds one to slot of an array map.
-func hitCounter(t *testing.T, m *ebpf.Map, slot int32, attach ebpf.AttachType) *ebpf.Program {
+func hitCounter(t testing.TB, m *ebpf.Map, slot int32, attach ebpf.AttachType) *ebpf.Program {
 	t.Helper()
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type: ebpf.Kprobe, AttachType: attach, License: "GPL",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/xpuscope/xpuscope/internal/elfsym"
@@ -163,6 +164,57 @@ func fileOffset(f *elf.File, vaddr uint64) (uint64, bool) {
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Vaddr <= vaddr && vaddr < p.Vaddr+p.Memsz {
 			return vaddr - p.Vaddr + p.Off, true
+		}
+	}
+	return 0, false
+}
+
+// cookiesOf returns the attach cookie of each probe placed at the file
+// offsets in offsets: its Cookie, or, with CookieFrom, the distance from
+// the probe to that object in the file at path (0 if the file does not
+// define it).
+func cookiesOf(path string, probes []Probe, offsets map[string]uint64) (map[string]uint64, error) {
+	cookies := make(map[string]uint64, len(probes))
+	from := false
+	for _, p := range probes {
+		cookies[p.Symbol] = p.Cookie
+		from = from || p.CookieFrom != ""
+	}
+	if !from {
+		return cookies, nil
+	}
+	return onFile(path, func(r io.ReaderAt) (map[string]uint64, error) {
+		ef, err := elf.NewFile(r)
+		if err != nil {
+			return nil, fmt.Errorf("not an ELF file: %w", err)
+		}
+		syms, err := ef.DynamicSymbols()
+		if err != nil {
+			return nil, fmt.Errorf("read .dynsym: %w", err)
+		}
+		for _, p := range probes {
+			off, placed := offsets[p.Symbol]
+			if p.CookieFrom == "" || !placed {
+				continue
+			}
+			at, ok := vaddrOf(ef, off)
+			i := slices.IndexFunc(syms, func(s elf.Symbol) bool {
+				return s.Name == p.CookieFrom && elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Section != elf.SHN_UNDEF
+			})
+			if ok && i >= 0 {
+				cookies[p.Symbol] = syms[i].Value - at
+			}
+		}
+		return cookies, nil
+	})
+}
+
+// vaddrOf converts a file offset in the executable PT_LOAD segment that
+// holds it to its virtual address (fileOffset's inverse).
+func vaddrOf(f *elf.File, off uint64) (uint64, bool) {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Off <= off && off < p.Off+p.Filesz {
+			return off - p.Off + p.Vaddr, true
 		}
 	}
 	return 0, false

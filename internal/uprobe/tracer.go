@@ -5,18 +5,25 @@
 //
 // A uprobe attached to a file fires in every process that maps that file,
 // so attaching happens once per file identity (device and inode), never
-// per process. Discovery:
+// per process. Discovery happens in the kernel (watch.bpf.c), shared by
+// the Tracers of a procfs root (hub.go):
 //
-//   - at start, every process's /proc/<pid>/maps is scanned;
 //   - a raw tracepoint on sched_process_exec and a uprobe on the dynamic
-//     loader's _dl_debug_state (called after every dlopen and dlclose, and
-//     once the startup libraries are mapped) name the processes that may
-//     have mapped new code, and only those are rescanned, at once;
-//   - a periodic full rescan is the fallback for what both miss.
-//
-// The Tracers on one procfs root share that discovery (hub.go): one
-// watcher, and one read of a process's maps per event and per rescan,
-// whatever Sources they serve.
+//     loader's _dl_debug_state (called once the objects of a dlopen, or
+//     of the start-up, are mapped, before they are relocated or run) walk
+//     the process's executable mappings, and tell user space only of the
+//     files it has not classified yet, once per file: a process whose
+//     files are all known costs user space nothing;
+//   - a process that maps a new file named like a target, or a new file
+//     while it maps a captured one (a file a Tracer with Config.Capture
+//     probes), is held (SIGSTOP) until its files are classified and
+//     probed (hold.go), so that its first calls into a library it just
+//     loaded are seen;
+//   - the executable mappings of a process that maps a captured file are
+//     captured as it maps them (captured.go), so that a Source names its
+//     code after it exited;
+//   - a sweep of every process (a task_vma iterator) at start and every
+//     Rescan period is the fallback for what the hooks miss.
 //
 // Files are opened through /proc/<pid>/map_files (or /proc/<pid>/root), so
 // libraries inside containers and pip-wheel copies are found by identity,
@@ -24,21 +31,25 @@
 package uprobe
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	gomaps "maps"
+	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/procfs"
+	"github.com/xpuscope/xpuscope/semconv"
 )
 
 // Probe attaches Entry (and Return, if set) to Symbol, with Cookie as the
@@ -54,6 +65,11 @@ type Probe struct {
 	// off. See place.go for why.
 	CalledFrom []string
 	Cookie     uint64
+	// CookieFrom, if set, names an object the file defines (in .dynsym):
+	// the cookie is then the distance from the probe to it, so that the
+	// program finds it from the address the probe fired at; 0 in a file
+	// that does not define it.
+	CookieFrom string
 	Entry      *ebpf.Program
 	Return     *ebpf.Program
 }
@@ -65,9 +81,11 @@ type Target struct {
 	// Anchor is the symbol that makes a file a target: a mapped file that
 	// defines it is probed for every Probe symbol it defines.
 	Anchor string
-	// Hint matches the base names of files that should be targets; one
-	// that lacks the Anchor is reported as rejected (stripped, say).
-	Hint func(base string) bool
+	// Names are the prefixes of the base names of files that should be
+	// targets (at most 24 bytes each): one that lacks the Anchor is
+	// reported as rejected (stripped, say), and a process that maps a new
+	// file so named is held until it is probed (Config.Hold).
+	Names []string
 	// Probes are attached to every target file.
 	Probes []Probe
 	// Multi says the programs were loaded for uprobe_multi links
@@ -80,8 +98,28 @@ type Config struct {
 	// Procfs is the host's procfs (procfs.DefaultRoot when zero).
 	Procfs  procfs.FS
 	Targets []Target
-	// Rescan is the period of the fallback full rescan; 0 means 30s.
+	// Rescan is the period of the fallback sweep of every process; 0
+	// means 30s.
 	Rescan time.Duration
+	// Capture captures the executable mappings of the processes that map
+	// a file the Tracer probes, as they map them (Mappings, OpenMapped,
+	// Executable): their code can be named after they exit.
+	Capture bool
+	// Hold stops a process that maps a new file named like a target
+	// (and, with Capture, a process that maps a new file while it maps a
+	// file the Tracer probes) until the files are classified and probed,
+	// 500 ms at most: its first calls into them are seen, and, with
+	// Capture, its mappings captured before it can exit. Without it such
+	// a process runs on, and what is attached for it counts as late
+	// (Late). A process under ptrace, one with a controlling terminal, one
+	// stopped already, and any on a procfs root without a self link (a
+	// fixture tree) are never held.
+	Hold bool
+
+	// noWalks has a hub this Tracer starts read the processes' maps at
+	// exec and load instead of walking them in the kernel, as on kernels
+	// without the VMA iterator (tests).
+	noWalks bool
 }
 
 // Attachment is a file the Tracer probes; Rejection a file that looks
@@ -119,36 +157,105 @@ type Tracer struct {
 	closed bool
 
 	// statusMu guards the report, so that reading it never waits for a
-	// scan (which can take a while on a busy host), and the executables.
+	// scan (which can take a while on a busy host).
 	statusMu    sync.Mutex
 	attachments []Attachment
 	rejections  []Rejection
-	exes        map[int]string // pid → executable path seen by a scan
+	late        map[lateKey]int64
+	lateAttrs   map[lateKey]metric.MeasurementOption // built once each
 }
 
-// maxExes bounds the executables remembered; past it the map starts over.
-const maxExes = 1 << 14
+// lateKey is a count of Late.
+type lateKey struct{ target, reason string }
 
-func (t *Tracer) remember(pid int, exe string) {
-	if exe == "" {
+// Late is a count of files of a target attached to after a process had
+// mapped them and run on, by why (a semconv.LateReason* value): the calls
+// the process made into them before were not seen.
+type Late struct {
+	Target, Reason string
+	Files          int64
+}
+
+// notice says how a file came to be classified: late is "" when its
+// process was held until it was (or it was found at start), else the
+// semconv.LateReason* of why not.
+type notice struct{ late string }
+
+// Late kinds, as semconv names them.
+const (
+	lateNotHeld   = semconv.LateReasonNotHeld
+	lateUnmatched = semconv.LateReasonUnmatched
+	lateTraced    = semconv.LateReasonTraced
+	lateTerminal  = semconv.LateReasonTerminal
+	lateStopped   = semconv.LateReasonStopped
+	lateAgent     = semconv.LateReasonAgent
+	lateFull      = semconv.LateReasonFull
+	lateTimeout   = semconv.LateReasonTimeout
+	lateSweep     = semconv.LateReasonSweep
+	lateRescan    = semconv.LateReasonRescan
+)
+
+// verdict is what a file is to a Tracer: not known yet (its process went
+// before it could be opened), nothing to it, or probed.
+type verdict int
+
+const (
+	verdictUnknown verdict = iota
+	verdictPlain
+	verdictProbed
+)
+
+// Executable returns the base name of pid's executable as captured while
+// it ran (Config.Capture): this knows processes that map a probed file
+// and exited before their events were handled.
+func (t *Tracer) Executable(pid int) (string, bool) { return t.hub.procs.executable(pid) }
+
+// Mappings returns the executable mappings of pid as captured while it
+// ran (sorted by Start), for a process that maps a file a Tracer with
+// Capture probes: they place its code after it exited.
+func (t *Tracer) Mappings(pid int) (procfs.Maps, bool) { return t.hub.procs.mappings(pid) }
+
+// OpenMapped opens the file m, a mapping Mappings returned, maps, from the
+// descriptor held since it was captured: it works after every process
+// that mapped the file exited.
+func (t *Tracer) OpenMapped(m procfs.Mapping) (*os.File, error) { return t.hub.procs.open(m) }
+
+// Sync returns once every watcher record made before it was handled (a
+// second at most): what Mappings knows of a process is then all the
+// watcher told as it mapped its files.
+func (t *Tracer) Sync() { t.hub.Sync() }
+
+// ObserveLate reports Late on inst, an instrument of
+// semconv.XpuscopeUprobeAttachedLate, from a Source's metric callback; a
+// nil Tracer (a Source that did not start one) reports nothing.
+func (t *Tracer) ObserveLate(o metric.Observer, inst metric.Int64Observable) {
+	if t == nil {
 		return
 	}
 	t.statusMu.Lock()
 	defer t.statusMu.Unlock()
-	if t.exes == nil || len(t.exes) >= maxExes {
-		t.exes = map[int]string{}
+	for k, n := range t.late {
+		a, ok := t.lateAttrs[k]
+		if !ok {
+			a = metric.WithAttributeSet(attribute.NewSet(semconv.XpuscopeTarget.String(k.target), semconv.XpuscopeUprobeLateReason.String(k.reason)))
+			t.lateAttrs[k] = a
+		}
+		o.ObserveInt64(inst, n, a)
 	}
-	t.exes[pid] = exe
 }
 
-// Executable returns the executable path of pid as the last scan of it
-// saw: a scan runs at exec and at each dlopen, so this knows processes
-// that exited before their events were handled.
-func (t *Tracer) Executable(pid int) (string, bool) {
+// Late returns the counts of files attached to late, by target and why.
+func (t *Tracer) Late() []Late {
 	t.statusMu.Lock()
 	defer t.statusMu.Unlock()
-	exe, ok := t.exes[pid]
-	return exe, ok
+	out := make([]Late, 0, len(t.late))
+	for k, n := range t.late {
+		out = append(out, Late{Target: k.target, Reason: k.reason, Files: n})
+	}
+	slices.SortFunc(out, func(a, b Late) int {
+		return cmp.Or(strings.Compare(a.Target, b.Target), strings.Compare(a.Reason, b.Reason))
+	})
+	return out
 }
 
 const (
@@ -160,14 +267,20 @@ const (
 	maxRejections = 64
 )
 
-// loader is the pseudo-target for the dynamic loader's _dl_debug_state.
-const loaderTarget = "loader"
+// loaderTarget is the pseudo-target for the dynamic loader's
+// _dl_debug_state; loaderName the prefix of the loaders' base names
+// (ld-linux-x86-64.so.2, ld-musl-x86_64.so.1, ld-2.31.so).
+const (
+	loaderTarget = "loader"
+	loaderName   = "ld-"
+)
 
-func isLoader(base string) bool {
-	return strings.HasPrefix(base, "ld-linux") || strings.HasPrefix(base, "ld-musl") || (strings.HasPrefix(base, "ld-") && strings.Contains(base, ".so"))
+// named says whether base starts with one of names.
+func named(base string, names []string) bool {
+	return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(base, n) })
 }
 
-// New scans every process once and attaches to every target file found,
+// New sweeps every process once and attaches to every target file found,
 // then keeps watching through the hub of its procfs root (see hub), which
 // it starts if it is the first. Missing privilege or kernel support is
 // xpuscope.ErrUnavailable.
@@ -178,87 +291,74 @@ func New(cfg Config) (*Tracer, error) {
 	if cfg.Rescan <= 0 {
 		cfg.Rescan = defaultRescan
 	}
-	t := &Tracer{cfg: cfg, seen: map[fileID]seenFile{}}
-	// Joined first, so that no event between the scan and the joining is
-	// lost: the hub's worker and the scan may look at a process twice.
+	t := &Tracer{cfg: cfg, seen: map[fileID]seenFile{}, late: map[lateKey]int64{}, lateAttrs: map[lateKey]metric.MeasurementOption{}}
 	h, err := join(t)
 	if err != nil {
 		return nil, err
 	}
 	t.hub = h
-	if err := h.scanAll([]*Tracer{t}); err != nil {
-		return nil, errors.Join(err, t.Close())
-	}
 	return t, nil
 }
 
-// Rescan scans every process now and returns when done. It is for tests
-// and for callers that know something changed.
-func (t *Tracer) Rescan() error { return t.hub.scanAll([]*Tracer{t}) }
+// Rescan sweeps every process now, as if no file were known yet, and
+// returns when done. It is for tests and for callers that know something
+// changed; what it attaches to counts as late (semconv.LateReasonSweep).
+func (t *Tracer) Rescan() error { return t.hub.sweep(true, notice{late: lateSweep}) }
 
-// consider classifies the files process pid maps, as the hub read them,
-// that t has not classified before, and attaches to those that are
-// targets.
-func (t *Tracer) consider(pid int, maps procfs.Maps, exe string) {
+// consider classifies the file m maps in process pid, read through file,
+// if t has not before, and attaches to it if it is a target. isExe says
+// m maps the process's executable; how, how the file was noticed.
+func (t *Tracer) consider(pid int, m procfs.Mapping, isExe bool, file string, how notice) verdict {
 	t.scanMu.Lock()
 	defer t.scanMu.Unlock()
 	if t.closed {
-		return
+		return verdictPlain
 	}
-	t.remember(pid, exe)
-	for _, m := range maps {
-		if m.Perms&procfs.PermExec == 0 || m.Inode == 0 || !strings.HasPrefix(m.Path, "/") {
-			continue
+	id := fileID{m.Dev, m.Inode}
+	if s, done := t.seen[id]; done && (s.attached || s.path == m.Path) {
+		if s.attached {
+			return verdictProbed
 		}
-		id := fileID{m.Dev, m.Inode}
-		if s, done := t.seen[id]; done && (s.attached || s.path == m.Path) {
-			continue
-		}
-		if len(t.seen) >= maxSeen {
-			// Forget the files not attached to; the attached ones must
-			// stay known, or they would be probed twice.
-			gomaps.DeleteFunc(t.seen, func(_ fileID, s seenFile) bool { return !s.attached })
-		}
-		if attached, ok := t.classify(pid, m, m.Path == exe); ok {
-			t.seen[id] = seenFile{attached: attached, path: m.Path}
-		}
+		return verdictPlain
 	}
+	if len(t.seen) >= maxSeen {
+		// Forget the files not attached to; the attached ones must
+		// stay known, or they would be probed twice.
+		gomaps.DeleteFunc(t.seen, func(_ fileID, s seenFile) bool { return !s.attached })
+	}
+	attached := t.classify(pid, m, isExe, file, how)
+	t.seen[id] = seenFile{attached: attached, path: m.Path}
+	if attached {
+		return verdictProbed
+	}
+	return verdictPlain
 }
 
-// classify decides whether the file m maps is a target, and attaches to it
-// if so. It reports whether it attached, and whether it could tell (not
-// when the process exited before its file could be opened).
-func (t *Tracer) classify(pid int, m procfs.Mapping, isExe bool) (attached, ok bool) {
-	f, err := t.cfg.Procfs.Proc(pid).OpenMapped(m)
-	if err != nil {
-		return false, false
-	}
-	defer f.Close()
-	// The process may exit while its file is classified and probed, and
-	// its /proc/<pid> paths with it: work through a descriptor of our own.
-	path := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+// classify decides whether the file m maps, read through path, is a
+// target, and attaches to it if so. It reports whether it attached.
+func (t *Tracer) classify(pid int, m procfs.Mapping, isExe bool, path string, how notice) (attached bool) {
 	wanted := map[string]bool{}
 	for _, tg := range t.cfg.Targets {
 		wanted[tg.Anchor] = true
 	}
 	offsets, err := resolve(path, wanted, isExe)
 	if err != nil {
-		return false, true
+		return false
 	}
 	base := filepath.Base(m.Path)
 	for _, tg := range t.cfg.Targets {
 		if _, ok := offsets[tg.Anchor]; !ok {
-			if tg.Hint != nil && tg.Hint(base) {
+			if named(base, tg.Names) {
 				t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid,
 					Reason: fmt.Sprintf("defines no %s in its symbol tables (stripped, or not the library it is named after)", tg.Anchor)})
 			}
 			continue
 		}
-		if t.attach(tg, pid, m, path, isExe) {
+		if t.attach(tg, pid, m, path, isExe, how) {
 			attached = true
 		}
 	}
-	return attached, true
+	return attached
 }
 
 func (t *Tracer) reject(r Rejection) {
@@ -269,8 +369,13 @@ func (t *Tracer) reject(r Rejection) {
 	}
 }
 
-func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe bool) bool {
+func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe bool, how notice) bool {
 	offsets, err := locate(path, tg.Probes, isExe)
+	if err != nil {
+		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})
+		return false
+	}
+	cookies, err := cookiesOf(path, tg.Probes, offsets)
 	if err != nil {
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})
 		return false
@@ -280,11 +385,11 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})
 		return false
 	}
-	a := Attachment{Target: tg.Name, Path: m.Path, PID: pid, Dev: m.Dev, Inode: m.Inode, AttachedAt: time.Now()}
+	a := Attachment{Target: tg.Name, Path: m.Path, PID: pid, Dev: m.Dev, Inode: m.Inode, AttachedAt: time.Now(), Late: how.late}
 	if tg.Multi {
-		t.attachMulti(ex, tg, offsets, &a)
+		t.attachMulti(ex, tg, offsets, cookies, &a)
 	} else {
-		t.attachEach(ex, tg, offsets, &a)
+		t.attachEach(ex, tg, offsets, cookies, &a)
 	}
 	if len(a.Symbols) == 0 {
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: "no probe attached: " + strings.Join(a.AttachErrors, "; ")})
@@ -292,18 +397,21 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 	}
 	t.statusMu.Lock()
 	t.attachments = append(t.attachments, a)
+	if how.late != "" {
+		t.late[lateKey{tg.Name, how.late}]++
+	}
 	t.statusMu.Unlock()
 	return true
 }
 
 // attachEach attaches one perf-event uprobe per symbol and program.
-func (t *Tracer) attachEach(ex *link.Executable, tg Target, offsets map[string]uint64, a *Attachment) {
+func (t *Tracer) attachEach(ex *link.Executable, tg Target, offsets, cookies map[string]uint64, a *Attachment) {
 	for _, p := range tg.Probes {
 		off, ok := offsets[p.Symbol]
 		if !ok {
 			continue
 		}
-		opts := &link.UprobeOptions{Address: off, Cookie: p.Cookie}
+		opts := &link.UprobeOptions{Address: off, Cookie: cookies[p.Symbol]}
 		l, err := ex.Uprobe(p.Symbol, p.Entry, opts)
 		if err != nil {
 			a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("uprobe %s: %v", p.Symbol, err))
@@ -330,7 +438,7 @@ type multiGroup struct {
 
 // attachMulti attaches one uprobe_multi link per program (entry and
 // return apart), with each symbol's cookie.
-func (t *Tracer) attachMulti(ex *link.Executable, tg Target, offsets map[string]uint64, a *Attachment) {
+func (t *Tracer) attachMulti(ex *link.Executable, tg Target, offsets, cookies map[string]uint64, a *Attachment) {
 	entry, ret := map[*ebpf.Program]*multiGroup{}, map[*ebpf.Program]*multiGroup{}
 	add := func(m map[*ebpf.Program]*multiGroup, prog *ebpf.Program, p Probe, off uint64) {
 		g := m[prog]
@@ -338,7 +446,7 @@ func (t *Tracer) attachMulti(ex *link.Executable, tg Target, offsets map[string]
 			g = &multiGroup{}
 			m[prog] = g
 		}
-		g.symbols, g.addrs, g.cookies = append(g.symbols, p.Symbol), append(g.addrs, off), append(g.cookies, p.Cookie)
+		g.symbols, g.addrs, g.cookies = append(g.symbols, p.Symbol), append(g.addrs, off), append(g.cookies, cookies[p.Symbol])
 	}
 	for _, p := range tg.Probes {
 		off, ok := offsets[p.Symbol]

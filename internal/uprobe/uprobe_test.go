@@ -15,7 +15,7 @@ import (
 )
 
 // buildELF compiles src with gcc and the given flags.
-func buildELF(t *testing.T, src string, flags ...string) string {
+func buildELF(t testing.TB, src string, flags ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
 		testutil.SkipOrFail(t, "gcc is needed: %v", err)
@@ -88,26 +88,14 @@ func FuzzResolveELF(f *testing.F) {
 	})
 }
 
-func TestIsLoader(t *testing.T) {
+func TestNamed(t *testing.T) {
+	loaders := []string{loaderName}
 	for name, want := range map[string]bool{
 		"ld-linux-x86-64.so.2": true, "ld-musl-x86_64.so.1": true, "ld-2.31.so": true,
 		"libc.so.6": false, "ldconfig": false, "ld.so.cache": false,
 	} {
-		assert.Equal(t, want, isLoader(name), name)
+		assert.Equal(t, want, named(name, loaders), name)
 	}
-}
-
-func TestExecutablesAreBounded(t *testing.T) {
-	var tr Tracer
-	tr.remember(1, "/bin/a")
-	tr.remember(2, "")
-	exe, ok := tr.Executable(1)
-	assert.True(t, ok)
-	assert.Equal(t, "/bin/a", exe)
-	_, ok = tr.Executable(2)
-	assert.False(t, ok, "an unreadable exe link is not remembered")
-	for pid := range maxExes + 10 {
-		tr.remember(pid+10, "/bin/x")
-	}
-	assert.LessOrEqual(t, len(tr.exes), maxExes)
+	assert.True(t, named("libcudart.so.12", []string{"libcuda.so", "libcudart.so"}))
+	assert.False(t, named("libcudart.so.12", nil))
 }

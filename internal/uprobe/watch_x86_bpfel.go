@@ -13,29 +13,138 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type watchWatchEvent struct {
-	_    structs.HostLayout
-	Pid  uint32
-	What uint32
+type watchFileKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Gen uint32
 }
+
+type watchFileState uint32
+
+const (
+	watchFileStateFILE_PENDING  watchFileState = 1
+	watchFileStateFILE_PLAIN    watchFileState = 2
+	watchFileStateFILE_CAPTURED watchFileState = 4
+	watchFileStateFILE_HOLDS    watchFileState = 8
+)
+
+type watchHold struct {
+	_       structs.HostLayout
+	Holders [4]uint64
+	Agent   uint32
+	Pad     uint32
+}
+
+type watchMappingKey struct {
+	_     structs.HostLayout
+	Mm    uint64
+	Start uint64
+}
+
+type watchPattern struct {
+	_    structs.HostLayout
+	Word [3]uint64
+	Mask [3]uint64
+	Len  uint32
+	Hold uint32
+}
+
+type watchWalkFound struct {
+	_         structs.HostLayout
+	Fresh     uint32
+	Pending   uint32
+	Captured  uint32
+	Holds     uint32
+	HoldNamed uint32
+}
+
+type watchWatchCounter uint32
+
+const (
+	watchWatchCounterCOUNTER_DROPPED  watchWatchCounter = 0
+	watchWatchCounterCOUNTER_UNWALKED watchWatchCounter = 1
+	watchWatchCounterNUM_COUNTERS     watchWatchCounter = 2
+)
+
+type watchWatchEvent struct {
+	_      structs.HostLayout
+	Pid    uint32
+	What   uint32
+	Flags  uint32
+	Reason uint32
+	File   watchFileKey
+	Start  uint64
+	End    uint64
+	Pgoff  uint64
+	Ktime  uint64
+	Name   struct {
+		_ structs.HostLayout
+		S [32]int8
+	}
+}
+
+type watchWatchFlag uint32
+
+const (
+	watchWatchFlagFLAG_EXE      watchWatchFlag = 1
+	watchWatchFlagFLAG_HELD     watchWatchFlag = 2
+	watchWatchFlagFLAG_CAPTURED watchWatchFlag = 4
+	watchWatchFlagFLAG_FRESH    watchWatchFlag = 8
+	watchWatchFlagFLAG_MATCHED  watchWatchFlag = 16
+)
+
+type watchWatchReason uint32
+
+const (
+	watchWatchReasonREASON_NONE     watchWatchReason = 0
+	watchWatchReasonREASON_OFF      watchWatchReason = 1
+	watchWatchReasonREASON_TRACED   watchWatchReason = 2
+	watchWatchReasonREASON_TERMINAL watchWatchReason = 3
+	watchWatchReasonREASON_STOPPED  watchWatchReason = 4
+	watchWatchReasonREASON_AGENT    watchWatchReason = 5
+	watchWatchReasonREASON_FULL     watchWatchReason = 6
+)
 
 type watchWatchWhat uint32
 
 const (
-	watchWatchWhatWATCH_EXEC watchWatchWhat = 1
-	watchWatchWhatWATCH_LOAD watchWatchWhat = 2
+	watchWatchWhatWATCH_FILE    watchWatchWhat = 1
+	watchWatchWhatWATCH_MAPPING watchWatchWhat = 2
+	watchWatchWhatWATCH_HOLD    watchWatchWhat = 3
+	watchWatchWhatWATCH_RESCAN  watchWatchWhat = 4
+	watchWatchWhatWATCH_MARK    watchWatchWhat = 5
 )
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	watchMapWatchDrops       = "watch_drops"
-	watchMapWatchEvents      = "watch_events"
-	watchProgOnExec          = "on_exec"
-	watchProgOnLoaderChange  = "on_loader_change"
-	watchVarUnusedWatchEvent = "unused_watch_event"
-	watchVarUnusedWatchWhat  = "unused_watch_what"
+	watchMapAdding             = "adding"
+	watchMapWalkScratch        = "walk_scratch"
+	watchMapWatchCounters      = "watch_counters"
+	watchMapWatchEvents        = "watch_events"
+	watchMapWatchFiles         = "watch_files"
+	watchMapWatchPatterns      = "watch_patterns"
+	watchMapWatchTold          = "watch_told"
+	watchMapXpuscopeHolds      = "xpuscope_holds"
+	watchProgMark              = "mark"
+	watchProgOnExec            = "on_exec"
+	watchProgOnExecRescan      = "on_exec_rescan"
+	watchProgOnLoaderChange    = "on_loader_change"
+	watchProgOnLoaderRescan    = "on_loader_rescan"
+	watchProgReleaseHold       = "release_hold"
+	watchProgSweep             = "sweep"
+	watchVarAgentTgid          = "agent_tgid"
+	watchVarHolderId           = "holder_id"
+	watchVarUnusedFileState    = "unused_file_state"
+	watchVarUnusedHold         = "unused_hold"
+	watchVarUnusedPattern      = "unused_pattern"
+	watchVarUnusedWatchCounter = "unused_watch_counter"
+	watchVarUnusedWatchEvent   = "unused_watch_event"
+	watchVarUnusedWatchFlag    = "unused_watch_flag"
+	watchVarUnusedWatchReason  = "unused_watch_reason"
+	watchVarUnusedWatchWhat    = "unused_watch_what"
 )
 
 // loadWatch returns the embedded CollectionSpec for watch.
@@ -80,24 +189,43 @@ type watchSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type watchProgramSpecs struct {
+	Mark           *ebpf.ProgramSpec `ebpf:"mark"`
 	OnExec         *ebpf.ProgramSpec `ebpf:"on_exec"`
+	OnExecRescan   *ebpf.ProgramSpec `ebpf:"on_exec_rescan"`
 	OnLoaderChange *ebpf.ProgramSpec `ebpf:"on_loader_change"`
+	OnLoaderRescan *ebpf.ProgramSpec `ebpf:"on_loader_rescan"`
+	ReleaseHold    *ebpf.ProgramSpec `ebpf:"release_hold"`
+	Sweep          *ebpf.ProgramSpec `ebpf:"sweep"`
 }
 
 // watchMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type watchMapSpecs struct {
-	WatchDrops  *ebpf.MapSpec `ebpf:"watch_drops"`
-	WatchEvents *ebpf.MapSpec `ebpf:"watch_events"`
+	Adding        *ebpf.MapSpec `ebpf:"adding"`
+	WalkScratch   *ebpf.MapSpec `ebpf:"walk_scratch"`
+	WatchCounters *ebpf.MapSpec `ebpf:"watch_counters"`
+	WatchEvents   *ebpf.MapSpec `ebpf:"watch_events"`
+	WatchFiles    *ebpf.MapSpec `ebpf:"watch_files"`
+	WatchPatterns *ebpf.MapSpec `ebpf:"watch_patterns"`
+	WatchTold     *ebpf.MapSpec `ebpf:"watch_told"`
+	XpuscopeHolds *ebpf.MapSpec `ebpf:"xpuscope_holds"`
 }
 
 // watchVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type watchVariableSpecs struct {
-	UnusedWatchEvent *ebpf.VariableSpec `ebpf:"unused_watch_event"`
-	UnusedWatchWhat  *ebpf.VariableSpec `ebpf:"unused_watch_what"`
+	AgentTgid          *ebpf.VariableSpec `ebpf:"agent_tgid"`
+	HolderId           *ebpf.VariableSpec `ebpf:"holder_id"`
+	UnusedFileState    *ebpf.VariableSpec `ebpf:"unused_file_state"`
+	UnusedHold         *ebpf.VariableSpec `ebpf:"unused_hold"`
+	UnusedPattern      *ebpf.VariableSpec `ebpf:"unused_pattern"`
+	UnusedWatchCounter *ebpf.VariableSpec `ebpf:"unused_watch_counter"`
+	UnusedWatchEvent   *ebpf.VariableSpec `ebpf:"unused_watch_event"`
+	UnusedWatchFlag    *ebpf.VariableSpec `ebpf:"unused_watch_flag"`
+	UnusedWatchReason  *ebpf.VariableSpec `ebpf:"unused_watch_reason"`
+	UnusedWatchWhat    *ebpf.VariableSpec `ebpf:"unused_watch_what"`
 }
 
 // watchObjects contains all objects after they have been loaded into the kernel.
@@ -120,14 +248,26 @@ func (o *watchObjects) Close() error {
 //
 // It can be passed to loadWatchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type watchMaps struct {
-	WatchDrops  *ebpf.Map `ebpf:"watch_drops"`
-	WatchEvents *ebpf.Map `ebpf:"watch_events"`
+	Adding        *ebpf.Map `ebpf:"adding"`
+	WalkScratch   *ebpf.Map `ebpf:"walk_scratch"`
+	WatchCounters *ebpf.Map `ebpf:"watch_counters"`
+	WatchEvents   *ebpf.Map `ebpf:"watch_events"`
+	WatchFiles    *ebpf.Map `ebpf:"watch_files"`
+	WatchPatterns *ebpf.Map `ebpf:"watch_patterns"`
+	WatchTold     *ebpf.Map `ebpf:"watch_told"`
+	XpuscopeHolds *ebpf.Map `ebpf:"xpuscope_holds"`
 }
 
 func (m *watchMaps) Close() error {
 	return _WatchClose(
-		m.WatchDrops,
+		m.Adding,
+		m.WalkScratch,
+		m.WatchCounters,
 		m.WatchEvents,
+		m.WatchFiles,
+		m.WatchPatterns,
+		m.WatchTold,
+		m.XpuscopeHolds,
 	)
 }
 
@@ -135,22 +275,40 @@ func (m *watchMaps) Close() error {
 //
 // It can be passed to loadWatchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type watchVariables struct {
-	UnusedWatchEvent *ebpf.Variable `ebpf:"unused_watch_event"`
-	UnusedWatchWhat  *ebpf.Variable `ebpf:"unused_watch_what"`
+	AgentTgid          *ebpf.Variable `ebpf:"agent_tgid"`
+	HolderId           *ebpf.Variable `ebpf:"holder_id"`
+	UnusedFileState    *ebpf.Variable `ebpf:"unused_file_state"`
+	UnusedHold         *ebpf.Variable `ebpf:"unused_hold"`
+	UnusedPattern      *ebpf.Variable `ebpf:"unused_pattern"`
+	UnusedWatchCounter *ebpf.Variable `ebpf:"unused_watch_counter"`
+	UnusedWatchEvent   *ebpf.Variable `ebpf:"unused_watch_event"`
+	UnusedWatchFlag    *ebpf.Variable `ebpf:"unused_watch_flag"`
+	UnusedWatchReason  *ebpf.Variable `ebpf:"unused_watch_reason"`
+	UnusedWatchWhat    *ebpf.Variable `ebpf:"unused_watch_what"`
 }
 
 // watchPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to loadWatchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type watchPrograms struct {
+	Mark           *ebpf.Program `ebpf:"mark"`
 	OnExec         *ebpf.Program `ebpf:"on_exec"`
+	OnExecRescan   *ebpf.Program `ebpf:"on_exec_rescan"`
 	OnLoaderChange *ebpf.Program `ebpf:"on_loader_change"`
+	OnLoaderRescan *ebpf.Program `ebpf:"on_loader_rescan"`
+	ReleaseHold    *ebpf.Program `ebpf:"release_hold"`
+	Sweep          *ebpf.Program `ebpf:"sweep"`
 }
 
 func (p *watchPrograms) Close() error {
 	return _WatchClose(
+		p.Mark,
 		p.OnExec,
+		p.OnExecRescan,
 		p.OnLoaderChange,
+		p.OnLoaderRescan,
+		p.ReleaseHold,
+		p.Sweep,
 	)
 }
 

@@ -31,10 +31,18 @@
 //	linger    an LD_PRELOAD library keeping a program alive at exit until
 //	          its stdin is closed (Wait closes it), so that a tracer can
 //	          still read its /proc/<pid> when it handles its events
+//	late      PIE that dlopen()s the library named on its command line and
+//	          calls its cudaLaunchKernel n times, gap µs apart, from the
+//	          instruction after the load (see testdata/late.c)
+//	linked    late linked against the real libcudart: the launches are the
+//	          first thing main does
+//	short     PIE linked against the real libcudart that launches each of
+//	          ShortKernels once and exits at once, waiting for nothing
 //
-// Every program prints "READY <pid>" and then waits for a line on stdin
-// before its first CUDA call, so a tracer can attach first; Start, Go and
-// Wait drive that protocol. See testdata/common.h for the output lines.
+// Every program but linked and short prints "READY <pid>" and then waits
+// for a line on stdin before its first CUDA call, so a tracer can attach
+// first; Start, Go and Wait drive that protocol. See testdata/common.h
+// for the output lines.
 package cudaprog
 
 import (
@@ -191,11 +199,12 @@ func ldconfigCache() map[string][]string {
 
 // target is how to build one program.
 type target struct {
-	src    string // in testdata
-	out    string // file name
-	shared bool
-	lib    func() (lib, error)
-	pkg    string // Debian package providing lib
+	src     string // in testdata
+	out     string // file name
+	shared  bool
+	lib     func() (lib, error)
+	pkg     string   // Debian package providing lib
+	defines []string // -D flags
 }
 
 // targets are the programs Build knows. The executables are PIEs linked
@@ -210,6 +219,9 @@ var targets = map[string]target{
 	"forward":  {src: "forward.c", out: "libcudart.so.12", shared: true, lib: locateLibcuda, pkg: LibcudaPackage},
 	"recorder": {src: "recorder.c", out: "librecorder.so", shared: true},
 	"linger":   {src: "linger.c", out: "liblinger.so", shared: true},
+	"late":     {src: "late.c", out: "late"},
+	"linked":   {src: "late.c", out: "linked", lib: locateCudart, pkg: CudartPackage, defines: []string{"CUDAPROG_LINKED"}},
+	"short":    {src: "short.c", out: "short", lib: locateCudart, pkg: CudartPackage},
 }
 
 type built struct {
@@ -280,6 +292,9 @@ func build(name string, tg target) (path, warn, skip string, err error) {
 	args := []string{
 		"-std=gnu11", "-O2", "-g0", "-Wall", "-fno-ipa-icf", "-fno-omit-frame-pointer", "-pthread",
 		"-I", root, "-I", testdata,
+	}
+	for _, d := range tg.defines {
+		args = append(args, "-D"+d)
 	}
 	if tg.shared {
 		args = append(args, "-shared", "-fPIC", "-Wl,-soname,"+tg.out)

@@ -238,6 +238,32 @@ func TestDlopenRealCudart(t *testing.T) {
 	assert.NotZero(t, Stubs(lines)[DlopenLaunch.Func], "no STUB line for %s in %q", DlopenLaunch.Func, lines)
 }
 
+// TestLateStarters: late and linked make their n launches through the
+// real runtime, late after loading it from a path of its own.
+func TestLateStarters(t *testing.T) {
+	realGPU(t)
+	lib := CopyLib(t, RealCudart(t), "site-packages/nvidia/cuda_runtime/lib/libcudart.so.12")
+	want := map[string]map[int]int{"cudaLaunchKernel": {DlopenLaunch.Ret: 5}}
+
+	p := Start(t, Build(t, "late"), lib, "5", "1000")
+	require.False(t, mapped(t, p.Pid, lib), "library mapped before the go line")
+	p.Go()
+	assert.Equal(t, want, Rets(p.Wait()), "late: RET lines")
+
+	p = Start(t, Build(t, "linked"), "5", "0")
+	require.True(t, mapped(t, p.Pid, RealCudart(t)), "linked: the runtime is not mapped at READY")
+	p.Go()
+	assert.Equal(t, want, Rets(p.Wait()), "linked: RET lines")
+}
+
+// TestShort: the short program exits at once, with status 0.
+func TestShort(t *testing.T) {
+	realGPU(t)
+	out, err := exec.Command(Build(t, "short")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Empty(t, out)
+}
+
 // TestForward checks that the forward library passes the launch on to
 // the real libcuda's cuLaunchKernel.
 func TestForward(t *testing.T) {
@@ -273,6 +299,9 @@ func TestSymbols(t *testing.T) {
 		"runtime": {KernelVectorAdd, KernelMatmul, KernelReduce},
 		"static":  {KernelVectorAdd, KernelMatmul, KernelReduce, "cudaLaunchKernel"},
 		"dlopen":  {KernelSaxpy},
+		"late":    {KernelSaxpy},
+		"linked":  {KernelSaxpy},
+		"short":   ShortKernels,
 	} {
 		f, err := elf.Open(Build(t, prog))
 		require.NoError(t, err)

@@ -5,12 +5,18 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 // DefaultTimeout bounds each wait of a Proc unless its Timeout is set.
@@ -203,4 +209,31 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// Terminal opens a new pseudo-terminal pair and returns its terminal end,
+// to start a program with as its controlling terminal (in
+// exec.Cmd.ExtraFiles, with SysProcAttr Setsid, Setctty and Ctty its
+// descriptor number in the child): a process on a terminal, as a shell's
+// job is. Both ends close with t.
+func Terminal(t testing.TB) *os.File {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		testutil.SkipOrFail(t, "a pseudo-terminal is needed: %v", err)
+	}
+	t.Cleanup(func() { ptmx.Close() })
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("cudaprog: unlock the pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("cudaprog: the pseudo-terminal's number: %v", err)
+	}
+	tty, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("cudaprog: open the terminal end: %v", err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return tty
 }

@@ -370,6 +370,16 @@ var DlopenLaunch = launch("cudaLaunchKernel", KernelSaxpy, Dim3{12, 34, 5}, Dim3
 // the dlopen program calls it with DlopenLaunch.
 var ForwardLaunch = drvLaunch("cuLaunchKernel", ForwardFunction, DlopenLaunch.Grid, DlopenLaunch.Block, DlopenLaunch.SharedMem, DlopenLaunch.Stream)
 
+// ShortKernels are the kernels the short program launches, once each,
+// by the mangled names of their host stubs.
+var ShortKernels = func() []string {
+	names := make([]string, 10)
+	for i := range names {
+		names[i] = fmt.Sprintf("_Z12shortKernel%dPfi", i) // shortKernel<i>(float*, int)
+	}
+	return names
+}()
+
 // Scenarios lists every scenario of every program.
 // RuntimeOccupancy is "runtime occupancy", the pattern the occupancy
 // model is checked with end to end: two launches and an event recorded
@@ -491,6 +501,11 @@ struct scenario { const char *program, *name; const struct seq *threads; int nth
 	}
 	p("};\n#define NLOOPS %d\n\n", len(loops))
 	p("static const struct call dlopen_launch __attribute__((unused)) = %s;\n\n", lit(DlopenLaunch))
+	p("#define SHORT_KERNELS(X)")
+	for _, k := range ShortKernels {
+		p(" X(%s)", k)
+	}
+	p("\n\n")
 	p("#endif\n")
 	return b.String()
 }

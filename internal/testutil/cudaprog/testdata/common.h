@@ -87,7 +87,7 @@ static void map_handles(void)
  * (slot 0 or 1, so a copy can have two), owned by the calling thread. */
 static __thread void *bufs[2];
 static __thread size_t caps[2];
-static void *host_buf(unsigned long long ptr, unsigned long long size, int slot)
+__attribute__((unused)) static void *host_buf(unsigned long long ptr, unsigned long long size, int slot)
 {
 	if (ptr)
 		return H(ptr);

@@ -1,0 +1,131 @@
+package gputrace
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/gputracebpf"
+	"github.com/xpuscope/xpuscope/internal/testutil"
+	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+// launchCounter counts the launch records the Source reads, by process.
+type launchCounter struct {
+	mu  sync.Mutex
+	pid map[uint32]int
+}
+
+func (c *launchCounter) hook(e *gputracebpf.Event) {
+	if e.Kind != gputracebpf.KindLaunch {
+		return
+	}
+	c.mu.Lock()
+	c.pid[e.PID]++
+	c.mu.Unlock()
+}
+
+func (c *launchCounter) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, k := range c.pid {
+		n += k
+	}
+	return n
+}
+
+// scraper keeps the last value of every cuda.kernel.launches series it
+// has collected, as a Prometheus server keeps a series' last sample after
+// it goes stale, and the most series with a pid one collection had.
+type scraper struct {
+	last      map[string]float64
+	mostPIDed int
+}
+
+func (s *scraper) scrape(pts testutil.Points) {
+	pided := 0
+	for _, p := range pts.Find(semconv.CUDAKernelLaunches.Name) {
+		kv := make([]string, 0, len(p.Attrs))
+		for k, v := range p.Attrs {
+			kv = append(kv, k+"="+v)
+		}
+		slices.Sort(kv)
+		s.last[strings.Join(kv, ",")] = p.Value
+		if p.Has(semconv.ProcessPID) {
+			pided++
+		}
+	}
+	s.mostPIDed = max(s.mostPIDed, pided)
+}
+
+func (s *scraper) total() float64 {
+	var n float64
+	for _, v := range s.last {
+		n += v
+	}
+	return n
+}
+
+// TestChurnBounded: 200 short processes, each launching 5 kernels through
+// the real libcudart and exiting, under a Source capped at 8 processes
+// with series of their own and collected every 10 processes. No
+// collection has more than 8 launch series with a pid; every launch
+// any process made is in a series' last collected value (a scraper that
+// keeps each series' last sample sums to the launch records read), none
+// moved between series; every record of every process is read; past the
+// cap processes are counted folded; and once the processes are gone their
+// series go with them (issue 16, item 4, on a real kernel).
+func TestChurnBounded(t *testing.T) {
+	requireRoot(t)
+	const (
+		procs    = 200
+		launches = 5
+		capped   = 8
+	)
+	c := &launchCounter{pid: map[uint32]int{}}
+	tr := startTracing(t, WithRescanInterval(time.Hour), WithMaxProcesses(capped), withEventHook(c.hook))
+	exe := cudaprog.Build(t, "runtime")
+	first := cudaprog.Start(t, exe, "loop", strconv.Itoa(launches))
+	tr.waitAttached(t, TargetRuntime, cudaprog.RealCudart(t))
+	first.Go()
+	first.Wait()
+
+	sc := &scraper{last: map[string]float64{}}
+	ours := map[int]bool{first.Pid: true}
+	for i := 1; i < procs; i++ {
+		p := cudaprog.Start(t, exe, "loop", strconv.Itoa(launches))
+		ours[p.Pid] = true
+		p.Go()
+		p.Wait()
+		if i%10 == 0 {
+			sc.scrape(tr.collect(t))
+		}
+	}
+	var pts testutil.Points
+	settled := poll(15*time.Second, func() bool {
+		pts = tr.collect(t)
+		sc.scrape(pts)
+		for _, p := range pts.Find(semconv.CUDAKernelLaunches.Name) {
+			if pid, err := strconv.Atoi(p.Get(semconv.ProcessPID)); err == nil && ours[pid] {
+				return false // not retired yet
+			}
+		}
+		return c.total() >= procs*launches && sc.total() == float64(c.total())
+	})
+	require.True(t, settled, "launch records read %d (want at least %d), the series' last values sum to %v; series left: %v",
+		c.total(), procs*launches, sc.total(), pts.Find(semconv.CUDAKernelLaunches.Name))
+	require.LessOrEqual(t, sc.mostPIDed, capped, "launch series with a pid in one collection")
+	require.Positive(t, pts.One(t, semconv.XpuscopeCUDAProcessOverflow.Name).Value, "processes folded")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for pid := range ours {
+		require.Equal(t, launches, c.pid[uint32(pid)], "launch records of pid %d", pid)
+	}
+}

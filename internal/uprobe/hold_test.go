@@ -1,0 +1,211 @@
+package uprobe
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/procfs"
+	"github.com/xpuscope/xpuscope/internal/testutil"
+	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+// holdLibSrc is a library whose one function a test probes.
+const holdLibSrc = `int xpu_hold_anchor(void) { return 42; }`
+
+// holdProgSrc dlopens the library named by argv[1] once stdin has a
+// line, calls its function the instruction after dlopen returns, and
+// exits once stdin closes.
+const holdProgSrc = `
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+	puts("READY");
+	fflush(stdout);
+	if (getchar() == EOF)
+		return 3;
+	void *h = dlopen(argv[1], RTLD_NOW);
+	if (!h) {
+		fprintf(stderr, "%s\n", dlerror());
+		return 1;
+	}
+	int (*f)(void) = (int (*)(void))dlsym(h, "xpu_hold_anchor");
+	printf("CALLED %d\n", f());
+	fflush(stdout);
+	while (getchar() != EOF) {}
+	return 0;
+}
+`
+
+// holdLibName is the prefix of the library's file name the Tracers of
+// these tests target.
+const holdLibName = "libxpuhold.so"
+
+// holdCase is a built program and library, and counters of the probe's
+// hits, one slot per Tracer.
+type holdCase struct {
+	prog, lib string
+	hits      *ebpf.Map
+}
+
+func newHoldCase(t *testing.T) *holdCase {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "holding processes needs root")
+	}
+	hits, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4})
+	require.NoError(t, err)
+	t.Cleanup(func() { hits.Close() })
+	return &holdCase{
+		prog: buildELF(t, holdProgSrc, "-O2", "-ldl"),
+		lib:  buildELF(t, holdLibSrc, "-shared", "-fPIC", "-O2", "-Wl,-soname,"+holdLibName+".1"),
+		hits: hits,
+	}
+}
+
+// tracer starts a Tracer of the library on root, counting hits in slot.
+func (c *holdCase) tracer(t *testing.T, root string, slot int32, hold bool) *Tracer {
+	t.Helper()
+	tr, err := New(Config{Procfs: procfs.FS{Root: root}, Rescan: time.Hour, Hold: hold, Targets: []Target{{
+		Name: "xpuhold", Anchor: "xpu_hold_anchor", Names: []string{holdLibName},
+		Probes: []Probe{{Symbol: "xpu_hold_anchor", Entry: hitCounter(t, c.hits, slot, ebpf.AttachNone)}},
+	}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, tr.Close()) })
+	return tr
+}
+
+// run loads a fresh copy of the library (a new inode, named like the
+// target) in a new process, which calls into it at once, and returns the
+// process's pid once it is done, and until held holds. attrs are the
+// process's.
+func (c *holdCase) run(t *testing.T, until func() bool, attrs *syscall.SysProcAttr, extra ...*os.File) int {
+	t.Helper()
+	lib := filepath.Join(t.TempDir(), holdLibName+".1")
+	b, err := os.ReadFile(c.lib)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(lib, b, 0o755))
+	cmd := exec.Command(c.prog, lib)
+	cmd.SysProcAttr = attrs
+	cmd.ExtraFiles = extra
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(out)
+	require.True(t, sc.Scan(), "no READY line")
+	_, err = io.WriteString(in, "go\n")
+	require.NoError(t, err)
+	require.True(t, sc.Scan(), "no CALLED line; stderr: %s", stderr.String())
+	require.Equal(t, "CALLED 42", sc.Text())
+	if until != nil {
+		require.Eventually(t, until, 10*time.Second, 10*time.Millisecond)
+	}
+	require.NoError(t, in.Close())
+	require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
+	return cmd.Process.Pid
+}
+
+func (c *holdCase) count(t *testing.T, slot int32) uint64 {
+	t.Helper()
+	var n uint64
+	require.NoError(t, c.hits.Lookup(slot, &n))
+	return n
+}
+
+// TestHoldSeesTheFirstCall: a process that loads a library named like a
+// target, new to the Tracer, is held until the probe is attached: its
+// call the instruction after dlopen returns is seen, and nothing counts
+// as late.
+func TestHoldSeesTheFirstCall(t *testing.T) {
+	c := newHoldCase(t)
+	tr := c.tracer(t, procfs.DefaultRoot, 0, true)
+	for i := range 3 {
+		pid := c.run(t, nil, nil)
+		require.Equal(t, uint64(i+1), c.count(t, 0), "calls seen after process %d", pid)
+	}
+	require.Empty(t, tr.Late())
+	attached, _ := tr.Status()
+	require.Len(t, attached, 3, "one attachment per copy")
+}
+
+// TestHoldsAreShared: two watchers (two procfs roots, as two agents on a
+// node would have) hold the same process; it runs again only when both
+// attached, so that both see its first call.
+func TestHoldsAreShared(t *testing.T) {
+	c := newHoldCase(t)
+	a := c.tracer(t, procfs.DefaultRoot, 0, true)
+	b := c.tracer(t, procfs.DefaultRoot+"/.", 1, true)
+	require.NotSame(t, a.hub, b.hub)
+	for i := range 3 {
+		c.run(t, nil, nil)
+		require.Equal(t, uint64(i+1), c.count(t, 0), "calls the first watcher saw")
+		require.Equal(t, uint64(i+1), c.count(t, 1), "calls the second watcher saw")
+	}
+}
+
+// TestUnheldLoadsAreLate: without holding, and for a process with a
+// controlling terminal, the library is attached while the process runs
+// on: counted late, with why.
+func TestUnheldLoadsAreLate(t *testing.T) {
+	c := newHoldCase(t)
+	// The processes wait to exit until the library is attached: a
+	// process that is gone before its file is opened has it told of
+	// again only by the next that maps it.
+	lateFor := func(tr *Tracer, reason string) func() bool {
+		return func() bool { return slices.Contains(tr.Late(), Late{Target: "xpuhold", Reason: reason, Files: 1}) }
+	}
+	tr := c.tracer(t, procfs.DefaultRoot, 0, false)
+	c.run(t, lateFor(tr, semconv.LateReasonNotHeld), nil)
+	require.Equal(t, []Late{{Target: "xpuhold", Reason: semconv.LateReasonNotHeld, Files: 1}}, tr.Late())
+	require.NoError(t, tr.Close())
+
+	tr = c.tracer(t, procfs.DefaultRoot, 1, true)
+	tty := cudaprog.Terminal(t)
+	c.run(t, lateFor(tr, semconv.LateReasonTerminal), &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3}, tty)
+	require.Equal(t, []Late{{Target: "xpuhold", Reason: semconv.LateReasonTerminal, Files: 1}}, tr.Late())
+}
+
+// TestWithoutKernelWalks: on a kernel without the VMA iterator the hooks
+// ask for the process's maps to be read: a library a process loads is
+// found and probed so, late, and counted as such.
+func TestWithoutKernelWalks(t *testing.T) {
+	c := newHoldCase(t)
+	tr, err := New(Config{Procfs: procfs.FS{Root: procfs.DefaultRoot + "/./."}, Rescan: time.Hour, Hold: true, noWalks: true,
+		Targets: []Target{{Name: "xpuhold", Anchor: "xpu_hold_anchor", Names: []string{holdLibName},
+			Probes: []Probe{{Symbol: "xpu_hold_anchor", Entry: hitCounter(t, c.hits, 0, ebpf.AttachNone)}}}}})
+	require.NoError(t, err)
+	defer tr.Close()
+	require.Nil(t, tr.hub.holder, "nothing is held without walks")
+	want := Late{Target: "xpuhold", Reason: semconv.LateReasonRescan, Files: 1}
+	c.run(t, func() bool { return slices.Contains(tr.Late(), want) }, nil)
+	require.Equal(t, []Late{want}, tr.Late())
+}
+
+// TestHoldPastItsLimit: a hold whose record is read after its limit has
+// passed (a reader held up that long) ends at once, from the timer's
+// goroutine, while the reader is still noting it: the timer must be set
+// before anyone can end the hold (the race detector checks).
+func TestHoldPastItsLimit(t *testing.T) {
+	h := &hub{held: map[int]*hold{}, filling: map[int]*hold{}}
+	for pid := 1; pid <= 100; pid++ {
+		hd := h.startHold(record{pid: pid, what: watchWatchWhatWATCH_HOLD, start: 1, ktime: 0})
+		require.Eventually(t, hd.ended.Load, 10*time.Second, time.Millisecond)
+		require.True(t, hd.expired.Load())
+		require.Nil(t, h.held[pid])
+	}
+}
