@@ -50,12 +50,10 @@ const (
 	laneMargin = uint64(time.Millisecond)
 )
 
-// The lanes map and variables of an object, lanes.bpf.h's.
+// The lanes' variables of an object, lanes.bpf.h's.
 const (
-	LanesMap       = "lanes"
-	LaneWakeupsMap = "lane_wakeups"
-	laneMaskVar    = "lane_mask"
-	laneUnitsVar   = "lane_units"
+	laneMaskVar  = "lane_mask"
+	laneUnitsVar = "lane_units"
 )
 
 // laneCount is the number of lanes for cpus CPUs: one each, rounded up to

@@ -17,7 +17,7 @@ const WakeupVariable = "wakeup_bytes"
 // LoadOptions say what of an object to load, and how.
 type LoadOptions struct {
 	// Ring is the name of the object's ring buffer map, or of its lanes
-	// (LanesMap, lanes.bpf.h); RingBytes its size, a power of two
+	// (lanes.bpf.h's `lanes`); RingBytes its size, a power of two
 	// multiple of the page size (see CheckRingBytes): for lanes, of all
 	// of them, split evenly (each at least a page). 0 keeps a ring
 	// buffer's own size, and gives lanes a page each.
