@@ -16,17 +16,5 @@ import (
 func TestTraceUnderLoad(t *testing.T) {
 	requireRoot(t)
 	testutil.Hogs(t, 2*runtime.NumCPU())
-	tr := startTracing(t, WithRescanInterval(time.Hour))
-	for _, tc := range []struct {
-		name string
-		f    func(*testing.T, *traced)
-	}{
-		{"RuntimeLaunch", testRuntimeLaunch},
-		{"RuntimeThreads", testRuntimeThreads},
-		{"DriverLaunch", testDriverLaunch},
-		{"Static", testStatic},
-		{"ForwardCountedOnce", testForwardCountedOnce},
-	} {
-		t.Run(tc.name, func(t *testing.T) { tc.f(t, tr) })
-	}
+	runScenarios(t, startTracing(t, WithRescanInterval(time.Hour)), recordExact)
 }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -42,20 +43,31 @@ import (
 // TestLateStarters (discovery_test.go).
 func TestTrace(t *testing.T) {
 	requireRoot(t)
-	tr := startTracing(t, WithRescanInterval(time.Hour))
-	for _, tc := range []struct {
-		name string
-		f    func(*testing.T, *traced)
-	}{
-		{"RuntimeLaunch", testRuntimeLaunch},
-		{"RuntimeThreads", testRuntimeThreads},
+	runScenarios(t, startTracing(t, WithRescanInterval(time.Hour)), slices.Concat(recordExact, []scenarioTest{
 		{"RuntimeRegister", testRuntimeRegister},
 		{"Occupancy", testOccupancy},
-		{"DriverLaunch", testDriverLaunch},
-		{"Static", testStatic},
 		{"StrippedLibrary", testStrippedLibrary},
-		{"ForwardCountedOnce", testForwardCountedOnce},
-	} {
+	}))
+}
+
+// scenarioTest is a subtest of one Source shared by several.
+type scenarioTest struct {
+	name string
+	f    func(*testing.T, *traced)
+}
+
+// recordExact are the scenarios that check every record's arguments and
+// every series, also run under load (TestTraceUnderLoad).
+var recordExact = []scenarioTest{
+	{"RuntimeLaunch", testRuntimeLaunch},
+	{"RuntimeThreads", testRuntimeThreads},
+	{"DriverLaunch", testDriverLaunch},
+	{"Static", testStatic},
+	{"ForwardCountedOnce", testForwardCountedOnce},
+}
+
+func runScenarios(t *testing.T, tr *traced, tests []scenarioTest) {
+	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, tr) })
 	}
 }

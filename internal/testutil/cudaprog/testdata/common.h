@@ -21,8 +21,9 @@
  * ("runtime", "driver", "static": selects its rows of scenarios.h) and
  * do_call(), which makes one call and returns its return code, or NORET
  * for a void function (or one that records its own return codes).
- * A program with its own main (dlopen.c) defines CUDAPROG_NO_MAIN first and
- * uses the helpers only.
+ * A program with its own main (dlopen.c, late.c) defines CUDAPROG_NO_MAIN
+ * first and uses the helpers only; CUDAPROG_SAXPY gives it the saxpy
+ * stub (stubs[], nstubs) and launch_fn.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -301,3 +302,20 @@ int main(int argc, char **argv)
 	return 0;
 }
 #endif /* CUDAPROG_NO_MAIN */
+
+#ifdef CUDAPROG_SAXPY
+/*
+ * The one kernel stub of the programs that launch through a
+ * cudaLaunchKernel they look up (dlopen.c, late.c): saxpy, whose host stub
+ * the tracer names by its symbol.
+ */
+static volatile uintptr_t sink;
+
+__attribute__((noipa)) void saxpy(int n, float a, float *x, float *y) __asm__("_Z5saxpyifPfS_");
+void saxpy(int n, float a, float *x, float *y) { sink = (uintptr_t)x + (uintptr_t)y + n + (int)a; }
+
+const struct stub stubs[] = {{"_Z5saxpyifPfS_", (void *)saxpy, NULL}};
+const int nstubs = 1;
+
+typedef int (*launch_fn)(const void *, dim3, dim3, void **, size_t, void *);
+#endif /* CUDAPROG_SAXPY */

@@ -12,21 +12,12 @@
  * stdin line; RET cudaLaunchKernel <code> 1; DONE.
  */
 #define CUDAPROG_NO_MAIN
+#define CUDAPROG_SAXPY
 #include "common.h"
 
 #include <dlfcn.h>
 
 const char program_name[] = "dlopen";
-
-static volatile uintptr_t sink;
-
-__attribute__((noipa)) void saxpy(int n, float a, float *x, float *y) __asm__("_Z5saxpyifPfS_");
-void saxpy(int n, float a, float *x, float *y) { sink = (uintptr_t)x + (uintptr_t)y + n + (int)a; }
-
-const struct stub stubs[] = {{"_Z5saxpyifPfS_", (void *)saxpy, NULL}};
-const int nstubs = 1;
-
-typedef int (*launch_fn)(const void *, dim3, dim3, void **, size_t, void *);
 
 int main(int argc, char **argv)
 {

@@ -20,6 +20,7 @@
  * <count> per return code; DONE.
  */
 #define CUDAPROG_NO_MAIN
+#define CUDAPROG_SAXPY
 #include "common.h"
 
 #include <dlfcn.h>
@@ -30,16 +31,6 @@ int cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_
 #else
 const char program_name[] = "late";
 #endif
-
-static volatile uintptr_t sink;
-
-__attribute__((noipa)) void saxpy(int n, float a, float *x, float *y) __asm__("_Z5saxpyifPfS_");
-void saxpy(int n, float a, float *x, float *y) { sink = (uintptr_t)x + (uintptr_t)y + n + (int)a; }
-
-const struct stub stubs[] = {{"_Z5saxpyifPfS_", (void *)saxpy, NULL}};
-const int nstubs = 1;
-
-typedef int (*launch_fn)(const void *, dim3, dim3, void **, size_t, void *);
 
 /* launches calls launch n times, gap_us apart, and records the codes. */
 static void launches(launch_fn launch, long n, long gap_us)
