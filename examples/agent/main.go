@@ -80,6 +80,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 }
 
 // run is the whole agent; it returns the exit status.
+// startupMemoryLimit is the soft limit on the Go runtime's memory while
+// the features start: above the ~10 MB the agent's runtime holds once
+// started, so that the collector runs only on start-up's garbage.
+const startupMemoryLimit = 24 << 20
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	o, err := parseFlags(args, stderr)
@@ -120,8 +125,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			log.Warn("shut down exporters", "err", err)
 		}
 	}()
+	// Start-up decodes the kernel's BTF for each BPF object and reads the
+	// ELF tables of every mapped file, garbage that would pile up between
+	// collections to twice the agent's steady memory: a soft limit makes
+	// the runtime collect it as it goes, for start-up only (an operator's
+	// GOMEMLIMIT stands).
+	limit := debug.SetMemoryLimit(-1)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(startupMemoryLimit)
+	}
 	results := startAll(o.settings, providers{meter: tel.meter, tracer: tel.tracer, cuda: tel.cuda, hip: tel.hip,
 		exitGrace: tel.exitGrace})
+	debug.SetMemoryLimit(limit)
 	defer closeAll(results, log)
 	if o.check {
 		printCheck(stdout, results)
