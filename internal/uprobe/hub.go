@@ -206,13 +206,10 @@ func newHub(fs procfs.FS, walks bool) (*hub, error) {
 	if err != nil {
 		return nil, errors.Join(bpfsource.Classify("uprobe: attach the task_vma iterator", err), h.execRT.Close(), h.closeObjects())
 	}
-	h.loader = &Tracer{
-		cfg: Config{Procfs: fs, Targets: []Target{{
-			Name: loaderTarget, Anchor: "_dl_debug_state", Names: []string{loaderName},
-			Probes: []Probe{{Symbol: "_dl_debug_state", CookieFrom: "_r_debug", Entry: h.progs.Program(onLoader)}},
-		}}},
-		seen: map[fileID]seenFile{},
-	}
+	h.loader = newTracer(Config{Procfs: fs, Targets: []Target{{
+		Name: loaderTarget, Anchor: "_dl_debug_state", Names: []string{loaderName},
+		Probes: []Probe{{Symbol: "_dl_debug_state", CookieFrom: "_r_debug", Entry: h.progs.Program(onLoader)}},
+	}}})
 	// The watcher wakes its reader at every record: they are few, and a
 	// held process waits for them. The poll only bounds the wait between
 	// records.

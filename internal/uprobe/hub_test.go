@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,4 +124,61 @@ func TestSyncAfterClose(t *testing.T) {
 	require.NoError(t, tr.Close())
 	<-done
 	tr.Sync()
+}
+
+// TestLoaderCopy: a process run by a copy of the dynamic loader the hub
+// has not seen (a file of its own, as in a container's image) gets the
+// copy probed by the hub's own loader Tracer, which counts it as any
+// Tracer counts a file attached late. The hub's Tracer is made as every
+// Tracer is: it once lacked the map of late files, and the first late
+// loader copy panicked the hub.
+func TestLoaderCopy(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "attaching uprobes needs root")
+	}
+	ldso, err := filepath.EvalSymlinks("/lib64/ld-linux-x86-64.so.2")
+	require.NoError(t, err)
+	bin, err := os.ReadFile(ldso)
+	require.NoError(t, err)
+	hits, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	require.NoError(t, err)
+	defer hits.Close()
+	prog := hitCounter(t, hits, 0, ebpf.AttachNone)
+	tr, err := New(Config{Rescan: time.Hour, Targets: []Target{{Name: "xpu_anchor_a", Anchor: "xpu_anchor_a",
+		Probes: []Probe{{Symbol: "xpu_anchor_a", Entry: prog}}}}})
+	require.NoError(t, err)
+	defer tr.Close()
+
+	copied := filepath.Join(t.TempDir(), "ld-copy.so")
+	require.NoError(t, os.WriteFile(copied, bin, 0o755))
+	cat, err := exec.LookPath("cat")
+	require.NoError(t, err)
+	cmd := exec.Command(copied, cat)
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+
+	st, err := os.Stat(copied)
+	require.NoError(t, err)
+	ino := st.Sys().(*syscall.Stat_t).Ino
+	probed := func() bool {
+		return slices.ContainsFunc(tr.hub.loader.Attachments(), func(a Attachment) bool { return a.Inode == ino })
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !probed() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.True(t, probed(), "the loader copy is not probed; the loader's attachments: %+v", tr.hub.loader.Attachments())
+	var late, n int64
+	for _, l := range tr.hub.loader.Late() {
+		late += l.Files
+	}
+	a := tr.hub.loader.Attachments()
+	for _, x := range a {
+		if x.Late != "" {
+			n++
+		}
+	}
+	require.Equal(t, n, late, "late loader files counted, against the attachments that say why they were late: %+v", a)
 }

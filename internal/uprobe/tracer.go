@@ -280,6 +280,11 @@ func named(base string, names []string) bool {
 	return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(base, n) })
 }
 
+// newTracer is a Tracer of cfg, with its maps, not yet joined to a hub.
+func newTracer(cfg Config) *Tracer {
+	return &Tracer{cfg: cfg, seen: map[fileID]seenFile{}, late: map[lateKey]int64{}, lateAttrs: map[lateKey]metric.MeasurementOption{}}
+}
+
 // New sweeps every process once and attaches to every target file found,
 // then keeps watching through the hub of its procfs root (see hub), which
 // it starts if it is the first. Missing privilege or kernel support is
@@ -291,7 +296,7 @@ func New(cfg Config) (*Tracer, error) {
 	if cfg.Rescan <= 0 {
 		cfg.Rescan = defaultRescan
 	}
-	t := &Tracer{cfg: cfg, seen: map[fileID]seenFile{}, late: map[lateKey]int64{}, lateAttrs: map[lateKey]metric.MeasurementOption{}}
+	t := newTracer(cfg)
 	h, err := join(t)
 	if err != nil {
 		return nil, err
