@@ -356,6 +356,9 @@ func benchEnvInt(name string, def int) int {
 //
 //   - untraced;
 //   - floor: the empty bench_empty program on a uprobe on cudaLaunchKernel;
+//   - argread: bench_args, the floor plus the one user-memory read every
+//     launch record needs (shared memory and stream, the 7th and 8th
+//     arguments, on the stack): what no design that keeps them gets under;
 //   - record: bench_record, the least a launch record costs through a BPF
 //     ring buffer (the stack arguments, a timestamp, the ids, a record
 //     without wakeup), drained by a polling reader;
@@ -373,7 +376,8 @@ func benchEnvInt(name string, def int) int {
 //
 // The variants are interleaved (the order rotates each round) and the
 // median of the rounds is reported per variant, with the ratios ours/floor,
-// record/floor, ours/record and naive/ours of the whole call and of the
+// argread/floor, record/floor, ours/record and naive/ours of the whole call
+// and of the
 // cost added above untraced; the two-thread figures have a "-2t" suffix.
 // A last pass with BPF run-time statistics on (not in the medians) gives
 // the time spent in the BPF programs themselves: bench_empty,
@@ -568,6 +572,9 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	floorRun := func(threads int) float64 {
 		return loop(threads, func() func() { return uprobe(objs.Program("bench_empty"), 0) })
 	}
+	argRead := func(threads int) float64 {
+		return loop(threads, func() func() { return uprobe(objs.Program("bench_args"), 0) })
+	}
 	variants := []struct {
 		name string
 		run  func(threads int) float64
@@ -575,6 +582,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	}{
 		{name: "untraced", run: func(threads int) float64 { return loop(threads, nil) }},
 		{name: "floor", run: floorRun},
+		{name: "argread", run: argRead},
 		{name: "record", run: record},
 		{name: "ours", run: func(threads int) float64 {
 			p := NewProducer()
@@ -667,8 +675,11 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		sfx := map[int]string{1: "", 2: "-2t"}[threads]
 		untraced, floor, recordNs, oursNs, noopNs := med("untraced", threads), med("floor", threads), med("record", threads),
 			med("ours", threads), med("ours-noop", threads)
+		argNs := med("argread", threads)
 		b.ReportMetric(untraced, "untraced"+sfx+"-ns/call")
 		b.ReportMetric(floor, "floor"+sfx+"-ns/call")
+		b.ReportMetric(argNs, "argread"+sfx+"-ns/call")
+		b.ReportMetric(argNs/floor, "argread/floor"+sfx)
 		b.ReportMetric(recordNs, "record"+sfx+"-ns/call")
 		b.ReportMetric(oursNs, "ours"+sfx+"-ns/call")
 		b.ReportMetric(noopNs, "ours-noop"+sfx+"-ns/call")

@@ -194,6 +194,7 @@ const (
 	gputraceMapLanes                           = "lanes"
 	gputraceMapThreads                         = "threads"
 	gputraceMapUnrecordedCalls                 = "unrecorded_calls"
+	gputraceProgBenchArgs                      = "bench_args"
 	gputraceProgBenchEmpty                     = "bench_empty"
 	gputraceProgBenchNaive                     = "bench_naive"
 	gputraceProgBenchRecord                    = "bench_record"
@@ -225,6 +226,7 @@ const (
 	gputraceProgStreamWaitEvent                = "stream_wait_event"
 	gputraceProgSyncEnter                      = "sync_enter"
 	gputraceProgSyncReturn                     = "sync_return"
+	gputraceVarBenchArgsSink                   = "bench_args_sink"
 	gputraceVarLaneMask                        = "lane_mask"
 	gputraceVarLaneUnits                       = "lane_units"
 	gputraceVarLaunchWindowNs                  = "launch_window_ns"
@@ -278,6 +280,7 @@ type gputraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type gputraceProgramSpecs struct {
+	BenchArgs                      *ebpf.ProgramSpec `ebpf:"bench_args"`
 	BenchEmpty                     *ebpf.ProgramSpec `ebpf:"bench_empty"`
 	BenchNaive                     *ebpf.ProgramSpec `ebpf:"bench_naive"`
 	BenchRecord                    *ebpf.ProgramSpec `ebpf:"bench_record"`
@@ -327,6 +330,7 @@ type gputraceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type gputraceVariableSpecs struct {
+	BenchArgsSink   *ebpf.VariableSpec `ebpf:"bench_args_sink"`
 	LaneMask        *ebpf.VariableSpec `ebpf:"lane_mask"`
 	LaneUnits       *ebpf.VariableSpec `ebpf:"lane_units"`
 	LaunchWindowNs  *ebpf.VariableSpec `ebpf:"launch_window_ns"`
@@ -381,6 +385,7 @@ func (m *gputraceMaps) Close() error {
 //
 // It can be passed to loadGputraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type gputraceVariables struct {
+	BenchArgsSink   *ebpf.Variable `ebpf:"bench_args_sink"`
 	LaneMask        *ebpf.Variable `ebpf:"lane_mask"`
 	LaneUnits       *ebpf.Variable `ebpf:"lane_units"`
 	LaunchWindowNs  *ebpf.Variable `ebpf:"launch_window_ns"`
@@ -396,6 +401,7 @@ type gputraceVariables struct {
 //
 // It can be passed to loadGputraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type gputracePrograms struct {
+	BenchArgs                      *ebpf.Program `ebpf:"bench_args"`
 	BenchEmpty                     *ebpf.Program `ebpf:"bench_empty"`
 	BenchNaive                     *ebpf.Program `ebpf:"bench_naive"`
 	BenchRecord                    *ebpf.Program `ebpf:"bench_record"`
@@ -431,6 +437,7 @@ type gputracePrograms struct {
 
 func (p *gputracePrograms) Close() error {
 	return _GputraceClose(
+		p.BenchArgs,
 		p.BenchEmpty,
 		p.BenchNaive,
 		p.BenchRecord,

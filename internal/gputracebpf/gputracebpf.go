@@ -249,10 +249,11 @@ type LoadOptions struct {
 }
 
 // BenchPrograms are the programs the benchmarks compare the probes with:
-// the floor (an empty program), the least a launch record costs through a
-// BPF ring buffer, and the naive design (a record per call that always
+// the floor (an empty program), the one user-memory read a launch record
+// needs (the two stack arguments), the least a launch record costs through
+// a BPF ring buffer, and the naive design (a record per call that always
 // wakes the reader).
-var BenchPrograms = []string{gputraceProgBenchEmpty, gputraceProgBenchRecord, gputraceProgBenchNaive}
+var BenchPrograms = []string{gputraceProgBenchEmpty, gputraceProgBenchArgs, gputraceProgBenchRecord, gputraceProgBenchNaive}
 
 // BenchRingBytes is the size of the benchmark programs' ring buffer.
 const BenchRingBytes = 2 << 20
