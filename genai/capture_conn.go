@@ -9,12 +9,14 @@ import (
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
 )
 
-// connKey names a captured connection: the process, and its SSL pointer
-// or socket descriptor.
+// connKey names a captured connection: the process, its SSL pointer or
+// socket descriptor, and its number on the host, which tells it from the
+// earlier connections that had the same pointer or descriptor.
 type connKey struct {
 	pid  uint32
 	src  httpbpf.Source
 	conn uint64
+	gen  uint32
 }
 
 // capConn is a connection being reassembled.
@@ -27,11 +29,14 @@ type capConn struct {
 	seen      time.Time // when bytes last came
 	elem      *list.Element
 	proc      *capProc
+	// muted: not an LLM API's; the kernel side was told to send no more
+	// of its bytes. Those already sent are skipped; its close ends it.
+	muted bool
 }
 
-// ignorer stops the kernel side's capture of a connection.
-type ignorer interface {
-	Ignore(pid uint32, src httpbpf.Source, conn uint64) error
+// muter stops the kernel side's capture of a connection, by its number.
+type muter interface {
+	Mute(gen uint32) error
 }
 
 // connTable reassembles the capture's records into exchanges, one
@@ -39,7 +44,7 @@ type ignorer interface {
 // used goes first. It is not safe for concurrent use.
 type connTable struct {
 	cfg     *captureConfig
-	kernel  ignorer // nil: nothing to tell
+	kernel  muter // nil: nothing to tell
 	wall    func(ktime uint64) time.Time
 	deliver func(*Exchange, *httpframe.Exchange, *capProc) outcome
 	now     func() time.Time
@@ -65,7 +70,7 @@ const (
 	numOutcomes
 )
 
-func newConnTable(cfg *captureConfig, k ignorer, wall func(uint64) time.Time,
+func newConnTable(cfg *captureConfig, k muter, wall func(uint64) time.Time,
 	deliver func(*Exchange, *httpframe.Exchange, *capProc) outcome) *connTable {
 	return &connTable{cfg: cfg, kernel: k, wall: wall, deliver: deliver, now: time.Now,
 		conns: map[connKey]*capConn{}, procs: map[uint32]*capProc{}}
@@ -73,16 +78,26 @@ func newConnTable(cfg *captureConfig, k ignorer, wall func(uint64) time.Time,
 
 // handle takes one record.
 func (t *connTable) handle(r *httpbpf.Record) {
-	k := connKey{r.PID, r.Source, r.Conn}
+	k := connKey{r.PID, r.Source, r.Conn, r.Gen}
 	cc := t.conns[k]
 	if r.Kind == httpbpf.KindClose {
-		if cc != nil {
+		switch {
+		case cc == nil:
+		case cc.muted:
+			t.remove(cc)
+		default:
 			if r.Seq != cc.seq || cc.next != 0 {
 				t.gap(cc) // calls lost before the close
 			}
 			cc.frame.Close()
 			t.remove(cc)
 		}
+		return
+	}
+	if cc != nil && cc.muted {
+		// Sent before the kernel side heard.
+		t.lru.MoveToBack(cc.elem)
+		cc.seen = t.now()
 		return
 	}
 	dir := httpframe.Write
@@ -192,8 +207,11 @@ func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
 		o = t.deliver(&x, fx, cc.proc)
 	}
 	t.outcomes[o]++
-	if o == outcomeNotLLM && t.kernel != nil {
-		_ = t.kernel.Ignore(cc.key.pid, cc.key.src, cc.key.conn)
+	if o == outcomeNotLLM && !cc.muted {
+		cc.muted = true
+		if t.kernel != nil {
+			_ = t.kernel.Mute(cc.key.gen)
+		}
 	}
 }
 

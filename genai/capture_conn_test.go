@@ -26,17 +26,17 @@ var (
 		"\r\n\r\n" + tResponseBody
 )
 
-type recordedIgnore struct{ keys []connKey }
+type recordedMutes struct{ gens []uint32 }
 
-func (r *recordedIgnore) Ignore(pid uint32, src httpbpf.Source, conn uint64) error {
-	r.keys = append(r.keys, connKey{pid, src, conn})
+func (r *recordedMutes) Mute(gen uint32) error {
+	r.gens = append(r.gens, gen)
 	return nil
 }
 
 type tableHarness struct {
 	t      *connTable
 	got    []*Exchange
-	ign    recordedIgnore
+	muted  recordedMutes
 	result outcome // what deliver returns
 	seq    map[connKey]uint32
 	clock  time.Time
@@ -45,7 +45,7 @@ type tableHarness struct {
 func newTableHarness(maxConns int) *tableHarness {
 	h := &tableHarness{seq: map[connKey]uint32{}, clock: time.Unix(1000, 0)}
 	cfg := &captureConfig{bodyLimit: DefaultBodyLimit, maxConns: maxConns, idleTimeout: time.Minute}
-	h.t = newConnTable(cfg, &h.ign, func(k uint64) time.Time { return time.Unix(0, int64(k)) },
+	h.t = newConnTable(cfg, &h.muted, func(k uint64) time.Time { return time.Unix(0, int64(k)) },
 		func(x *Exchange, _ *httpframe.Exchange, _ *capProc) outcome {
 			h.got = append(h.got, x)
 			return h.result
@@ -56,14 +56,14 @@ func newTableHarness(maxConns int) *tableHarness {
 
 // call feeds one call of pid's fd 7 moving data, numbered next.
 func (h *tableHarness) call(pid uint32, dir httpbpf.Dir, data string, ts uint64) {
-	k := connKey{pid, httpbpf.SourceSocket, 7}
+	k := connKey{pid, httpbpf.SourceSocket, 7, 0}
 	h.seq[k]++
 	h.t.handle(&httpbpf.Record{TS: ts, Conn: 7, PID: pid, Kind: httpbpf.KindData, Source: httpbpf.SourceSocket,
 		Dir: dir, Total: uint32(len(data)), Seq: h.seq[k], Data: []byte(data)})
 }
 
 // lose numbers a call that never arrives.
-func (h *tableHarness) lose(pid uint32) { h.seq[connKey{pid, httpbpf.SourceSocket, 7}]++ }
+func (h *tableHarness) lose(pid uint32) { h.seq[connKey{pid, httpbpf.SourceSocket, 7, 0}]++ }
 
 func (h *tableHarness) exchange(pid uint32, ts uint64) {
 	h.call(pid, httpbpf.Write, tRequest, ts)
@@ -108,7 +108,7 @@ func TestConnTableLostCall(t *testing.T) {
 // more) is a gap too.
 func TestConnTableShortCall(t *testing.T) {
 	h := newTableHarness(16)
-	k := connKey{1, httpbpf.SourceSocket, 7}
+	k := connKey{1, httpbpf.SourceSocket, 7, 0}
 	h.call(1, httpbpf.Write, tRequest, 100)
 	h.seq[k]++
 	long := "HTTP/1.1 200 OK\r\nContent-Length: 113\r\n\r\n" + tResponseBody // and 100 bytes not captured
@@ -123,7 +123,7 @@ func TestConnTableShortCall(t *testing.T) {
 // connection resyncs at the next request.
 func TestConnTableMidConnection(t *testing.T) {
 	h := newTableHarness(16)
-	h.seq[connKey{1, httpbpf.SourceSocket, 7}] = 41
+	h.seq[connKey{1, httpbpf.SourceSocket, 7, 0}] = 41
 	h.call(1, httpbpf.Read, tResponse[60:], 50)
 	h.exchange(1, 200)
 	require.Len(t, h.got, 1)
@@ -135,12 +135,12 @@ func TestConnTableMidConnection(t *testing.T) {
 func TestConnTableClose(t *testing.T) {
 	h := newTableHarness(16)
 	h.exchange(1, 100)
-	h.t.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 1, Conn: 7, Seq: h.seq[connKey{1, httpbpf.SourceSocket, 7}]})
+	h.t.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 1, Conn: 7, Seq: h.seq[connKey{1, httpbpf.SourceSocket, 7, 0}]})
 	require.Empty(t, h.t.conns)
 
 	h.call(2, httpbpf.Write, tRequest, 100)
 	h.lose(2)
-	h.t.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 2, Conn: 7, Seq: h.seq[connKey{2, httpbpf.SourceSocket, 7}]})
+	h.t.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 2, Conn: 7, Seq: h.seq[connKey{2, httpbpf.SourceSocket, 7, 0}]})
 	require.Empty(t, h.t.conns)
 	require.Len(t, h.got, 1)
 	require.Positive(t, h.t.frames.AbandonedGap+h.t.frames.AbandonedClose)
@@ -154,7 +154,7 @@ func TestConnTableEviction(t *testing.T) {
 	h.call(2, httpbpf.Write, tRequest, 100)
 	h.call(3, httpbpf.Write, tRequest, 100) // evicts pid 1
 	require.Len(t, h.t.conns, 2)
-	require.Nil(t, h.t.conns[connKey{1, httpbpf.SourceSocket, 7}])
+	require.Nil(t, h.t.conns[connKey{1, httpbpf.SourceSocket, 7, 0}])
 	require.Equal(t, int64(1), h.t.evicted)
 	require.Zero(t, h.t.frames.AbandonedClose, "an eviction is not a close")
 
@@ -163,7 +163,7 @@ func TestConnTableEviction(t *testing.T) {
 	h.clock = h.clock.Add(45 * time.Second)
 	h.t.evictIdle(h.clock)
 	require.Len(t, h.t.conns, 1, "pid 2 idled past the timeout")
-	require.NotNil(t, h.t.conns[connKey{3, httpbpf.SourceSocket, 7}])
+	require.NotNil(t, h.t.conns[connKey{3, httpbpf.SourceSocket, 7, 0}])
 	require.Equal(t, int64(2), h.t.evicted)
 }
 
@@ -174,7 +174,7 @@ func TestConnTableOutcomes(t *testing.T) {
 	h := newTableHarness(16)
 	h.result = outcomeNotLLM
 	h.exchange(1, 100)
-	require.Equal(t, []connKey{{1, httpbpf.SourceSocket, 7}}, h.ign.keys)
+	require.Equal(t, []uint32{0}, h.muted.gens)
 
 	h.result = outcomeEmitted
 	h.call(2, httpbpf.Read, tRequest, 100) // pid 2 read the request: it is the server
@@ -182,6 +182,37 @@ func TestConnTableOutcomes(t *testing.T) {
 	require.Len(t, h.got, 1, "only pid 1's")
 	require.Equal(t, int64(1), h.t.outcomes[outcomeServerSide])
 	require.Equal(t, int64(1), h.t.outcomes[outcomeNotLLM])
+}
+
+// A connection that reuses a key (OpenSSL's next SSL object in the
+// memory of the one freed, a new socket on the closed fd's number) is a
+// new connection by its number: a muted one before it, whose bytes still
+// in flight are skipped, or one whose close was lost, does not take its
+// calls.
+func TestConnTableKeyReuse(t *testing.T) {
+	h := newTableHarness(16)
+	rec := func(gen uint32, kind httpbpf.Kind, dir httpbpf.Dir, seq uint32, data string) {
+		h.t.handle(&httpbpf.Record{TS: uint64(100 * seq), Conn: 0x7f00, PID: 1, Kind: kind, Source: httpbpf.SourceTLS,
+			Dir: dir, Total: uint32(len(data)), Seq: seq, Gen: gen, Data: []byte(data)})
+	}
+	h.result = outcomeNotLLM
+	rec(1, httpbpf.KindData, httpbpf.Write, 1, tRequest)
+	rec(1, httpbpf.KindData, httpbpf.Read, 2, tResponse)
+	require.Equal(t, []uint32{1}, h.muted.gens)
+	rec(1, httpbpf.KindData, httpbpf.Write, 3, tRequest) // sent before the kernel side muted it
+	require.Len(t, h.got, 1, "a muted connection's bytes are skipped")
+
+	h.result = outcomeEmitted
+	rec(2, httpbpf.KindData, httpbpf.Write, 1, tRequest) // the next connection, before the first's close
+	rec(1, httpbpf.KindClose, 0, 3, "")
+	rec(2, httpbpf.KindData, httpbpf.Read, 2, tResponse)
+	require.Len(t, h.got, 2)
+	require.Len(t, h.t.conns, 1, "the muted connection went with its close")
+
+	rec(3, httpbpf.KindData, httpbpf.Write, 1, tRequest) // gen 2's close was lost
+	rec(3, httpbpf.KindData, httpbpf.Read, 2, tResponse)
+	require.Len(t, h.got, 3)
+	require.Zero(t, h.t.frames.AbandonedGap, "no call was taken for another's")
 }
 
 func FuzzIsGoELF(f *testing.F) {

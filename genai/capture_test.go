@@ -139,12 +139,23 @@ func (h *captureHarness) requireNoSecret(t *testing.T) {
 // keep-alive connection.
 func python(t *testing.T, s *llmserver.Server, path, model string, n int) {
 	t.Helper()
-	args := []string{"testdata/capture/client.py", s.URL, path, model, strconv.Itoa(n)}
+	pythonClient(t, s, path, model, n, false)
+}
+
+// pythonClient runs testdata/capture/client.py: n streaming requests to
+// the comma-separated paths with the models, in turn, on one keep-alive
+// connection or (fresh) on a new connection each.
+func pythonClient(t *testing.T, s *llmserver.Server, paths, models string, n int, fresh bool) {
+	t.Helper()
+	args := []string{"testdata/capture/client.py", s.URL, paths, models, strconv.Itoa(n)}
 	if s.CAFile != "" {
 		args = append(args, s.CAFile)
 	}
 	cmd := exec.Command("/usr/bin/python3", args...)
 	cmd.Env = append(os.Environ(), "CAPTURE_SECRET="+captureSecret)
+	if fresh {
+		cmd.Env = append(cmd.Env, "CAPTURE_FRESH=1")
+	}
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "python client: %s", out)
 }
@@ -252,6 +263,35 @@ func TestCaptureTLSClients(t *testing.T) {
 	require.Len(t, auths, 5)
 	for _, v := range auths {
 		require.Contains(t, v, captureSecret)
+	}
+	h.requireNoSecret(t)
+}
+
+// TestCaptureConnectionPerCall: a client that opens a new TLS connection
+// for each call (urllib), 75 calls in a row from one process: OpenAI,
+// Anthropic and a REST call that is no LLM call, in turn. Every LLM call
+// is a span with its usage. OpenSSL gives a new connection the memory of
+// the SSL object just freed, so a connection's key names the next one
+// too: a connection the capture stopped reading (the REST call's) must
+// not make it stop reading the next.
+func TestCaptureConnectionPerCall(t *testing.T) {
+	const n = 50 // LLM calls
+	s := llmserver.Start(t, llmserver.Options{TLS: true, Chunks: chunks})
+	h := startCapture(t)
+	h.waitAttached(t, systemLibSSL(t))
+
+	pythonClient(t, s, "/v1/chat/completions,/v1/files,/v1/messages", "gpt-4o-mini,x,claude-sonnet-4", n*3/2, true)
+	spans := h.spansTo(t, s.Port, n)
+	models := map[string]int{}
+	for _, sp := range spans {
+		a := attrs(sp)
+		models[a[semconv.GenAIRequestModel].AsString()]++
+		require.Equal(t, int64(llmserver.InputTokens), a[semconv.GenAIUsageInputTokens].AsInt64(), sp.Name)
+		require.Equal(t, int64(llmserver.OutputTokens), a[semconv.GenAIUsageOutputTokens].AsInt64(), sp.Name)
+	}
+	require.Equal(t, map[string]int{"gpt-4o-mini": n / 2, "claude-sonnet-4": n / 2}, models)
+	for _, p := range testutil.Collect(t, h.reader).Find(semconv.XpuscopeGenAIClientWaitingRequests.Name) {
+		require.Zero(t, p.Value, "calls left waiting: %v", p.Attrs)
 	}
 	h.requireNoSecret(t)
 }

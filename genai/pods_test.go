@@ -62,7 +62,7 @@ func TestCapturePodsAndParent(t *testing.T) {
 
 	seq := map[connKey]uint32{}
 	call := func(pid uint32, fd uint64, dir httpbpf.Dir, data string, ts uint64) {
-		k := connKey{pid, httpbpf.SourceSocket, fd}
+		k := connKey{pid, httpbpf.SourceSocket, fd, 0}
 		seq[k]++
 		c.conns.handle(&httpbpf.Record{TS: ts, Conn: fd, PID: pid, Kind: httpbpf.KindData, Source: httpbpf.SourceSocket,
 			Dir: dir, Total: uint32(len(data)), Seq: seq[k], Data: []byte(data)})
@@ -73,7 +73,7 @@ func TestCapturePodsAndParent(t *testing.T) {
 	}
 	closeConn := func(pid uint32, fd uint64) {
 		c.conns.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: pid, Conn: fd,
-			Seq: seq[connKey{pid, httpbpf.SourceSocket, fd}]})
+			Seq: seq[connKey{pid, httpbpf.SourceSocket, fd, 0}]})
 	}
 	exchange(1, 7, 100)
 	exchange(1, 7, 200)

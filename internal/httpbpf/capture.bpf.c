@@ -19,7 +19,13 @@
 //     exist: inet_sock_set_state counts those (`open_watched`), and user
 //     space says whether any predates the capture (`preexisting`).
 //
-// Connections are keyed by (pid, source, SSL pointer or fd). Each call's
+// Connections are keyed by (pid, source, SSL pointer or fd) and numbered
+// on the host (gen), in every record: OpenSSL gives a new connection the
+// memory of the SSL object it just freed, and a new socket takes the
+// lowest free fd, so a key names one connection after another; the
+// number tells them apart. A connection user space has no use for is
+// muted by its number (`mute`): its bytes are skipped, its end is still
+// told, so that user space forgets it. Each call's
 // bytes go to the ring buffer in records of at most PIECE bytes, at most
 // MAX_PIECES per call; `total` says how many the call moved, so user space
 // knows what it did not get. Records are submitted without a wakeup unless
@@ -83,7 +89,7 @@ struct record_header {
 	__u32 total;  // bytes the call moved
 	__u32 offset; // of this record's data within them
 	__u32 seq;    // the call's number on its connection, from 1; a close's is the last call's
-	__u32 _pad2;
+	__u32 gen;    // the connection's number on the host, from 1: a reused SSL pointer or fd is a new one
 };
 
 struct record {
@@ -96,6 +102,7 @@ enum conn_state {
 	CONN_WATCH = 1,  // a watched socket, not yet seen to speak HTTP
 	CONN_HTTP = 2,   // speaks HTTP/1.x: captured
 	CONN_IGNORE = 3, // not a watched socket, or not HTTP: skipped
+	CONN_MUTED = 4,  // HTTP, muted by user space: its bytes are skipped, its close is told
 };
 
 struct conn_key {
@@ -107,6 +114,8 @@ struct conn_key {
 struct conn {
 	__u32 state; // enum conn_state
 	__u32 seq;   // calls captured so far: user space sees a lost one as a jump
+	__u32 gen;   // from next_gen
+	__u32 _pad;
 };
 
 // What a thread's call in progress needs at its return.
@@ -133,6 +142,8 @@ volatile const __u64 wakeup_bytes = 1 << 20;
 // programs skip data syscalls at once. A socket watched_socks has no room
 // for opens the gate for good (gate_overflow): it fails open.
 volatile __u64 open_watched = 0;
+// The last connection number given (struct conn's gen).
+volatile __u32 next_gen = 0;
 volatile __u32 preexisting = 0;
 volatile __u32 gate_overflow = 0;
 
@@ -162,6 +173,18 @@ struct {
 	__type(key, struct conn_key);
 	__type(value, struct conn);
 } conns SEC(".maps");
+
+// Connections user space has no use for, by gen: their next call mutes
+// them (CONN_MUTED). User space names the connection by its number, not
+// by its key, which a later connection may have taken by then; an entry
+// whose connection ended first stays until the LRU drops it, and names no
+// other.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} mute SEC(".maps");
 
 // TCP ports whose connections are captured in plaintext (host order).
 struct {
@@ -309,7 +332,7 @@ static __always_inline struct record *start_call(struct conn_key *k, struct conn
 	r->h._pad = 0;
 	r->h.total = total;
 	r->h.seq = __sync_add_and_fetch(&c->seq, 1); // atomic fetch: -mcpu=v3 (Linux 5.12+)
-	r->h._pad2 = 0;
+	r->h.gen = c->gen;
 	return r;
 }
 
@@ -374,7 +397,25 @@ static __always_inline void emit_close(struct conn_key *k, struct conn *c)
 	h->kind = RECORD_CLOSE;
 	h->source = k->source;
 	h->seq = c->seq;
+	h->gen = c->gen;
 	bpf_ringbuf_submit(h, submit_flags());
+}
+
+// new_conn is the entry of a connection first seen, in state.
+static __always_inline struct conn new_conn(__u32 state)
+{
+	struct conn c = {.state = state, .gen = __sync_add_and_fetch(&next_gen, 1)};
+	return c;
+}
+
+// end_conn forgets the connection of k, whose entry is c, telling user
+// space if it has seen the connection.
+static __always_inline void end_conn(struct conn_key *k, struct conn *c)
+{
+	if (c->state == CONN_HTTP || c->state == CONN_MUTED)
+		emit_close(k, c);
+	bpf_map_delete_elem(&mute, &c->gen);
+	bpf_map_delete_elem(&conns, k);
 }
 
 // http_conn decides, from the first bytes a connection moves, whether it
@@ -382,8 +423,13 @@ static __always_inline void emit_close(struct conn_key *k, struct conn *c)
 // in conns.
 static __always_inline int http_conn(struct conn *c, __u64 buf, __u32 n)
 {
-	if (c->state == CONN_HTTP)
-		return 1;
+	if (c->state == CONN_HTTP) {
+		if (!bpf_map_lookup_elem(&mute, &c->gen))
+			return 1;
+		c->state = CONN_MUTED;
+		bpf_map_delete_elem(&mute, &c->gen);
+		return 0;
+	}
 	if (c->state != CONN_WATCH || n < 4)
 		return 0;
 	__u8 b[4] = {};
@@ -438,7 +484,7 @@ int tls_return(struct pt_regs *ctx)
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_TLS, .conn = p.conn};
 	struct conn *c = bpf_map_lookup_elem(&conns, &k);
 	if (!c) {
-		struct conn watch = {.state = CONN_WATCH};
+		struct conn watch = new_conn(CONN_WATCH);
 		bpf_map_update_elem(&conns, &k, &watch, BPF_NOEXIST);
 		c = bpf_map_lookup_elem(&conns, &k);
 		if (!c)
@@ -461,11 +507,8 @@ int tls_free(struct pt_regs *ctx)
 {
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_TLS, .conn = PT_REGS_PARM1(ctx)};
 	struct conn *c = bpf_map_lookup_elem(&conns, &k);
-	if (!c)
-		return 0;
-	if (c->state == CONN_HTTP)
-		emit_close(&k, c);
-	bpf_map_delete_elem(&conns, &k);
+	if (c)
+		end_conn(&k, c);
 	return 0;
 }
 
@@ -556,11 +599,8 @@ int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
 	if (nr == NR_close) {
 		struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = (__u32)regs->di};
 		struct conn *c = bpf_map_lookup_elem(&conns, &k);
-		if (c) {
-			if (c->state == CONN_HTTP)
-				emit_close(&k, c);
-			bpf_map_delete_elem(&conns, &k);
-		}
+		if (c)
+			end_conn(&k, c);
 		return 0;
 	}
 	if (!data_syscall(nr) || !gate_open())
@@ -569,11 +609,11 @@ int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = fd};
 	struct conn *c = bpf_map_lookup_elem(&conns, &k);
 	if (!c) {
-		struct conn n = {.state = classify_fd(fd)};
+		struct conn n = new_conn(classify_fd(fd));
 		bpf_map_update_elem(&conns, &k, &n, BPF_NOEXIST);
 		if (n.state == CONN_IGNORE)
 			return 0;
-	} else if (c->state == CONN_IGNORE) {
+	} else if (c->state == CONN_IGNORE || c->state == CONN_MUTED) {
 		return 0;
 	}
 	struct thread *t = current_thread();

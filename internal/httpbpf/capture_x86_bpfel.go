@@ -17,6 +17,8 @@ type captureConn struct {
 	_     structs.HostLayout
 	State uint32
 	Seq   uint32
+	Gen   uint32
+	Pad   uint32
 }
 
 type captureConnKey struct {
@@ -32,6 +34,7 @@ const (
 	captureConnStateCONN_WATCH  captureConnState = 1
 	captureConnStateCONN_HTTP   captureConnState = 2
 	captureConnStateCONN_IGNORE captureConnState = 3
+	captureConnStateCONN_MUTED  captureConnState = 4
 )
 
 type captureCounter uint32
@@ -70,7 +73,7 @@ type captureRecordHeader struct {
 	Total  uint32
 	Offset uint32
 	Seq    uint32
-	Pad2   uint32
+	Gen    uint32
 }
 
 type captureRecordKind uint32
@@ -122,6 +125,7 @@ const (
 const (
 	captureMapConns              = "conns"
 	captureMapCounters           = "counters"
+	captureMapMute               = "mute"
 	captureMapPorts              = "ports"
 	captureMapRecords            = "records"
 	captureMapScratch            = "scratch"
@@ -134,6 +138,7 @@ const (
 	captureProgTlsFree           = "tls_free"
 	captureProgTlsReturn         = "tls_return"
 	captureVarGateOverflow       = "gate_overflow"
+	captureVarNextGen            = "next_gen"
 	captureVarOpenWatched        = "open_watched"
 	captureVarPreexisting        = "preexisting"
 	captureVarUnusedConnState    = "unused_conn_state"
@@ -202,6 +207,7 @@ type captureProgramSpecs struct {
 type captureMapSpecs struct {
 	Conns        *ebpf.MapSpec `ebpf:"conns"`
 	Counters     *ebpf.MapSpec `ebpf:"counters"`
+	Mute         *ebpf.MapSpec `ebpf:"mute"`
 	Ports        *ebpf.MapSpec `ebpf:"ports"`
 	Records      *ebpf.MapSpec `ebpf:"records"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
@@ -214,6 +220,7 @@ type captureMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type captureVariableSpecs struct {
 	GateOverflow       *ebpf.VariableSpec `ebpf:"gate_overflow"`
+	NextGen            *ebpf.VariableSpec `ebpf:"next_gen"`
 	OpenWatched        *ebpf.VariableSpec `ebpf:"open_watched"`
 	Preexisting        *ebpf.VariableSpec `ebpf:"preexisting"`
 	UnusedConnState    *ebpf.VariableSpec `ebpf:"unused_conn_state"`
@@ -248,6 +255,7 @@ func (o *captureObjects) Close() error {
 type captureMaps struct {
 	Conns        *ebpf.Map `ebpf:"conns"`
 	Counters     *ebpf.Map `ebpf:"counters"`
+	Mute         *ebpf.Map `ebpf:"mute"`
 	Ports        *ebpf.Map `ebpf:"ports"`
 	Records      *ebpf.Map `ebpf:"records"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
@@ -259,6 +267,7 @@ func (m *captureMaps) Close() error {
 	return _CaptureClose(
 		m.Conns,
 		m.Counters,
+		m.Mute,
 		m.Ports,
 		m.Records,
 		m.Scratch,
@@ -272,6 +281,7 @@ func (m *captureMaps) Close() error {
 // It can be passed to loadCaptureObjects or ebpf.CollectionSpec.LoadAndAssign.
 type captureVariables struct {
 	GateOverflow       *ebpf.Variable `ebpf:"gate_overflow"`
+	NextGen            *ebpf.Variable `ebpf:"next_gen"`
 	OpenWatched        *ebpf.Variable `ebpf:"open_watched"`
 	Preexisting        *ebpf.Variable `ebpf:"preexisting"`
 	UnusedConnState    *ebpf.Variable `ebpf:"unused_conn_state"`

@@ -85,7 +85,12 @@ type Record struct {
 	// Seq numbers the calls captured on the connection, from 1; a record
 	// that skips a number follows a call that was lost. A close record
 	// carries the last call's.
-	Seq  uint32
+	Seq uint32
+	// Gen numbers the connection on the host, from 1 (0 only in records
+	// of objects older than the number): a record with the Conn of an
+	// earlier connection but another Gen is of a new one, which took the
+	// freed SSL object's memory or the closed fd's number.
+	Gen  uint32
 	Data []byte
 }
 
@@ -109,6 +114,7 @@ func Decode(b []byte, r *Record) error {
 	r.Total = le.Uint32(b[32:])
 	r.Offset = le.Uint32(b[36:])
 	r.Seq = le.Uint32(b[40:])
+	r.Gen = le.Uint32(b[44:])
 	switch {
 	case r.Kind != KindData && r.Kind != KindClose:
 		return fmt.Errorf("%w: kind %d", ErrMalformed, r.Kind)
@@ -281,10 +287,12 @@ func (o *Objects) Gate() (Gate, error) {
 	return g, nil
 }
 
-// Ignore stops the capture of a connection user space has no use for.
-func (o *Objects) Ignore(pid uint32, src Source, conn uint64) error {
-	k := captureConnKey{Pid: pid, Source: uint32(src), Conn: conn}
-	return o.Conns.Put(k, captureConn{State: uint32(captureConnStateCONN_IGNORE)})
+// Mute stops the capture of the connection numbered gen (Record.Gen),
+// which user space has no use for, from its next call on; its end is
+// still told (a KindClose record). A connection that has ended already,
+// whose SSL pointer or fd another may have taken, is not touched.
+func (o *Objects) Mute(gen uint32) error {
+	return o.captureMaps.Mute.Put(gen, uint8(1))
 }
 
 // Counters sums the BPF counters over CPUs.

@@ -1,42 +1,71 @@
 # A real HTTPS/HTTP client on Python's standard library (http.client and
 # ssl, which use the system OpenSSL), for the genai capture tests.
 #
-#   client.py URL PATH MODEL N [CAFILE]
+#   client.py URL PATHS MODELS N [CAFILE]
 #
-# sends N streaming requests to URL+PATH on ONE keep-alive connection, with
-# the secret from $CAPTURE_SECRET in Authorization and x-api-key, reads
-# each response whole, and exits non-zero on a bad one.
+# sends N streaming requests to URL, the i-th to the i-th of the
+# comma-separated PATHS with the i-th of MODELS (both taken in turn), on
+# ONE keep-alive connection (http.client), or with urllib.request, which
+# opens a new connection for each, when $CAPTURE_FRESH is set,
+# with the secret from $CAPTURE_SECRET in Authorization and x-api-key;
+# reads each response whole, and exits non-zero on a bad one. /v1/files
+# (the mock's REST call that is no LLM call) answers JSON, not a stream.
 import http.client
 import json
 import os
 import ssl
 import sys
 import urllib.parse
+import urllib.request
 
-url, path, model, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+url, paths, models, n = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), int(sys.argv[4])
 cafile = sys.argv[5] if len(sys.argv) > 5 else None
 secret = os.environ["CAPTURE_SECRET"]
+fresh = bool(os.environ.get("CAPTURE_FRESH"))
 u = urllib.parse.urlsplit(url)
-if u.scheme == "https":
-    ctx = ssl.create_default_context(cafile=cafile)
-    conn = http.client.HTTPSConnection(u.hostname, u.port, context=ctx)
-else:
-    conn = http.client.HTTPConnection(u.hostname, u.port)
+ctx = ssl.create_default_context(cafile=cafile) if u.scheme == "https" else None
+
+
+def connect():
+    if ctx is not None:
+        return http.client.HTTPSConnection(u.hostname, u.port, context=ctx)
+    return http.client.HTTPConnection(u.hostname, u.port)
+
+
+headers = {
+    "Authorization": "Bearer " + secret,
+    "x-api-key": secret,
+    "anthropic-version": "2023-06-01",
+    "Content-Type": "application/json",
+}
+
+
+def check(path, status, data):
+    if status != 200:
+        sys.exit("bad response %d: %r" % (status, data[:200]))
+    if path != "/v1/files" and b"[DONE]" not in data and b"message_stop" not in data:
+        sys.exit("unfinished stream: %r" % data[:200])
+
+
+conn = None
 for i in range(n):
     body = json.dumps({
-        "model": model,
+        "model": models[i % len(models)],
         "stream": True,
         "max_tokens": 16,
         "messages": [{"role": "user", "content": "hello " + str(i)}],
-    })
-    conn.request("POST", path, body=body, headers={
-        "Authorization": "Bearer " + secret,
-        "x-api-key": secret,
-        "anthropic-version": "2023-06-01",
-        "Content-Type": "application/json",
-    })
+    }).encode()
+    path = paths[i % len(paths)]
+    if fresh:
+        # urllib: a connection of its own for each request.
+        req = urllib.request.Request(url + path, data=body, headers=headers, method="POST")
+        with urllib.request.urlopen(req, context=ctx) as resp:
+            check(path, resp.status, resp.read())
+        continue
+    if conn is None:
+        conn = connect()
+    conn.request("POST", path, body=body, headers=headers)
     resp = conn.getresponse()
-    data = resp.read()
-    if resp.status != 200 or (b"[DONE]" not in data and b"message_stop" not in data):
-        sys.exit("bad response %d: %r" % (resp.status, data[:200]))
-conn.close()
+    check(path, resp.status, resp.read())
+if conn is not None:
+    conn.close()

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -91,6 +92,12 @@ func Serve(o Options, dir string) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.openAI)
 	mux.HandleFunc("POST /v1/messages", s.anthropic)
+	// A REST call that is no LLM call, as a client of both would make.
+	mux.HandleFunc("POST /v1/files", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"file-1","object":"file","purpose":"batch"}`)
+	})
 	// No HTTP/2: an empty TLSNextProto map turns it off.
 	s.srv = &http.Server{Handler: mux, TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){}}
 	scheme := "http"
