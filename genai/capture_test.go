@@ -274,11 +274,24 @@ func TestCaptureTLSClients(t *testing.T) {
 // the SSL object just freed, so a connection's key names the next one
 // too: a connection the capture stopped reading (the REST call's) must
 // not make it stop reading the next.
+// The same in plaintext to a watched port: a new socket takes the closed
+// one's descriptor.
 func TestCaptureConnectionPerCall(t *testing.T) {
+	for _, tls := range []bool{true, false} {
+		t.Run(map[bool]string{true: "tls", false: "plaintext"}[tls], func(t *testing.T) { connectionPerCall(t, tls) })
+	}
+}
+
+func connectionPerCall(t *testing.T, tls bool) {
 	const n = 50 // LLM calls
-	s := llmserver.Start(t, llmserver.Options{TLS: true, Chunks: chunks})
-	h := startCapture(t)
-	h.waitAttached(t, systemLibSSL(t))
+	s := llmserver.Start(t, llmserver.Options{TLS: tls, Chunks: chunks})
+	var h *captureHarness
+	if tls {
+		h = startCapture(t)
+		h.waitAttached(t, systemLibSSL(t))
+	} else {
+		h = startCapture(t, WithPlaintextPorts(uint16(s.Port)))
+	}
 
 	pythonClient(t, s, "/v1/chat/completions,/v1/files,/v1/messages", "gpt-4o-mini,x,claude-sonnet-4", n*3/2, true)
 	spans := h.spansTo(t, s.Port, n)
