@@ -20,7 +20,7 @@ const (
 var anthropicProvider = provider{
 	name: semconv.GenAIProviderAnthropic,
 	apis: []apiReader{
-		{APIAnthropicMessages, anthropicCall, anthropicContent},
+		{APIAnthropicMessages, newAnthropicParser, anthropicContent},
 	},
 	hosts: map[string]knownHost{
 		"api.anthropic.com": {provider: semconv.GenAIProviderAnthropic, route: anthropicHostRoute},
@@ -99,12 +99,10 @@ func anthropicHostRoute(path string, x *Exchange) (routed, bool) {
 // start of a tool_use block), TimePerChunk the mean gap between such
 // events after the first, OutputChunks their number; a response that is
 // not streamed has none (-1, -1, 0).
-func anthropicCall(x *Exchange, c *Call) {
-	a := anthropicPool.Get().(*anthropicParser)
-	a.parse(x, c)
-	a.release()
-	anthropicPool.Put(a)
-}
+func anthropicCall(x *Exchange, c *Call) { parseWith(newAnthropicParser(), x, c) }
+
+// newAnthropicParser returns a parser of anthropicCall's from the pool.
+func newAnthropicParser() responseParser { return anthropicPool.Get().(*anthropicParser) }
 
 var anthropicPool = sync.Pool{New: func() any { return new(anthropicParser) }}
 
@@ -202,7 +200,8 @@ type anthropicParser struct {
 	// The raw counts, merged over events; -1 until reported.
 	input, output, cacheRead, cacheCreation int64
 
-	streaming  bool
+	head       Header // the response's
+	body       bodyRead
 	terminal   bool // message_stop, or an error
 	incomplete bool
 	timer      contentTimer
@@ -220,6 +219,7 @@ type anthropicFields struct {
 }
 
 func (a *anthropicParser) release() {
+	defer anthropicPool.Put(a)
 	a.c = nil
 	a.f = anthropicFields{}
 	if cap(a.buf) > 1<<20 {
@@ -229,7 +229,7 @@ func (a *anthropicParser) release() {
 	a.sse.Reset()
 }
 
-func (a *anthropicParser) parse(x *Exchange, c *Call) {
+func (a *anthropicParser) begin(x *Exchange, c *Call) {
 	*a = anthropicParser{sse: a.sse, buf: a.buf[:0], c: c,
 		input: -1, output: -1, cacheRead: -1, cacheCreation: -1}
 	a.sse.Reset()
@@ -250,13 +250,44 @@ func (a *anthropicParser) parse(x *Exchange, c *Call) {
 	}
 
 	// Response.
-	if encoded(x.ResponseHeader) {
+	a.head = x.ResponseHeader
+	if a.body.off = encoded(x.ResponseHeader); a.body.off {
 		a.incomplete = true
-	} else if a.streaming = isEventStream(x); a.streaming {
-		c.Stream = true
-		a.parseStream(x)
-	} else {
-		a.parseBody(x)
+	}
+}
+
+func (a *anthropicParser) chunk(ch Chunk) {
+	if first, ok := a.body.start(ch); ok {
+		a.setStream(eventStreamStart(a.head, first, true))
+	}
+	if a.body.streamed(ch) {
+		sseChunk(&a.sse, ch, a.sseEvent)
+	}
+}
+
+// setStream says whether the response is read as an event stream.
+func (a *anthropicParser) setStream(stream bool) {
+	a.body.decided, a.body.stream = true, stream
+	if stream {
+		a.c.Stream = true
+	}
+}
+
+func (a *anthropicParser) sseEvent(ev SSEEvent, at time.Time) { a.event(ev.Data, ev.Type, at) }
+
+func (a *anthropicParser) end(x *Exchange, c *Call) {
+	if !a.body.off {
+		if !a.body.decided {
+			a.setStream(eventStreamStart(a.head, 0, false))
+		}
+		if a.body.stream {
+			if sseEnd(&a.sse, a.body.fed, a.body.last, a.sseEvent) || !a.terminal {
+				a.incomplete = true
+			}
+		} else {
+			a.incomplete = a.incomplete || x.ResponseTruncated
+			a.parseBody(x)
+		}
 	}
 
 	// Usage, the OpenTelemetry way: input includes the cache.
@@ -278,13 +309,6 @@ func (a *anthropicParser) parseBody(x *Exchange) {
 		return
 	}
 	a.event(body, nil, time.Time{})
-}
-
-func (a *anthropicParser) parseStream(x *Exchange) {
-	skipped := sseEvents(&a.sse, x.Chunks, func(ev SSEEvent, at time.Time) { a.event(ev.Data, ev.Type, at) })
-	if skipped || !a.terminal {
-		a.incomplete = true
-	}
 }
 
 // event reads one streamed event's data, or a whole body.
@@ -333,7 +357,7 @@ func (a *anthropicParser) event(data, sseType []byte, at time.Time) {
 	if string(typ) == "message_stop" {
 		a.terminal = true
 	}
-	if a.streaming && f.content {
+	if a.body.stream && f.content {
 		a.timer.mark(at)
 	}
 }

@@ -23,8 +23,8 @@ const (
 var bedrockProvider = provider{
 	name: semconv.GenAIProviderAWSBedrock,
 	apis: []apiReader{
-		{APIBedrockConverse, bedrockCall, bedrockContent},
-		{APIBedrockInvoke, bedrockCall, nil},
+		{APIBedrockConverse, newBedrockParser, bedrockContent},
+		{APIBedrockInvoke, newBedrockParser, nil},
 	},
 	matchHost: bedrockHost,
 	route:     bedrockRoute,
@@ -149,12 +149,10 @@ func bedrockInvokeOperation(model string, body []byte) string {
 // tool use starting), TimePerChunk the mean gap between such messages
 // after the first, OutputChunks their number; a response that is not
 // streamed has none (-1, -1, 0).
-func bedrockCall(x *Exchange, c *Call) {
-	p := bedrockPool.Get().(*bedrockParser)
-	p.parse(x, c)
-	p.release()
-	bedrockPool.Put(p)
-}
+func bedrockCall(x *Exchange, c *Call) { parseWith(newBedrockParser(), x, c) }
+
+// newBedrockParser returns a parser of bedrockCall's from the pool.
+func newBedrockParser() responseParser { return bedrockPool.Get().(*bedrockParser) }
 
 var bedrockPool = sync.Pool{New: func() any { return new(bedrockParser) }}
 
@@ -321,7 +319,8 @@ type bedrockParser struct {
 	// Usage as Bedrock counts it: input without the cache.
 	in, out, cacheRead, cacheWrite int64
 
-	streaming  bool
+	head       Header // the response's
+	body       bodyRead
 	terminal   bool // metadata, the invocation metrics, or an error
 	incomplete bool
 	timer      contentTimer
@@ -337,6 +336,7 @@ type bedrockFields struct {
 }
 
 func (p *bedrockParser) release() {
+	defer bedrockPool.Put(p)
 	p.c = nil
 	p.f = bedrockFields{}
 	for _, b := range []*[]byte{&p.buf, &p.dec, &p.unesc} {
@@ -358,7 +358,7 @@ func bedrockEndpoint(x *Exchange) (routed, bool) {
 	return bedrockRoute(path, x)
 }
 
-func (p *bedrockParser) parse(x *Exchange, c *Call) {
+func (p *bedrockParser) begin(x *Exchange, c *Call) {
 	*p = bedrockParser{es: p.es, buf: p.buf[:0], dec: p.dec[:0], unesc: p.unesc[:0], c: c,
 		in: -1, out: -1, cacheRead: -1, cacheWrite: -1}
 	p.es.reset()
@@ -386,13 +386,50 @@ func (p *bedrockParser) parse(x *Exchange, c *Call) {
 	if et := awsErrorType(x.ResponseHeader.Get("X-Amzn-Errortype")); et != "" {
 		c.ErrorType = et
 	}
-	if encoded(x.ResponseHeader) {
+	p.head = x.ResponseHeader
+	if p.body.off = encoded(x.ResponseHeader); p.body.off {
 		p.incomplete = true
-	} else if p.streaming = isAWSEventStream(x, c.Stream); p.streaming {
-		c.Stream = true
-		p.parseStream(x)
-	} else {
-		p.parseBody(x)
+	}
+}
+
+func (p *bedrockParser) chunk(ch Chunk) {
+	if first, ok := p.body.start(ch); ok {
+		p.setStream(awsEventStreamStart(p.head, p.c.Stream, first, true))
+	}
+	if !p.body.streamed(ch) {
+		return
+	}
+	p.es.feed(ch.Data)
+	for {
+		m, ok := p.es.next()
+		if !ok {
+			break
+		}
+		p.message(m, ch.At)
+	}
+}
+
+// setStream says whether the response is read as an event stream.
+func (p *bedrockParser) setStream(stream bool) {
+	p.body.decided, p.body.stream = true, stream
+	if stream {
+		p.c.Stream = true
+	}
+}
+
+func (p *bedrockParser) end(x *Exchange, c *Call) {
+	if !p.body.off {
+		if !p.body.decided {
+			p.setStream(awsEventStreamStart(p.head, c.Stream, 0, false))
+		}
+		if p.body.stream {
+			if !p.terminal || p.es.broken || p.es.dropped > 0 || p.es.oversize > 0 || p.es.pending() {
+				p.incomplete = true
+			}
+		} else {
+			p.incomplete = p.incomplete || x.ResponseTruncated
+			p.parseBody(x)
+		}
 	}
 	p.headerUsage(x.ResponseHeader)
 	if p.in >= 0 {
@@ -410,22 +447,23 @@ func (p *bedrockParser) parse(x *Exchange, c *Call) {
 // Content-Type says so, or, without a JSON one, the path asked for a
 // stream and the body does not start as JSON.
 func isAWSEventStream(x *Exchange, pathStream bool) bool {
-	ct := strings.ToLower(x.ResponseHeader.Get("Content-Type"))
+	first, ok := firstBodyByte(x.Chunks)
+	return awsEventStreamStart(x.ResponseHeader, pathStream, first, ok)
+}
+
+// awsEventStreamStart is isAWSEventStream for a response with header h
+// whose body starts with first (ok: the first byte that is not JSON white
+// space; !ok: a blank body).
+func awsEventStreamStart(h Header, pathStream bool, first byte, ok bool) bool {
+	ct := strings.ToLower(h.Get("Content-Type"))
 	switch {
 	case strings.Contains(ct, "vnd.amazon.eventstream"):
 		return true
 	case strings.Contains(ct, "json"):
 		return false
 	}
-	for _, ch := range x.Chunks {
-		i := bytes.IndexFunc(ch.Data, func(r rune) bool { return !isJSONSpace(r) })
-		if i < 0 {
-			continue
-		}
-		if ch.Data[i] == '{' {
-			return false
-		}
-		break
+	if ok && first == '{' {
+		return false
 	}
 	return pathStream
 }
@@ -458,21 +496,6 @@ func (p *bedrockParser) parseBody(x *Exchange) {
 	p.payload(body, time.Time{})
 }
 
-func (p *bedrockParser) parseStream(x *Exchange) {
-	for _, ch := range x.Chunks {
-		p.es.feed(ch.Data)
-		for {
-			m, ok := p.es.next()
-			if !ok {
-				break
-			}
-			p.message(m, ch.At)
-		}
-	}
-	if !p.terminal || p.es.broken || p.es.dropped > 0 || p.es.oversize > 0 || p.es.pending() {
-		p.incomplete = true
-	}
-}
 
 // message reads one event-stream message.
 func (p *bedrockParser) message(m *esMessage, at time.Time) {
@@ -568,10 +591,10 @@ func (p *bedrockParser) payload(data []byte, at time.Time) {
 	if len(f.awsType) > 0 && c.ErrorType == "" {
 		c.ErrorType = awsErrorType(stringOf(f.awsType))
 	}
-	if usable(f.errType) && c.ErrorType == "" && (string(f.typ) == "error" || !p.streaming) {
+	if usable(f.errType) && c.ErrorType == "" && (string(f.typ) == "error" || !p.body.stream) {
 		c.ErrorType = stringOf(f.errType)
 	}
-	if p.streaming {
+	if p.body.stream {
 		if f.metrics || string(f.typ) == "message_stop" || string(f.typ) == "error" {
 			p.terminal = true
 		}

@@ -22,7 +22,7 @@ const (
 var geminiProvider = provider{
 	name: semconv.GenAIProviderGCPGemini,
 	apis: []apiReader{
-		{APIGeminiGenerateContent, geminiCall, geminiContent},
+		{APIGeminiGenerateContent, newGeminiParser, geminiContent},
 		{APIGeminiEmbedContent, nil, nil}, // detected, not parsed yet
 	},
 	hosts: map[string]knownHost{
@@ -226,12 +226,10 @@ func pathModelMethod(path string) (model, method string) {
 // executable code part), TimePerChunk the mean gap between such chunks
 // after the first, OutputChunks their number; a response that is not
 // streamed has none (-1, -1, 0).
-func geminiCall(x *Exchange, c *Call) {
-	g := geminiPool.Get().(*geminiParser)
-	g.parse(x, c)
-	g.release()
-	geminiPool.Put(g)
-}
+func geminiCall(x *Exchange, c *Call) { parseWith(newGeminiParser(), x, c) }
+
+// newGeminiParser returns a parser of geminiCall's from the pool.
+func newGeminiParser() responseParser { return geminiPool.Get().(*geminiParser) }
 
 var geminiPool = sync.Pool{New: func() any { return new(geminiParser) }}
 
@@ -336,6 +334,8 @@ type geminiParser struct {
 	prompt, cached, cand, thoughts, reasoning int64
 
 	mode       int
+	head       Header // the response's
+	body       bodyRead
 	terminal   bool // a finish reason, a block reason, an error, or the array's end
 	incomplete bool
 	timer      contentTimer
@@ -353,6 +353,7 @@ type geminiFields struct {
 }
 
 func (g *geminiParser) release() {
+	defer geminiPool.Put(g)
 	g.c = nil
 	g.f = geminiFields{}
 	if cap(g.buf) > 1<<20 {
@@ -363,7 +364,7 @@ func (g *geminiParser) release() {
 	g.seq.reset()
 }
 
-func (g *geminiParser) parse(x *Exchange, c *Call) {
+func (g *geminiParser) begin(x *Exchange, c *Call) {
 	*g = geminiParser{sse: g.sse, seq: g.seq, buf: g.buf[:0], c: c,
 		prompt: -1, cached: -1, cand: -1, thoughts: -1, reasoning: -1}
 	g.sse.Reset()
@@ -384,19 +385,57 @@ func (g *geminiParser) parse(x *Exchange, c *Call) {
 	}
 
 	// Response.
-	if encoded(x.ResponseHeader) {
+	g.head = x.ResponseHeader
+	if g.body.off = encoded(x.ResponseHeader); g.body.off {
 		g.incomplete = true
-	} else {
-		g.mode = geminiMode(x, c.Stream)
+	}
+}
+
+func (g *geminiParser) chunk(ch Chunk) {
+	if first, ok := g.body.start(ch); ok {
+		g.setMode(geminiModeStart(g.head, g.c.Stream, first, true))
+	}
+	if !g.body.streamed(ch) {
+		return
+	}
+	if g.mode == geminiSSE {
+		sseChunk(&g.sse, ch, g.sseEvent)
+		return
+	}
+	for d := ch.Data; len(d) > 0; {
+		var elem []byte
+		if elem, d = g.seq.next(d); elem != nil {
+			g.event(elem, ch.At)
+		}
+	}
+}
+
+// setMode sets how the response is read.
+func (g *geminiParser) setMode(mode int) {
+	g.mode = mode
+	g.body.decided, g.body.stream = true, mode != geminiBody
+	if g.body.stream {
+		g.c.Stream = true
+	}
+}
+
+func (g *geminiParser) sseEvent(ev SSEEvent, at time.Time) { g.event(ev.Data, at) }
+
+func (g *geminiParser) end(x *Exchange, c *Call) {
+	if !g.body.off {
+		if !g.body.decided {
+			g.setMode(geminiModeStart(g.head, c.Stream, 0, false))
+		}
 		switch g.mode {
 		case geminiBody:
+			g.incomplete = g.incomplete || x.ResponseTruncated
 			g.parseBody(x)
 		case geminiSSE:
-			c.Stream = true
-			g.parseStream(x)
+			if sseEnd(&g.sse, g.body.fed, g.body.last, g.sseEvent) || !g.terminal {
+				g.incomplete = true
+			}
 		case geminiArray:
-			c.Stream = true
-			g.parseArray(x)
+			g.endArray()
 		}
 	}
 
@@ -416,12 +455,16 @@ func (g *geminiParser) parse(x *Exchange, c *Call) {
 // object, '[' an array stream, anything else an event stream. An empty
 // response is an (empty) stream when one was asked for or announced.
 func geminiMode(x *Exchange, stream bool) int {
-	for _, ch := range x.Chunks {
-		i := bytes.IndexFunc(ch.Data, func(r rune) bool { return !isJSONSpace(r) })
-		if i < 0 {
-			continue
-		}
-		switch ch.Data[i] {
+	first, ok := firstBodyByte(x.Chunks)
+	return geminiModeStart(x.ResponseHeader, stream, first, ok)
+}
+
+// geminiModeStart is geminiMode for a response with header h whose body
+// starts with first (ok: the first byte that is not JSON white space; !ok:
+// a blank body).
+func geminiModeStart(h Header, stream bool, first byte, ok bool) int {
+	if ok {
+		switch first {
 		case '{':
 			return geminiBody
 		case '[':
@@ -429,7 +472,7 @@ func geminiMode(x *Exchange, stream bool) int {
 		}
 		return geminiSSE
 	}
-	if stream || strings.Contains(strings.ToLower(x.ResponseHeader.Get("Content-Type")), "text/event-stream") {
+	if stream || strings.Contains(strings.ToLower(h.Get("Content-Type")), "text/event-stream") {
 		return geminiSSE
 	}
 	return geminiBody
@@ -443,27 +486,11 @@ func (g *geminiParser) parseBody(x *Exchange) {
 	g.event(body, time.Time{})
 }
 
-func (g *geminiParser) parseStream(x *Exchange) {
-	skipped := sseEvents(&g.sse, x.Chunks, func(ev SSEEvent, at time.Time) { g.event(ev.Data, at) })
-	if skipped || !g.terminal {
-		g.incomplete = true
-	}
-}
-
-func (g *geminiParser) parseArray(x *Exchange) {
-	for _, ch := range x.Chunks {
-		d := ch.Data
-		for len(d) > 0 {
-			var elem []byte
-			elem, d = g.seq.next(d)
-			if elem != nil {
-				g.event(elem, ch.At)
-			}
-		}
-	}
-	if elem := g.seq.rest(); elem != nil && len(x.Chunks) > 0 {
-		// What arrived of an element the stream was cut in.
-		g.event(elem, x.Chunks[len(x.Chunks)-1].At)
+// endArray ends an array stream: what arrived of an element the stream
+// was cut in is read.
+func (g *geminiParser) endArray() {
+	if elem := g.seq.rest(); elem != nil && g.body.fed {
+		g.event(elem, g.body.last)
 	}
 	if g.seq.state == seqDone {
 		g.terminal = true

@@ -27,9 +27,9 @@ const ollamaPort = 11434
 var ollamaProvider = provider{
 	name: semconv.GenAIProviderOllama,
 	apis: []apiReader{
-		{APIOllamaChat, ollamaCall, ollamaContent},
-		{APIOllamaGenerate, ollamaCall, ollamaContent},
-		{APIOllamaEmbed, ollamaCall, nil},
+		{APIOllamaChat, newOllamaParser, ollamaContent},
+		{APIOllamaGenerate, newOllamaParser, ollamaContent},
+		{APIOllamaEmbed, newOllamaParser, nil},
 	},
 	port:  ollamaPort,
 	route: ollamaRoute,
@@ -81,12 +81,10 @@ func ollamaRoute(path string, _ *Exchange) (routed, bool) {
 // thinking, or a tool call), TimePerChunk the mean gap between such lines
 // after the first, OutputChunks their number; a response that is not
 // streamed has none (-1, -1, 0).
-func ollamaCall(x *Exchange, c *Call) {
-	p := ollamaPool.Get().(*ollamaParser)
-	p.parse(x, c)
-	p.release()
-	ollamaPool.Put(p)
-}
+func ollamaCall(x *Exchange, c *Call) { parseWith(newOllamaParser(), x, c) }
+
+// newOllamaParser returns a parser of ollamaCall's from the pool.
+func newOllamaParser() responseParser { return ollamaPool.Get().(*ollamaParser) }
 
 var ollamaPool = sync.Pool{New: func() any { return new(ollamaParser) }}
 
@@ -157,7 +155,7 @@ type ollamaParser struct {
 	buf   []byte // a non-streamed body in several chunks
 	f     ollamaFields
 
-	streaming  bool
+	body       bodyRead
 	terminal   bool // a done line, or an error
 	incomplete bool
 	timer      contentTimer
@@ -176,6 +174,7 @@ type ollamaFields struct {
 }
 
 func (p *ollamaParser) release() {
+	defer ollamaPool.Put(p)
 	p.c = nil
 	p.f = ollamaFields{}
 	if cap(p.buf) > 1<<20 {
@@ -194,7 +193,7 @@ func ollamaEndpoint(x *Exchange) (routed, bool) {
 	return ollamaRoute(path, x)
 }
 
-func (p *ollamaParser) parse(x *Exchange, c *Call) {
+func (p *ollamaParser) begin(x *Exchange, c *Call) {
 	*p = ollamaParser{lines: p.lines, buf: p.buf[:0], c: c}
 	p.lines.reset()
 	resetCall(c)
@@ -222,16 +221,45 @@ func (p *ollamaParser) parse(x *Exchange, c *Call) {
 		c.Stream = true
 	}
 
-	// Response.
-	if encoded(x.ResponseHeader) {
+	// Response: the headers and the request tell how it is read.
+	if p.body.off = encoded(x.ResponseHeader); p.body.off {
 		p.incomplete = true
-	} else if p.streaming = isNDJSON(x, c.Stream); p.streaming {
+	}
+	p.body.decided, p.body.stream = true, isNDJSON(x, c.Stream)
+	if p.body.stream && !p.body.off {
 		c.Stream = true
-		p.parseStream(x)
-	} else {
+	}
+}
+
+func (p *ollamaParser) chunk(ch Chunk) {
+	if !p.body.streamed(ch) {
+		return
+	}
+	p.lines.feed(ch.Data)
+	for {
+		l, cut, ok := p.lines.next()
+		if !ok {
+			break
+		}
+		p.line(l, cut, ch.At)
+	}
+}
+
+func (p *ollamaParser) end(x *Exchange, c *Call) {
+	switch {
+	case p.body.off:
+	case p.body.stream:
+		if l, cut, ok := p.lines.flush(); ok && p.body.fed {
+			// What arrived of a line the stream was cut in.
+			p.line(l, cut, p.body.last)
+		}
+		if !p.terminal {
+			p.incomplete = true
+		}
+	default:
+		p.incomplete = p.incomplete || x.ResponseTruncated
 		p.parseBody(x)
 	}
-
 	p.timer.finish(x, c)
 	c.Incomplete = p.incomplete
 }
@@ -256,26 +284,6 @@ func (p *ollamaParser) parseBody(x *Exchange) {
 		return
 	}
 	p.line(body, false, time.Time{})
-}
-
-func (p *ollamaParser) parseStream(x *Exchange) {
-	for _, ch := range x.Chunks {
-		p.lines.feed(ch.Data)
-		for {
-			l, cut, ok := p.lines.next()
-			if !ok {
-				break
-			}
-			p.line(l, cut, ch.At)
-		}
-	}
-	if l, cut, ok := p.lines.flush(); ok && len(x.Chunks) > 0 {
-		// What arrived of a line the stream was cut in.
-		p.line(l, cut, x.Chunks[len(x.Chunks)-1].At)
-	}
-	if !p.terminal {
-		p.incomplete = true
-	}
 }
 
 // line reads one line of a stream, or a whole body. cut: the line was
@@ -313,7 +321,7 @@ func (p *ollamaParser) line(data []byte, cut bool, at time.Time) {
 			c.ErrorType = et
 		}
 	}
-	if p.streaming && f.content {
+	if p.body.stream && f.content {
 		p.timer.mark(at)
 	}
 }

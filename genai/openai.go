@@ -37,10 +37,10 @@ func (e Endpoint) OpenAIAPIType() string {
 var openAIProvider = provider{
 	name: semconv.GenAIProviderOpenAI,
 	apis: []apiReader{
-		{APIOpenAIChatCompletions, openAICall, openaiChatContent},
-		{APIOpenAICompletions, openAICall, openaiChatContent},
-		{APIOpenAIResponses, openAICall, openaiResponsesContent},
-		{APIOpenAIEmbeddings, openAICall, nil},
+		{APIOpenAIChatCompletions, newOpenAIParser, openaiChatContent},
+		{APIOpenAICompletions, newOpenAIParser, openaiChatContent},
+		{APIOpenAIResponses, newOpenAIParser, openaiResponsesContent},
+		{APIOpenAIEmbeddings, newOpenAIParser, nil},
 	},
 	hosts: map[string]knownHost{
 		"api.openai.com":    {provider: semconv.GenAIProviderOpenAI, route: openAIV1Route},
@@ -208,12 +208,10 @@ func versionedAzureRoute(path string, x *Exchange) (routed, bool) {
 // none (-1, -1, 0). For the Responses API, FinishReasons is "stop" for a
 // completed response and the incomplete_details reason for an incomplete
 // one.
-func openAICall(x *Exchange, c *Call) {
-	o := openaiPool.Get().(*openaiParser)
-	o.parse(x, c)
-	o.release()
-	openaiPool.Put(o)
-}
+func openAICall(x *Exchange, c *Call) { parseWith(newOpenAIParser(), x, c) }
+
+// newOpenAIParser returns a parser of openAICall's from the pool.
+func newOpenAIParser() responseParser { return openaiPool.Get().(*openaiParser) }
 
 var openaiPool = sync.Pool{New: func() any { return new(openaiParser) }}
 
@@ -387,7 +385,8 @@ type openaiParser struct {
 	f   openaiFields // the event (or body) being read
 	buf []byte       // a non-streamed body in several chunks
 
-	streaming  bool
+	head       Header // the response's
+	body       bodyRead
 	terminal   bool // [DONE], or a final Responses API event
 	incomplete bool
 	contentN   int
@@ -412,6 +411,7 @@ type openaiFields struct {
 }
 
 func (o *openaiParser) release() {
+	defer openaiPool.Put(o)
 	o.c = nil
 	o.f = openaiFields{}
 	o.req.c = nil
@@ -422,7 +422,7 @@ func (o *openaiParser) release() {
 	o.sse.Reset()
 }
 
-func (o *openaiParser) parse(x *Exchange, c *Call) {
+func (o *openaiParser) begin(x *Exchange, c *Call) {
 	*o = openaiParser{sse: o.sse, buf: o.buf[:0], c: c}
 	o.sse.Reset()
 	resetCall(c)
@@ -445,13 +445,44 @@ func (o *openaiParser) parse(x *Exchange, c *Call) {
 	}
 
 	// Response.
-	if encoded(x.ResponseHeader) {
+	o.head = x.ResponseHeader
+	if o.body.off = encoded(x.ResponseHeader); o.body.off {
 		o.incomplete = true
-	} else if o.streaming = isEventStream(x); o.streaming {
-		c.Stream = true
-		o.parseStream(x)
-	} else {
-		o.parseBody(x)
+	}
+}
+
+func (o *openaiParser) chunk(ch Chunk) {
+	if first, ok := o.body.start(ch); ok {
+		o.setStream(eventStreamStart(o.head, first, true))
+	}
+	if o.body.streamed(ch) {
+		sseChunk(&o.sse, ch, o.sseEvent)
+	}
+}
+
+// setStream says whether the response is read as an event stream.
+func (o *openaiParser) setStream(stream bool) {
+	o.body.decided, o.body.stream = true, stream
+	if stream {
+		o.c.Stream = true
+	}
+}
+
+func (o *openaiParser) sseEvent(ev SSEEvent, at time.Time) { o.event(ev.Data, ev.Type, at) }
+
+func (o *openaiParser) end(x *Exchange, c *Call) {
+	if !o.body.off {
+		if !o.body.decided {
+			o.setStream(eventStreamStart(o.head, 0, false))
+		}
+		if o.body.stream {
+			if sseEnd(&o.sse, o.body.fed, o.body.last, o.sseEvent) || !o.terminal {
+				o.incomplete = true
+			}
+		} else {
+			o.incomplete = o.incomplete || x.ResponseTruncated
+			o.parseBody(x)
+		}
 	}
 
 	// Timing.
@@ -478,13 +509,6 @@ func (o *openaiParser) parseBody(x *Exchange) {
 		return
 	}
 	o.event(body, nil, time.Time{})
-}
-
-func (o *openaiParser) parseStream(x *Exchange) {
-	skipped := sseEvents(&o.sse, x.Chunks, func(ev SSEEvent, at time.Time) { o.event(ev.Data, ev.Type, at) })
-	if skipped || !o.terminal {
-		o.incomplete = true
-	}
 }
 
 var done = []byte("[DONE]")
@@ -541,7 +565,7 @@ func (o *openaiParser) event(data, sseType []byte, at time.Time) {
 		appendName(&c.FinishReasons, reason)
 	}
 
-	if o.streaming && (f.content || bytes.HasSuffix(typ, []byte(".delta"))) {
+	if o.body.stream && (f.content || bytes.HasSuffix(typ, []byte(".delta"))) {
 		if o.contentN == 0 {
 			o.first = at
 		}

@@ -18,15 +18,20 @@ var ErrUnsupportedAPI = errors.New("genai: no parser for this API yet")
 // and operation, and what the API's parser finds in the bodies.
 func Parse(x *Exchange, ep Endpoint) (Call, error) {
 	c := Call{Provider: ep.Provider, Operation: ep.Operation}
-	parse := readerOf(ep.API).parse
-	if parse == nil {
+	parser := readerOf(ep.API).parser
+	if parser == nil {
 		return c, fmt.Errorf("%w: %s", ErrUnsupportedAPI, ep.API)
 	}
-	parse(x, &c)
+	parseWith(parser(), x, &c)
+	finishCall(&c, ep)
+	return c, nil
+}
+
+// finishCall fills in what the endpoint says and the exchange did not.
+func finishCall(c *Call, ep Endpoint) {
 	if c.RequestModel == "" {
 		c.RequestModel = ep.Model
 	}
-	return c, nil
 }
 
 // Bounds on what a Call holds, whatever the traffic says.
@@ -51,25 +56,30 @@ func encoded(h Header) bool {
 	return e != "" && !strings.EqualFold(e, "identity")
 }
 
-// isEventStream says whether the response is a text/event-stream. A
-// body that starts with '{' or '[' is JSON whatever the Content-Type
-// says (servers send JSON errors to streaming requests); otherwise the
-// Content-Type decides, and without a telling one, the first byte.
+// isEventStream says whether the response is a text/event-stream
+// (eventStreamStart, with its first body byte).
 func isEventStream(x *Exchange) bool {
-	ct := strings.ToLower(x.ResponseHeader.Get("Content-Type"))
+	first, ok := firstBodyByte(x.Chunks)
+	return eventStreamStart(x.ResponseHeader, first, ok)
+}
+
+// eventStreamStart says whether a response with header h whose body
+// starts with first (ok: the first byte that is not JSON white space; !ok:
+// a blank body) is a text/event-stream. A body that starts with '{' or
+// '[' is JSON whatever the Content-Type says (servers send JSON errors to
+// streaming requests); otherwise the Content-Type decides, and without a
+// telling one, the first byte.
+func eventStreamStart(h Header, first byte, ok bool) bool {
+	ct := strings.ToLower(h.Get("Content-Type"))
 	sse := strings.Contains(ct, "text/event-stream")
-	for _, ch := range x.Chunks {
-		i := bytes.IndexFunc(ch.Data, func(r rune) bool { return !isJSONSpace(r) })
-		if i < 0 {
-			continue
-		}
-		switch ch.Data[i] {
-		case '{', '[':
-			return false
-		}
-		return sse || !strings.Contains(ct, "json")
+	if !ok {
+		return sse
 	}
-	return sse
+	switch first {
+	case '{', '[':
+		return false
+	}
+	return sse || !strings.Contains(ct, "json")
 }
 
 // isJSONSpace reports the white space of JSON.

@@ -53,9 +53,9 @@ type provider struct {
 // apiReader is what reads one API.
 type apiReader struct {
 	api API
-	// parse reads the exchange into a Call; nil when there is no parser
-	// yet (Parse returns ErrUnsupportedAPI).
-	parse func(x *Exchange, c *Call)
+	// parser returns a parser of the API's exchanges; nil when there is
+	// none yet (Parse returns ErrUnsupportedAPI).
+	parser func() responseParser
 	// content reads the exchange's text into r; nil when the API carries
 	// none (embeddings) or its bodies are not read (Bedrock InvokeModel).
 	content func(x *Exchange, c *Call, r *contentReader)

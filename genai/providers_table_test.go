@@ -75,7 +75,7 @@ func tableProblems(rows []provider, apis []API) []string {
 		parsers := 0
 		for _, a := range p.apis {
 			served[a.api] = append(served[a.api], p.name)
-			if a.parse != nil {
+			if a.parser != nil {
 				parsers++
 			}
 		}
@@ -171,7 +171,7 @@ func TestProviderTableProblems(t *testing.T) {
 	noSuffixRoute := geminiProvider
 	noSuffixRoute.hostSuffixes = []hostSuffix{{suffix: "-aiplatform.googleapis.com", host: &knownHost{provider: "p"}}}
 	undeclared := geminiProvider
-	undeclared.apis = append([]apiReader{{api: "gemini.count_tokens", parse: geminiCall}}, undeclared.apis...)
+	undeclared.apis = append([]apiReader{{api: "gemini.count_tokens", parser: newGeminiParser}}, undeclared.apis...)
 
 	for _, tt := range []struct {
 		name string

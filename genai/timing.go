@@ -81,14 +81,11 @@ func wholeBody(buf []byte, chunks []Chunk) (body, reuse []byte) {
 // for its size.
 func sseEvents(p *SSEParser, chunks []Chunk, fn func(ev SSEEvent, at time.Time)) (skipped bool) {
 	for _, ch := range chunks {
-		p.Feed(ch.Data)
-		for p.Next() {
-			fn(p.Event(), ch.At)
-		}
+		sseChunk(p, ch, fn)
 	}
-	if ev, ok := p.Flush(); ok && len(chunks) > 0 {
-		fn(ev, chunks[len(chunks)-1].At)
+	var last time.Time
+	if len(chunks) > 0 {
+		last = chunks[len(chunks)-1].At
 	}
-	_, events := p.Skipped()
-	return events > 0
+	return sseEnd(p, len(chunks) > 0, last, fn)
 }
