@@ -496,7 +496,6 @@ func (p *bedrockParser) parseBody(x *Exchange) {
 	p.payload(body, time.Time{})
 }
 
-
 // message reads one event-stream message.
 func (p *bedrockParser) message(m *esMessage, at time.Time) {
 	c := p.c
