@@ -126,8 +126,11 @@ func WithPlaintextPorts(ports ...uint16) CaptureOption {
 }
 
 // WithBodyLimit caps the bytes of each request and response body the
-// capture keeps for parsing: 1 byte to 16 MiB (default DefaultBodyLimit).
-// A longer body is flagged truncated and still parsed, as far as it goes.
+// capture keeps: 1 byte to 16 MiB (default DefaultBodyLimit). A streamed
+// response of an LLM API call is parsed as it arrives, all of it, however
+// long; the limit caps what is kept of it for content capture. A longer
+// body that is not a stream is flagged truncated and parsed as far as it
+// goes.
 func WithBodyLimit(n int) CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.bodyLimit = n })
 }

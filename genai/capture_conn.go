@@ -32,6 +32,19 @@ type capConn struct {
 	// muted: not an LLM API's; the kernel side was told to send no more
 	// of its bytes. Those already sent are skipped; its close ends it.
 	muted bool
+	// live is the response being parsed as it arrives, if any.
+	live *liveCall
+}
+
+// liveCall is an LLM API call whose response is parsed as it arrives, so
+// that a stream of any length is read whole while only the body limit of
+// it is kept (for content capture, and bodies that are not streams).
+type liveCall struct {
+	fx     *httpframe.Exchange // the framed exchange it is of
+	head   [2]Header           // its header blocks, request and response, made once
+	ep     Endpoint
+	parser responseParser
+	call   Call
 }
 
 // muter stops the kernel side's capture of a connection, by its number.
@@ -46,7 +59,7 @@ type connTable struct {
 	cfg     *captureConfig
 	kernel  muter // nil: nothing to tell
 	wall    func(ktime uint64) time.Time
-	deliver func(*Exchange, *httpframe.Exchange, *capProc) outcome
+	deliver func(*Exchange, *httpframe.Exchange, *capProc, *liveCall) outcome
 	now     func() time.Time
 
 	conns map[connKey]*capConn
@@ -71,7 +84,7 @@ const (
 )
 
 func newConnTable(cfg *captureConfig, k muter, wall func(uint64) time.Time,
-	deliver func(*Exchange, *httpframe.Exchange, *capProc) outcome) *connTable {
+	deliver func(*Exchange, *httpframe.Exchange, *capProc, *liveCall) outcome) *connTable {
 	return &connTable{cfg: cfg, kernel: k, wall: wall, deliver: deliver, now: time.Now,
 		conns: map[connKey]*capConn{}, procs: map[uint32]*capProc{}}
 }
@@ -149,6 +162,7 @@ func (t *connTable) add(k connKey) *capConn {
 	cc := &capConn{key: k, proc: p}
 	cc.frame = httpframe.New(httpframe.Config{
 		OnExchange:  func(x *httpframe.Exchange) { t.exchange(cc, x) },
+		OnResponse:  func(x *httpframe.Exchange) func(httpframe.Piece) { return t.response(cc, x) },
 		DropHeaders: credentialHeaders,
 		MaxBody:     t.cfg.bodyLimit,
 		Stats:       &t.frames,
@@ -162,6 +176,7 @@ func (t *connTable) add(k connKey) *capConn {
 // remove drops a connection, and its process with its last connection:
 // the resolver hears of the process when it has exited.
 func (t *connTable) remove(cc *capConn) {
+	cc.dropLive()
 	t.lru.Remove(cc.elem)
 	delete(t.conns, cc.key)
 	p := cc.proc
@@ -200,11 +215,20 @@ func (t *connTable) evictIdle(now time.Time) {
 // connection whose exchange is not an LLM API call is not read further:
 // the kernel side stops sending its bytes.
 func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
-	var x Exchange
+	var (
+		x    Exchange
+		live *liveCall
+	)
+	if cc.live != nil && cc.live.fx == fx {
+		live, cc.live = cc.live, nil
+		x.RequestHeader, x.ResponseHeader = live.head[0], live.head[1]
+	}
 	toExchange(fx, t.wall, &x)
 	o := outcomeServerSide
 	if fx.Role == httpframe.Client {
-		o = t.deliver(&x, fx, cc.proc)
+		o = t.deliver(&x, fx, cc.proc, live)
+	} else if live != nil {
+		live.parser.release()
 	}
 	t.outcomes[o]++
 	if o == outcomeNotLLM && !cc.muted {
@@ -215,20 +239,80 @@ func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
 	}
 }
 
+// response starts parsing, as it arrives, the response of a client's
+// exchange that is an LLM API call: it returns what takes the body's
+// pieces, or nil when the exchange is not one.
+func (t *connTable) response(cc *capConn, fx *httpframe.Exchange) func(httpframe.Piece) {
+	cc.dropLive() // an exchange abandoned before its end
+	if fx.Role != httpframe.Client {
+		return nil
+	}
+	var x Exchange
+	toExchange(fx, t.wall, &x)
+	ep, ok := Detect(&x, t.cfg.hosts)
+	if !ok {
+		return nil
+	}
+	newParser := readerOf(ep.API).parser
+	if newParser == nil {
+		return nil
+	}
+	l := &liveCall{fx: fx, head: [2]Header{x.RequestHeader, x.ResponseHeader}, ep: ep, parser: newParser(),
+		call: Call{Provider: ep.Provider, Operation: ep.Operation}}
+	l.parser.begin(&x, &l.call)
+	cc.live = l
+	return func(p httpframe.Piece) { l.parser.chunk(Chunk{At: t.wall(uint64(p.At)), Data: p.Data}) }
+}
+
+// readCall reads the LLM API call x is (from live, when its response was
+// parsed as it arrived), or says with the outcome why there is none.
+func readCall(x *Exchange, hosts HostMap, live *liveCall) (Endpoint, Call, outcome) {
+	if live != nil {
+		live.parser.end(x, &live.call) // the parser holds &live.call
+		live.parser.release()
+		finishCall(&live.call, live.ep)
+		return live.ep, live.call, outcomeEmitted
+	}
+	ep, ok := Detect(x, hosts)
+	if !ok {
+		return ep, Call{}, outcomeNotLLM
+	}
+	call, err := Parse(x, ep)
+	if err != nil {
+		return ep, call, outcomeParseError
+	}
+	return ep, call, outcomeEmitted
+}
+
+// dropLive gives up the response being parsed, if any.
+func (cc *capConn) dropLive() {
+	if cc.live != nil {
+		cc.live.parser.release()
+		cc.live = nil
+	}
+}
+
 // toExchange fills x from a framed exchange, whose header fields are
-// already free of credentials.
+// already free of credentials; header blocks x has already are kept.
 func toExchange(fx *httpframe.Exchange, wall func(uint64) time.Time, x *Exchange) {
+	reqHeader, respHeader := x.RequestHeader, x.ResponseHeader
+	if reqHeader == nil {
+		reqHeader = header(fx.RequestHeader)
+	}
+	if respHeader == nil {
+		respHeader = header(fx.ResponseHeader)
+	}
 	*x = Exchange{
 		Method:            fx.Method,
 		Host:              fx.RequestHeader.Get("Host"),
 		Path:              fx.Target,
-		RequestHeader:     header(fx.RequestHeader),
+		RequestHeader:     reqHeader,
 		RequestBody:       fx.RequestBody,
 		RequestTruncated:  fx.RequestTruncated,
 		Start:             wall(uint64(fx.RequestStart)),
 		End:               wall(uint64(max(fx.ResponseEnd, fx.RequestEnd))),
 		Status:            fx.Status,
-		ResponseHeader:    header(fx.ResponseHeader),
+		ResponseHeader:    respHeader,
 		ResponseTruncated: fx.ResponseTruncated,
 	}
 	x.Chunks = make([]Chunk, len(fx.Pieces))

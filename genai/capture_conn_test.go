@@ -4,6 +4,8 @@ package genai
 // them: no kernel.
 
 import (
+	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -36,6 +38,7 @@ func (r *recordedMutes) Mute(gen uint32) error {
 type tableHarness struct {
 	t      *connTable
 	got    []*Exchange
+	calls  []Call // what readCall made of each
 	muted  recordedMutes
 	result outcome // what deliver returns
 	seq    map[connKey]uint32
@@ -46,8 +49,10 @@ func newTableHarness(maxConns int) *tableHarness {
 	h := &tableHarness{seq: map[connKey]uint32{}, clock: time.Unix(1000, 0)}
 	cfg := &captureConfig{bodyLimit: DefaultBodyLimit, maxConns: maxConns, idleTimeout: time.Minute}
 	h.t = newConnTable(cfg, &h.muted, func(k uint64) time.Time { return time.Unix(0, int64(k)) },
-		func(x *Exchange, _ *httpframe.Exchange, _ *capProc) outcome {
+		func(x *Exchange, _ *httpframe.Exchange, _ *capProc, live *liveCall) outcome {
 			h.got = append(h.got, x)
+			_, call, _ := readCall(x, nil, live)
+			h.calls = append(h.calls, call)
 			return h.result
 		})
 	h.t.now = func() time.Time { return h.clock }
@@ -221,4 +226,48 @@ func FuzzIsGoELF(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = isGoELF(bytesReaderAt(b)) // must not panic
 	})
+}
+
+// A streamed response is parsed as it arrives: whatever its length, the
+// usage at its end is read exactly, every content chunk counted, while
+// only the body limit of it is kept, and the memory it holds stays flat
+// (the heap after each tenth of a 50,000-chunk stream).
+func TestConnTableLongStream(t *testing.T) {
+	const head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+	chunk := func(s string) string { return strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n" }
+	content := chunk(`data: {"id":"c-1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"tok "},"finish_reason":null}]}` + "\n\n")
+	last := chunk(`data: {"id":"c-1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\n") +
+		chunk(`data: {"id":"c-1","object":"chat.completion.chunk","model":"gpt-4o","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":4321,"total_tokens":4332}}`+"\n\ndata: [DONE]\n\n") +
+		"0\r\n\r\n"
+	for _, n := range []int{100, 1_000, 10_000, 50_000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			h := newTableHarness(16)
+			h.call(1, httpbpf.Write, tRequest, 100)
+			h.call(1, httpbpf.Read, head, 200)
+			var heap []uint64
+			for i := range n {
+				h.call(1, httpbpf.Read, content, uint64(300+i))
+				if n >= 10_000 && (i+1)%(n/10) == 0 {
+					var ms runtime.MemStats
+					runtime.GC()
+					runtime.ReadMemStats(&ms)
+					heap = append(heap, ms.HeapAlloc)
+					cc := h.t.conns[connKey{1, httpbpf.SourceSocket, 7, 0}]
+					require.LessOrEqual(t, cc.frame.Retained(), DefaultBodyLimit+64<<10, "bytes kept at chunk %d", i+1)
+				}
+			}
+			h.call(1, httpbpf.Read, last, uint64(300+n))
+			require.Len(t, h.calls, 1)
+			c := h.calls[0]
+			require.Equal(t, Usage{InputTokens: 11, OutputTokens: 4321, CacheReadTokens: -1, CacheCreationTokens: -1, ReasoningTokens: -1}, c.Usage)
+			require.Equal(t, n, c.OutputChunks)
+			require.Equal(t, []string{"stop"}, c.FinishReasons)
+			require.False(t, c.Incomplete)
+			require.Equal(t, len(content)*n > DefaultBodyLimit, h.got[0].ResponseTruncated, "what is kept is cut at the limit")
+			if len(heap) > 0 {
+				slices.Sort(heap)
+				require.Less(t, heap[len(heap)-1]-heap[0], uint64(1<<20), "heap after each tenth of the stream: %v", heap)
+			}
+		})
+	}
 }

@@ -16,16 +16,13 @@ import (
 )
 
 // exchange delivers a client's framed exchange, made by process p: an LLM
-// API call is parsed, emitted (with p's pod, and as a child of p's parent
-// span, where the resolver gives them) and handed to the exchange handler.
-func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange, p *capProc) outcome {
-	ep, ok := Detect(x, c.cfg.hosts)
-	if !ok {
-		return outcomeNotLLM
-	}
-	call, err := Parse(x, ep)
-	if err != nil {
-		return outcomeParseError
+// API call is parsed (its response was, as it arrived, when live is set),
+// emitted (with p's pod, and as a child of p's parent span, where the
+// resolver gives them) and handed to the exchange handler.
+func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange, p *capProc, live *liveCall) outcome {
+	ep, call, o := readCall(x, c.cfg.hosts, live)
+	if o != outcomeEmitted {
+		return o
 	}
 	ctx := context.Background()
 	var pod []attribute.KeyValue

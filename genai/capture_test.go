@@ -416,6 +416,38 @@ func TestCaptureLoad(t *testing.T) {
 	h.requireNoSecret(t)
 }
 
+// TestCaptureLongStreams: streamed answers of 100 to 50,000 chunks
+// (~15 KB to ~7 MB) through the real capture with the default 64 KiB body
+// limit: each is parsed as it arrives, so the usage in its last event is
+// read exactly and every chunk counted, though only 64 KiB of the body is
+// kept. (The reader's memory staying flat is TestConnTableLongStream's.)
+func TestCaptureLongStreams(t *testing.T) {
+	calls := make(chan Call, 4)
+	h := startCapture(t, WithExchangeHandler(func(x *Exchange, c *Call, _ Endpoint) {
+		if x.Path == "/v1/chat/completions" {
+			calls <- *c
+		}
+	}))
+	h.waitAttached(t, systemLibSSL(t))
+	for _, n := range []int{100, 1_000, 10_000, 50_000} {
+		s := llmserver.Start(t, llmserver.Options{TLS: true, Chunks: n})
+		pythonClient(t, s, "/v1/chat/completions", "gpt-4o-mini", 1, false)
+		var c Call
+		select {
+		case c = <-calls:
+		case <-time.After(20 * time.Second):
+			pts := testutil.Collect(t, h.reader)
+			require.Fail(t, "no call", "%d chunks: %v abandoned, %v dropped", n,
+				pts.Find(semconv.XpuscopeGenAICaptureAbandoned.Name), pts.Find(semconv.XpuscopeGenAICaptureDropped.Name))
+		}
+		require.Equal(t, int64(llmserver.InputTokens), c.Usage.InputTokens, "%d chunks", n)
+		require.Equal(t, int64(llmserver.OutputTokens), c.Usage.OutputTokens, "%d chunks", n)
+		require.Equal(t, n, c.OutputChunks)
+		require.Equal(t, []string{"stop"}, c.FinishReasons)
+		require.False(t, c.Incomplete, "%d chunks", n)
+	}
+}
+
 // TestCaptureCloseLeavesNothing: after Close, the goroutines and file
 // descriptors (maps, programs, links, the ring buffer) are gone; a second
 // Close returns nil. The capture sees no process (an empty procfs root),

@@ -42,8 +42,9 @@
 //     exists (a listener does not count);
 //   - HTTP/1.1 framing per connection (Content-Length, chunked, SSE,
 //     keep-alive, pipelining), each response read stamped with the
-//     kernel's time of the read; bodies capped (WithBodyLimit, 64 KiB)
-//     and still parsed when cut; memory bounded per connection and in
+//     kernel's time of the read; a streamed response parsed as it
+//     arrives, whatever its length; what is kept of a body capped
+//     (WithBodyLimit, 64 KiB); memory bounded per connection and in
 //     total (WithMaxConnections, WithIdleTimeout), evictions counted;
 //   - calls lost to a full ring buffer abandon the exchange they belong
 //     to, counted: an exchange is never assembled from the wrong bytes;

@@ -23,6 +23,16 @@ type Config struct {
 	// not call the Conn.
 	OnExchange func(*Exchange)
 
+	// OnResponse, when set, is called as each response's header block is
+	// complete, with its exchange: the request, and of the response the
+	// status, header block and ResponseStart. A func it returns gets the
+	// response's body as it is read, chunked framing removed, a Piece per
+	// Feed that carried body bytes (Data valid for the call only), all of
+	// it, also past MaxBody; nothing once the exchange is abandoned. It is
+	// called from within Feed, and must not call the Conn; OnExchange
+	// gets the same *Exchange later, if the exchange completes.
+	OnResponse func(*Exchange) func(Piece)
+
 	// DropHeaders names header fields (in any case) to leave out of the
 	// exchanges. The package keeps every field it is not told to drop: a
 	// caller that passes exchanges on must name the credentials here
@@ -231,6 +241,7 @@ type side struct {
 	body      []byte
 	truncated bool
 	marks     []mark
+	sink      func(Piece) // Config.OnResponse's for the body in progress
 }
 
 // Conn reassembles the HTTP/1.x exchanges of one connection from the
@@ -728,6 +739,9 @@ func (c *Conn) responseHead(s *side, h *head, ts int64) problem {
 		e.ex.Status = h.status
 		e.ex.ResponseHeader = h.fields
 		e.ex.ResponseStart = s.first
+		if c.cfg.OnResponse != nil {
+			s.sink = c.cfg.OnResponse(&e.ex)
+		}
 	}
 	if f == tunnel {
 		c.endMessage(s, ts)
@@ -861,6 +875,9 @@ func (c *Conn) keep(s *side, p []byte, ts int64) {
 	if !s.storing() {
 		return
 	}
+	if s.sink != nil && len(p) > 0 {
+		s.sink(Piece{At: ts, Data: p})
+	}
 	if room := c.cfg.MaxBody - len(s.body); len(p) > room {
 		p, s.truncated = p[:room], true
 	}
@@ -936,7 +953,7 @@ func (s *side) pieces() []Piece {
 // dropBody forgets the body of the message in progress (an exchange
 // that took it owns it now).
 func (s *side) dropBody() {
-	s.body, s.truncated = nil, false
+	s.body, s.truncated, s.sink = nil, false, nil
 	s.marks = s.marks[:0]
 	if cap(s.marks)*int(unsafe.Sizeof(mark{})) > keepBuffer {
 		s.marks = nil

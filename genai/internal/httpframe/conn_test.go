@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // frameCase is a connection's traffic and what a Conn makes of it.
@@ -943,4 +944,60 @@ func TestWaiting(t *testing.T) {
 			assert.Equal(t, tc.want, got, "waiting request bodies")
 		})
 	}
+}
+
+// OnResponse: a response's body goes to the func it returns as it is
+// read, all of it, past MaxBody too, one piece per Feed with its time,
+// chunked framing removed; an abandoned exchange's stops; a response
+// with no body gives the func nothing; the exchange OnExchange gets is
+// the one OnResponse got.
+func TestOnResponse(t *testing.T) {
+	type got struct {
+		ex     *Exchange
+		pieces []Piece
+	}
+	run := func(evs ...event) (streams []*got, delivered []*Exchange) {
+		c := New(Config{MaxBody: 8,
+			OnExchange: func(e *Exchange) { delivered = append(delivered, e) },
+			OnResponse: func(e *Exchange) func(Piece) {
+				g := &got{ex: e}
+				streams = append(streams, g)
+				return func(p Piece) { g.pieces = append(g.pieces, Piece{At: p.At, Data: []byte(string(p.Data))}) }
+			}})
+		for _, ev := range evs {
+			switch ev.op {
+			case opFeed:
+				c.Feed(ev.dir, []byte(ev.data), ev.at)
+			case opGap:
+				c.Gap(ev.dir)
+			case opClose:
+				c.Close()
+			}
+		}
+		return streams, delivered
+	}
+	req := "POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}"
+
+	streams, delivered := run(w(1, req),
+		r(2, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n9\r\ndata: "),
+		r(3, "a\r\n\r\n10\r\n0123456789abcdef\r\n"),
+		r(4, "0\r\n\r\n"))
+	require.Len(t, streams, 1)
+	require.Equal(t, []Piece{{At: 2, Data: []byte("data: ")}, {At: 3, Data: []byte("a\r\n")}, {At: 3, Data: []byte("0123456789abcdef")}},
+		streams[0].pieces)
+	require.Len(t, delivered, 1)
+	require.Same(t, streams[0].ex, delivered[0])
+	require.Equal(t, 200, streams[0].ex.Status)
+	require.True(t, delivered[0].ResponseTruncated, "only MaxBody is kept")
+	require.Len(t, delivered[0].ResponseBody, 8)
+
+	streams, delivered = run(w(1, req), r(2, "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n0123456789"), gap(Read), r(3, "abcdefghij"))
+	require.Len(t, streams, 1)
+	require.Equal(t, []Piece{{At: 2, Data: []byte("0123456789")}}, streams[0].pieces, "nothing after the gap")
+	require.Empty(t, delivered)
+
+	streams, delivered = run(w(1, req), r(2, "HTTP/1.1 204 No Content\r\n\r\n"))
+	require.Len(t, streams, 1)
+	require.Empty(t, streams[0].pieces)
+	require.Len(t, delivered, 1)
 }

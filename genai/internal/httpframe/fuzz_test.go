@@ -1,6 +1,7 @@
 package httpframe
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"runtime"
@@ -77,7 +78,30 @@ var fuzzConfig = Config{MaxHeader: 512, MaxBody: 256, MaxPieces: 8, MaxPending: 
 func playChecked(t *testing.T, cfg Config, evs []event, split func([]byte) [][]byte) result {
 	t.Helper()
 	var res result
-	cfg.OnExchange = func(e *Exchange) { res.exchanges = append(res.exchanges, e) }
+	// What OnResponse's func got of each response: all of its body, of
+	// which the body kept is the start.
+	streamed := map[*Exchange][]byte{}
+	cfg.OnResponse = func(e *Exchange) func(Piece) {
+		streamed[e] = []byte{}
+		return func(p Piece) {
+			if len(p.Data) == 0 {
+				require.NotEmpty(t, p.Data, "an empty piece")
+			}
+			streamed[e] = append(streamed[e], p.Data...)
+		}
+	}
+	cfg.OnExchange = func(e *Exchange) {
+		res.exchanges = append(res.exchanges, e)
+		all, ok := streamed[e]
+		if !ok {
+			require.True(t, ok, "exchange %d: OnResponse not called", len(res.exchanges))
+		}
+		if !bytes.HasPrefix(all, e.ResponseBody) || !e.ResponseTruncated && len(all) != len(e.ResponseBody) {
+			require.Equal(t, string(all), string(e.ResponseBody), "exchange %d: streamed and kept bodies (truncated %v)",
+				len(res.exchanges), e.ResponseTruncated)
+		}
+		delete(streamed, e)
+	}
 	c := New(cfg)
 	limit := bound(cfg)
 	for i, ev := range evs {
