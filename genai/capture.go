@@ -30,9 +30,14 @@ const (
 )
 
 // DefaultPlaintextPorts returns the TCP ports whose plaintext HTTP is
-// captured by default: vLLM (8000), TGI and llama.cpp (8080), LiteLLM's
-// proxy (4000) and Ollama (11434). The slice is the caller's.
-func DefaultPlaintextPorts() []uint16 { return []uint16{8000, 8080, 4000, 11434} }
+// captured by default, the default ports of the common OpenAI-compatible
+// servers: vLLM (8000), llama.cpp's server and TGI as its docs run it
+// (8080), LiteLLM's proxy (4000), TGI's launcher (3000), SGLang (30000)
+// and Ollama (11434). TGI's container listens on 80, which is left out:
+// on most nodes some connection to port 80 is always open, which would
+// keep the plaintext programs busy on every process's socket calls. The
+// slice is the caller's.
+func DefaultPlaintextPorts() []uint16 { return []uint16{8000, 8080, 4000, 3000, 30000, 11434} }
 
 // SensitiveHeaders returns the request and response header fields the
 // capture drops as it frames each message, before anything else sees

@@ -36,7 +36,8 @@
 //     and every executable with OpenSSL linked in (Node), found as
 //     processes exec and dlopen;
 //   - plaintext HTTP to local model servers (WithPlaintextPorts, default
-//     vLLM 8000, TGI and llama.cpp 8080, LiteLLM 4000, Ollama 11434), from
+//     vLLM 8000, llama.cpp and TGI 8080, LiteLLM 4000, TGI's launcher 3000,
+//     SGLang 30000, Ollama 11434), from
 //     BTF raw tracepoints on the socket syscalls (no kprobes, no tracefs),
 //     which stand aside while no TCP connection with a watched port
 //     exists (a listener does not count);

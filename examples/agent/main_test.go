@@ -89,7 +89,7 @@ func TestCheckOnNodeWithoutGPU(t *testing.T) {
 	if os.Geteuid() == 0 {
 		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
 		assert.Regexp(t, `(?m)^hiptrace +active +uprobes`, stdout)
-		assert.Regexp(t, `(?m)^genai +active +plaintext HTTP on ports \[8000 8080 4000 11434\]; TLS: `, stdout)
+		assert.Regexp(t, `(?m)^genai +active +plaintext HTTP on ports \[8000 8080 4000 3000 30000 11434\]; TLS: `, stdout)
 	} else {
 		assert.Regexp(t, `(?m)^cudatrace +unavailable +cudatrace: .*needs CAP_BPF`, stdout)
 		assert.Regexp(t, `(?m)^hiptrace +unavailable +hiptrace: .*needs CAP_BPF`, stdout)
