@@ -7,6 +7,7 @@ import (
 
 	"github.com/xpuscope/xpuscope/genai/internal/httpframe"
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
+	"github.com/xpuscope/xpuscope/semconv"
 )
 
 // connKey names a captured connection: the process, its SSL pointer or
@@ -45,6 +46,9 @@ type liveCall struct {
 	ep     Endpoint
 	parser responseParser
 	call   Call
+	last   int64 // the kernel time of the last piece read, 0 before
+	// cut: the connection ended before the response was complete.
+	cut bool
 }
 
 // muter stops the kernel side's capture of a connection, by its number.
@@ -103,6 +107,7 @@ func (t *connTable) handle(r *httpbpf.Record) {
 				t.gap(cc) // calls lost before the close
 			}
 			cc.frame.Close()
+			t.cut(cc)
 			t.remove(cc)
 		}
 		return
@@ -143,6 +148,7 @@ func (t *connTable) handle(r *httpbpf.Record) {
 
 // gap says bytes were lost, in a direction not known.
 func (t *connTable) gap(cc *capConn) {
+	cc.dropLive() // lost to the capture: not a failed call
 	cc.frame.Gap(httpframe.Write)
 	cc.frame.Gap(httpframe.Read)
 }
@@ -261,7 +267,28 @@ func (t *connTable) response(cc *capConn, fx *httpframe.Exchange) func(httpframe
 		call: Call{Provider: ep.Provider, Operation: ep.Operation}}
 	l.parser.begin(&x, &l.call)
 	cc.live = l
-	return func(p httpframe.Piece) { l.parser.chunk(Chunk{At: t.wall(uint64(p.At)), Data: p.Data}) }
+	return func(p httpframe.Piece) {
+		l.last = p.At
+		l.parser.chunk(Chunk{At: t.wall(uint64(p.At)), Data: p.Data})
+	}
+}
+
+// cut delivers the call whose response the end of cc cut, if any: a
+// client's LLM API call whose response had begun. (One that the capture
+// lost bytes of, or gave up on, is abandoned, not delivered: it need not
+// have failed.)
+func (t *connTable) cut(cc *capConn) {
+	l := cc.live
+	if l == nil {
+		return
+	}
+	cc.live = nil
+	var x Exchange
+	x.RequestHeader, x.ResponseHeader = l.head[0], l.head[1]
+	toExchange(l.fx, t.wall, &x)
+	x.End = t.wall(uint64(max(l.last, l.fx.ResponseStart)))
+	l.cut = true
+	t.outcomes[t.deliver(&x, l.fx, cc.proc, l)]++
 }
 
 // readCall reads the LLM API call x is (from live, when its response was
@@ -271,6 +298,12 @@ func readCall(x *Exchange, hosts HostMap, live *liveCall) (Endpoint, Call, outco
 		live.parser.end(x, &live.call) // the parser holds &live.call
 		live.parser.release()
 		finishCall(&live.call, live.ep)
+		if live.cut {
+			live.call.Incomplete = true
+			if live.call.ErrorType == "" {
+				live.call.ErrorType = semconv.GenAIErrorStreamTruncated
+			}
+		}
 		return live.ep, live.call, outcomeEmitted
 	}
 	ep, ok := Detect(x, hosts)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xpuscope/xpuscope/genai/internal/httpframe"
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
+	"github.com/xpuscope/xpuscope/semconv"
 )
 
 const (
@@ -270,4 +271,45 @@ func TestConnTableLongStream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A response cut by the end of its connection is a failed call: its span
+// and metrics carry error.type stream_truncated, with what the stream
+// said before the cut (here its usage) and nothing invented; one the
+// capture lost bytes of is abandoned, not reported as failed.
+func TestConnTableCutStream(t *testing.T) {
+	const head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+	chunk := func(s string) string { return strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n" }
+	events := chunk(`data: {"id":"c-1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"tok "}}],"usage":{"prompt_tokens":11,"completion_tokens":1,"total_tokens":12}}`+"\n\n") +
+		chunk(`data: {"id":"c-1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"tok "}}],"usage":{"prompt_tokens":11,"completion_tokens":2,"total_tokens":13}}`+"\n\n")
+	closeConn := func(h *tableHarness) {
+		h.t.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 1, Conn: 7,
+			Seq: h.seq[connKey{1, httpbpf.SourceSocket, 7, 0}]})
+	}
+
+	h := newTableHarness(16)
+	h.call(1, httpbpf.Write, tRequest, 100)
+	h.call(1, httpbpf.Read, head, 200)
+	h.call(1, httpbpf.Read, events, 300)
+	closeConn(h)
+	require.Len(t, h.calls, 1)
+	c := h.calls[0]
+	require.Equal(t, semconv.GenAIErrorStreamTruncated, c.ErrorType)
+	require.True(t, c.Incomplete)
+	require.True(t, c.Stream)
+	require.Equal(t, int64(11), c.Usage.InputTokens)
+	require.Equal(t, int64(2), c.Usage.OutputTokens, "the last usage the stream sent")
+	require.Equal(t, 2, c.OutputChunks)
+	require.Empty(t, c.FinishReasons)
+	require.Equal(t, time.Unix(0, 300), h.got[0].End, "the call ends at its last byte")
+	require.Equal(t, int64(1), h.t.outcomes[outcomeEmitted])
+
+	h = newTableHarness(16)
+	h.call(1, httpbpf.Write, tRequest, 100)
+	h.call(1, httpbpf.Read, head, 200)
+	h.lose(1)
+	h.call(1, httpbpf.Read, events, 300)
+	closeConn(h)
+	require.Empty(t, h.calls, "a stream the capture lost part of is no failed call")
+	require.Positive(t, h.t.frames.AbandonedGap)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -446,6 +447,38 @@ func TestCaptureLongStreams(t *testing.T) {
 		require.Equal(t, []string{"stop"}, c.FinishReasons)
 		require.False(t, c.Incomplete, "%d chunks", n)
 	}
+}
+
+// TestCaptureCutStream: a server that fails mid-stream, closing the
+// connection after two chunks, between two calls that complete: the cut
+// call is a span with status Error and error.type stream_truncated, and
+// its duration is recorded with that error.type; the calls around it are
+// whole.
+func TestCaptureCutStream(t *testing.T) {
+	s := llmserver.Start(t, llmserver.Options{TLS: true, Chunks: chunks})
+	h := startCapture(t)
+	h.waitAttached(t, systemLibSSL(t))
+
+	pythonClient(t, s, "/v1/chat/completions,/v1/chat/completions?cut=2,/v1/chat/completions", "gpt-4o-mini", 3, true)
+	var cut []tracetest.SpanStub
+	for _, sp := range h.spansTo(t, s.Port, 3) {
+		a := attrs(sp)
+		if sp.Status.Code == codes.Error {
+			cut = append(cut, sp)
+			require.Equal(t, semconv.GenAIErrorStreamTruncated, a[semconv.ErrorType].AsString())
+			require.Equal(t, semconv.GenAIErrorStreamTruncated, sp.Status.Description)
+			_, usage := a[semconv.GenAIUsageOutputTokens]
+			require.False(t, usage, "no usage came before the cut: none is invented")
+			continue
+		}
+		require.Equal(t, int64(llmserver.OutputTokens), a[semconv.GenAIUsageOutputTokens].AsInt64())
+	}
+	require.Len(t, cut, 1)
+	pts := testutil.Collect(t, h.reader).Find(semconv.GenAIClientOperationDuration.Name, semconv.ServerPort.Int(s.Port),
+		semconv.ErrorType.String(semconv.GenAIErrorStreamTruncated))
+	require.Len(t, pts, 1)
+	require.Equal(t, uint64(1), pts[0].Count)
+	h.requireNoSecret(t)
 }
 
 // TestCaptureCloseLeavesNothing: after Close, the goroutines and file

@@ -14,6 +14,10 @@ import "go.opentelemetry.io/otel/attribute"
 // follow.
 const GenAISchemaVersion = "1.41.0"
 
+// GenAIErrorStreamTruncated is the error.type of a call whose response
+// the end of its connection cut before the response was complete.
+const GenAIErrorStreamTruncated = "stream_truncated"
+
 // GenAI attributes (OpenTelemetry).
 const (
 	GenAIProviderName          = attribute.Key("gen_ai.provider.name")

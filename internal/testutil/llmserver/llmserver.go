@@ -197,6 +197,12 @@ func (s *Server) openAI(w http.ResponseWriter, r *http.Request) {
 	for i := range s.opts.Chunks {
 		events = append(events, fmt.Sprintf("data: {\"id\":%q,\"object\":\"chat.completion.chunk\",\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", id, req.Model, s.word(i)))
 	}
+	// ?cut=N: the server fails after N chunks, closing the connection
+	// mid-stream.
+	if n, err := strconv.Atoi(r.URL.Query().Get("cut")); err == nil && n >= 0 && n <= len(events) {
+		s.stream(w, events[:n])
+		panic(http.ErrAbortHandler)
+	}
 	events = append(events,
 		fmt.Sprintf("data: {\"id\":%q,\"object\":\"chat.completion.chunk\",\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n", id, req.Model),
 		fmt.Sprintf("data: {\"id\":%q,\"object\":\"chat.completion.chunk\",\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", id, req.Model, InputTokens, OutputTokens, InputTokens+OutputTokens))
