@@ -175,7 +175,7 @@ func TestSensitiveHeadersAndPortsAreCopies(t *testing.T) {
 	}
 	require.Subset(t, SensitiveHeaders(), sensitiveHeaders)
 	p := DefaultPlaintextPorts()
-	require.Equal(t, []uint16{8000, 8080, 4000, 11434}, p)
+	require.Equal(t, []uint16{8000, 8080, 4000, 3000, 30000, 11434}, p)
 	p[0] = 1
 	require.Equal(t, uint16(8000), DefaultPlaintextPorts()[0])
 }
