@@ -27,7 +27,7 @@ var anthropicProvider = provider{
 	},
 	route: anthropicRoute,
 	guesses: []guess{
-		{semconv.GenAIProviderAnthropic, "Anthropic-Version", anthropicRoute},
+		{semconv.GenAIProviderAnthropic, hasField("Anthropic-Version"), anthropicRoute},
 	},
 }
 

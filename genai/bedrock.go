@@ -29,8 +29,23 @@ var bedrockProvider = provider{
 	matchHost: bedrockHost,
 	route:     bedrockRoute,
 	guesses: []guess{
-		{semconv.GenAIProviderAWSBedrock, "X-Amz-Date", bedrockRoute},
+		{semconv.GenAIProviderAWSBedrock, awsSigned, bedrockRoute},
 	},
+}
+
+// awsSigned says a request is signed for AWS: an X-Amz-Date field, or
+// an Authorization whose Signature Version 4 scope names Bedrock (what
+// redactCredential keeps of it).
+func awsSigned(h Header) bool {
+	if _, ok := h["X-Amz-Date"]; ok {
+		return true
+	}
+	for _, v := range h["Authorization"] {
+		if v == sigV4Bedrock {
+			return true
+		}
+	}
+	return false
 }
 
 // bedrockRuntimeHost is a Bedrock Runtime host.

@@ -1,6 +1,7 @@
 package genai
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +49,37 @@ func SensitiveHeaders() []string { return slices.Clone(credentialHeaders) }
 var credentialHeaders = []string{
 	"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie",
 	"X-Api-Key", "Api-Key", "X-Goog-Api-Key", "X-Amz-Security-Token",
+}
+
+// What redactCredential keeps of an AWS Signature Version 4
+// Authorization: that it is one, and whether its scope names Bedrock.
+const (
+	sigV4        = "AWS4-HMAC-SHA256"
+	sigV4Bedrock = sigV4 + " bedrock"
+)
+
+// redactCredential is what the capture keeps of a credential field (one
+// of credentialHeaders), so that detection can tell what kind of
+// credential a request carries: nothing of it (an empty value; the field
+// is there), except of an AWS Signature Version 4 Authorization, which
+// becomes sigV4, or sigV4Bedrock when the service of its credential
+// scope (access-key-id/date/region/service/aws4_request) is Bedrock's.
+// Whatever the value, the result is one of those three constants.
+func redactCredential(name, value []byte) string {
+	if !bytes.EqualFold(name, []byte("Authorization")) || !bytes.HasPrefix(value, []byte(sigV4+" ")) {
+		return ""
+	}
+	_, scope, ok := bytes.Cut(value, []byte("Credential="))
+	if !ok {
+		return sigV4
+	}
+	if i := bytes.IndexAny(scope, ", "); i >= 0 {
+		scope = scope[:i]
+	}
+	if parts := bytes.Split(scope, []byte("/")); len(parts) == 5 && string(parts[3]) == "bedrock" && string(parts[4]) == "aws4_request" {
+		return sigV4Bedrock
+	}
+	return sigV4
 }
 
 // CaptureOption configures a Capture. Every Option is one too; the

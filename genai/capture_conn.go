@@ -170,6 +170,7 @@ func (t *connTable) add(k connKey) *capConn {
 		OnExchange:  func(x *httpframe.Exchange) { t.exchange(cc, x) },
 		OnResponse:  func(x *httpframe.Exchange) func(httpframe.Piece) { return t.response(cc, x) },
 		DropHeaders: credentialHeaders,
+		Redact:      redactCredential,
 		MaxBody:     t.cfg.bodyLimit,
 		Stats:       &t.frames,
 		Bodies:      &t.bodies,

@@ -87,7 +87,7 @@ func TestConnTableExchanges(t *testing.T) {
 	require.Equal(t, "/v1/chat/completions", x.Path)
 	require.Equal(t, tRequestBody, string(x.RequestBody))
 	require.Equal(t, 200, x.Status)
-	require.Empty(t, x.RequestHeader["Authorization"], "credentials are dropped as the message is framed")
+	require.Equal(t, []string{""}, x.RequestHeader["Authorization"], "credentials are redacted as the message is framed: the field stays, its value goes")
 	require.Equal(t, "application/json", x.RequestHeader.Get("Content-Type"))
 	require.Equal(t, time.Unix(0, 100), x.Start)
 	require.Equal(t, time.Unix(0, 110), x.End)

@@ -481,6 +481,44 @@ func TestCaptureCutStream(t *testing.T) {
 	h.requireNoSecret(t)
 }
 
+// TestCaptureUnknownAddress: calls to an address that names no provider,
+// through the real capture, are told by what they carry: a Bedrock
+// Converse call signed for Bedrock (Signature Version 4, no X-Amz-Date)
+// and an Ollama chat off its port. The mock answers both 404, so both are
+// failed calls with error.type 404, and the signature is nowhere.
+func TestCaptureUnknownAddress(t *testing.T) {
+	s := llmserver.Start(t, llmserver.Options{TLS: true})
+	h := startCapture(t)
+	h.waitAttached(t, systemLibSSL(t))
+	const script = `
+import ssl, sys, urllib.error, urllib.request
+url, cafile, secret = sys.argv[1], sys.argv[2], sys.argv[3]
+ctx = ssl.create_default_context(cafile=cafile)
+calls = [
+    ("/model/anthropic.claude-3-haiku/converse", b'{"messages":[{"role":"user","content":[{"text":"hi"}]}]}',
+     {"Authorization": "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20250101/us-east-1/bedrock/aws4_request, "
+      "SignedHeaders=content-type;host, Signature=" + secret, "Content-Type": "application/json"}),
+    ("/api/chat", b'{"model":"llama3","messages":[{"role":"user","content":"hi"}]}', {"Content-Type": "application/json"}),
+]
+for path, body, headers in calls:
+    req = urllib.request.Request(url + path, data=body, headers=headers, method="POST")
+    try:
+        urllib.request.urlopen(req, context=ctx).read()
+        sys.exit("%s: the mock answered" % path)
+    except urllib.error.HTTPError as e:
+        e.read()
+`
+	out, err := exec.Command("/usr/bin/python3", "-c", script, s.URL, s.CAFile, captureSecret).CombinedOutput()
+	require.NoError(t, err, "python: %s", out)
+	got := map[string]string{}
+	for _, sp := range h.spansTo(t, s.Port, 2) {
+		a := attrs(sp)
+		got[a[semconv.GenAIProviderName].AsString()] = a[semconv.ErrorType].AsString()
+	}
+	require.Equal(t, map[string]string{semconv.GenAIProviderAWSBedrock: "404", semconv.GenAIProviderOllama: "404"}, got)
+	h.requireNoSecret(t)
+}
+
 // TestCaptureCloseLeavesNothing: after Close, the goroutines and file
 // descriptors (maps, programs, links, the ring buffer) are gone; a second
 // Close returns nil. The capture sees no process (an empty procfs root),

@@ -34,7 +34,10 @@ type Chunk struct {
 
 // Header is an HTTP header block. Keys are canonical (textproto); the
 // parsers never look at credentials (Authorization, x-api-key, api-key,
-// x-goog-api-key, Cookie).
+// x-goog-api-key, Cookie). In the capture's exchanges those fields are
+// there with an empty value (SensitiveHeaders), except an AWS Signature
+// Version 4 Authorization, which reads "AWS4-HMAC-SHA256", or
+// "AWS4-HMAC-SHA256 bedrock" when signed for Bedrock: never the secret.
 type Header map[string][]string
 
 // Get returns the first value of key (canonical form), or "".

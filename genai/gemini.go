@@ -34,8 +34,8 @@ var geminiProvider = provider{
 	},
 	route: either(vertexRoute, geminiRoute),
 	guesses: []guess{
-		{semconv.GenAIProviderGCPVertexAI, "", vertexRoute},
-		{semconv.GenAIProviderGCPGenAI, "", geminiRoute},
+		{semconv.GenAIProviderGCPVertexAI, nil, vertexRoute},
+		{semconv.GenAIProviderGCPGenAI, nil, geminiRoute},
 	},
 }
 

@@ -33,6 +33,32 @@ var ollamaProvider = provider{
 	},
 	port:  ollamaPort,
 	route: ollamaRoute,
+	guesses: []guess{
+		{provider: semconv.GenAIProviderOllama, route: ollamaShapeRoute},
+	},
+}
+
+// ollamaShapeRoute matches Ollama's API on any host and port by its paths
+// and the shape of their bodies: /api/chat with a "model" and "messages",
+// /api/generate with a "model" and a "prompt", /api/embed (or
+// /api/embeddings) with a "model" and an "input" (or a "prompt").
+func ollamaShapeRoute(path string, x *Exchange) (routed, bool) {
+	r, ok := ollamaRoute(path, x)
+	if !ok {
+		return r, false
+	}
+	keys := topLevelKeys(x.RequestBody, "model", "messages", "prompt", "input")
+	const model, messages, prompt, input = 1, 2, 4, 8
+	var want bool
+	switch r.api {
+	case APIOllamaChat:
+		want = keys&(model|messages) == model|messages
+	case APIOllamaGenerate:
+		want = keys&(model|prompt) == model|prompt
+	default:
+		want = keys&model != 0 && keys&(input|prompt) != 0
+	}
+	return r, want
 }
 
 // ollamaRoute matches Ollama's native API.

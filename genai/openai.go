@@ -61,9 +61,11 @@ var openAIProvider = provider{
 	},
 	route: either(azureOpenAIRoute, openAIAnyRoute),
 	guesses: []guess{
-		{semconv.GenAIProviderAzureAIOpenAI, "", versionedAzureRoute},
-		{semconv.GenAIProviderOpenAICompatible, "", openAIV1SuffixRoute},
-		{semconv.GenAIProviderOpenAICompatible, "", chatMessagesRoute},
+		// Azure's api-key field, on an OpenAI path of any shape.
+		{semconv.GenAIProviderAzureAIOpenAI, hasField("Api-Key"), openAIAnyRoute},
+		{semconv.GenAIProviderAzureAIOpenAI, nil, versionedAzureRoute},
+		{semconv.GenAIProviderOpenAICompatible, nil, openAIV1SuffixRoute},
+		{semconv.GenAIProviderOpenAICompatible, nil, chatMessagesRoute},
 	},
 }
 

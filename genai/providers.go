@@ -84,10 +84,18 @@ type hostSuffix struct {
 // guess is a path shape that names its provider on any host.
 type guess struct {
 	provider string
-	// header, when set, must be in the request too (the API's version
-	// header, a request signature).
-	header string
+	// signal, when set, must hold of the request's header block too (the
+	// API's version header, the kind of credential it carries: see
+	// redactCredential). A guess with a signal is tried before those the
+	// path alone makes.
+	signal func(h Header) bool
 	route  routeFunc
+}
+
+// hasField returns a signal: the request has a field named key
+// (canonical form), whatever its value.
+func hasField(key string) func(Header) bool {
+	return func(h Header) bool { _, ok := h[key]; return ok }
 }
 
 // routeFunc matches the path of an exchange (Detect's: no query, no
@@ -202,12 +210,16 @@ func routeMapped(path string, x *Exchange) (routed, bool) {
 // routeUnknown matches a path of a host Detect does not know: the
 // providers' guesses, in the table's order, naming their provider.
 func routeUnknown(path string, x *Exchange) (routed, bool) {
-	for i := range unknownGuesses {
-		g := &unknownGuesses[i]
-		r, ok := g.route(path, x)
-		if ok && (g.header == "" || x.RequestHeader.Get(g.header) != "") {
-			r.provider = g.provider
-			return r, true
+	for _, signalled := range []bool{true, false} {
+		for i := range unknownGuesses {
+			g := &unknownGuesses[i]
+			if (g.signal != nil) != signalled || signalled && !g.signal(x.RequestHeader) {
+				continue
+			}
+			if r, ok := g.route(path, x); ok {
+				r.provider = g.provider
+				return r, true
+			}
 		}
 	}
 	return routed{}, false

@@ -179,3 +179,34 @@ func TestSensitiveHeadersAndPortsAreCopies(t *testing.T) {
 	p[0] = 1
 	require.Equal(t, uint16(8000), DefaultPlaintextPorts()[0])
 }
+
+// redactCredential keeps no part of a credential: of an AWS Signature
+// Version 4, only that it is one and whether it is Bedrock's.
+func TestRedactCredential(t *testing.T) {
+	for _, tt := range []struct{ name, value, want string }{
+		{"Authorization", "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20250101/us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature=" + captureSecret,
+			sigV4Bedrock},
+		{"authorization", "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20250101/us-east-1/s3/aws4_request,SignedHeaders=host", sigV4},
+		{"Authorization", "Bearer " + captureSecret, ""},
+		{"Authorization", "AWS4-HMAC-SHA256 Credential=" + captureSecret, sigV4},
+		{"Authorization", "AWS4-HMAC-SHA256 Credential=a/b/c/" + captureSecret + "/aws4_request", sigV4},
+		{"Authorization", "AWS4-HMAC-SHA256 Credential=a/b/c/BEDROCK/aws4_request", sigV4},
+		{"X-Api-Key", "AWS4-HMAC-SHA256 Credential=a/b/c/bedrock/aws4_request", ""},
+		{"Api-Key", captureSecret, ""},
+	} {
+		got := redactCredential([]byte(tt.name), []byte(tt.value))
+		require.Equal(t, tt.want, got, "%s: %s", tt.name, tt.value)
+	}
+}
+
+func FuzzRedactCredential(f *testing.F) {
+	f.Add([]byte("Authorization"), []byte("AWS4-HMAC-SHA256 Credential=AKID/20250101/us-east-1/bedrock/aws4_request, Signature=x"))
+	f.Add([]byte("Authorization"), []byte("Bearer sk-1"))
+	f.Fuzz(func(t *testing.T, name, value []byte) {
+		switch got := redactCredential(name, value); got {
+		case "", sigV4, sigV4Bedrock:
+		default:
+			t.Fatalf("redactCredential(%q, %q) = %q: more than the kind of credential", name, value, got)
+		}
+	})
+}

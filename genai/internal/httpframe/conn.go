@@ -40,6 +40,11 @@ type Config struct {
 	// X-Api-Key, Api-Key, X-Goog-Api-Key, …). A dropped Content-Length or
 	// Transfer-Encoding still frames the body.
 	DropHeaders []string
+	// Redact, when set, keeps each field DropHeaders names, with the value
+	// Redact returns for it instead of its own: what the caller may know
+	// of a credential without it (its kind, the service it is for). It
+	// must not return the secret, nor any part of it.
+	Redact func(name, value []byte) string
 
 	// MaxHeader caps a start line and header block together, and a
 	// chunked body's trailer block; a message over it is malformed.
@@ -648,7 +653,7 @@ func (c *Conn) setRole(d Dir, k kind) {
 // headDone parses a complete head and starts the body. It reports false
 // when the head was rejected.
 func (c *Conn) headDone(s *side, ts int64) bool {
-	h, p := parseHead(s.hdr, s.kind, c.cfg.DropHeaders)
+	h, p := parseHead(s.hdr, s.kind, c.cfg.DropHeaders, c.cfg.Redact)
 	if p == probNone {
 		if s.kind == kindRequest {
 			p = c.requestHead(s, &h, ts)

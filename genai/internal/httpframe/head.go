@@ -223,12 +223,13 @@ const (
 // parseHead parses a complete start line and header block (up to and
 // with its empty line) of a message of kind k, whose start line is
 // known to be valid. Fields named in drop are left out of the result,
-// but still read for framing. The strings of the result share one
-// allocation.
-func parseHead(block []byte, k kind, drop []string) (head, problem) {
+// but still read for framing, or, when redact is set, kept with the value
+// it returns for them. The strings of the result share one allocation.
+func parseHead(block []byte, k kind, drop []string, redact func(name, value []byte) string) (head, problem) {
 	h := head{length: -1}
 	first, fields := cutLine(block)
 	kept, size := 0, 0
+	var redacted []string // the values of the dropped fields kept, in order
 	for r, n := fields, 0; ; n++ {
 		name, value, ok, p := nextField(&r)
 		if p != probNone {
@@ -241,9 +242,15 @@ func parseHead(block []byte, k kind, drop []string) (head, problem) {
 			return h, probTooLarge
 		}
 		h.frame(name, value)
-		if !dropped(name, drop) {
+		switch {
+		case !dropped(name, drop):
 			kept++
 			size += len(name) + len(value)
+		case redact != nil:
+			v := redact(name, value)
+			redacted = append(redacted, v)
+			kept++
+			size += len(name) + len(v)
 		}
 	}
 	var method, target, proto []byte
@@ -257,14 +264,19 @@ func parseHead(block []byte, k kind, drop []string) (head, problem) {
 	b.Write(method)
 	b.Write(target)
 	b.Write(proto)
-	for r := fields; ; {
+	for r, i := fields, 0; ; {
 		name, value, ok, _ := nextField(&r)
 		if !ok {
 			break
 		}
-		if !dropped(name, drop) {
+		switch {
+		case !dropped(name, drop):
 			b.Write(name)
 			b.Write(value)
+		case redact != nil:
+			b.Write(name)
+			b.WriteString(redacted[i])
+			i++
 		}
 	}
 	s := b.String()
@@ -277,13 +289,17 @@ func parseHead(block []byte, k kind, drop []string) (head, problem) {
 	if kept > 0 {
 		h.fields = make(Headers, 0, kept)
 	}
-	for r := fields; ; {
+	for r, i := fields, 0; ; {
 		name, value, ok, _ := nextField(&r)
 		if !ok {
 			break
 		}
-		if !dropped(name, drop) {
+		switch {
+		case !dropped(name, drop):
 			h.fields = append(h.fields, Header{Name: cut(len(name)), Value: cut(len(value))})
+		case redact != nil:
+			h.fields = append(h.fields, Header{Name: cut(len(name)), Value: cut(len(redacted[i]))})
+			i++
 		}
 	}
 	return h, probNone

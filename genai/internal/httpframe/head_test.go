@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestStartLines(t *testing.T) {
@@ -223,4 +224,18 @@ func TestLinearTime(t *testing.T) {
 			assert.LessOrEqual(t, ratio, float64(3*factor), "%d× the input took %.0f× the time (%v, %v): superlinear", factor, ratio, short, long)
 		})
 	}
+}
+
+// Redact keeps the fields DropHeaders names, in their place, with the
+// value it returns; without it they are left out.
+func TestParseHeadRedact(t *testing.T) {
+	block := []byte("POST /v1/x HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer sk-secret\r\nX-Api-Key: k\r\nContent-Length: 0\r\n\r\n")
+	drop := []string{"authorization", "x-api-key"}
+	h, p := parseHead(block, kindRequest, drop, nil)
+	require.Equal(t, probNone, p)
+	require.Equal(t, Headers{{"Host", "h"}, {"Content-Length", "0"}}, h.fields)
+	h, p = parseHead(block, kindRequest, drop, func(name, value []byte) string { return "<" + strings.ToLower(string(name)) + ">" })
+	require.Equal(t, probNone, p)
+	require.Equal(t, Headers{{"Host", "h"}, {"Authorization", "<authorization>"}, {"X-Api-Key", "<x-api-key>"}, {"Content-Length", "0"}}, h.fields)
+	require.Equal(t, "/v1/x", h.target)
 }
