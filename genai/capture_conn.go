@@ -33,6 +33,10 @@ type capConn struct {
 	// muted: not an LLM API's; the kernel side was told to send no more
 	// of its bytes. Those already sent are skipped; its close ends it.
 	muted bool
+	// notLLM counts the exchanges in a row that were no LLM API call;
+	// carriedLLM is set once one was (its connection is never muted).
+	notLLM     int
+	carriedLLM bool
 	// live is the response being parsed as it arrives, if any.
 	live *liveCall
 }
@@ -219,8 +223,9 @@ func (t *connTable) evictIdle(now time.Time) {
 }
 
 // exchange turns a framed exchange into an Exchange and delivers it. A
-// connection whose exchange is not an LLM API call is not read further:
-// the kernel side stops sending its bytes.
+// connection whose last muteAfter exchanges were no LLM API call, and
+// that never carried one, is not read further: the kernel side stops
+// sending its bytes.
 func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
 	var (
 		x    Exchange
@@ -238,13 +243,27 @@ func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
 		live.parser.release()
 	}
 	t.outcomes[o]++
-	if o == outcomeNotLLM && !cc.muted {
-		cc.muted = true
-		if t.kernel != nil {
-			_ = t.kernel.Mute(cc.key.gen)
+	switch o {
+	case outcomeNotLLM:
+		cc.notLLM++
+		if cc.notLLM >= muteAfter && !cc.carriedLLM && !cc.muted {
+			cc.muted = true
+			if t.kernel != nil {
+				_ = t.kernel.Mute(cc.key.gen)
+			}
 		}
+	case outcomeEmitted, outcomeParseError:
+		cc.notLLM, cc.carriedLLM = 0, true
 	}
 }
+
+// muteAfter is how many exchanges in a row that are no LLM API call mute
+// a connection that never carried one. A client that shares a keep-alive
+// connection to a gateway between the gateway's other endpoints and its
+// LLM API (a model list, a health check, then chat calls) keeps its
+// calls; a connection of a web application on a watched port costs a
+// few exchanges' bytes before it is muted.
+const muteAfter = 3
 
 // response starts parsing, as it arrives, the response of a client's
 // exchange that is an LLM API call: it returns what takes the body's

@@ -173,21 +173,33 @@ func TestConnTableEviction(t *testing.T) {
 	require.Equal(t, int64(2), h.t.evicted)
 }
 
-// An exchange that is not an LLM API call stops the connection's capture
-// in the kernel; one seen from the server's end is counted, not
-// delivered.
+// Exchanges that are no LLM API call, muteAfter in a row, stop the
+// connection's capture in the kernel, unless it carried one; one seen
+// from the server's end is counted, not delivered.
 func TestConnTableOutcomes(t *testing.T) {
 	h := newTableHarness(16)
 	h.result = outcomeNotLLM
-	h.exchange(1, 100)
-	require.Equal(t, []uint32{0}, h.muted.gens)
+	for i := range muteAfter {
+		require.Empty(t, h.muted.gens, "muted after %d exchanges", i)
+		h.exchange(1, uint64(100+10*i))
+	}
+	require.Equal(t, []uint32{0}, h.muted.gens, "muted after %d exchanges that were no LLM call", muteAfter)
 
 	h.result = outcomeEmitted
 	h.call(2, httpbpf.Read, tRequest, 100) // pid 2 read the request: it is the server
 	h.call(2, httpbpf.Write, tResponse, 110)
-	require.Len(t, h.got, 1, "only pid 1's")
+	require.Len(t, h.got, muteAfter, "only pid 1's")
 	require.Equal(t, int64(1), h.t.outcomes[outcomeServerSide])
-	require.Equal(t, int64(1), h.t.outcomes[outcomeNotLLM])
+	require.Equal(t, int64(muteAfter), h.t.outcomes[outcomeNotLLM])
+
+	// A connection that carried an LLM call is never muted.
+	h = newTableHarness(16)
+	h.exchange(1, 100)
+	h.result = outcomeNotLLM
+	for i := range 2 * muteAfter {
+		h.exchange(1, uint64(200+10*i))
+	}
+	require.Empty(t, h.muted.gens)
 }
 
 // A connection that reuses a key (OpenSSL's next SSL object in the
@@ -202,22 +214,27 @@ func TestConnTableKeyReuse(t *testing.T) {
 			Dir: dir, Total: uint32(len(data)), Seq: seq, Gen: gen, Data: []byte(data)})
 	}
 	h.result = outcomeNotLLM
-	rec(1, httpbpf.KindData, httpbpf.Write, 1, tRequest)
-	rec(1, httpbpf.KindData, httpbpf.Read, 2, tResponse)
+	seq := uint32(0)
+	for range muteAfter {
+		rec(1, httpbpf.KindData, httpbpf.Write, seq+1, tRequest)
+		rec(1, httpbpf.KindData, httpbpf.Read, seq+2, tResponse)
+		seq += 2
+	}
 	require.Equal(t, []uint32{1}, h.muted.gens)
-	rec(1, httpbpf.KindData, httpbpf.Write, 3, tRequest) // sent before the kernel side muted it
-	require.Len(t, h.got, 1, "a muted connection's bytes are skipped")
+	seq++
+	rec(1, httpbpf.KindData, httpbpf.Write, seq, tRequest) // sent before the kernel side muted it
+	require.Len(t, h.got, muteAfter, "a muted connection's bytes are skipped")
 
 	h.result = outcomeEmitted
 	rec(2, httpbpf.KindData, httpbpf.Write, 1, tRequest) // the next connection, before the first's close
-	rec(1, httpbpf.KindClose, 0, 3, "")
+	rec(1, httpbpf.KindClose, 0, seq, "")
 	rec(2, httpbpf.KindData, httpbpf.Read, 2, tResponse)
-	require.Len(t, h.got, 2)
+	require.Len(t, h.got, muteAfter+1)
 	require.Len(t, h.t.conns, 1, "the muted connection went with its close")
 
 	rec(3, httpbpf.KindData, httpbpf.Write, 1, tRequest) // gen 2's close was lost
 	rec(3, httpbpf.KindData, httpbpf.Read, 2, tResponse)
-	require.Len(t, h.got, 3)
+	require.Len(t, h.got, muteAfter+2)
 	require.Zero(t, h.t.frames.AbandonedGap, "no call was taken for another's")
 }
 

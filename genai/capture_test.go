@@ -481,6 +481,24 @@ func TestCaptureCutStream(t *testing.T) {
 	h.requireNoSecret(t)
 }
 
+// TestCaptureSharedKeepAlive: one keep-alive connection to a server that
+// serves a REST API beside its LLM API, as a gateway does, used for both
+// in turn (two REST calls first): every LLM call on it is a span. (The
+// first REST call muted the connection before.)
+func TestCaptureSharedKeepAlive(t *testing.T) {
+	s := llmserver.Start(t, llmserver.Options{TLS: true, Chunks: chunks})
+	h := startCapture(t)
+	h.waitAttached(t, systemLibSSL(t))
+
+	pythonClient(t, s, "/v1/files,/v1/files,/v1/chat/completions,/v1/files,/v1/messages,/v1/files",
+		"x,x,gpt-4o-mini,x,claude-sonnet-4,x", 12, false)
+	models := map[string]int{}
+	for _, sp := range h.spansTo(t, s.Port, 4) {
+		models[attrs(sp)[semconv.GenAIRequestModel].AsString()]++
+	}
+	require.Equal(t, map[string]int{"gpt-4o-mini": 2, "claude-sonnet-4": 2}, models)
+}
+
 // TestCaptureUnknownAddress: calls to an address that names no provider,
 // through the real capture, are told by what they carry: a Bedrock
 // Converse call signed for Bedrock (Signature Version 4, no X-Amz-Date)
