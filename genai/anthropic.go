@@ -192,16 +192,14 @@ var anthropicResponseFields = [...]string{
 // anthropicParser is the state of one anthropicCall call, pooled so
 // that its buffers are reused.
 type anthropicParser struct {
-	c   *Call
-	sse SSEParser
-	f   anthropicFields
-	buf []byte // a non-streamed body in several chunks
+	c    *Call
+	resp sseResponse
+	f    anthropicFields
+	buf  []byte // a non-streamed body in several chunks
 
 	// The raw counts, merged over events; -1 until reported.
 	input, output, cacheRead, cacheCreation int64
 
-	head       Header // the response's
-	body       bodyRead
 	terminal   bool // message_stop, or an error
 	incomplete bool
 	timer      contentTimer
@@ -226,13 +224,12 @@ func (a *anthropicParser) release() {
 		a.buf = nil
 	}
 	a.buf = a.buf[:0]
-	a.sse.Reset()
+	a.resp.sse.Reset()
 }
 
 func (a *anthropicParser) begin(x *Exchange, c *Call) {
-	*a = anthropicParser{sse: a.sse, buf: a.buf[:0], c: c,
+	*a = anthropicParser{resp: sseResponse{sse: a.resp.sse}, buf: a.buf[:0], c: c,
 		input: -1, output: -1, cacheRead: -1, cacheCreation: -1}
-	a.sse.Reset()
 	resetCall(c)
 	a.incomplete = x.RequestTruncated || x.ResponseTruncated
 
@@ -250,44 +247,22 @@ func (a *anthropicParser) begin(x *Exchange, c *Call) {
 	}
 
 	// Response.
-	a.head = x.ResponseHeader
-	if a.body.off = encoded(x.ResponseHeader); a.body.off {
+	if a.resp.begin(x.ResponseHeader); a.resp.body.off {
 		a.incomplete = true
 	}
 }
 
-func (a *anthropicParser) chunk(ch Chunk) {
-	if first, ok := a.body.start(ch); ok {
-		a.setStream(eventStreamStart(a.head, first, true))
-	}
-	if a.body.streamed(ch) {
-		sseChunk(&a.sse, ch, a.sseEvent)
-	}
-}
-
-// setStream says whether the response is read as an event stream.
-func (a *anthropicParser) setStream(stream bool) {
-	a.body.decided, a.body.stream = true, stream
-	if stream {
-		a.c.Stream = true
-	}
-}
+func (a *anthropicParser) chunk(ch Chunk) { a.resp.chunk(ch, a.c, a.sseEvent) }
 
 func (a *anthropicParser) sseEvent(ev SSEEvent, at time.Time) { a.event(ev.Data, ev.Type, at) }
 
 func (a *anthropicParser) end(x *Exchange, c *Call) {
-	if !a.body.off {
-		if !a.body.decided {
-			a.setStream(eventStreamStart(a.head, 0, false))
-		}
-		if a.body.stream {
-			if sseEnd(&a.sse, a.body.fed, a.body.last, a.sseEvent) || !a.terminal {
-				a.incomplete = true
-			}
-		} else {
-			a.incomplete = a.incomplete || x.ResponseTruncated
-			a.parseBody(x)
-		}
+	switch whole, skipped := a.resp.end(c, a.sseEvent); {
+	case whole:
+		a.incomplete = a.incomplete || x.ResponseTruncated
+		a.parseBody(x)
+	case a.resp.body.stream && (skipped || !a.terminal):
+		a.incomplete = true
 	}
 
 	// Usage, the OpenTelemetry way: input includes the cache.
@@ -357,7 +332,7 @@ func (a *anthropicParser) event(data, sseType []byte, at time.Time) {
 	if string(typ) == "message_stop" {
 		a.terminal = true
 	}
-	if a.body.stream && f.content {
+	if a.resp.body.stream && f.content {
 		a.timer.mark(at)
 	}
 }

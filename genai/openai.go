@@ -381,14 +381,12 @@ var openaiResponseFields = [...]string{
 // openaiParser is the state of one openAICall call, pooled so that its
 // buffers are reused.
 type openaiParser struct {
-	c   *Call
-	sse SSEParser
-	req openaiRequest
-	f   openaiFields // the event (or body) being read
-	buf []byte       // a non-streamed body in several chunks
+	c    *Call
+	resp sseResponse
+	req  openaiRequest
+	f    openaiFields // the event (or body) being read
+	buf  []byte       // a non-streamed body in several chunks
 
-	head       Header // the response's
-	body       bodyRead
 	terminal   bool // [DONE], or a final Responses API event
 	incomplete bool
 	contentN   int
@@ -421,12 +419,11 @@ func (o *openaiParser) release() {
 		o.buf = nil
 	}
 	o.buf = o.buf[:0]
-	o.sse.Reset()
+	o.resp.sse.Reset()
 }
 
 func (o *openaiParser) begin(x *Exchange, c *Call) {
-	*o = openaiParser{sse: o.sse, buf: o.buf[:0], c: c}
-	o.sse.Reset()
+	*o = openaiParser{resp: sseResponse{sse: o.resp.sse}, buf: o.buf[:0], c: c}
 	resetCall(c)
 	if c.Operation == "" {
 		c.Operation = openaiOperation(x.Path)
@@ -447,44 +444,22 @@ func (o *openaiParser) begin(x *Exchange, c *Call) {
 	}
 
 	// Response.
-	o.head = x.ResponseHeader
-	if o.body.off = encoded(x.ResponseHeader); o.body.off {
+	if o.resp.begin(x.ResponseHeader); o.resp.body.off {
 		o.incomplete = true
 	}
 }
 
-func (o *openaiParser) chunk(ch Chunk) {
-	if first, ok := o.body.start(ch); ok {
-		o.setStream(eventStreamStart(o.head, first, true))
-	}
-	if o.body.streamed(ch) {
-		sseChunk(&o.sse, ch, o.sseEvent)
-	}
-}
-
-// setStream says whether the response is read as an event stream.
-func (o *openaiParser) setStream(stream bool) {
-	o.body.decided, o.body.stream = true, stream
-	if stream {
-		o.c.Stream = true
-	}
-}
+func (o *openaiParser) chunk(ch Chunk) { o.resp.chunk(ch, o.c, o.sseEvent) }
 
 func (o *openaiParser) sseEvent(ev SSEEvent, at time.Time) { o.event(ev.Data, ev.Type, at) }
 
 func (o *openaiParser) end(x *Exchange, c *Call) {
-	if !o.body.off {
-		if !o.body.decided {
-			o.setStream(eventStreamStart(o.head, 0, false))
-		}
-		if o.body.stream {
-			if sseEnd(&o.sse, o.body.fed, o.body.last, o.sseEvent) || !o.terminal {
-				o.incomplete = true
-			}
-		} else {
-			o.incomplete = o.incomplete || x.ResponseTruncated
-			o.parseBody(x)
-		}
+	switch whole, skipped := o.resp.end(c, o.sseEvent); {
+	case whole:
+		o.incomplete = o.incomplete || x.ResponseTruncated
+		o.parseBody(x)
+	case o.resp.body.stream && (skipped || !o.terminal):
+		o.incomplete = true
 	}
 
 	// Timing.
@@ -567,7 +542,7 @@ func (o *openaiParser) event(data, sseType []byte, at time.Time) {
 		appendName(&c.FinishReasons, reason)
 	}
 
-	if o.body.stream && (f.content || bytes.HasSuffix(typ, []byte(".delta"))) {
+	if o.resp.body.stream && (f.content || bytes.HasSuffix(typ, []byte(".delta"))) {
 		if o.contentN == 0 {
 			o.first = at
 		}

@@ -101,3 +101,53 @@ func sseEnd(p *SSEParser, fed bool, last time.Time, fn func(ev SSEEvent, at time
 	_, events := p.Skipped()
 	return events > 0
 }
+
+// sseResponse is how the parsers of APIs that stream text/event-stream
+// (OpenAI's, Anthropic's) read a response body: as an event stream when
+// eventStreamStart says so, else whole at the end.
+type sseResponse struct {
+	head Header // the response's
+	body bodyRead
+	sse  SSEParser
+}
+
+// begin starts reading a response with header h.
+func (r *sseResponse) begin(h Header) {
+	r.head, r.body = h, bodyRead{off: encoded(h)}
+	r.sse.Reset()
+}
+
+// chunk reads ch, calling fn with each event it completes; c.Stream is
+// set once the body is known to be a stream.
+func (r *sseResponse) chunk(ch Chunk, c *Call, fn func(ev SSEEvent, at time.Time)) {
+	if first, ok := r.body.start(ch); ok {
+		r.decide(c, eventStreamStart(r.head, first, true))
+	}
+	if r.body.streamed(ch) {
+		sseChunk(&r.sse, ch, fn)
+	}
+}
+
+func (r *sseResponse) decide(c *Call, stream bool) {
+	r.body.decided, r.body.stream = true, stream
+	if stream {
+		c.Stream = true
+	}
+}
+
+// end ends the body: for a stream, fn gets what arrived of an event it
+// was cut in, and skipped says whether an event was dropped for its
+// size. whole is set when the body is to be read whole (it is no
+// stream, and no content coding hides it).
+func (r *sseResponse) end(c *Call, fn func(ev SSEEvent, at time.Time)) (whole, skipped bool) {
+	if r.body.off {
+		return false, false
+	}
+	if !r.body.decided {
+		r.decide(c, eventStreamStart(r.head, 0, false))
+	}
+	if !r.body.stream {
+		return true, false
+	}
+	return false, sseEnd(&r.sse, r.body.fed, r.body.last, fn)
+}

@@ -848,16 +848,7 @@ func TestConnSharedBodies(t *testing.T) {
 			cfg.Bodies = &bodies
 			cfg.OnExchange = func(e *Exchange) { got = append(got, deepCopy(e)) }
 			c := New(cfg)
-			for _, ev := range tc.evs {
-				switch ev.op {
-				case opFeed:
-					c.Feed(ev.dir, []byte(ev.data), ev.at)
-				case opGap:
-					c.Gap(ev.dir)
-				case opClose:
-					c.Close()
-				}
-			}
+			apply(c, tc.evs, whole)
 			assert.Empty(t, checkExchanges(got, tc.want))
 		})
 	}
@@ -964,16 +955,7 @@ func TestOnResponse(t *testing.T) {
 				streams = append(streams, g)
 				return func(p Piece) { g.pieces = append(g.pieces, Piece{At: p.At, Data: []byte(string(p.Data))}) }
 			}})
-		for _, ev := range evs {
-			switch ev.op {
-			case opFeed:
-				c.Feed(ev.dir, []byte(ev.data), ev.at)
-			case opGap:
-				c.Gap(ev.dir)
-			case opClose:
-				c.Close()
-			}
-		}
+		apply(c, evs, whole)
 		return streams, delivered
 	}
 	req := "POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}"

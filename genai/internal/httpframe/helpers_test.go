@@ -46,6 +46,14 @@ func play(cfg Config, evs []event, split func([]byte) [][]byte) result {
 	cfg.OnExchange = func(e *Exchange) { res.exchanges = append(res.exchanges, e) }
 	cfg.Stats = nil
 	c := New(cfg)
+	apply(c, evs, split)
+	res.stats = c.Stats()
+	return res
+}
+
+// apply runs events through c; split cuts the data of each Feed into the
+// pieces fed one by one, all at the event's time.
+func apply(c *Conn, evs []event, split func([]byte) [][]byte) {
 	for _, ev := range evs {
 		switch ev.op {
 		case opFeed:
@@ -58,8 +66,6 @@ func play(cfg Config, evs []event, split func([]byte) [][]byte) result {
 			c.Close()
 		}
 	}
-	res.stats = c.Stats()
-	return res
 }
 
 // whole feeds each event's data in one piece.
