@@ -121,8 +121,9 @@ type LLM struct {
 	// there (see genai.HostMap).
 	Providers map[string]string
 	// CaptureBodyLimit is aiml.llm.capture_body_limit: how many bytes of
-	// each request and response body are kept for parsing. 1 to
-	// MaxCaptureBodyLimit; default DefaultCaptureBodyLimit.
+	// each request and response body are kept (genai.WithBodyLimit: a
+	// streamed response is parsed whole as it arrives whatever the limit).
+	// 1 to MaxCaptureBodyLimit; default DefaultCaptureBodyLimit.
 	CaptureBodyLimit int
 	Content          Content
 }
