@@ -310,6 +310,7 @@ func (c *Capture) start(multi bool) error {
 	}
 	wall := ktime.WallClock(ktime.Now)
 	c.conns = newConnTable(cc, c.objs, wall, c.exchange)
+	c.conns.serve = c.serve
 	c.goes = newGoCounter(cc.procfs)
 	probes := make([]uprobe.Probe, 0, len(httpbpf.TLSProbes))
 	for _, p := range httpbpf.TLSProbes {

@@ -68,7 +68,9 @@ type connTable struct {
 	kernel  muter // nil: nothing to tell
 	wall    func(ktime uint64) time.Time
 	deliver func(*Exchange, *httpframe.Exchange, *capProc, *liveCall) outcome
-	now     func() time.Time
+	// serve, when set, takes the exchanges a traced process served.
+	serve func(*Exchange, *capProc, *liveCall)
+	now   func() time.Time
 
 	conns map[connKey]*capConn
 	lru   list.List // of *capConn, least recently used first
@@ -237,9 +239,12 @@ func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
 	}
 	toExchange(fx, t.wall, &x)
 	o := outcomeServerSide
-	if fx.Role == httpframe.Client {
+	switch {
+	case fx.Role == httpframe.Client:
 		o = t.deliver(&x, fx, cc.proc, live)
-	} else if live != nil {
+	case t.serve != nil:
+		t.serve(&x, cc.proc, live)
+	case live != nil:
 		live.parser.release()
 	}
 	t.outcomes[o]++
@@ -265,12 +270,12 @@ func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
 // few exchanges' bytes before it is muted.
 const muteAfter = 3
 
-// response starts parsing, as it arrives, the response of a client's
-// exchange that is an LLM API call: it returns what takes the body's
-// pieces, or nil when the exchange is not one.
+// response starts parsing, as it arrives, the response of an exchange
+// that is an LLM API call, at either end: it returns what takes the
+// body's pieces, or nil when the exchange is not one.
 func (t *connTable) response(cc *capConn, fx *httpframe.Exchange) func(httpframe.Piece) {
 	cc.dropLive() // an exchange abandoned before its end
-	if fx.Role != httpframe.Client {
+	if fx.Role == httpframe.Server && t.serve == nil {
 		return nil
 	}
 	var x Exchange
@@ -308,6 +313,10 @@ func (t *connTable) cut(cc *capConn) {
 	toExchange(l.fx, t.wall, &x)
 	x.End = t.wall(uint64(max(l.last, l.fx.ResponseStart)))
 	l.cut = true
+	if l.fx.Role == httpframe.Server {
+		t.serve(&x, cc.proc, l)
+		return
+	}
 	t.outcomes[t.deliver(&x, l.fx, cc.proc, l)]++
 }
 
@@ -367,6 +376,9 @@ func toExchange(fx *httpframe.Exchange, wall func(uint64) time.Time, x *Exchange
 		Status:            fx.Status,
 		ResponseHeader:    respHeader,
 		ResponseTruncated: fx.ResponseTruncated,
+	}
+	if fx.RequestEnd != 0 {
+		x.RequestEnd = wall(uint64(fx.RequestEnd))
 	}
 	x.Chunks = make([]Chunk, len(fx.Pieces))
 	for i, p := range fx.Pieces {

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope/genai/internal/httpframe"
@@ -24,20 +25,44 @@ func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange, p *capProc, live 
 	if o != outcomeEmitted {
 		return o
 	}
-	ctx := context.Background()
-	var pod []attribute.KeyValue
-	if r := c.cfg.resolver; r != nil {
-		p.resolve(r)
-		if p.parent.IsValid() {
-			ctx = trace.ContextWithRemoteSpanContext(ctx, p.parent)
-		}
-		pod = p.attrs
-	}
+	ctx, pod := c.process(context.Background(), p)
 	c.emitter.emit(ctx, x, &call, ep, pod)
 	if h := c.cfg.onExchange; h != nil {
 		h(x, &call, ep)
 	}
 	return outcomeEmitted
+}
+
+// serve records a request that process p served, seen from its end, if it
+// is an LLM API call: its SERVER span is a child of the request's
+// traceparent when it carries one, else of p's parent span.
+func (c *Capture) serve(x *Exchange, p *capProc, live *liveCall) {
+	ep, call, o := readCall(x, c.cfg.hosts, live)
+	if o != outcomeEmitted {
+		return
+	}
+	ctx, pod := c.process(context.Background(), p)
+	if sc := trace.SpanContextFromContext(traceContext.Extract(context.Background(), propagation.HeaderCarrier(x.RequestHeader))); sc.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	c.emitter.emitServer(ctx, x, &call, ep, pod)
+}
+
+// traceContext reads a request's W3C traceparent.
+var traceContext = propagation.TraceContext{}
+
+// process returns ctx with p's parent span, and p's pod, where the
+// resolver gives them.
+func (c *Capture) process(ctx context.Context, p *capProc) (context.Context, []attribute.KeyValue) {
+	r := c.cfg.resolver
+	if r == nil {
+		return ctx, nil
+	}
+	p.resolve(r)
+	if p.parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, p.parent)
+	}
+	return ctx, p.attrs
 }
 
 // captureInstruments are the capture's self-metrics.

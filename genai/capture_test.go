@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
@@ -78,32 +79,39 @@ func (h *captureHarness) waitAttached(t *testing.T, lib string) uprobe.Attachmen
 	return found
 }
 
-// spansTo returns the spans of calls to port, waiting until there are n.
+// spansTo returns the CLIENT spans of calls to port, waiting until there
+// are n.
 func (h *captureHarness) spansTo(t *testing.T, port, n int) tracetest.SpanStubs {
 	t.Helper()
+	return h.spansOf(t, trace.SpanKindClient, port, n)
+}
+
+// spansOf returns the spans of kind of calls to port, waiting until there
+// are n.
+func (h *captureHarness) spansOf(t *testing.T, kind trace.SpanKind, port, n int) tracetest.SpanStubs {
+	t.Helper()
 	var got tracetest.SpanStubs
-	ok := poll(15*time.Second, func() bool {
+	collect := func() {
 		got = got[:0]
 		for _, s := range h.spans.GetSpans() {
+			if s.SpanKind != kind {
+				continue
+			}
 			for _, kv := range s.Attributes {
 				if kv.Key == semconv.ServerPort && kv.Value.AsInt64() == int64(port) {
 					got = append(got, s)
 				}
 			}
 		}
+	}
+	ok := poll(15*time.Second, func() bool {
+		collect()
 		return len(got) >= n
 	})
-	require.True(t, ok, "%d spans to port %d, want %d", len(got), port, n)
+	require.True(t, ok, "%d %v spans to port %d, want %d", len(got), kind, port, n)
 	time.Sleep(300 * time.Millisecond) // no more than n come
-	got = got[:0]
-	for _, s := range h.spans.GetSpans() {
-		for _, kv := range s.Attributes {
-			if kv.Key == semconv.ServerPort && kv.Value.AsInt64() == int64(port) {
-				got = append(got, s)
-			}
-		}
-	}
-	require.Len(t, got, n, "spans to port %d", port)
+	collect()
+	require.Len(t, got, n, "%v spans to port %d", kind, port)
 	return got
 }
 
@@ -508,6 +516,72 @@ func TestCaptureSharedKeepAlive(t *testing.T) {
 		models[attrs(sp)[semconv.GenAIRequestModel].AsString()]++
 	}
 	require.Equal(t, map[string]int{"gpt-4o-mini": 2, "claude-sonnet-4": 2}, models)
+}
+
+// TestCaptureServerSide: a process on the node serving an OpenAI-
+// compatible API, with a client beside it: in plaintext on a watched port
+// (the mock, in this test's process, whose socket calls the capture reads
+// like any other's), and over TLS (testdata/capture/server.py, Python's
+// http.server on the system OpenSSL). Each request it served is a SERVER
+// span with the usage and model it sent, and the GenAI server metrics
+// hold what it did: a first token no sooner than its first delay after it
+// read the request, a token no sooner than its chunk delay after the last
+// (its stream carries three content chunks and two more, each a chunk
+// delay apart, for five output tokens). (Bounds from above would be
+// wall-clock asserts: none.)
+func TestCaptureServerSide(t *testing.T) {
+	t.Run("plaintext", func(t *testing.T) {
+		s := llmserver.Start(t, llmserver.Options{FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
+		h := startCapture(t, WithPlaintextPorts(uint16(s.Port)))
+		checkServed(t, h, s)
+	})
+	t.Run("tls", func(t *testing.T) {
+		files := llmserver.Start(t, llmserver.Options{TLS: true}) // for its certificate and key
+		cmd := exec.Command("/usr/bin/python3", "testdata/capture/server.py", files.CAFile, files.KeyFile,
+			strconv.Itoa(int(firstDelay.Milliseconds())), strconv.Itoa(int(chunkDelay.Milliseconds())), strconv.Itoa(chunks))
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		var port int
+		_, err = fmt.Fscanf(out, "PORT %d\n", &port)
+		require.NoError(t, err, "server.py printed no port")
+		h := startCapture(t)
+		h.waitAttached(t, systemLibSSL(t))
+		checkServed(t, h, &llmserver.Server{URL: "https://127.0.0.1:" + strconv.Itoa(port), Port: port, CAFile: files.CAFile})
+	})
+}
+
+// checkServed makes three calls to s and checks what its end did.
+func checkServed(t *testing.T, h *captureHarness, s *llmserver.Server) {
+	const n = 3
+	python(t, s, "/v1/chat/completions", "gpt-4o-mini", n)
+	h.spansTo(t, s.Port, n) // the client's calls
+	for _, sp := range h.spansOf(t, trace.SpanKindServer, s.Port, n) {
+		a := attrs(sp)
+		require.Equal(t, "chat gpt-4o-mini", sp.Name)
+		require.Equal(t, "gpt-4o-mini", a[semconv.GenAIResponseModel].AsString())
+		require.Equal(t, int64(llmserver.InputTokens), a[semconv.GenAIUsageInputTokens].AsInt64())
+		require.Equal(t, int64(llmserver.OutputTokens), a[semconv.GenAIUsageOutputTokens].AsInt64())
+		require.Equal(t, codes.Unset, sp.Status.Code)
+		require.GreaterOrEqual(t, sp.EndTime.Sub(sp.StartTime), firstDelay+(chunks+1)*chunkDelay, "the request's duration")
+	}
+
+	pts := testutil.Collect(t, h.reader)
+	port := semconv.ServerPort.Int(s.Port)
+	dur := pts.Find(semconv.GenAIServerRequestDuration.Name, port)
+	require.Len(t, dur, 1)
+	require.Equal(t, uint64(n), dur[0].Count)
+	first := pts.Find(semconv.GenAIServerTimeToFirstToken.Name, port)
+	require.Len(t, first, 1)
+	require.Equal(t, uint64(n), first[0].Count)
+	require.GreaterOrEqual(t, first[0].Value/float64(n), firstDelay.Seconds(), "mean time to first token")
+	perToken := pts.Find(semconv.GenAIServerTimePerOutputToken.Name, port)
+	require.Len(t, perToken, 1)
+	require.Equal(t, uint64(n), perToken[0].Count)
+	require.GreaterOrEqual(t, perToken[0].Value/float64(n), chunkDelay.Seconds(), "mean time per output token")
+	h.requireNoSecret(t)
 }
 
 // TestCaptureUnknownAddress: calls to an address that names no provider,

@@ -110,6 +110,8 @@ type Emitter struct {
 
 	tokens, duration, firstChunk, perChunk metric.Float64Histogram
 	cost                                   metric.Float64Counter
+	// The serving end's (emitServer).
+	serverDuration, serverFirstToken, serverPerToken metric.Float64Histogram
 
 	models, servers capped // label values admitted to metric attributes
 }
@@ -163,6 +165,9 @@ func newEmitter(c config) (*Emitter, error) {
 	e.duration = b.Histogram(semconv.GenAIClientOperationDuration)
 	e.firstChunk = b.Histogram(semconv.GenAIClientOperationTimeToFirstChunk)
 	e.perChunk = b.Histogram(semconv.GenAIClientOperationTimePerOutputChunk)
+	e.serverDuration = b.Histogram(semconv.GenAIServerRequestDuration)
+	e.serverFirstToken = b.Histogram(semconv.GenAIServerTimeToFirstToken)
+	e.serverPerToken = b.Histogram(semconv.GenAIServerTimePerOutputToken)
 	e.cost = b.AddCounter(semconv.XpuscopeGenAICost)
 	if err := b.Err(); err != nil {
 		return nil, fmt.Errorf("genai: %w", err)
@@ -196,22 +201,7 @@ func (e *Emitter) Emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint) {
 // histogram's series.
 func (e *Emitter) emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint, pod []attribute.KeyValue) {
 	errType := errorType(x, c)
-	attrs := []attribute.KeyValue{
-		semconv.GenAIOperationName.String(c.Operation),
-		semconv.GenAIProviderName.String(c.Provider),
-	}
-	if ep.ServerPort != 0 {
-		attrs = append(attrs, semconv.ServerPort.Int(ep.ServerPort))
-	}
-	// The pod's attributes first: the call's own win over any they repeat.
-	span := append(append(slices.Clip(pod), attrs...), e.spanAttrs(x, c, ep)...)
-	if ep.ServerAddress != "" {
-		span = append(span, semconv.ServerAddress.String(ep.ServerAddress))
-		attrs = append(attrs, semconv.ServerAddress.String(e.servers.value(ep.ServerAddress)))
-	}
-	if errType != "" {
-		span = append(span, semconv.ErrorType.String(errType))
-	}
+	metricAttrs, span := e.attrs(x, c, ep, pod, errType)
 	usd, priced := e.cfg.rates.Cost(c.Provider, firstNonEmpty(c.ResponseModel, c.RequestModel), c.Usage)
 	if priced {
 		span = append(span, semconv.XpuscopeGenAICostUSD.Float64(usd))
@@ -219,25 +209,10 @@ func (e *Emitter) emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint, p
 	if e.cfg.maxContent > 0 {
 		span = append(span, contentAttrs(ExtractContent(x, c, ep, e.cfg.maxContent))...)
 	}
-	ctx, sp := e.tracer.Start(ctx, semconv.GenAISpanName(c.Operation, c.RequestModel),
-		trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(x.Start), trace.WithAttributes(span...))
-	if errType != "" {
-		sp.SetStatus(codes.Error, errType)
-	}
-	sp.End(trace.WithTimestamp(x.End))
+	ctx = e.span(ctx, x, c, trace.SpanKindClient, span, errType)
 
-	if m := e.models.value(c.RequestModel); m != "" {
-		attrs = append(attrs, semconv.GenAIRequestModel.String(m))
-	}
-	if m := e.models.value(c.ResponseModel); m != "" {
-		attrs = append(attrs, semconv.GenAIResponseModel.String(m))
-	}
-	base := metric.WithAttributes(attrs...)
-	dur := base
-	if errType != "" {
-		dur = metric.WithAttributes(append(attrs[:len(attrs):len(attrs)], semconv.ErrorType.String(errType))...)
-	}
-	e.duration.Record(ctx, x.End.Sub(x.Start).Seconds(), dur)
+	base := metric.WithAttributes(metricAttrs...)
+	e.duration.Record(ctx, x.End.Sub(x.Start).Seconds(), withErrorType(metricAttrs, errType))
 	if c.Usage.InputTokens >= 0 {
 		e.tokens.Record(ctx, float64(c.Usage.InputTokens), base,
 			metric.WithAttributes(semconv.GenAITokenType.String(semconv.GenAITokenTypeInput)))
@@ -255,6 +230,79 @@ func (e *Emitter) emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint, p
 	if priced {
 		e.cost.Add(ctx, usd, base)
 	}
+}
+
+// emitServer records one request a process on this node served, x seen
+// from the server's end: a SERVER span from its first byte read to the
+// last byte written, with the serving process's pod, and the GenAI server
+// metrics. The time to the first token runs from the request read in
+// full (x.RequestEnd) to the first chunk with output; the time per output
+// token from there to the last byte, over the output tokens less one.
+// Both only for a successful streamed response. No content is put on it.
+func (e *Emitter) emitServer(ctx context.Context, x *Exchange, c *Call, ep Endpoint, pod []attribute.KeyValue) {
+	errType := errorType(x, c)
+	metricAttrs, span := e.attrs(x, c, ep, pod, errType)
+	ctx = e.span(ctx, x, c, trace.SpanKindServer, span, errType)
+
+	e.serverDuration.Record(ctx, x.End.Sub(x.Start).Seconds(), withErrorType(metricAttrs, errType))
+	if errType != "" || !c.Stream || c.TimeToFirstChunk < 0 || x.RequestEnd.IsZero() {
+		return
+	}
+	base := metric.WithAttributes(metricAttrs...)
+	first := x.Start.Add(c.TimeToFirstChunk)
+	e.serverFirstToken.Record(ctx, max(0, first.Sub(x.RequestEnd)).Seconds(), base)
+	if n := c.Usage.OutputTokens; n > 1 {
+		e.serverPerToken.Record(ctx, max(0, x.End.Sub(first)).Seconds()/float64(n-1), base)
+	}
+}
+
+// attrs are a call's metric attributes (without error.type) and its span
+// attributes (with pod, before cost and content).
+func (e *Emitter) attrs(x *Exchange, c *Call, ep Endpoint, pod []attribute.KeyValue, errType string) (metricAttrs, span []attribute.KeyValue) {
+	metricAttrs = []attribute.KeyValue{
+		semconv.GenAIOperationName.String(c.Operation),
+		semconv.GenAIProviderName.String(c.Provider),
+	}
+	if ep.ServerPort != 0 {
+		metricAttrs = append(metricAttrs, semconv.ServerPort.Int(ep.ServerPort))
+	}
+	// The pod's attributes first: the call's own win over any they repeat.
+	span = append(append(slices.Clip(pod), metricAttrs...), e.spanAttrs(x, c, ep)...)
+	if ep.ServerAddress != "" {
+		span = append(span, semconv.ServerAddress.String(ep.ServerAddress))
+		metricAttrs = append(metricAttrs, semconv.ServerAddress.String(e.servers.value(ep.ServerAddress)))
+	}
+	if errType != "" {
+		span = append(span, semconv.ErrorType.String(errType))
+	}
+	if m := e.models.value(c.RequestModel); m != "" {
+		metricAttrs = append(metricAttrs, semconv.GenAIRequestModel.String(m))
+	}
+	if m := e.models.value(c.ResponseModel); m != "" {
+		metricAttrs = append(metricAttrs, semconv.GenAIResponseModel.String(m))
+	}
+	return metricAttrs, span
+}
+
+// span records the call's span, of kind, from x.Start to x.End, and
+// returns its context, in which the metrics are recorded so that
+// exemplars point at it.
+func (e *Emitter) span(ctx context.Context, x *Exchange, c *Call, kind trace.SpanKind, attrs []attribute.KeyValue, errType string) context.Context {
+	ctx, sp := e.tracer.Start(ctx, semconv.GenAISpanName(c.Operation, c.RequestModel),
+		trace.WithSpanKind(kind), trace.WithTimestamp(x.Start), trace.WithAttributes(attrs...))
+	if errType != "" {
+		sp.SetStatus(codes.Error, errType)
+	}
+	sp.End(trace.WithTimestamp(x.End))
+	return ctx
+}
+
+// withErrorType is attrs, with error.type when the call failed.
+func withErrorType(attrs []attribute.KeyValue, errType string) metric.MeasurementOption {
+	if errType == "" {
+		return metric.WithAttributes(attrs...)
+	}
+	return metric.WithAttributes(append(attrs[:len(attrs):len(attrs)], semconv.ErrorType.String(errType))...)
 }
 
 func (e *Emitter) spanAttrs(x *Exchange, c *Call, ep Endpoint) []attribute.KeyValue {

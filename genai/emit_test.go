@@ -263,3 +263,37 @@ func TestCaptureOptionsDoNotCompileForEmitter(t *testing.T) {
 	require.Error(t, err, "a capture-only option compiled for NewEmitter")
 	require.Contains(t, out, "genai.CaptureOption does not implement genai.Option")
 }
+
+// emitServer: a SERVER span over the request, and the server metrics from
+// the exchange's times: the request read in full 50 ms after its start,
+// the first output chunk 300 ms after the start, the last byte 2 s after
+// it, 200 output tokens; a failed request records its duration only, with
+// error.type.
+func TestEmitServer(t *testing.T) {
+	h := newEmitHarness(t)
+	x, c, ep := streamedChat()
+	x.RequestEnd = t0.Add(50 * time.Millisecond)
+	h.e.emitServer(context.Background(), x, c, ep, nil)
+	failed, fc, _ := streamedChat()
+	failed.Status, failed.RequestEnd = 503, t0
+	h.e.emitServer(context.Background(), failed, fc, ep, nil)
+
+	spans := h.spans.GetSpans()
+	require.Len(t, spans, 2)
+	assert.Equal(t, trace.SpanKindServer, spans[0].SpanKind)
+	assert.Equal(t, t0, spans[0].StartTime)
+	assert.Equal(t, t0.Add(2*time.Second), spans[0].EndTime)
+	assert.Equal(t, codes.Error, spans[1].Status.Code)
+
+	pts := testutil.Collect(t, h.reader)
+	dur := pts.Find(semconv.GenAIServerRequestDuration.Name)
+	require.Len(t, dur, 2)
+	failedDur := pts.One(t, semconv.GenAIServerRequestDuration.Name, semconv.ErrorType.String("503"))
+	assert.Equal(t, uint64(1), failedDur.Count)
+	first := pts.One(t, semconv.GenAIServerTimeToFirstToken.Name)
+	assert.Equal(t, uint64(1), first.Count, "only the successful request")
+	assert.InDelta(t, 0.250, first.Value, 1e-9, "300 ms after the start, less the 50 ms the request took")
+	perToken := pts.One(t, semconv.GenAIServerTimePerOutputToken.Name)
+	assert.InDelta(t, 1.7/199, perToken.Value, 1e-9, "from the first chunk to the end, over 199 tokens")
+	assert.Empty(t, pts.Find(semconv.GenAIClientOperationDuration.Name), "no client metric for a served request")
+}

@@ -17,8 +17,10 @@ type Exchange struct {
 	RequestTruncated bool
 
 	// Start is when the request was sent; End when the response ended
-	// (the last chunk, or the capture gave up).
-	Start, End time.Time
+	// (the last chunk, or the capture gave up). RequestEnd, when known, is
+	// when the last byte of the request went: for a server, when it had
+	// read the request in full.
+	Start, End, RequestEnd time.Time
 
 	Status            int
 	ResponseHeader    Header

@@ -12,7 +12,7 @@ const (
 const (
 	CaptureOutcomeEmitted    = "emitted"     // an LLM API call: span and metrics
 	CaptureOutcomeNotLLM     = "not_llm"     // HTTP, but no LLM API the parsers know
-	CaptureOutcomeServerSide = "server_side" // seen from the server's end: its client's capture reports it
+	CaptureOutcomeServerSide = "server_side" // seen from the server's end: reported as a served request (a SERVER span and gen_ai.server.*) when it is an LLM API call
 	CaptureOutcomeParseError = "parse_error" // an LLM API whose body could not be read
 )
 

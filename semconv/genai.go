@@ -178,6 +178,13 @@ var (
 		0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24,
 		20.48, 40.96, 81.92,
 	}
+	genaiTimeToFirstTokenBuckets = []float64{
+		0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+		1.0, 2.5, 5.0, 7.5, 10.0,
+	}
+	genaiTimePerOutputTokenBuckets = []float64{
+		0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5,
+	}
 )
 
 // genaiAttrs are carried by every GenAI client metric.
@@ -234,10 +241,38 @@ var (
 	}
 )
 
+const genaiServerNote = "From the captured HTTP exchanges of a process on this node that serves an LLM API (the capture's plaintext ports), measured where the server reads and writes: not the client's figures, which add the network."
+
+// GenAI server metrics (OpenTelemetry): the serving end of a call.
+var (
+	GenAIServerRequestDuration = Metric{
+		Name: "gen_ai.server.request.duration", Kind: Histogram, Unit: "s", Origin: OTel,
+		Description: "GenAI server request duration: from the first byte of the request read to the last byte of the response written.",
+		Attributes:  with(genaiAttrs, ErrorType),
+		Buckets:     genaiDurationBuckets,
+		Note:        genaiServerNote + " error.type is set for a failed response: the error type it carries, or the HTTP status.",
+	}
+	GenAIServerTimeToFirstToken = Metric{
+		Name: "gen_ai.server.time_to_first_token", Kind: Histogram, Unit: "s", Origin: OTel,
+		Description: "Time from the request read in full to the first output chunk written, for successful streamed responses.",
+		Attributes:  genaiAttrs,
+		Buckets:     genaiTimeToFirstTokenBuckets,
+		Note:        genaiServerNote + " The first chunk that carries output: the write the capture saw.",
+	}
+	GenAIServerTimePerOutputToken = Metric{
+		Name: "gen_ai.server.time_per_output_token", Kind: Histogram, Unit: "s", Origin: OTel,
+		Description: "Time per output token after the first, for successful streamed responses: from the first output chunk written to the last byte, over the output tokens less one.",
+		Attributes:  genaiAttrs,
+		Buckets:     genaiTimePerOutputTokenBuckets,
+		Note:        genaiServerNote + " Only when the response reported its output tokens, more than one.",
+	}
+)
+
 var genaiMetrics = []Metric{
 	GenAIClientTokenUsage, GenAIClientOperationDuration,
 	GenAIClientOperationTimeToFirstChunk, GenAIClientOperationTimePerOutputChunk,
 	XpuscopeGenAIClientWaitingRequests, XpuscopeGenAICost,
+	GenAIServerRequestDuration, GenAIServerTimeToFirstToken, GenAIServerTimePerOutputToken,
 }
 
 // SpanGenAIClient documents the GenAI inference span. Its name is not
@@ -253,6 +288,19 @@ var SpanGenAIClient = Span{
 		GenAIUsageCacheReadInputTokens, GenAIUsageCacheCreationInputTokens,
 		GenAIUsageReasoningOutputTokens, OpenAIAPIType, ErrorType, XpuscopeGenAICostUSD,
 		GenAISystemInstructions, GenAIInputMessages, GenAIOutputMessages, XpuscopeGenAIContentTruncated,
+		K8sNamespaceName, K8sPodName, K8sPodUID, K8sContainerName, ContainerID, ServiceName,
+	},
+}
+
+// SpanGenAIServer documents the span of a request a process on the node
+// served: kind SERVER, named as the client span.
+var SpanGenAIServer = Span{
+	Name:        "{gen_ai.operation.name} {gen_ai.request.model} (SERVER)",
+	Description: "One LLM API request a process on this node served (kind SERVER), from its first byte read to the last byte of the response written; named by GenAISpanName.",
+	Attributes: []attribute.Key{
+		GenAIOperationName, GenAIProviderName, GenAIRequestModel, ServerAddress, ServerPort,
+		GenAIRequestStream, GenAIResponseID, GenAIResponseModel, GenAIResponseFinishReasons,
+		GenAIUsageInputTokens, GenAIUsageOutputTokens, ErrorType,
 		K8sNamespaceName, K8sPodName, K8sPodUID, K8sContainerName, ContainerID, ServiceName,
 	},
 }

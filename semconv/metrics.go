@@ -334,7 +334,7 @@ var cudaSpans = []Span{
 }
 
 // spans is the span registry: each area's list, in order.
-var spans = slices.Concat(cudaSpans, []Span{SpanGenAIClient})
+var spans = slices.Concat(cudaSpans, []Span{SpanGenAIClient, SpanGenAIServer})
 
 // Spans returns every registered span, in registry order.
 func Spans() []Span {

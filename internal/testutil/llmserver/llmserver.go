@@ -55,8 +55,9 @@ type Server struct {
 	// URL is the base URL ("https://127.0.0.1:PORT").
 	URL  string
 	Port int
-	// CAFile is the PEM certificate clients must trust (TLS only).
-	CAFile string
+	// CAFile is the PEM certificate clients must trust (TLS only);
+	// KeyFile its PEM private key, for a server of the test's own.
+	CAFile, KeyFile string
 
 	opts Options
 	srv  *http.Server
@@ -103,12 +104,12 @@ func Serve(o Options, dir string) (*Server, error) {
 	scheme := "http"
 	if o.TLS {
 		scheme = "https"
-		cert, caFile, err := selfSigned(dir)
+		cert, caFile, keyFile, err := selfSigned(dir)
 		if err != nil {
 			ln.Close()
 			return nil, err
 		}
-		s.CAFile = caFile
+		s.CAFile, s.KeyFile = caFile, keyFile
 		s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
 		ln = tls.NewListener(ln, s.srv.TLSConfig)
 	}
@@ -242,10 +243,10 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 
 // selfSigned makes a certificate for 127.0.0.1 and localhost, and writes
 // it as PEM to a file for clients to trust.
-func selfSigned(dir string) (tls.Certificate, string, error) {
+func selfSigned(dir string) (cert tls.Certificate, caFile, keyFile string, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tls.Certificate{}, "", err
+		return cert, "", "", err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
@@ -261,20 +262,23 @@ func selfSigned(dir string) (tls.Certificate, string, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return tls.Certificate{}, "", err
+		return cert, "", "", err
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return tls.Certificate{}, "", err
+		return cert, "", "", err
 	}
-	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		return tls.Certificate{}, "", err
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	if cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return cert, "", "", err
 	}
-	caFile := filepath.Join(dir, "ca.pem")
+	caFile, keyFile = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "key.pem")
 	if err := os.WriteFile(caFile, certPEM, 0o644); err != nil {
-		return tls.Certificate{}, "", err
+		return cert, "", "", err
 	}
-	return cert, caFile, nil
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		return cert, "", "", err
+	}
+	return cert, caFile, keyFile, nil
 }
