@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
@@ -185,6 +188,13 @@ func BenchmarkCaptureOverhead(b *testing.B) {
 		require.True(b, got, "%d calls captured of %d", spans, n)
 		return ns
 	}
+	benchRounds(b, rounds, untraced, traced)
+}
+
+// benchRounds runs untraced and traced (each returns ns per request) in
+// turn over rounds rounds and reports the medians: of each one's rate,
+// and of each round's ratio.
+func benchRounds(b *testing.B, rounds int, untraced, traced func() float64) {
 	var off, on, ratio []float64
 	b.ResetTimer()
 	for r := range rounds {
@@ -206,6 +216,60 @@ func BenchmarkCaptureOverhead(b *testing.B) {
 	// The median of each round's own ratio: a round's two runs are
 	// back to back, so the machine's drift between rounds cancels.
 	b.ReportMetric(med(ratio), "captured/untraced")
+}
+
+// BenchmarkServerCaptureOverhead: requests/s that a local OpenAI-
+// compatible server serves (testdata/capture/server.py: Python's
+// http.server over TLS on the system OpenSSL, streamed chat completions of
+// eight chunks, in a process of its own) to the sslclient loop, without
+// and with the capture, which then reports both ends of every request:
+// each must become a SERVER span. Rounds and requests as
+// BenchmarkCaptureOverhead's. Run it once: -benchtime=1x.
+func BenchmarkServerCaptureOverhead(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("the capture's BPF programs need root")
+	}
+	exe := buildSSLClient(b)
+	files, err := llmserver.Serve(llmserver.Options{TLS: true}, b.TempDir()) // for its certificate and key
+	require.NoError(b, err)
+	defer files.Close()
+	srv := exec.Command("/usr/bin/python3", "testdata/capture/server.py", files.CAFile, files.KeyFile, "0", "0", "8")
+	out, err := srv.StdoutPipe()
+	require.NoError(b, err)
+	srv.Stderr = os.Stderr
+	require.NoError(b, srv.Start())
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	s := &llmserver.Server{CAFile: files.CAFile}
+	_, err = fmt.Fscanf(out, "PORT %d\n", &s.Port)
+	require.NoError(b, err, "server.py printed no port")
+	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
+	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
+	untraced := func() float64 { return startSSLClient(b, exe, s, n).run(b) }
+	traced := func() float64 {
+		spans := tracetest.NewInMemoryExporter()
+		c, err := NewCapture(WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))))
+		require.NoError(b, err)
+		defer c.Close()
+		cl := startSSLClient(b, exe, s, n)
+		ok := poll(5*time.Second, func() bool {
+			return slices.ContainsFunc(c.Status().Attachments, func(a uprobe.Attachment) bool { return a.PID == srv.Process.Pid })
+		})
+		require.True(b, ok, "server.py not probed: %+v", c.Status())
+		ns := cl.run(b)
+		served := 0
+		got := poll(5*time.Second, func() bool {
+			served = 0
+			for _, sp := range spans.GetSpans() {
+				if sp.SpanKind == trace.SpanKindServer {
+					served++
+				}
+			}
+			return served == n
+		})
+		require.True(b, got, "%d requests served of %d reported", served, n)
+		return ns
+	}
+	benchRounds(b, rounds, untraced, traced)
 }
 
 func benchEnv(name string, def int) int {

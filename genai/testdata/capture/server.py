@@ -11,6 +11,7 @@
 # usage 17 in and 5 out (llmserver's), the request's model.
 import http.server
 import json
+import socket
 import ssl
 import sys
 import time
@@ -21,6 +22,12 @@ first, gap, chunks = int(sys.argv[3]) / 1000, int(sys.argv[4]) / 1000, int(sys.a
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def setup(self):
+        super().setup()
+        # Each chunk goes at once, as a model server's do: no wait for
+        # the client's delayed acknowledgement.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_POST(self):
         req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
