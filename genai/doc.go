@@ -63,14 +63,17 @@
 // names change with every rollout) would multiply their series; the span
 // names the pod.
 //
-// Not captured: Go programs' crypto/tls (they are counted), HTTP/2
-// (detected and counted), and the server's end of a connection whose
-// client is also traced (the client's capture reports it). Exchanges go
-// to the Emitter and, with WithExchangeHandler, to the caller.
+// A process on the node that serves an LLM API has each request it served
+// reported at its end too: a SERVER span and the gen_ai.server.* metrics.
+// Not captured: Go programs' crypto/tls (they are counted) and HTTP/2
+// (detected and counted). Client exchanges go to the Emitter and, with
+// WithExchangeHandler, to the caller.
 //
-// Secrets never leave: Authorization, API-key and cookie headers are
-// never read; the capture drops them (SensitiveHeaders) as it frames each
-// message, before anything else sees them. No prompt or completion text is kept by default: the
+// Secrets never leave: the values of the Authorization, API-key and
+// cookie headers (SensitiveHeaders) are dropped as each message is
+// framed, before anything else sees them; the fields stay, empty, so that
+// detection can tell the kind of credential (of an AWS signature, whether
+// it is Bedrock's). No prompt or completion text is kept by default: the
 // parsers keep names, numbers and identifiers only, and the Emitter
 // reads the bodies again for text only with WithContentCapture, which
 // puts the text on the span (never on metrics or exemplars), each
