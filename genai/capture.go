@@ -40,10 +40,12 @@ const (
 // slice is the caller's.
 func DefaultPlaintextPorts() []uint16 { return []uint16{8000, 8080, 4000, 3000, 30000, 11434} }
 
-// SensitiveHeaders returns the request and response header fields the
-// capture drops as it frames each message, before anything else sees
-// them. The slice is the caller's: changing it changes nothing the
-// capture does.
+// SensitiveHeaders returns the request and response header fields whose
+// values the capture drops as it frames each message, before anything
+// else sees them: the fields stay, with an empty value (an AWS Signature
+// Version 4 Authorization becomes "AWS4-HMAC-SHA256", or
+// "AWS4-HMAC-SHA256 bedrock"). The slice is the caller's: changing it
+// changes nothing the capture does.
 func SensitiveHeaders() []string { return slices.Clone(credentialHeaders) }
 
 var credentialHeaders = []string{
