@@ -68,8 +68,9 @@ type connTable struct {
 	kernel  muter // nil: nothing to tell
 	wall    func(ktime uint64) time.Time
 	deliver func(*Exchange, *httpframe.Exchange, *capProc, *liveCall) outcome
-	// serve, when set, takes the exchanges a traced process served.
-	serve func(*Exchange, *capProc, *liveCall)
+	// serve, when set, takes the exchanges a traced process served, and
+	// says what they were (emitted: an LLM API call).
+	serve func(*Exchange, *capProc, *liveCall) outcome
 	now   func() time.Time
 
 	conns map[connKey]*capConn
@@ -224,10 +225,11 @@ func (t *connTable) evictIdle(now time.Time) {
 	}
 }
 
-// exchange turns a framed exchange into an Exchange and delivers it. A
-// connection whose last muteAfter exchanges were no LLM API call, and
-// that never carried one, is not read further: the kernel side stops
-// sending its bytes.
+// exchange turns a framed exchange into an Exchange and delivers it (or
+// serves it, seen from the server's end). A connection whose last
+// muteAfter exchanges were no LLM API call, and that never carried one,
+// is not read further: the kernel side stops sending its bytes. (Without
+// serve, a server's end is never muted.)
 func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
 	var (
 		x    Exchange
@@ -238,17 +240,20 @@ func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
 		x.RequestHeader, x.ResponseHeader = live.head[0], live.head[1]
 	}
 	toExchange(fx, t.wall, &x)
-	o := outcomeServerSide
+	// o is what the exchange counts as; call what it was, which mutes a
+	// connection of no LLM API.
+	o, call := outcomeServerSide, outcomeServerSide
 	switch {
 	case fx.Role == httpframe.Client:
 		o = t.deliver(&x, fx, cc.proc, live)
+		call = o
 	case t.serve != nil:
-		t.serve(&x, cc.proc, live)
+		call = t.serve(&x, cc.proc, live)
 	case live != nil:
 		live.parser.release()
 	}
 	t.outcomes[o]++
-	switch o {
+	switch call {
 	case outcomeNotLLM:
 		cc.notLLM++
 		if cc.notLLM >= muteAfter && !cc.carriedLLM && !cc.muted {
@@ -314,7 +319,7 @@ func (t *connTable) cut(cc *capConn) {
 	x.End = t.wall(uint64(max(l.last, l.fx.ResponseStart)))
 	l.cut = true
 	if l.fx.Role == httpframe.Server {
-		t.serve(&x, cc.proc, l)
+		_ = t.serve(&x, cc.proc, l)
 		return
 	}
 	t.outcomes[t.deliver(&x, l.fx, cc.proc, l)]++

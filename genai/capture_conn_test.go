@@ -175,7 +175,7 @@ func TestConnTableEviction(t *testing.T) {
 
 // Exchanges that are no LLM API call, muteAfter in a row, stop the
 // connection's capture in the kernel, unless it carried one; one seen
-// from the server's end is counted, not delivered.
+// from the server's end is counted as such and served, not delivered.
 func TestConnTableOutcomes(t *testing.T) {
 	h := newTableHarness(16)
 	h.result = outcomeNotLLM
@@ -191,6 +191,17 @@ func TestConnTableOutcomes(t *testing.T) {
 	require.Len(t, h.got, muteAfter, "only pid 1's")
 	require.Equal(t, int64(1), h.t.outcomes[outcomeServerSide])
 	require.Equal(t, int64(muteAfter), h.t.outcomes[outcomeNotLLM])
+
+	// The server's end of a connection of no LLM API is muted the same
+	// way, once its exchanges are served.
+	h = newTableHarness(16)
+	h.t.serve = func(*Exchange, *capProc, *liveCall) outcome { return outcomeNotLLM }
+	for i := range muteAfter {
+		h.call(2, httpbpf.Read, tRequest, uint64(100+10*i))
+		h.call(2, httpbpf.Write, tResponse, uint64(105+10*i))
+	}
+	require.Equal(t, []uint32{0}, h.muted.gens)
+	require.Equal(t, int64(muteAfter), h.t.outcomes[outcomeServerSide])
 
 	// A connection that carried an LLM call is never muted.
 	h = newTableHarness(16)

@@ -36,16 +36,17 @@ func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange, p *capProc, live 
 // serve records a request that process p served, seen from its end, if it
 // is an LLM API call: its SERVER span is a child of the request's
 // traceparent when it carries one, else of p's parent span.
-func (c *Capture) serve(x *Exchange, p *capProc, live *liveCall) {
+func (c *Capture) serve(x *Exchange, p *capProc, live *liveCall) outcome {
 	ep, call, o := readCall(x, c.cfg.hosts, live)
 	if o != outcomeEmitted {
-		return
+		return o
 	}
 	ctx, pod := c.process(context.Background(), p)
 	if sc := trace.SpanContextFromContext(traceContext.Extract(context.Background(), propagation.HeaderCarrier(x.RequestHeader))); sc.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
 	c.emitter.emitServer(ctx, x, &call, ep, pod)
+	return outcomeEmitted
 }
 
 // traceContext reads a request's W3C traceparent.
