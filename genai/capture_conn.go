@@ -51,8 +51,9 @@ type liveCall struct {
 	parser responseParser
 	call   Call
 	last   int64 // the kernel time of the last piece read, 0 before
-	// cut: the connection ended before the response was complete.
-	cut bool
+	// failed, when set, is the error.type of a call whose connection
+	// ended before its response was complete.
+	failed string
 }
 
 // muter stops the kernel side's capture of a connection, by its number.
@@ -113,8 +114,12 @@ func (t *connTable) handle(r *httpbpf.Record) {
 			if r.Seq != cc.seq || cc.next != 0 {
 				t.gap(cc) // calls lost before the close
 			}
+			unanswered := t.unanswered(cc, r.TS)
 			cc.frame.Close()
 			t.cut(cc)
+			for _, u := range unanswered {
+				t.outcomes[t.deliver(&u.x, u.live.fx, cc.proc, u.live)]++
+			}
 			t.remove(cc)
 		}
 		return
@@ -317,12 +322,45 @@ func (t *connTable) cut(cc *capConn) {
 	x.RequestHeader, x.ResponseHeader = l.head[0], l.head[1]
 	toExchange(l.fx, t.wall, &x)
 	x.End = t.wall(uint64(max(l.last, l.fx.ResponseStart)))
-	l.cut = true
+	l.failed = semconv.GenAIErrorStreamTruncated
 	if l.fx.Role == httpframe.Server {
 		_ = t.serve(&x, cc.proc, l)
 		return
 	}
 	t.outcomes[t.deliver(&x, l.fx, cc.proc, l)]++
+}
+
+// unansweredCall is a client's LLM API call sent in full whose connection
+// ended before any of its response came.
+type unansweredCall struct {
+	x    Exchange
+	live *liveCall
+}
+
+// unanswered returns cc's LLM API calls sent in full with no response
+// yet, as calls that failed when the connection ended at ts: error.type
+// _OTHER, since the capture cannot tell a client that gave up waiting
+// from a server that closed. Call it before cc's framing is closed.
+func (t *connTable) unanswered(cc *capConn, ts uint64) []unansweredCall {
+	var out []unansweredCall
+	cc.frame.Waiting(func(fx *httpframe.Exchange) {
+		if fx.Role != httpframe.Client || fx.Status != 0 { // a response begun is cut's
+			return
+		}
+		var x Exchange
+		toExchange(fx, t.wall, &x)
+		ep, ok := Detect(&x, t.cfg.hosts)
+		newParser := readerOf(ep.API).parser
+		if !ok || newParser == nil {
+			return
+		}
+		l := &liveCall{fx: fx, ep: ep, parser: newParser(), call: Call{Provider: ep.Provider, Operation: ep.Operation},
+			failed: semconv.Other}
+		l.parser.begin(&x, &l.call)
+		x.End = t.wall(ts)
+		out = append(out, unansweredCall{x: x, live: l})
+	})
+	return out
 }
 
 // readCall reads the LLM API call x is (from live, when its response was
@@ -332,10 +370,10 @@ func readCall(x *Exchange, hosts HostMap, live *liveCall) (Endpoint, Call, outco
 		live.parser.end(x, &live.call) // the parser holds &live.call
 		live.parser.release()
 		finishCall(&live.call, live.ep)
-		if live.cut {
+		if live.failed != "" {
 			live.call.Incomplete = true
 			if live.call.ErrorType == "" {
-				live.call.ErrorType = semconv.GenAIErrorStreamTruncated
+				live.call.ErrorType = live.failed
 			}
 		}
 		return live.ep, live.call, outcomeEmitted

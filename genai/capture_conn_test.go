@@ -303,8 +303,9 @@ func TestConnTableLongStream(t *testing.T) {
 
 // A response cut by the end of its connection is a failed call: its span
 // and metrics carry error.type stream_truncated, with what the stream
-// said before the cut (here its usage) and nothing invented; one the
-// capture lost bytes of is abandoned, not reported as failed.
+// said before the cut (here its usage) and nothing invented; a call that
+// got no response byte before the end is one too (error.type _OTHER);
+// one the capture lost bytes of is abandoned, not reported as failed.
 func TestConnTableCutStream(t *testing.T) {
 	const head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 	chunk := func(s string) string { return strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n" }
@@ -331,6 +332,20 @@ func TestConnTableCutStream(t *testing.T) {
 	require.Empty(t, c.FinishReasons)
 	require.Equal(t, time.Unix(0, 300), h.got[0].End, "the call ends at its last byte")
 	require.Equal(t, int64(1), h.t.outcomes[outcomeEmitted])
+
+	// A call whose connection ended before any of its response came:
+	// the capture cannot tell who gave up, so its error.type is _OTHER.
+	h = newTableHarness(16)
+	h.call(1, httpbpf.Write, tRequest, 100)
+	h.t.handle(&httpbpf.Record{TS: 900, Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 1, Conn: 7,
+		Seq: h.seq[connKey{1, httpbpf.SourceSocket, 7, 0}]})
+	require.Len(t, h.calls, 1)
+	c = h.calls[0]
+	require.Equal(t, semconv.Other, c.ErrorType)
+	require.True(t, c.Incomplete)
+	require.Equal(t, "gpt-4o", c.RequestModel)
+	require.Equal(t, NoUsage, c.Usage)
+	require.Equal(t, time.Unix(0, 900), h.got[0].End, "the call ends with its connection")
 
 	h = newTableHarness(16)
 	h.call(1, httpbpf.Write, tRequest, 100)

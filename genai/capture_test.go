@@ -8,7 +8,9 @@ package genai
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -497,6 +499,51 @@ func TestCaptureCutStream(t *testing.T) {
 		semconv.ErrorType.String(semconv.GenAIErrorStreamTruncated))
 	require.Len(t, pts, 1)
 	require.Equal(t, uint64(1), pts[0].Count)
+	h.requireNoSecret(t)
+}
+
+// TestCaptureGaveUpWaiting: a client that gives up waiting for a server
+// that never answers (urllib with a 0.5 s timeout; a TLS server that
+// reads and sends nothing) is a failed call, with error.type _OTHER (the
+// capture cannot tell which end gave up) and the request's model.
+func TestCaptureGaveUpWaiting(t *testing.T) {
+	files := llmserver.Start(t, llmserver.Options{TLS: true}) // for its certificate and key
+	cert, err := tls.LoadX509KeyPair(files.CAFile, files.KeyFile)
+	require.NoError(t, err)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, conn); conn.Close() }()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	h := startCapture(t)
+	h.waitAttached(t, systemLibSSL(t))
+	const script = `
+import json, socket, ssl, sys, urllib.request
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+body = json.dumps({"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "hi"}]}).encode()
+req = urllib.request.Request(sys.argv[1] + "/v1/chat/completions", data=body,
+                             headers={"Content-Type": "application/json", "Authorization": "Bearer " + sys.argv[3]}, method="POST")
+try:
+    urllib.request.urlopen(req, context=ctx, timeout=0.5).read()
+    sys.exit("the server answered")
+except (socket.timeout, TimeoutError):
+    pass
+`
+	out, err := exec.Command("/usr/bin/python3", "-c", script, "https://127.0.0.1:"+strconv.Itoa(port), files.CAFile, captureSecret).CombinedOutput()
+	require.NoError(t, err, "python: %s", out)
+	sp := h.spansTo(t, port, 1)[0]
+	a := attrs(sp)
+	require.Equal(t, codes.Error, sp.Status.Code)
+	require.Equal(t, semconv.Other, a[semconv.ErrorType].AsString())
+	require.Equal(t, "gpt-4o-mini", a[semconv.GenAIRequestModel].AsString())
 	h.requireNoSecret(t)
 }
 
