@@ -39,6 +39,9 @@ type capConn struct {
 	carriedLLM bool
 	// live is the response being parsed as it arrives, if any.
 	live *liveCall
+	// peerClosed: a read returned the end of the stream (plaintext only):
+	// the other end closed first.
+	peerClosed bool
 }
 
 // liveCall is an LLM API call whose response is parsed as it arrives, so
@@ -121,6 +124,12 @@ func (t *connTable) handle(r *httpbpf.Record) {
 				t.outcomes[t.deliver(&u.x, u.live.fx, cc.proc, u.live)]++
 			}
 			t.remove(cc)
+		}
+		return
+	}
+	if r.Kind == httpbpf.KindEOF {
+		if cc != nil {
+			cc.peerClosed = true
 		}
 		return
 	}
@@ -322,12 +331,27 @@ func (t *connTable) cut(cc *capConn) {
 	x.RequestHeader, x.ResponseHeader = l.head[0], l.head[1]
 	toExchange(l.fx, t.wall, &x)
 	x.End = t.wall(uint64(max(l.last, l.fx.ResponseStart)))
-	l.failed = semconv.GenAIErrorStreamTruncated
+	l.failed = cc.endedBy(l.fx.Role, semconv.GenAIErrorStreamTruncated)
 	if l.fx.Role == httpframe.Server {
 		_ = t.serve(&x, cc.proc, l)
 		return
 	}
 	t.outcomes[t.deliver(&x, l.fx, cc.proc, l)]++
+}
+
+// endedBy is the error.type of a call the end of cc cut short, of the
+// traced process in role: cancelled when the client ended the connection
+// first, which only a plaintext connection tells (a read that returned
+// the end of the stream says the other end closed first); otherwise
+// other.
+func (cc *capConn) endedBy(role httpframe.Role, other string) string {
+	if cc.key.src != httpbpf.SourceSocket {
+		return other
+	}
+	if clientFirst := cc.peerClosed == (role == httpframe.Server); clientFirst {
+		return semconv.GenAIErrorCancelled
+	}
+	return other
 }
 
 // unansweredCall is a client's LLM API call sent in full whose connection
@@ -339,8 +363,8 @@ type unansweredCall struct {
 
 // unanswered returns cc's LLM API calls sent in full with no response
 // yet, as calls that failed when the connection ended at ts: error.type
-// _OTHER, since the capture cannot tell a client that gave up waiting
-// from a server that closed. Call it before cc's framing is closed.
+// cancelled when the client gave up (as far as endedBy tells), else
+// _OTHER. Call it before cc's framing is closed.
 func (t *connTable) unanswered(cc *capConn, ts uint64) []unansweredCall {
 	var out []unansweredCall
 	cc.frame.Waiting(func(fx *httpframe.Exchange) {
@@ -355,7 +379,7 @@ func (t *connTable) unanswered(cc *capConn, ts uint64) []unansweredCall {
 			return
 		}
 		l := &liveCall{fx: fx, ep: ep, parser: newParser(), call: Call{Provider: ep.Provider, Operation: ep.Operation},
-			failed: semconv.Other}
+			failed: cc.endedBy(fx.Role, semconv.Other)}
 		l.parser.begin(&x, &l.call)
 		x.End = t.wall(ts)
 		out = append(out, unansweredCall{x: x, live: l})

@@ -301,58 +301,70 @@ func TestConnTableLongStream(t *testing.T) {
 	}
 }
 
-// A response cut by the end of its connection is a failed call: its span
-// and metrics carry error.type stream_truncated, with what the stream
-// said before the cut (here its usage) and nothing invented; a call that
-// got no response byte before the end is one too (error.type _OTHER);
-// one the capture lost bytes of is abandoned, not reported as failed.
+// A call its connection's end cut short is a failed call, with what the
+// stream said before the cut (here its usage) and nothing invented: of a
+// plaintext connection, cancelled when the client ended it, else
+// stream_truncated (the response had begun) or _OTHER (none had); one
+// the capture lost bytes of is abandoned, not reported as failed.
 func TestConnTableCutStream(t *testing.T) {
 	const head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 	chunk := func(s string) string { return strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n" }
 	events := chunk(`data: {"id":"c-1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"tok "}}],"usage":{"prompt_tokens":11,"completion_tokens":1,"total_tokens":12}}`+"\n\n") +
 		chunk(`data: {"id":"c-1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"tok "}}],"usage":{"prompt_tokens":11,"completion_tokens":2,"total_tokens":13}}`+"\n\n")
-	closeConn := func(h *tableHarness) {
-		h.t.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 1, Conn: 7,
-			Seq: h.seq[connKey{1, httpbpf.SourceSocket, 7, 0}]})
+	// end ends pid 1's connection at 900, after its peer closed its end
+	// first when peerFirst (a read returned the end of the stream).
+	end := func(h *tableHarness, peerFirst bool) {
+		k := connKey{1, httpbpf.SourceSocket, 7, 0}
+		if peerFirst {
+			h.t.handle(&httpbpf.Record{TS: 890, Kind: httpbpf.KindEOF, Source: httpbpf.SourceSocket, PID: 1, Conn: 7, Seq: h.seq[k]})
+		}
+		h.t.handle(&httpbpf.Record{TS: 900, Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 1, Conn: 7, Seq: h.seq[k]})
+	}
+	for _, tt := range []struct {
+		name      string
+		response  bool // the response had begun
+		peerFirst bool
+		want      string
+	}{
+		{"the server cut the stream", true, true, semconv.GenAIErrorStreamTruncated},
+		{"the client gave up mid-stream", true, false, semconv.GenAIErrorCancelled},
+		{"the server closed without answering", false, true, semconv.Other},
+		{"the client gave up waiting", false, false, semconv.GenAIErrorCancelled},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newTableHarness(16)
+			h.call(1, httpbpf.Write, tRequest, 100)
+			if tt.response {
+				h.call(1, httpbpf.Read, head, 200)
+				h.call(1, httpbpf.Read, events, 300)
+			}
+			end(h, tt.peerFirst)
+			require.Len(t, h.calls, 1)
+			c := h.calls[0]
+			require.Equal(t, tt.want, c.ErrorType)
+			require.True(t, c.Incomplete)
+			require.Equal(t, "gpt-4o", c.RequestModel)
+			require.Equal(t, int64(1), h.t.outcomes[outcomeEmitted])
+			if !tt.response {
+				require.Equal(t, NoUsage, c.Usage)
+				require.Equal(t, time.Unix(0, 900), h.got[0].End, "the call ends with its connection")
+				return
+			}
+			require.True(t, c.Stream)
+			require.Equal(t, int64(11), c.Usage.InputTokens)
+			require.Equal(t, int64(2), c.Usage.OutputTokens, "the last usage the stream sent")
+			require.Equal(t, 2, c.OutputChunks)
+			require.Empty(t, c.FinishReasons)
+			require.Equal(t, time.Unix(0, 300), h.got[0].End, "the call ends at its last byte")
+		})
 	}
 
 	h := newTableHarness(16)
 	h.call(1, httpbpf.Write, tRequest, 100)
 	h.call(1, httpbpf.Read, head, 200)
-	h.call(1, httpbpf.Read, events, 300)
-	closeConn(h)
-	require.Len(t, h.calls, 1)
-	c := h.calls[0]
-	require.Equal(t, semconv.GenAIErrorStreamTruncated, c.ErrorType)
-	require.True(t, c.Incomplete)
-	require.True(t, c.Stream)
-	require.Equal(t, int64(11), c.Usage.InputTokens)
-	require.Equal(t, int64(2), c.Usage.OutputTokens, "the last usage the stream sent")
-	require.Equal(t, 2, c.OutputChunks)
-	require.Empty(t, c.FinishReasons)
-	require.Equal(t, time.Unix(0, 300), h.got[0].End, "the call ends at its last byte")
-	require.Equal(t, int64(1), h.t.outcomes[outcomeEmitted])
-
-	// A call whose connection ended before any of its response came:
-	// the capture cannot tell who gave up, so its error.type is _OTHER.
-	h = newTableHarness(16)
-	h.call(1, httpbpf.Write, tRequest, 100)
-	h.t.handle(&httpbpf.Record{TS: 900, Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 1, Conn: 7,
-		Seq: h.seq[connKey{1, httpbpf.SourceSocket, 7, 0}]})
-	require.Len(t, h.calls, 1)
-	c = h.calls[0]
-	require.Equal(t, semconv.Other, c.ErrorType)
-	require.True(t, c.Incomplete)
-	require.Equal(t, "gpt-4o", c.RequestModel)
-	require.Equal(t, NoUsage, c.Usage)
-	require.Equal(t, time.Unix(0, 900), h.got[0].End, "the call ends with its connection")
-
-	h = newTableHarness(16)
-	h.call(1, httpbpf.Write, tRequest, 100)
-	h.call(1, httpbpf.Read, head, 200)
 	h.lose(1)
 	h.call(1, httpbpf.Read, events, 300)
-	closeConn(h)
+	end(h, true)
 	require.Empty(t, h.calls, "a stream the capture lost part of is no failed call")
 	require.Positive(t, h.t.frames.AbandonedGap)
 }

@@ -471,61 +471,86 @@ func TestCaptureLongStreams(t *testing.T) {
 }
 
 // TestCaptureCutStream: a server that fails mid-stream, closing the
-// connection after two chunks, between two calls that complete: the cut
-// call is a span with status Error and error.type stream_truncated, and
-// its duration is recorded with that error.type; the calls around it are
-// whole.
+// connection after two chunks, between two calls that complete, over TLS
+// and in plaintext: the cut call is a span with status Error and
+// error.type stream_truncated, and its duration is recorded with that
+// error.type; the calls around it are whole.
 func TestCaptureCutStream(t *testing.T) {
-	s := llmserver.Start(t, llmserver.Options{TLS: true, Chunks: chunks})
-	h := startCapture(t)
-	h.waitAttached(t, systemLibSSL(t))
-
-	pythonClient(t, s, "/v1/chat/completions,/v1/chat/completions?cut=2,/v1/chat/completions", "gpt-4o-mini", 3, true)
-	var cut []tracetest.SpanStub
-	for _, sp := range h.spansTo(t, s.Port, 3) {
-		a := attrs(sp)
-		if sp.Status.Code == codes.Error {
-			cut = append(cut, sp)
-			require.Equal(t, semconv.GenAIErrorStreamTruncated, a[semconv.ErrorType].AsString())
-			require.Equal(t, semconv.GenAIErrorStreamTruncated, sp.Status.Description)
-			_, usage := a[semconv.GenAIUsageOutputTokens]
-			require.False(t, usage, "no usage came before the cut: none is invented")
-			continue
-		}
-		require.Equal(t, int64(llmserver.OutputTokens), a[semconv.GenAIUsageOutputTokens].AsInt64())
+	for _, tls := range []bool{true, false} {
+		t.Run(map[bool]string{true: "tls", false: "plaintext"}[tls], func(t *testing.T) {
+			s := llmserver.Start(t, llmserver.Options{TLS: tls, Chunks: chunks})
+			var h *captureHarness
+			if tls {
+				h = startCapture(t)
+				h.waitAttached(t, systemLibSSL(t))
+			} else {
+				h = startCapture(t, WithPlaintextPorts(uint16(s.Port)))
+			}
+			pythonClient(t, s, "/v1/chat/completions,/v1/chat/completions?cut=2,/v1/chat/completions", "gpt-4o-mini", 3, true)
+			var cut []tracetest.SpanStub
+			for _, sp := range h.spansTo(t, s.Port, 3) {
+				a := attrs(sp)
+				if sp.Status.Code == codes.Error {
+					cut = append(cut, sp)
+					require.Equal(t, semconv.GenAIErrorStreamTruncated, a[semconv.ErrorType].AsString())
+					require.Equal(t, semconv.GenAIErrorStreamTruncated, sp.Status.Description)
+					_, usage := a[semconv.GenAIUsageOutputTokens]
+					require.False(t, usage, "no usage came before the cut: none is invented")
+					continue
+				}
+				require.Equal(t, int64(llmserver.OutputTokens), a[semconv.GenAIUsageOutputTokens].AsInt64())
+			}
+			require.Len(t, cut, 1)
+			pts := testutil.Collect(t, h.reader).Find(semconv.GenAIClientOperationDuration.Name, semconv.ServerPort.Int(s.Port),
+				semconv.ErrorType.String(semconv.GenAIErrorStreamTruncated))
+			require.Len(t, pts, 1)
+			require.Equal(t, uint64(1), pts[0].Count)
+			h.requireNoSecret(t)
+		})
 	}
-	require.Len(t, cut, 1)
-	pts := testutil.Collect(t, h.reader).Find(semconv.GenAIClientOperationDuration.Name, semconv.ServerPort.Int(s.Port),
-		semconv.ErrorType.String(semconv.GenAIErrorStreamTruncated))
-	require.Len(t, pts, 1)
-	require.Equal(t, uint64(1), pts[0].Count)
-	h.requireNoSecret(t)
 }
 
 // TestCaptureGaveUpWaiting: a client that gives up waiting for a server
-// that never answers (urllib with a 0.5 s timeout; a TLS server that
-// reads and sends nothing) is a failed call, with error.type _OTHER (the
-// capture cannot tell which end gave up) and the request's model.
+// that never answers (urllib with a 0.5 s timeout; a server that reads
+// and sends nothing) is a failed call with the request's model: over TLS
+// with error.type _OTHER (the capture cannot tell which end gave up), in
+// plaintext cancelled (its reads never saw the server close).
 func TestCaptureGaveUpWaiting(t *testing.T) {
 	files := llmserver.Start(t, llmserver.Options{TLS: true}) // for its certificate and key
 	cert, err := tls.LoadX509KeyPair(files.CAFile, files.KeyFile)
 	require.NoError(t, err)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
+	for _, tt := range []struct {
+		name string
+		tls  bool
+		want string
+	}{{"tls", true, semconv.Other}, {"plaintext", false, semconv.GenAIErrorCancelled}} {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			if tt.tls {
+				ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
 			}
-			go func() { _, _ = io.Copy(io.Discard, conn); conn.Close() }()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
-	h := startCapture(t)
-	h.waitAttached(t, systemLibSSL(t))
-	const script = `
+			t.Cleanup(func() { ln.Close() })
+			go func() {
+				for {
+					conn, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() { _, _ = io.Copy(io.Discard, conn); conn.Close() }()
+				}
+			}()
+			port := ln.Addr().(*net.TCPAddr).Port
+			url := "http://127.0.0.1:" + strconv.Itoa(port)
+			var h *captureHarness
+			if tt.tls {
+				url = "https://127.0.0.1:" + strconv.Itoa(port)
+				h = startCapture(t)
+				h.waitAttached(t, systemLibSSL(t))
+			} else {
+				h = startCapture(t, WithPlaintextPorts(uint16(port)))
+			}
+			const script = `
 import json, socket, ssl, sys, urllib.request
 ctx = ssl.create_default_context(cafile=sys.argv[2])
 body = json.dumps({"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "hi"}]}).encode()
@@ -537,14 +562,16 @@ try:
 except (socket.timeout, TimeoutError):
     pass
 `
-	out, err := exec.Command("/usr/bin/python3", "-c", script, "https://127.0.0.1:"+strconv.Itoa(port), files.CAFile, captureSecret).CombinedOutput()
-	require.NoError(t, err, "python: %s", out)
-	sp := h.spansTo(t, port, 1)[0]
-	a := attrs(sp)
-	require.Equal(t, codes.Error, sp.Status.Code)
-	require.Equal(t, semconv.Other, a[semconv.ErrorType].AsString())
-	require.Equal(t, "gpt-4o-mini", a[semconv.GenAIRequestModel].AsString())
-	h.requireNoSecret(t)
+			out, err := exec.Command("/usr/bin/python3", "-c", script, url, files.CAFile, captureSecret).CombinedOutput()
+			require.NoError(t, err, "python: %s", out)
+			sp := h.spansTo(t, port, 1)[0]
+			a := attrs(sp)
+			require.Equal(t, codes.Error, sp.Status.Code)
+			require.Equal(t, tt.want, a[semconv.ErrorType].AsString())
+			require.Equal(t, "gpt-4o-mini", a[semconv.GenAIRequestModel].AsString())
+			h.requireNoSecret(t)
+		})
+	}
 }
 
 // TestCaptureSharedKeepAlive: one keep-alive connection to a server that

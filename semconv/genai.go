@@ -14,9 +14,14 @@ import "go.opentelemetry.io/otel/attribute"
 // follow.
 const GenAISchemaVersion = "1.41.0"
 
-// GenAIErrorStreamTruncated is the error.type of a call whose response
-// the end of its connection cut before the response was complete.
-const GenAIErrorStreamTruncated = "stream_truncated"
+// Values of error.type for a call its connection's end cut short:
+// stream_truncated when the response had begun and the server ended it
+// (or, over TLS, whichever end did: the capture cannot tell), cancelled
+// when the client ended it (plaintext only).
+const (
+	GenAIErrorStreamTruncated = "stream_truncated"
+	GenAIErrorCancelled       = "cancelled"
+)
 
 // GenAI attributes (OpenTelemetry).
 const (

@@ -10,7 +10,8 @@
 //     task-local storage. SSL_free ends the connection.
 //   - Plaintext sockets: BTF raw tracepoints on sys_enter and sys_exit (no
 //     kprobes, no tracefs) for write, writev, sendto, sendmsg, read, readv,
-//     recvfrom and recvmsg; close ends the connection. A descriptor is
+//     recvfrom and recvmsg; close ends the connection, and a read that
+//     returns 0 tells user space the peer closed its end (RECORD_EOF). A descriptor is
 //     classified once, at its first such call: a TCP socket with a watched
 //     port at either end (user space fills `ports`), else ignored. Its first
 //     bytes then say whether it speaks HTTP/1.x; if not it is ignored too.
@@ -47,6 +48,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 enum record_kind {
 	RECORD_DATA = 1,
 	RECORD_CLOSE = 2,
+	RECORD_EOF = 3, // a plaintext read returned 0: the peer closed its end
 };
 
 enum source {
@@ -381,7 +383,9 @@ static __always_inline __u32 emit(__u64 buf, __u32 n, __u32 base)
 	return emit_bytes(buf, n | ((__u64)base << 32));
 }
 
-static __always_inline void emit_close(struct conn_key *k, struct conn *c)
+// emit_end tells user space that the connection k, c ended (RECORD_CLOSE)
+// or that its peer closed its end (RECORD_EOF), after its last call.
+static __always_inline void emit_end(struct conn_key *k, struct conn *c, __u8 kind)
 {
 	struct record_header *h = bpf_ringbuf_reserve(&records, sizeof(*h), 0);
 	if (!h) {
@@ -394,7 +398,7 @@ static __always_inline void emit_close(struct conn_key *k, struct conn *c)
 	h->conn = k->conn;
 	h->pid = id >> 32;
 	h->tid = (__u32)id;
-	h->kind = RECORD_CLOSE;
+	h->kind = kind;
 	h->source = k->source;
 	h->seq = c->seq;
 	h->gen = c->gen;
@@ -413,7 +417,7 @@ static __always_inline struct conn new_conn(__u32 state)
 static __always_inline void end_conn(struct conn_key *k, struct conn *c)
 {
 	if (c->state == CONN_HTTP || c->state == CONN_MUTED)
-		emit_close(k, c);
+		emit_end(k, c, RECORD_CLOSE);
 	bpf_map_delete_elem(&mute, &c->gen);
 	bpf_map_delete_elem(&conns, k);
 }
@@ -672,13 +676,18 @@ int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
 	__u64 ts = bpf_ktime_get_ns();
 	struct pending p = t->sys;
 	t->sys.api = 0;
-	if (ret <= 0)
+	__u8 dir = (nr == NR_read || nr == NR_readv || nr == NR_recvfrom || nr == NR_recvmsg) ? DIR_READ : DIR_WRITE;
+	if (ret < 0 || (ret == 0 && dir != DIR_READ))
 		return 0;
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = p.conn};
 	struct conn *c = bpf_map_lookup_elem(&conns, &k);
 	if (!c)
 		return 0;
-	__u8 dir = (nr == NR_read || nr == NR_readv || nr == NR_recvfrom || nr == NR_recvmsg) ? DIR_READ : DIR_WRITE;
+	if (ret == 0) { // the end of the stream: the peer closed
+		if (c->state == CONN_HTTP)
+			emit_end(&k, c, RECORD_EOF);
+		return 0;
+	}
 	__u32 n = ret > 0x7fffffff ? 0x7fffffff : ret;
 	__u64 first = p.buf; // where the first bytes are
 	__u32 firstLen = n;

@@ -81,6 +81,7 @@ type captureRecordKind uint32
 const (
 	captureRecordKindRECORD_DATA  captureRecordKind = 1
 	captureRecordKindRECORD_CLOSE captureRecordKind = 2
+	captureRecordKindRECORD_EOF   captureRecordKind = 3
 )
 
 type captureSource uint32

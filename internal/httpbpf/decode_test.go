@@ -22,6 +22,7 @@ func encode(r Record) []byte {
 	le.PutUint32(b[32:], r.Total)
 	le.PutUint32(b[36:], r.Offset)
 	le.PutUint32(b[40:], r.Seq)
+	le.PutUint32(b[44:], r.Gen)
 	copy(b[HeaderSize:], r.Data)
 	return b
 }
@@ -36,6 +37,10 @@ func TestDecode(t *testing.T) {
 	require.NoError(t, Decode(encode(closeRec), &r), "close record")
 	require.Equal(t, KindClose, r.Kind, "close record: %+v", r)
 	require.Empty(t, r.Data, "close record: %+v", r)
+	eof := Record{Kind: KindEOF, Source: SourceSocket, Conn: 3, Seq: 4, Gen: 9}
+	require.NoError(t, Decode(encode(eof), &r), "end-of-stream record")
+	require.Equal(t, KindEOF, r.Kind)
+	require.Equal(t, uint32(9), r.Gen, "end-of-stream record: %+v", r)
 
 	bad := map[string][]byte{
 		"short header": encode(good)[:HeaderSize-1],

@@ -51,6 +51,9 @@ type Kind uint8
 const (
 	KindData  = Kind(captureRecordKindRECORD_DATA)
 	KindClose = Kind(captureRecordKindRECORD_CLOSE)
+	// KindEOF: a plaintext connection's read returned 0, its peer having
+	// closed its end (not seen over TLS). It carries the last call's Seq.
+	KindEOF = Kind(captureRecordKindRECORD_EOF)
 )
 
 // Counters of the BPF side (enum counter).
@@ -116,7 +119,7 @@ func Decode(b []byte, r *Record) error {
 	r.Seq = le.Uint32(b[40:])
 	r.Gen = le.Uint32(b[44:])
 	switch {
-	case r.Kind != KindData && r.Kind != KindClose:
+	case r.Kind != KindData && r.Kind != KindClose && r.Kind != KindEOF:
 		return fmt.Errorf("%w: kind %d", ErrMalformed, r.Kind)
 	case r.Source != SourceTLS && r.Source != SourceSocket:
 		return fmt.Errorf("%w: source %d", ErrMalformed, r.Source)
