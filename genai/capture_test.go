@@ -296,13 +296,7 @@ func TestCaptureConnectionPerCall(t *testing.T) {
 func connectionPerCall(t *testing.T, tls bool) {
 	const n = 50 // LLM calls
 	s := llmserver.Start(t, llmserver.Options{TLS: tls, Chunks: chunks})
-	var h *captureHarness
-	if tls {
-		h = startCapture(t)
-		h.waitAttached(t, systemLibSSL(t))
-	} else {
-		h = startCapture(t, WithPlaintextPorts(uint16(s.Port)))
-	}
+	h := captureOver(t, tls, s.Port)
 
 	pythonClient(t, s, "/v1/chat/completions,/v1/files,/v1/messages", "gpt-4o-mini,x,claude-sonnet-4", n*3/2, true)
 	spans := h.spansTo(t, s.Port, n)
@@ -318,6 +312,18 @@ func connectionPerCall(t *testing.T, tls bool) {
 		require.Zero(t, p.Value, "calls left waiting: %v", p.Attrs)
 	}
 	h.requireNoSecret(t)
+}
+
+// captureOver starts a capture that sees calls over TLS (once the system
+// libssl is probed) or in plaintext to port.
+func captureOver(t *testing.T, tls bool, port int) *captureHarness {
+	t.Helper()
+	if !tls {
+		return startCapture(t, WithPlaintextPorts(uint16(port)))
+	}
+	h := startCapture(t)
+	h.waitAttached(t, systemLibSSL(t))
+	return h
 }
 
 // systemLibSSL is the libssl.so.3 curl and Python load.
@@ -479,13 +485,7 @@ func TestCaptureCutStream(t *testing.T) {
 	for _, tls := range []bool{true, false} {
 		t.Run(map[bool]string{true: "tls", false: "plaintext"}[tls], func(t *testing.T) {
 			s := llmserver.Start(t, llmserver.Options{TLS: tls, Chunks: chunks})
-			var h *captureHarness
-			if tls {
-				h = startCapture(t)
-				h.waitAttached(t, systemLibSSL(t))
-			} else {
-				h = startCapture(t, WithPlaintextPorts(uint16(s.Port)))
-			}
+			h := captureOver(t, tls, s.Port)
 			pythonClient(t, s, "/v1/chat/completions,/v1/chat/completions?cut=2,/v1/chat/completions", "gpt-4o-mini", 3, true)
 			var cut []tracetest.SpanStub
 			for _, sp := range h.spansTo(t, s.Port, 3) {
@@ -542,14 +542,10 @@ func TestCaptureGaveUpWaiting(t *testing.T) {
 			}()
 			port := ln.Addr().(*net.TCPAddr).Port
 			url := "http://127.0.0.1:" + strconv.Itoa(port)
-			var h *captureHarness
 			if tt.tls {
 				url = "https://127.0.0.1:" + strconv.Itoa(port)
-				h = startCapture(t)
-				h.waitAttached(t, systemLibSSL(t))
-			} else {
-				h = startCapture(t, WithPlaintextPorts(uint16(port)))
 			}
+			h := captureOver(t, tt.tls, port)
 			const script = `
 import json, socket, ssl, sys, urllib.request
 ctx = ssl.create_default_context(cafile=sys.argv[2])
