@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -171,7 +172,7 @@ func BenchmarkCaptureOverhead(b *testing.B) {
 	untraced := func() float64 { return startSSLClient(b, exe, s, n).run(b) }
 	traced := func() float64 {
 		var spans int
-		c, err := NewCapture(WithExchangeHandler(func(*Exchange, *Call, Endpoint) { spans++ }))
+		c, err := NewCapture(append(sdkProviders(), WithExchangeHandler(func(*Exchange, *Call, Endpoint) { spans++ }))...)
 		require.NoError(b, err)
 		defer c.Close()
 		cl := startSSLClient(b, exe, s, n)
@@ -247,7 +248,9 @@ func BenchmarkServerCaptureOverhead(b *testing.B) {
 	untraced := func() float64 { return startSSLClient(b, exe, s, n).run(b) }
 	traced := func() float64 {
 		spans := tracetest.NewInMemoryExporter()
-		c, err := NewCapture(WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))))
+		// The SDK's MeterProvider, and a TracerProvider that keeps the
+		// spans to count them.
+		c, err := NewCapture(sdkProviders()[0], WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))))
 		require.NoError(b, err)
 		defer c.Close()
 		cl := startSSLClient(b, exe, s, n)
@@ -270,6 +273,16 @@ func BenchmarkServerCaptureOverhead(b *testing.B) {
 		return ns
 	}
 	benchRounds(b, rounds, untraced, traced)
+}
+
+// sdkProviders gives a capture the OpenTelemetry SDK's providers, as the
+// agent runs it: a MeterProvider with a reader, a TracerProvider that
+// batches to an exporter (one that drops what it gets).
+func sdkProviders() []CaptureOption {
+	return []CaptureOption{
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))),
+		WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))),
+	}
 }
 
 func benchEnv(name string, def int) int {
