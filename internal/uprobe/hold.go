@@ -3,6 +3,7 @@ package uprobe
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -167,6 +168,31 @@ func (h *holder) drop(pid int, who uint64) (int, error) {
 		return 0, fmt.Errorf("uprobe: release process %d: %w", pid, err)
 	}
 	return int(left), nil
+}
+
+// resumeOwn resumes every process the hold map says this hub holds,
+// whether the hub heard of the stop or not: one the watcher made just
+// before the hub closed, whose news the hub never read, would otherwise
+// stay stopped for ever.
+func (h *holder) resumeOwn() error {
+	var (
+		pid  uint32
+		hold watchHold
+		pids []int
+	)
+	it := h.m.Iterate()
+	for it.Next(&pid, &hold) {
+		if slices.Contains(hold.Holders[:], h.id) {
+			pids = append(pids, int(pid))
+		}
+	}
+	errs := []error{it.Err()}
+	for _, p := range pids {
+		if _, err := h.resume(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // resume gives up this hub's hold of pid, the shares of holders whose

@@ -2,6 +2,7 @@ package uprobe
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -208,4 +209,41 @@ func TestHoldPastItsLimit(t *testing.T) {
 		require.True(t, hd.expired.Load())
 		require.Nil(t, h.held[pid])
 	}
+}
+
+// A process the watcher stopped just before the hub closed, whose news
+// the hub never read, runs again when the hub closes: the hold map says
+// the hub holds it. (TestLoaderCopy once hung on such a cat.)
+func TestCloseResumesUnheardHolds(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "the watcher needs root")
+	}
+	tr, err := New(Config{Rescan: time.Hour, Targets: []Target{{Name: "xpu_anchor_a", Anchor: "xpu_anchor_a"}}})
+	require.NoError(t, err)
+	closed := false
+	defer func() {
+		if !closed {
+			tr.Close()
+		}
+	}()
+	hd := tr.hub.holder
+	require.NotNil(t, hd, "processes are held here")
+	cmd := exec.Command("sleep", "30")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	// As the watcher does: stop it, and note this hub among its holders.
+	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+	require.NoError(t, hd.m.Update(uint32(pid), watchHold{Holders: [4]uint64{hd.id}}, ebpf.UpdateAny))
+	stopped := func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		require.NoError(t, err)
+		_, rest, _ := strings.Cut(string(b), ") ")
+		return strings.HasPrefix(rest, "T")
+	}
+	require.Eventually(t, stopped, 5*time.Second, time.Millisecond)
+
+	require.NoError(t, tr.Close())
+	closed = true
+	require.Eventually(t, func() bool { return !stopped() }, 5*time.Second, time.Millisecond, "still stopped after Close")
 }

@@ -773,6 +773,9 @@ func (h *hub) close() error {
 	for _, hd := range held {
 		h.endHold(hd)
 	}
+	if h.holder != nil {
+		errs = append(errs, h.holder.resumeOwn()) // stops it never heard of
+	}
 	h.procs.close()
 	errs = append(errs, h.loader.closeLinks(), h.sweeper.Close(), h.execRT.Close(), h.closeObjects())
 	return errors.Join(errs...)
