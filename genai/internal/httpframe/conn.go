@@ -237,13 +237,20 @@ type side struct {
 	words [3]cand
 
 	// Body.
-	remain    int64 // bytes left in the body or the chunk
-	digits    int   // hex digits read of a chunk size
-	inExt     bool  // past the chunk size, in extensions
-	lineLen   int   // bytes of the chunk-size or trailer line so far
-	sawCR     bool  // the last byte was CR
-	trailer   int   // bytes of the trailer block so far
-	body      []byte
+	remain  int64 // bytes left in the body or the chunk
+	digits  int   // hex digits read of a chunk size
+	inExt   bool  // past the chunk size, in extensions
+	lineLen int   // bytes of the chunk-size or trailer line so far
+	sawCR   bool  // the last byte was CR
+	trailer int   // bytes of the trailer block so far
+	body
+}
+
+// body is what is kept of a message body being read: its bytes up to
+// MaxBody, and for a response the marks of its pieces and the sink that
+// takes them as they come.
+type body struct {
+	data      []byte
 	truncated bool
 	marks     []mark
 	sink      func(Piece) // Config.OnResponse's for the body in progress
@@ -379,7 +386,7 @@ func (c *Conn) Retained() int {
 	n := 0
 	for i := range c.sides {
 		s := &c.sides[i]
-		n += cap(s.hdr) + cap(s.body) + cap(s.marks)*int(unsafe.Sizeof(mark{}))
+		n += cap(s.hdr) + cap(s.data) + cap(s.marks)*int(unsafe.Sizeof(mark{}))
 	}
 	for _, e := range c.queue {
 		n += e.retained()
@@ -767,10 +774,10 @@ func (c *Conn) startBody(s *side, f framing, length int64, ts int64) {
 	case f == sized && length > 0:
 		s.phase, s.remain = phaseBody, length
 		if s.storing() {
-			s.body = c.cfg.Bodies.get()
-			if want := int(min(length, int64(c.cfg.MaxBody))); cap(s.body) < want {
-				c.cfg.Bodies.put(s.body)
-				s.body = make([]byte, 0, want)
+			s.data = c.cfg.Bodies.get()
+			if want := int(min(length, int64(c.cfg.MaxBody))); cap(s.data) < want {
+				c.cfg.Bodies.put(s.data)
+				s.data = make([]byte, 0, want)
 			}
 		}
 	default:
@@ -875,93 +882,106 @@ func (c *Conn) readTrailer(s *side, data []byte, ts int64) int {
 	return len(data)
 }
 
-// keep stores body bytes, up to MaxBody, and marks response pieces.
+// keep stores body bytes of the message in progress on s.
 func (c *Conn) keep(s *side, p []byte, ts int64) {
-	if !s.storing() {
-		return
+	if s.storing() {
+		s.keep(&c.cfg, p, ts, s.seq, s.kind == kindResponse)
 	}
-	if s.sink != nil && len(p) > 0 {
-		s.sink(Piece{At: ts, Data: p})
+}
+
+// keep stores body bytes, up to MaxBody, hands a response's to its sink,
+// and marks its pieces; seq is the Feed that delivered them.
+func (b *body) keep(cfg *Config, p []byte, ts int64, seq uint64, response bool) {
+	if b.sink != nil && len(p) > 0 {
+		b.sink(Piece{At: ts, Data: p})
 	}
-	if room := c.cfg.MaxBody - len(s.body); len(p) > room {
-		p, s.truncated = p[:room], true
+	if room := cfg.MaxBody - len(b.data); len(p) > room {
+		p, b.truncated = p[:room], true
 	}
 	if len(p) == 0 {
 		return
 	}
-	if s.kind == kindResponse {
-		s.mark(len(s.body), ts, c.cfg.MaxPieces)
+	if response {
+		b.mark(len(b.data), ts, seq, cfg.MaxPieces)
 	}
-	if s.body == nil {
-		s.body = c.cfg.Bodies.get()
+	if b.data == nil {
+		b.data = cfg.Bodies.get()
 	}
-	s.body = appendCapped(s.body, p, c.cfg.MaxBody)
+	b.data = appendCapped(b.data, p, cfg.MaxBody)
 }
 
 // mark starts a response piece at offset off, unless the same Feed
 // started the last one or there are MaxPieces already: the last piece
 // grows instead.
-func (s *side) mark(off int, ts int64, maxPieces int) {
-	if n := len(s.marks); n > 0 && (s.marks[n-1].seq == s.seq || n == maxPieces) {
+func (b *body) mark(off int, ts int64, seq uint64, maxPieces int) {
+	if n := len(b.marks); n > 0 && (b.marks[n-1].seq == seq || n == maxPieces) {
 		return
 	}
-	s.marks = append(s.marks, mark{off: off, at: ts, seq: s.seq})
+	b.marks = append(b.marks, mark{off: off, at: ts, seq: seq})
 }
 
 // endMessage completes the message in progress, whose last byte came at
 // end, and delivers its exchange if the other half is complete too.
 func (c *Conn) endMessage(s *side, end int64) {
-	if e := s.cur; s.storing() {
-		if s.truncated {
-			c.stats.TruncatedBodies++
-		}
-		if s.kind == kindRequest {
-			e.ex.RequestBody, e.ex.RequestTruncated, e.ex.RequestEnd = s.body, s.truncated, end
-			e.reqDone = true
-		} else {
-			e.ex.ResponseBody, e.ex.ResponseTruncated, e.ex.ResponseEnd = s.body, s.truncated, end
-			e.ex.Pieces = s.pieces()
-			e.respDone = true
-		}
-		if e.reqDone && e.respDone {
-			c.stats.Exchanges++
-			if c.cfg.OnExchange != nil {
-				c.cfg.OnExchange(&e.ex)
-			}
-			if b := c.cfg.Bodies; b != nil {
-				b.put(e.ex.RequestBody)
-				b.put(e.ex.ResponseBody)
-				e.ex.RequestBody, e.ex.ResponseBody, e.ex.Pieces = nil, nil, nil
-			}
-		}
+	if s.storing() {
+		c.complete(s.cur, &s.body, s.kind == kindRequest, end)
 	}
 	s.phase, s.cur = phaseStart, nil
-	s.dropBody()
+	s.drop()
 }
 
-// pieces returns the response pieces over s.body.
-func (s *side) pieces() []Piece {
-	if len(s.marks) == 0 {
+// complete gives e the body of its request or response, whose last byte
+// came at end, and delivers e if its other half is complete too.
+func (c *Conn) complete(e *entry, b *body, request bool, end int64) {
+	if b.truncated {
+		c.stats.TruncatedBodies++
+	}
+	if request {
+		e.ex.RequestBody, e.ex.RequestTruncated, e.ex.RequestEnd = b.data, b.truncated, end
+		e.reqDone = true
+	} else {
+		e.ex.ResponseBody, e.ex.ResponseTruncated, e.ex.ResponseEnd = b.data, b.truncated, end
+		e.ex.Pieces = b.pieces()
+		e.respDone = true
+	}
+	b.data = nil // e's now
+	if !e.reqDone || !e.respDone {
+		return
+	}
+	c.stats.Exchanges++
+	if c.cfg.OnExchange != nil {
+		c.cfg.OnExchange(&e.ex)
+	}
+	if bs := c.cfg.Bodies; bs != nil {
+		bs.put(e.ex.RequestBody)
+		bs.put(e.ex.ResponseBody)
+		e.ex.RequestBody, e.ex.ResponseBody, e.ex.Pieces = nil, nil, nil
+	}
+}
+
+// pieces returns the response pieces over b.data.
+func (b *body) pieces() []Piece {
+	if len(b.marks) == 0 {
 		return nil
 	}
-	ps := make([]Piece, len(s.marks))
-	for i, m := range s.marks {
-		end := len(s.body)
-		if i+1 < len(s.marks) {
-			end = s.marks[i+1].off
+	ps := make([]Piece, len(b.marks))
+	for i, m := range b.marks {
+		end := len(b.data)
+		if i+1 < len(b.marks) {
+			end = b.marks[i+1].off
 		}
-		ps[i] = Piece{At: m.at, Data: s.body[m.off:end:end]}
+		ps[i] = Piece{At: m.at, Data: b.data[m.off:end:end]}
 	}
 	return ps
 }
 
-// dropBody forgets the body of the message in progress (an exchange
-// that took it owns it now).
-func (s *side) dropBody() {
-	s.body, s.truncated, s.sink = nil, false, nil
-	s.marks = s.marks[:0]
-	if cap(s.marks)*int(unsafe.Sizeof(mark{})) > keepBuffer {
-		s.marks = nil
+// drop forgets the body of the message in progress (an exchange that
+// took it owns it now).
+func (b *body) drop() {
+	b.data, b.truncated, b.sink = nil, false, nil
+	b.marks = b.marks[:0]
+	if cap(b.marks)*int(unsafe.Sizeof(mark{})) > keepBuffer {
+		b.marks = nil
 	}
 }
 
@@ -1051,7 +1071,7 @@ func (c *Conn) toResync(s *side) {
 	s.phase = phaseResync
 	s.guess, s.plausible, s.lineHead = false, false, false
 	s.hdr, s.cur, s.words = s.hdr[:0], nil, noWords
-	s.dropBody()
+	s.drop()
 }
 
 // ignore stops looking at the connection, for the reason counter counts.
@@ -1066,7 +1086,7 @@ func (c *Conn) ignore(counter *int64) {
 func (c *Conn) release() {
 	for i := range c.sides {
 		s := &c.sides[i]
-		s.hdr, s.body, s.marks, s.cur = nil, nil, nil, nil
+		s.hdr, s.data, s.marks, s.cur = nil, nil, nil, nil
 	}
 	c.queue, c.discard = nil, 0
 }
