@@ -60,6 +60,17 @@ type Config struct {
 	// when another one comes, those waiting are abandoned. <= 0 means
 	// DefaultMaxPending.
 	MaxPending int
+	// MaxStreams caps the HTTP/2 streams in progress on a connection; a
+	// request past it is abandoned (AbandonedOverflow). <= 0 means
+	// DefaultMaxStreams.
+	MaxStreams int
+
+	// OnAbandon, when set, is called with each exchange that OnResponse
+	// was called for, when it is abandoned, whatever the cause (Close
+	// included): its response will not complete, and OnExchange will
+	// not get it. It is called from within Feed, Gap and Close, and must
+	// not call the Conn.
+	OnAbandon func(*Exchange)
 
 	// Stats is where the Conn counts; Conns may share one (they are not
 	// safe for concurrent use, and neither is it). nil: the Conn counts
@@ -111,9 +122,20 @@ type Stats struct {
 
 	// Exchanges abandoned, by cause: bytes lost (Gap); the connection
 	// closed, or switched protocols, before the exchange was complete; a
-	// malformed message; more requests awaiting their responses than
-	// Config.MaxPending.
-	AbandonedGap, AbandonedClose, AbandonedMalformed, AbandonedOverflow int64
+	// malformed message (or HTTP/2 frame, or header block); more
+	// requests awaiting their responses than Config.MaxPending, or
+	// HTTP/2 streams in progress than Config.MaxStreams; an HTTP/2
+	// stream the server refused (REFUSED_STREAM, or above the last
+	// stream of its GOAWAY: it was not processed, and the client may
+	// retry it).
+	AbandonedGap, AbandonedClose, AbandonedMalformed, AbandonedOverflow, AbandonedRefused int64
+	// Reset counts the HTTP/2 exchanges an end reset (RST_STREAM) before
+	// they were complete: they are delivered as they stood, with
+	// Exchange.ResetBy.
+	Reset int64
+	// GRPC counts the exchanges delivered whose request was gRPC
+	// (Content-Type application/grpc…).
+	GRPC int64
 	// Unpaired counts responses that came with no request to answer: its
 	// request was not seen (capture began mid-connection, or it was
 	// lost). They are framed and dropped.
@@ -126,6 +148,8 @@ type Stats struct {
 	BadContentLength    int64 // not a decimal of at most 18 digits, or values that disagree
 	BadTransferEncoding int64 // a request whose last transfer coding is not chunked
 	BadChunk            int64 // a chunk-size line or chunk end breaking the chunked grammar
+	BadFrame            int64 // an HTTP/2 frame breaking the framing: the direction resyncs, its streams abandoned
+	BadHeaderBlock      int64 // an HTTP/2 header block HPACK could not decode: its decoder starts afresh
 
 	// TruncatedBodies counts the bodies of delivered messages that were
 	// longer than MaxBody and kept in part.
@@ -135,18 +159,20 @@ type Stats struct {
 	// or a malformed message.
 	SkippedBytes int64
 
+	// HTTP2 counts the connections read as HTTP/2.
+	HTTP2 int64
 	// Connections ignored from some point on, by why: their first bytes
-	// were not HTTP/1.x (TLS ciphertext, another protocol); they were
-	// HTTP/2; they switched protocols (101 Switching Protocols, or a
-	// tunnel opened by CONNECT).
-	NonHTTP, HTTP2, Switched int64
+	// were not HTTP/1.x or HTTP/2 (TLS ciphertext, another protocol);
+	// they switched protocols (101 Switching Protocols, or a tunnel
+	// opened by CONNECT).
+	NonHTTP, Switched int64
 	// IgnoredBytes counts the bytes of connections once ignored or closed.
 	IgnoredBytes int64
 }
 
 // Abandoned returns the exchanges abandoned, whatever the cause.
 func (s Stats) Abandoned() int64 {
-	return s.AbandonedGap + s.AbandonedClose + s.AbandonedMalformed + s.AbandonedOverflow
+	return s.AbandonedGap + s.AbandonedClose + s.AbandonedMalformed + s.AbandonedOverflow + s.AbandonedRefused
 }
 
 // connState is the state of a whole connection.
@@ -269,6 +295,8 @@ type Conn struct {
 
 	queue   []*entry // requests awaiting their responses, oldest first
 	discard int      // responses to drop before the queue's: their requests were abandoned on overflow
+
+	h2 *h2conn // the connection is HTTP/2: the above is unused
 }
 
 // New returns a Conn for a new connection.
@@ -292,6 +320,7 @@ func withDefaults(cfg Config) Config {
 	def(&cfg.MaxBody, DefaultMaxBody)
 	def(&cfg.MaxPieces, DefaultMaxPieces)
 	def(&cfg.MaxPending, DefaultMaxPending)
+	def(&cfg.MaxStreams, DefaultMaxStreams)
 	return cfg
 }
 
@@ -310,12 +339,22 @@ func (c *Conn) Feed(dir Dir, data []byte, ts int64) {
 		c.stats.IgnoredBytes += int64(len(data))
 		return
 	}
+	if c.h2 != nil {
+		c.feed2(dir, data, ts)
+		return
+	}
 	s := &c.sides[dir]
 	s.seq++
 	s.last = ts
 	s.lineHead = true // a read or write may start a message: a resync tries there
 	for len(data) > 0 {
-		if c.state != live {
+		switch {
+		case c.h2 != nil: // it turned out HTTP/2
+			s2 := &c.h2.sides[dir]
+			s2.seq = 1
+			c.run2(s2, data, ts)
+			return
+		case c.state != live:
 			c.stats.IgnoredBytes += int64(len(data))
 			return
 		}
@@ -330,19 +369,24 @@ func (c *Conn) Feed(dir Dir, data []byte, ts int64) {
 // the direction of a loss is not known, Gap both: a Gap in a direction
 // that lost nothing abandons at most what was in progress there.
 func (c *Conn) Gap(dir Dir) {
-	if c.state != live {
-		return
+	switch {
+	case c.state != live:
+	case c.h2 != nil:
+		c.lose2(&c.h2.sides[dir], &c.stats.AbandonedGap)
+	default:
+		s := &c.sides[dir]
+		c.lose(s, &c.stats.AbandonedGap)
+		c.toResync(s)
 	}
-	s := &c.sides[dir]
-	c.lose(s, &c.stats.AbandonedGap)
-	c.toResync(s)
 }
 
 // Close says that the connection closed. A response delimited by the
 // close is complete; the exchanges still in progress are abandoned.
 // Later calls only count bytes as ignored.
 func (c *Conn) Close() {
-	if c.state == live {
+	if c.state == live && c.h2 != nil {
+		c.abandonAll2(&c.stats.AbandonedClose)
+	} else if c.state == live {
 		for i := range c.sides {
 			if s := &c.sides[i]; s.phase == phaseUntilClose {
 				c.endMessage(s, s.last)
@@ -351,6 +395,7 @@ func (c *Conn) Close() {
 		c.abandonAll(&c.stats.AbandonedClose)
 	}
 	c.state = closed
+	c.h2 = nil
 	c.release()
 }
 
@@ -361,6 +406,10 @@ func (c *Conn) Close() {
 // request's fields and body only; f must not keep it or call the Conn.
 func (c *Conn) Waiting(f func(*Exchange)) {
 	if c.state != live {
+		return
+	}
+	if c.h2 != nil {
+		c.h2.waiting(f)
 		return
 	}
 	for _, e := range c.queue {
@@ -383,6 +432,9 @@ func (c *Conn) Waiting(f func(*Exchange)) {
 // MaxBody bytes and two header blocks of MaxHeader bytes and MaxFields
 // fields.
 func (c *Conn) Retained() int {
+	if c.h2 != nil {
+		return c.h2.retained()
+	}
 	n := 0
 	for i := range c.sides {
 		s := &c.sides[i]
@@ -598,8 +650,11 @@ func (c *Conn) readHead(s *side, data []byte, ts int64) int {
 			case plausible:
 				s.plausible = true
 			case isHTTP2:
-				c.stats.IgnoredBytes += int64(len(s.hdr))
-				c.ignore(&c.stats.HTTP2)
+				head, first := s.hdr, s.first
+				c.startHTTP2(s.dir, bytes.HasPrefix(head, []byte(preface)))
+				s2 := &c.h2.sides[s.dir]
+				s2.seq = 1
+				c.run2(s2, head, first)
 				return n + len(line)
 			case notHTTP:
 				at = max(at, old)
@@ -949,6 +1004,9 @@ func (c *Conn) complete(e *entry, b *body, request bool, end int64) {
 		return
 	}
 	c.stats.Exchanges++
+	if isGRPC(e.ex.RequestHeader.Get("Content-Type")) {
+		c.stats.GRPC++
+	}
 	if c.cfg.OnExchange != nil {
 		c.cfg.OnExchange(&e.ex)
 	}
@@ -1049,6 +1107,9 @@ func (c *Conn) abandon(e *entry, cause *int64) {
 	}
 	e.abandoned = true
 	*cause++
+	if c.cfg.OnAbandon != nil && e.ex.Status != 0 && c.cfg.OnResponse != nil {
+		c.cfg.OnAbandon(&e.ex)
+	}
 }
 
 // abandonAll abandons every exchange in progress.

@@ -578,12 +578,12 @@ var frameCases = []frameCase{
 			w(100, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"),
 			r(200, "\x00\x00\x00\x04\x01\x00\x00\x00\x00"),
 		},
-		stats: Stats{HTTP2: 1, IgnoredBytes: 24 + 9 + 9},
+		stats: Stats{HTTP2: 1},
 	},
 	{
 		name:  "an HTTP/2 server's SETTINGS frame before the preface",
 		evs:   []event{w(100, "\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64")},
-		stats: Stats{HTTP2: 1, IgnoredBytes: 15},
+		stats: Stats{HTTP2: 1},
 	},
 	{
 		name: "101 Switching Protocols to WebSocket: delivered, then ignored",

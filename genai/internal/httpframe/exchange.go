@@ -72,7 +72,7 @@ type Piece struct {
 	Data []byte
 }
 
-// Exchange is one HTTP/1.x request and its response. It belongs to the
+// Exchange is one HTTP/1.x request and its response, or one HTTP/2 stream. It belongs to the
 // receiver of Config.OnExchange.
 //
 // Timestamps are those given to Feed: each is the timestamp of the read
@@ -115,4 +115,13 @@ type Exchange struct {
 	// the connection, ResponseEnd is the last read before the close.
 	RequestStart, RequestEnd   int64
 	ResponseStart, ResponseEnd int64
+
+	// ResetBy is set for an HTTP/2 exchange that an end reset
+	// (RST_STREAM) before it was complete: which end (Client, Server),
+	// with the error code it gave (ResetCode: 0x8 CANCEL, 0x2
+	// INTERNAL_ERROR, …). What came before the reset is in the exchange;
+	// a part that did not end (RequestEnd, ResponseEnd) ends at the
+	// reset.
+	ResetBy   Role
+	ResetCode uint32
 }

@@ -17,8 +17,15 @@ import (
 func bound(cfg Config) int {
 	cfg = withDefaults(cfg)
 	exchange := cfg.MaxBody + 2*(cfg.MaxHeader+MaxFields*int(unsafe.Sizeof(Header{})))
-	direction := cfg.MaxHeader + cfg.MaxBody + 2*cfg.MaxPieces*int(unsafe.Sizeof(mark{}))
-	return 2*direction + (cfg.MaxPending+2)*exchange
+	marks := 2 * cfg.MaxPieces * int(unsafe.Sizeof(mark{}))
+	direction := cfg.MaxHeader + cfg.MaxBody + marks
+	http1 := 2*direction + (cfg.MaxPending+2)*exchange
+	// HTTP/2: each direction a frame and a header block (whose last
+	// field may go past MaxHeader by a string of at most MaxHeader), each
+	// stream an exchange and a response body with its marks.
+	block := 3*cfg.MaxHeader + 2*MaxFields*int(unsafe.Sizeof(Header{}))
+	http2 := 2*(maxFrameKept+block) + cfg.MaxStreams*(exchange+cfg.MaxBody+marks)
+	return max(http1, http2)
 }
 
 // A fuzz plan is a list of 3-byte steps: an op byte and a big-endian
@@ -69,7 +76,7 @@ func decodePlan(data, plan []byte) []event {
 }
 
 // fuzzConfig has small limits, so that fuzz input reaches them.
-var fuzzConfig = Config{MaxHeader: 512, MaxBody: 256, MaxPieces: 8, MaxPending: 3, DropHeaders: credentials}
+var fuzzConfig = Config{MaxHeader: 512, MaxBody: 256, MaxPieces: 8, MaxPending: 3, MaxStreams: 3, DropHeaders: credentials}
 
 // playChecked runs events like play, and checks after each call that the
 // Conn holds no more than the bound. The checks run for every byte fed
@@ -114,8 +121,8 @@ func playChecked(t *testing.T, cfg Config, evs []event, split func([]byte) [][]b
 				}
 				waiting := 0
 				c.Waiting(func(*Exchange) { waiting++ })
-				if most := withDefaults(cfg).MaxPending + 2; waiting > most {
-					require.LessOrEqual(t, waiting, most, "event %d: %d requests waiting, over MaxPending + 2 = %d", i, waiting, most)
+				if most := max(withDefaults(cfg).MaxPending+2, withDefaults(cfg).MaxStreams); waiting > most {
+					require.LessOrEqual(t, waiting, most, "event %d: %d requests waiting, over MaxPending + 2 and MaxStreams = %d", i, waiting, most)
 				}
 			}
 		case opGap:
@@ -178,11 +185,11 @@ func wellFormed(evs []event, s Stats) bool {
 			return false
 		}
 	}
-	return s.BadStartLine+s.BadHeader+s.HeaderTooLarge+s.BadContentLength+s.BadTransferEncoding+s.BadChunk+s.SkippedBytes == 0
+	return s.BadStartLine+s.BadHeader+s.HeaderTooLarge+s.BadContentLength+s.BadTransferEncoding+s.BadChunk+s.BadFrame+s.BadHeaderBlock+s.SkippedBytes == 0
 }
 
 func FuzzConn(f *testing.F) {
-	for _, tc := range append(frameCases, malformedCases...) {
+	for _, tc := range append(append(frameCases, malformedCases...), h2Cases...) {
 		data, plan := encodePlan(tc.evs)
 		f.Add(data, plan)
 	}
