@@ -1,8 +1,8 @@
 // Package httpframe reassembles HTTP/1.x and HTTP/2 exchanges from the
-// data a traced process wrote and read on one connection, as an eBPF capture hands it
-// over (SSL_read/SSL_write uprobes, or socket syscalls): chunks in order,
-// each with its direction and the timestamp of the read or write, and the
-// losses reported.
+// data a traced process wrote and read on one connection, as an eBPF
+// capture hands it over (SSL_read/SSL_write uprobes, or socket syscalls):
+// chunks in order, each with its direction and the timestamp of the read
+// or write, and the losses reported.
 //
 // A Conn per connection takes Feed (data written or read), Gap (data lost
 // in one direction) and Close, and hands each complete exchange to

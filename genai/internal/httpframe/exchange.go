@@ -72,8 +72,8 @@ type Piece struct {
 	Data []byte
 }
 
-// Exchange is one HTTP/1.x request and its response, or one HTTP/2 stream. It belongs to the
-// receiver of Config.OnExchange.
+// Exchange is one HTTP/1.x request and its response, or one HTTP/2
+// stream. It belongs to the receiver of Config.OnExchange.
 //
 // Timestamps are those given to Feed: each is the timestamp of the read
 // or write that carried the byte in question.
