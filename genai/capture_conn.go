@@ -3,6 +3,8 @@ package genai
 import (
 	"container/list"
 	"net/textproto"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/xpuscope/xpuscope/genai/internal/httpframe"
@@ -37,8 +39,12 @@ type capConn struct {
 	// carriedLLM is set once one was (its connection is never muted).
 	notLLM     int
 	carriedLLM bool
-	// live is the response being parsed as it arrives, if any.
-	live *liveCall
+	// lives are the responses being parsed as they arrive: one at a
+	// time over HTTP/1.x, one per stream over HTTP/2.
+	lives []*liveCall
+	// closing: the connection is ending; what its framing abandons now
+	// was cut by the close.
+	closing bool
 	// peerClosed: a read returned the end of the stream (plaintext only):
 	// the other end closed first.
 	peerClosed bool
@@ -95,6 +101,7 @@ const (
 	outcomeNotLLM
 	outcomeServerSide
 	outcomeParseError
+	outcomeGRPC
 	numOutcomes
 )
 
@@ -118,8 +125,8 @@ func (t *connTable) handle(r *httpbpf.Record) {
 				t.gap(cc) // calls lost before the close
 			}
 			unanswered := t.unanswered(cc, r.TS)
-			cc.frame.Close()
-			t.cut(cc)
+			cc.closing = true
+			cc.frame.Close() // delivers what the close cut (abandoned)
 			for _, u := range unanswered {
 				t.outcomes[t.deliver(&u.x, u.live.fx, cc.proc, u.live)]++
 			}
@@ -167,9 +174,9 @@ func (t *connTable) handle(r *httpbpf.Record) {
 	cc.frame.Feed(dir, r.Data, int64(r.TS))
 }
 
-// gap says bytes were lost, in a direction not known.
+// gap says bytes were lost, in a direction not known. The calls whose
+// bytes were lost were lost to the capture: they are no failed calls.
 func (t *connTable) gap(cc *capConn) {
-	cc.dropLive() // lost to the capture: not a failed call
 	cc.frame.Gap(httpframe.Write)
 	cc.frame.Gap(httpframe.Read)
 }
@@ -190,6 +197,7 @@ func (t *connTable) add(k connKey) *capConn {
 	cc.frame = httpframe.New(httpframe.Config{
 		OnExchange:  func(x *httpframe.Exchange) { t.exchange(cc, x) },
 		OnResponse:  func(x *httpframe.Exchange) func(httpframe.Piece) { return t.response(cc, x) },
+		OnAbandon:   func(x *httpframe.Exchange) { t.abandoned(cc, x) },
 		DropHeaders: credentialHeaders,
 		Redact:      redactCredential,
 		MaxBody:     t.cfg.bodyLimit,
@@ -204,7 +212,7 @@ func (t *connTable) add(k connKey) *capConn {
 // remove drops a connection, and its process with its last connection:
 // the resolver hears of the process when it has exited.
 func (t *connTable) remove(cc *capConn) {
-	cc.dropLive()
+	cc.dropLives()
 	t.lru.Remove(cc.elem)
 	delete(t.conns, cc.key)
 	p := cc.proc
@@ -245,19 +253,24 @@ func (t *connTable) evictIdle(now time.Time) {
 // is not read further: the kernel side stops sending its bytes. (Without
 // serve, a server's end is never muted.)
 func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
-	var (
-		x    Exchange
-		live *liveCall
-	)
-	if cc.live != nil && cc.live.fx == fx {
-		live, cc.live = cc.live, nil
+	var x Exchange
+	live := cc.takeLive(fx)
+	if live != nil {
 		x.RequestHeader, x.ResponseHeader = live.head[0], live.head[1]
 	}
 	toExchange(fx, t.wall, &x)
+	if fx.ResetBy != 0 {
+		live = t.reset(fx, &x, live)
+	}
 	// o is what the exchange counts as; call what it was, which mutes a
 	// connection of no LLM API.
 	o, call := outcomeServerSide, outcomeServerSide
 	switch {
+	case isGRPC(&x):
+		o, call = outcomeGRPC, outcomeNotLLM
+		if live != nil {
+			live.parser.release()
+		}
 	case fx.Role == httpframe.Client:
 		o = t.deliver(&x, fx, cc.proc, live)
 		call = o
@@ -293,7 +306,6 @@ const muteAfter = 3
 // that is an LLM API call, at either end: it returns what takes the
 // body's pieces, or nil when the exchange is not one.
 func (t *connTable) response(cc *capConn, fx *httpframe.Exchange) func(httpframe.Piece) {
-	cc.dropLive() // an exchange abandoned before its end
 	if fx.Role == httpframe.Server && t.serve == nil {
 		return nil
 	}
@@ -310,23 +322,26 @@ func (t *connTable) response(cc *capConn, fx *httpframe.Exchange) func(httpframe
 	l := &liveCall{fx: fx, head: [2]Header{x.RequestHeader, x.ResponseHeader}, ep: ep, parser: newParser(),
 		call: Call{Provider: ep.Provider, Operation: ep.Operation}}
 	l.parser.begin(&x, &l.call)
-	cc.live = l
+	cc.lives = append(cc.lives, l)
 	return func(p httpframe.Piece) {
 		l.last = p.At
 		l.parser.chunk(Chunk{At: t.wall(uint64(p.At)), Data: p.Data})
 	}
 }
 
-// cut delivers the call whose response the end of cc cut, if any: a
-// client's LLM API call whose response had begun. (One that the capture
-// lost bytes of, or gave up on, is abandoned, not delivered: it need not
-// have failed.)
-func (t *connTable) cut(cc *capConn) {
-	l := cc.live
-	if l == nil {
+// abandoned takes an exchange whose response had begun and that the
+// framing gave up on. When the end of cc cut it, and it is a client's
+// LLM API call, it is delivered as a failed call; one that the capture
+// lost bytes of, or gave up on, is dropped (it need not have failed).
+func (t *connTable) abandoned(cc *capConn, fx *httpframe.Exchange) {
+	l := cc.takeLive(fx)
+	switch {
+	case l == nil:
+		return
+	case !cc.closing:
+		l.parser.release()
 		return
 	}
-	cc.live = nil
 	var x Exchange
 	x.RequestHeader, x.ResponseHeader = l.head[0], l.head[1]
 	toExchange(l.fx, t.wall, &x)
@@ -337,6 +352,29 @@ func (t *connTable) cut(cc *capConn) {
 		return
 	}
 	t.outcomes[t.deliver(&x, l.fx, cc.proc, l)]++
+}
+
+// reset reads an HTTP/2 exchange that an end reset before it was
+// complete, x made of it, as a failed call: cancelled when the client
+// reset it, else stream_truncated once the response had begun and _OTHER
+// before. live is the call's response parsed so far, if any; reset
+// returns it, or, for a request that got no response, the call the
+// request is (nil when it is no LLM API call's).
+func (t *connTable) reset(fx *httpframe.Exchange, x *Exchange, live *liveCall) *liveCall {
+	errType := semconv.GenAIErrorStreamTruncated
+	switch {
+	case fx.ResetBy == httpframe.Client:
+		errType = semconv.GenAIErrorCancelled
+	case fx.Status == 0:
+		errType = semconv.Other
+	}
+	if live == nil && fx.Status == 0 {
+		live = t.failedCall(fx, x, errType)
+	}
+	if live != nil {
+		live.failed = errType
+	}
+	return live
 }
 
 // endedBy is the error.type of a call the end of cc cut short, of the
@@ -368,23 +406,31 @@ type unansweredCall struct {
 func (t *connTable) unanswered(cc *capConn, ts uint64) []unansweredCall {
 	var out []unansweredCall
 	cc.frame.Waiting(func(fx *httpframe.Exchange) {
-		if fx.Role != httpframe.Client || fx.Status != 0 { // a response begun is cut's
+		if fx.Role != httpframe.Client || fx.Status != 0 { // a response begun is abandoned's
 			return
 		}
 		var x Exchange
 		toExchange(fx, t.wall, &x)
-		ep, ok := Detect(&x, t.cfg.hosts)
-		newParser := readerOf(ep.API).parser
-		if !ok || newParser == nil {
-			return
+		if l := t.failedCall(fx, &x, cc.endedBy(fx.Role, semconv.Other)); l != nil {
+			x.End = t.wall(ts)
+			out = append(out, unansweredCall{x: x, live: l})
 		}
-		l := &liveCall{fx: fx, ep: ep, parser: newParser(), call: Call{Provider: ep.Provider, Operation: ep.Operation},
-			failed: cc.endedBy(fx.Role, semconv.Other)}
-		l.parser.begin(&x, &l.call)
-		x.End = t.wall(ts)
-		out = append(out, unansweredCall{x: x, live: l})
 	})
 	return out
+}
+
+// failedCall returns the LLM API call x (made of fx) is, which failed
+// with errType before any of its response came; nil when x is no LLM API
+// call the parsers read.
+func (t *connTable) failedCall(fx *httpframe.Exchange, x *Exchange, errType string) *liveCall {
+	ep, ok := Detect(x, t.cfg.hosts)
+	newParser := readerOf(ep.API).parser
+	if !ok || newParser == nil {
+		return nil
+	}
+	l := &liveCall{fx: fx, ep: ep, parser: newParser(), call: Call{Provider: ep.Provider, Operation: ep.Operation}, failed: errType}
+	l.parser.begin(x, &l.call)
+	return l
 }
 
 // readCall reads the LLM API call x is (from live, when its response was
@@ -413,12 +459,31 @@ func readCall(x *Exchange, hosts HostMap, live *liveCall) (Endpoint, Call, outco
 	return ep, call, outcomeEmitted
 }
 
-// dropLive gives up the response being parsed, if any.
-func (cc *capConn) dropLive() {
-	if cc.live != nil {
-		cc.live.parser.release()
-		cc.live = nil
+// takeLive returns, and forgets, the response of fx being parsed, if
+// any.
+func (cc *capConn) takeLive(fx *httpframe.Exchange) *liveCall {
+	for i, l := range cc.lives {
+		if l.fx == fx {
+			cc.lives = slices.Delete(cc.lives, i, i+1)
+			return l
+		}
 	}
+	return nil
+}
+
+// dropLives gives up the responses being parsed.
+func (cc *capConn) dropLives() {
+	for _, l := range cc.lives {
+		l.parser.release()
+	}
+	clear(cc.lives)
+	cc.lives = cc.lives[:0]
+}
+
+// isGRPC says whether x is a gRPC call (which the parsers do not read:
+// counted, not parsed).
+func isGRPC(x *Exchange) bool {
+	return strings.HasPrefix(x.RequestHeader.Get("Content-Type"), "application/grpc")
 }
 
 // toExchange fills x from a framed exchange, whose header fields are

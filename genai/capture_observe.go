@@ -92,12 +92,13 @@ func (in *captureInstruments) create(m metric.Meter) error {
 	for o, v := range [numOutcomes]string{
 		outcomeEmitted: semconv.CaptureOutcomeEmitted, outcomeNotLLM: semconv.CaptureOutcomeNotLLM,
 		outcomeServerSide: semconv.CaptureOutcomeServerSide, outcomeParseError: semconv.CaptureOutcomeParseError,
+		outcomeGRPC: semconv.CaptureOutcomeGRPC,
 	} {
 		in.outcome[o] = meterx.NewAttrs(semconv.XpuscopeGenAIOutcome.String(v))
 	}
 	in.reason = map[string]meterx.Attrs{}
 	for _, r := range []string{semconv.CaptureReasonGap, semconv.CaptureReasonClose, semconv.CaptureReasonMalformed,
-		semconv.CaptureReasonOverflow, semconv.CaptureReasonIdle, semconv.CaptureSkipHTTP2, semconv.CaptureSkipNotHTTP,
+		semconv.CaptureReasonOverflow, semconv.CaptureReasonRefused, semconv.CaptureReasonIdle, semconv.CaptureSkipNotHTTP,
 		semconv.CaptureSkipSwitched} {
 		in.reason[r] = meterx.NewAttrs(semconv.XpuscopeGenAIReason.String(r))
 	}
@@ -127,12 +128,12 @@ func (c *Capture) observe(in *captureInstruments, o metric.Observer) error {
 	for r, n := range map[string]int64{
 		semconv.CaptureReasonGap: f.AbandonedGap, semconv.CaptureReasonClose: f.AbandonedClose,
 		semconv.CaptureReasonMalformed: f.AbandonedMalformed, semconv.CaptureReasonOverflow: f.AbandonedOverflow,
-		semconv.CaptureReasonIdle: evicted,
+		semconv.CaptureReasonRefused: f.AbandonedRefused, semconv.CaptureReasonIdle: evicted,
 	} {
 		o.ObserveInt64(in.abandoned, n, in.reason[r].Observe...)
 	}
 	for r, n := range map[string]int64{
-		semconv.CaptureSkipHTTP2: f.HTTP2, semconv.CaptureSkipNotHTTP: f.NonHTTP, semconv.CaptureSkipSwitched: f.Switched,
+		semconv.CaptureSkipNotHTTP: f.NonHTTP, semconv.CaptureSkipSwitched: f.Switched,
 	} {
 		o.ObserveInt64(in.skipped, n, in.reason[r].Observe...)
 	}

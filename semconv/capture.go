@@ -14,21 +14,23 @@ const (
 	CaptureOutcomeNotLLM     = "not_llm"     // HTTP, but no LLM API the parsers know
 	CaptureOutcomeServerSide = "server_side" // seen from the server's end: reported as a served request (a SERVER span and gen_ai.server.*) when it is an LLM API call
 	CaptureOutcomeParseError = "parse_error" // an LLM API whose body could not be read
+	CaptureOutcomeGRPC       = "grpc"        // a gRPC call (Gemini's gRPC API among others): counted, not parsed
 )
 
 // Values of XpuscopeGenAIReason.
 const (
 	CaptureReasonGap       = "gap"       // bytes lost: a full ring buffer, or a call larger than the capture takes
 	CaptureReasonClose     = "close"     // the connection closed mid-exchange
-	CaptureReasonMalformed = "malformed" // not valid HTTP/1.x framing
-	CaptureReasonOverflow  = "overflow"  // too many pipelined requests waiting
+	CaptureReasonMalformed = "malformed" // not valid HTTP/1.x or HTTP/2 framing, or an HTTP/2 header block that did not decode
+	CaptureReasonOverflow  = "overflow"  // too many pipelined requests waiting, or HTTP/2 streams in progress
+	CaptureReasonRefused   = "refused"   // an HTTP/2 stream the server did not process (REFUSED_STREAM, GOAWAY): its client retries it
 	CaptureReasonIdle      = "idle"      // the connection was evicted, idle or over the connection cap
 )
 
 var (
 	XpuscopeGenAICaptureExchanges = Metric{
 		Name: "xpuscope.genai.capture.exchanges", Kind: Counter, Unit: "{exchange}", Origin: Self,
-		Description: "HTTP/1.x exchanges the capture framed, by what became of them.",
+		Description: "HTTP/1.x exchanges and HTTP/2 streams the capture framed, by what became of them.",
 		Attributes:  []attribute.Key{XpuscopeGenAIOutcome},
 	}
 	XpuscopeGenAICaptureAbandoned = Metric{
@@ -46,7 +48,7 @@ var (
 	}
 	XpuscopeGenAICaptureSkippedConnections = Metric{
 		Name: "xpuscope.genai.capture.connections.skipped", Kind: Counter, Unit: "{connection}", Origin: Self,
-		Description: "Connections the capture stopped reading: HTTP/2 (not parsed yet), not HTTP, or switched to another protocol.",
+		Description: "Connections the capture stopped reading: not HTTP, or switched to another protocol.",
 		Attributes:  []attribute.Key{XpuscopeGenAIReason},
 	}
 	XpuscopeGenAICaptureGoProcesses = Metric{
@@ -67,15 +69,14 @@ var captureMetrics = []Metric{
 
 var captureAttributes = []Attribute{
 	{XpuscopeGenAIOutcome, "string", "What became of an exchange the genai capture framed.", Self,
-		[]string{CaptureOutcomeEmitted, CaptureOutcomeNotLLM, CaptureOutcomeServerSide, CaptureOutcomeParseError}},
-	{XpuscopeGenAIReason, "string", "Why the genai capture gave up on an exchange, or stopped reading a connection (http2, not_http, switched).", Self,
-		[]string{CaptureReasonGap, CaptureReasonClose, CaptureReasonMalformed, CaptureReasonOverflow, CaptureReasonIdle,
-			CaptureSkipHTTP2, CaptureSkipNotHTTP, CaptureSkipSwitched}},
+		[]string{CaptureOutcomeEmitted, CaptureOutcomeNotLLM, CaptureOutcomeServerSide, CaptureOutcomeParseError, CaptureOutcomeGRPC}},
+	{XpuscopeGenAIReason, "string", "Why the genai capture gave up on an exchange, or stopped reading a connection (not_http, switched).", Self,
+		[]string{CaptureReasonGap, CaptureReasonClose, CaptureReasonMalformed, CaptureReasonOverflow, CaptureReasonRefused,
+			CaptureReasonIdle, CaptureSkipNotHTTP, CaptureSkipSwitched}},
 }
 
 // Values of XpuscopeGenAIReason on XpuscopeGenAICaptureSkippedConnections.
 const (
-	CaptureSkipHTTP2    = "http2"
 	CaptureSkipNotHTTP  = "not_http"
 	CaptureSkipSwitched = "switched"
 )

@@ -133,9 +133,6 @@ type Stats struct {
 	// they were complete: they are delivered as they stood, with
 	// Exchange.ResetBy.
 	Reset int64
-	// GRPC counts the exchanges delivered whose request was gRPC
-	// (Content-Type application/grpc…).
-	GRPC int64
 	// Unpaired counts responses that came with no request to answer: its
 	// request was not seen (capture began mid-connection, or it was
 	// lost). They are framed and dropped.
@@ -1004,9 +1001,6 @@ func (c *Conn) complete(e *entry, b *body, request bool, end int64) {
 		return
 	}
 	c.stats.Exchanges++
-	if isGRPC(e.ex.RequestHeader.Get("Content-Type")) {
-		c.stats.GRPC++
-	}
 	if c.cfg.OnExchange != nil {
 		c.cfg.OnExchange(&e.ex)
 	}

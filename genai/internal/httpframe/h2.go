@@ -3,7 +3,6 @@ package httpframe
 import (
 	"bytes"
 	"strconv"
-	"strings"
 	"unsafe"
 
 	"golang.org/x/net/http2"
@@ -714,9 +713,4 @@ func (h *h2conn) retained() int {
 		n += st.e.retained() + cap(st.req.data) + cap(st.resp.data) + cap(st.resp.marks)*int(unsafe.Sizeof(mark{}))
 	}
 	return n
-}
-
-// isGRPC says whether a content type is gRPC's (or gRPC-Web's).
-func isGRPC(contentType string) bool {
-	return strings.HasPrefix(contentType, "application/grpc")
 }

@@ -1,7 +1,6 @@
 package httpframe
 
 import (
-	"bytes"
 	"runtime"
 	"strings"
 	"testing"
@@ -9,66 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
+
+	"github.com/xpuscope/xpuscope/internal/testutil/h2wire"
 )
-
-// h2end is one end's encoder: frames written by the x/net/http2 Framer,
-// header blocks by an hpack.Encoder whose dynamic table lives as long
-// as the end, as a real peer's does.
-type h2end struct {
-	out  bytes.Buffer
-	fr   *http2.Framer
-	blk  bytes.Buffer
-	enc  *hpack.Encoder
-	done bool
-}
-
-func newH2End() *h2end {
-	e := &h2end{}
-	e.fr = http2.NewFramer(&e.out, nil)
-	e.enc = hpack.NewEncoder(&e.blk)
-	return e
-}
-
-// take returns what was written since the last take.
-func (e *h2end) take() string {
-	s := e.out.String()
-	e.out.Reset()
-	return s
-}
-
-// block encodes a header block from name, value pairs; a name starting
-// with "!" is sent as never indexed.
-func (e *h2end) block(kv ...string) []byte {
-	e.blk.Reset()
-	for i := 0; i < len(kv); i += 2 {
-		name, sensitive := strings.CutPrefix(kv[i], "!")
-		must(e.enc.WriteField(hpack.HeaderField{Name: name, Value: kv[i+1], Sensitive: sensitive}))
-	}
-	return bytes.Clone(e.blk.Bytes())
-}
-
-// headers writes a HEADERS frame of a whole block.
-func (e *h2end) headers(stream uint32, end bool, kv ...string) string {
-	must(e.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: e.block(kv...), EndStream: end, EndHeaders: true}))
-	return e.take()
-}
-
-func (e *h2end) data(stream uint32, end bool, s string) string {
-	must(e.fr.WriteData(stream, end, []byte(s)))
-	return e.take()
-}
-
-func (e *h2end) settings(s ...http2.Setting) string {
-	must(e.fr.WriteSettings(s...))
-	return e.take()
-}
-
-func must(err error) {
-	if err != nil {
-		panic(err)
-	}
-}
 
 // A client's request head and the server's event-stream response head,
 // as a Go client and server send them.
@@ -93,11 +35,11 @@ func h2Exchange(reqBody, respBody string, reqStart, reqEnd, respStart, respEnd i
 
 // h2Conversation starts a connection: the client's preface and
 // SETTINGS, the server's SETTINGS; the two ends' encoders to go on with.
-func h2Conversation(at int64) (client, server *h2end, evs []event) {
-	client, server = newH2End(), newH2End()
+func h2Conversation(at int64) (client, server *h2wire.End, evs []event) {
+	client, server = h2wire.New(), h2wire.New()
 	evs = []event{
-		w(at, http2.ClientPreface+client.settings(http2.Setting{ID: http2.SettingEnablePush, Val: 0})),
-		r(at, server.settings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 100})),
+		w(at, http2.ClientPreface+client.Settings(http2.Setting{ID: http2.SettingEnablePush, Val: 0})),
+		r(at, server.Settings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 100})),
 	}
 	return client, server, evs
 }
@@ -113,10 +55,10 @@ var h2Cases = func() []frameCase {
 	add("a streamed call: pieces per read, the authority as Host, the credential dropped", dropAuth, func() ([]event, []Exchange, Stats) {
 		c, s, evs := h2Conversation(100)
 		evs = append(evs,
-			w(110, c.headers(1, false, h2Req...)+c.data(1, true, `{"stream":true}`)),
-			r(200, s.headers(1, false, h2Resp...)+s.data(1, false, "data: a\n\n")),
-			r(300, s.data(1, false, "data: b\n\n")+s.data(1, false, "data: c\n\n")),
-			r(400, s.data(1, true, "data: [DONE]\n\n")),
+			w(110, c.Headers(1, false, h2Req...)+c.Data(1, true, `{"stream":true}`)),
+			r(200, s.Headers(1, false, h2Resp...)+s.Data(1, false, "data: a\n\n")),
+			r(300, s.Data(1, false, "data: b\n\n")+s.Data(1, false, "data: c\n\n")),
+			r(400, s.Data(1, true, "data: [DONE]\n\n")),
 		)
 		return evs, []Exchange{h2Exchange(`{"stream":true}`, "data: a\n\ndata: b\n\ndata: c\n\ndata: [DONE]\n\n", 110, 110, 200, 400,
 			pieces(200, "data: a\n\n", 300, "data: b\n\ndata: c\n\n", 400, "data: [DONE]\n\n")...)}, Stats{Exchanges: 1, HTTP2: 1}
@@ -125,10 +67,10 @@ var h2Cases = func() []frameCase {
 	add("streams interleaved in one read each go to their exchange; the second head is from the dynamic table", dropAuth, func() ([]event, []Exchange, Stats) {
 		c, s, evs := h2Conversation(100)
 		evs = append(evs,
-			w(110, c.headers(1, false, h2Req...)+c.data(1, true, "one")),
-			w(120, c.headers(3, false, h2Req...)+c.data(3, true, "three")),
-			r(200, s.headers(3, false, h2Resp...)+s.headers(1, false, h2Resp...)+s.data(1, false, "1a")+s.data(3, false, "3a")),
-			r(300, s.data(3, true, "3b")+s.data(1, true, "1b")),
+			w(110, c.Headers(1, false, h2Req...)+c.Data(1, true, "one")),
+			w(120, c.Headers(3, false, h2Req...)+c.Data(3, true, "three")),
+			r(200, s.Headers(3, false, h2Resp...)+s.Headers(1, false, h2Resp...)+s.Data(1, false, "1a")+s.Data(3, false, "3a")),
+			r(300, s.Data(3, true, "3b")+s.Data(1, true, "1b")),
 		)
 		return evs, []Exchange{
 			h2Exchange("three", "3a3b", 120, 120, 200, 300, pieces(200, "3a", 300, "3b")...),
@@ -138,29 +80,29 @@ var h2Cases = func() []frameCase {
 
 	add("a header block over HEADERS and CONTINUATION, padded frames, a 100 Continue first", dropAuth, func() ([]event, []Exchange, Stats) {
 		c, s, evs := h2Conversation(100)
-		blk := c.block(h2Req...)
-		must(c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk[:7], PadLength: 5,
+		blk := c.Block(h2Req...)
+		h2wire.Must(c.Framer.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk[:7], PadLength: 5,
 			Priority: http2.PriorityParam{Weight: 15}}))
-		must(c.fr.WriteContinuation(1, false, blk[7:20]))
-		must(c.fr.WriteContinuation(1, true, blk[20:]))
-		must(c.fr.WriteDataPadded(1, true, []byte("body"), []byte{0, 0, 0}))
-		evs = append(evs, w(110, c.take()),
-			r(150, s.headers(1, false, ":status", "100")),
-			r(200, s.headers(1, false, h2Resp...)))
-		must(s.fr.WriteDataPadded(1, false, []byte("data: x\n\n"), make([]byte, 200)))
-		evs = append(evs, r(300, s.take()), r(400, s.data(1, true, "")))
+		h2wire.Must(c.Framer.WriteContinuation(1, false, blk[7:20]))
+		h2wire.Must(c.Framer.WriteContinuation(1, true, blk[20:]))
+		h2wire.Must(c.Framer.WriteDataPadded(1, true, []byte("body"), []byte{0, 0, 0}))
+		evs = append(evs, w(110, c.Take()),
+			r(150, s.Headers(1, false, ":status", "100")),
+			r(200, s.Headers(1, false, h2Resp...)))
+		h2wire.Must(s.Framer.WriteDataPadded(1, false, []byte("data: x\n\n"), make([]byte, 200)))
+		evs = append(evs, r(300, s.Take()), r(400, s.Data(1, true, "")))
 		return evs, []Exchange{h2Exchange("body", "data: x\n\n", 110, 110, 200, 400, pieces(300, "data: x\n\n")...)},
 			Stats{Exchanges: 1, HTTP2: 1}
 	})
 
-	add("gRPC: trailers end the response, counted", Config{}, func() ([]event, []Exchange, Stats) {
+	add("gRPC: trailers end the response", Config{}, func() ([]event, []Exchange, Stats) {
 		c, s, evs := h2Conversation(100)
 		req := []string{":method", "POST", ":scheme", "http", ":authority", "h", ":path", "/google.ai.generativelanguage.v1.GenerativeService/GenerateContent",
 			"content-type", "application/grpc", "te", "trailers"}
 		evs = append(evs,
-			w(110, c.headers(1, false, req...)+c.data(1, true, "\x00\x00\x00\x00\x02ab")),
-			r(200, s.headers(1, false, ":status", "200", "content-type", "application/grpc")+s.data(1, false, "\x00\x00\x00\x00\x01z")),
-			r(300, s.headers(1, true, "grpc-status", "0")),
+			w(110, c.Headers(1, false, req...)+c.Data(1, true, "\x00\x00\x00\x00\x02ab")),
+			r(200, s.Headers(1, false, ":status", "200", "content-type", "application/grpc")+s.Data(1, false, "\x00\x00\x00\x00\x01z")),
+			r(300, s.Headers(1, true, "grpc-status", "0")),
 		)
 		return evs, []Exchange{{
 			Role: Client, Method: "POST", Target: "/google.ai.generativelanguage.v1.GenerativeService/GenerateContent", Proto: "HTTP/2",
@@ -168,17 +110,17 @@ var h2Cases = func() []frameCase {
 			Status: 200, ResponseHeader: hdr("content-type", "application/grpc"), ResponseBody: []byte("\x00\x00\x00\x00\x01z"),
 			Pieces:       pieces(200, "\x00\x00\x00\x00\x01z"),
 			RequestStart: 110, RequestEnd: 110, ResponseStart: 200, ResponseEnd: 300,
-		}}, Stats{Exchanges: 1, HTTP2: 1, GRPC: 1}
+		}}, Stats{Exchanges: 1, HTTP2: 1}
 	})
 
 	add("the client resets a stream mid-response: delivered as it stood", dropAuth, func() ([]event, []Exchange, Stats) {
 		c, s, evs := h2Conversation(100)
 		evs = append(evs,
-			w(110, c.headers(1, false, h2Req...)+c.data(1, true, "q")),
-			r(200, s.headers(1, false, h2Resp...)+s.data(1, false, "data: a\n\n")),
+			w(110, c.Headers(1, false, h2Req...)+c.Data(1, true, "q")),
+			r(200, s.Headers(1, false, h2Resp...)+s.Data(1, false, "data: a\n\n")),
 		)
-		must(c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
-		evs = append(evs, w(300, c.take()))
+		h2wire.Must(c.Framer.WriteRSTStream(1, http2.ErrCodeCancel))
+		evs = append(evs, w(300, c.Take()))
 		x := h2Exchange("q", "data: a\n\n", 110, 110, 200, 300, pieces(200, "data: a\n\n")...)
 		x.ResetBy, x.ResetCode = Client, uint32(http2.ErrCodeCancel)
 		return evs, []Exchange{x}, Stats{Exchanges: 1, HTTP2: 1, Reset: 1}
@@ -187,13 +129,13 @@ var h2Cases = func() []frameCase {
 	add("the server refuses a stream, and a GOAWAY leaves the streams above its last unprocessed", dropAuth, func() ([]event, []Exchange, Stats) {
 		c, s, evs := h2Conversation(100)
 		evs = append(evs,
-			w(110, c.headers(1, true, h2Req...)),
-			w(120, c.headers(3, true, h2Req...)),
-			w(130, c.headers(5, true, h2Req...)),
+			w(110, c.Headers(1, true, h2Req...)),
+			w(120, c.Headers(3, true, h2Req...)),
+			w(130, c.Headers(5, true, h2Req...)),
 		)
-		must(s.fr.WriteRSTStream(3, http2.ErrCodeRefusedStream))
-		must(s.fr.WriteGoAway(1, http2.ErrCodeNo, nil))
-		evs = append(evs, r(200, s.take()), r(300, s.headers(1, true, h2Resp...)))
+		h2wire.Must(s.Framer.WriteRSTStream(3, http2.ErrCodeRefusedStream))
+		h2wire.Must(s.Framer.WriteGoAway(1, http2.ErrCodeNo, nil))
+		evs = append(evs, r(200, s.Take()), r(300, s.Headers(1, true, h2Resp...)))
 		x := h2Exchange("", "", 110, 110, 300, 300)
 		return evs, []Exchange{x}, Stats{Exchanges: 1, HTTP2: 1, AbandonedRefused: 2}
 	})
@@ -201,16 +143,16 @@ var h2Cases = func() []frameCase {
 	add("a loss resets the header state: a head that refers to an entry lost is abandoned, never mis-decoded", dropAuth, func() ([]event, []Exchange, Stats) {
 		c, s, evs := h2Conversation(100)
 		evs = append(evs,
-			w(110, c.headers(1, true, h2Req...)),
-			r(200, s.headers(1, false, h2Resp...)+s.data(1, false, "data: a\n\n")),
+			w(110, c.Headers(1, true, h2Req...)),
+			r(200, s.Headers(1, false, h2Resp...)+s.Data(1, false, "data: a\n\n")),
 			gap(Read),
-			w(300, c.headers(3, true, h2Req...)),
-			r(400, s.headers(3, true, h2Resp...)), // its fields are in the table lost
+			w(300, c.Headers(3, true, h2Req...)),
+			r(400, s.Headers(3, true, h2Resp...)), // its fields are in the table lost
 		)
 		// A response head all literal decodes again.
-		s.enc.SetMaxDynamicTableSizeLimit(0)
-		evs = append(evs, w(500, c.headers(5, true, h2Req...)),
-			r(600, s.headers(5, true, ":status", "204")))
+		s.Encoder.SetMaxDynamicTableSizeLimit(0)
+		evs = append(evs, w(500, c.Headers(5, true, h2Req...)),
+			r(600, s.Headers(5, true, ":status", "204")))
 		x := h2Exchange("", "", 500, 500, 600, 600)
 		x.Status, x.ResponseHeader = 204, nil
 		return evs, []Exchange{x}, Stats{Exchanges: 1, HTTP2: 1, AbandonedGap: 1, AbandonedMalformed: 1, BadHeaderBlock: 1}
@@ -221,9 +163,9 @@ var h2Cases = func() []frameCase {
 		big := append([]string{}, h2Req...)
 		big = append(big, "x-big", strings.Repeat("b", 150))
 		evs = append(evs,
-			w(110, c.headers(1, true, big...)),
-			w(120, c.headers(3, true, h2Req...)),
-			r(200, s.headers(3, true, h2Resp...)),
+			w(110, c.Headers(1, true, big...)),
+			w(120, c.Headers(3, true, h2Req...)),
+			r(200, s.Headers(3, true, h2Resp...)),
 		)
 		x := h2Exchange("", "", 120, 120, 200, 200)
 		x.RequestHeader = append(hdr("Host", "api.example.com", "content-type", "application/json", "authorization", "Bearer sk-h2-secret"),
@@ -234,20 +176,20 @@ var h2Cases = func() []frameCase {
 	add("streams past MaxStreams are abandoned", Config{MaxStreams: 1, DropHeaders: credentials}, func() ([]event, []Exchange, Stats) {
 		c, s, evs := h2Conversation(100)
 		evs = append(evs,
-			w(110, c.headers(1, true, h2Req...)),
-			w(120, c.headers(3, true, h2Req...)),
-			r(200, s.headers(3, true, h2Resp...)+s.headers(1, true, h2Resp...)),
+			w(110, c.Headers(1, true, h2Req...)),
+			w(120, c.Headers(3, true, h2Req...)),
+			r(200, s.Headers(3, true, h2Resp...)+s.Headers(1, true, h2Resp...)),
 		)
 		return evs, []Exchange{h2Exchange("", "", 110, 110, 200, 200)}, Stats{Exchanges: 1, HTTP2: 1, AbandonedOverflow: 1}
 	})
 
 	add("the traced process is the server", dropAuth, func() ([]event, []Exchange, Stats) {
-		c, s := newH2End(), newH2End()
+		c, s := h2wire.New(), h2wire.New()
 		evs := []event{
-			r(100, http2.ClientPreface+c.settings()),
-			w(100, s.settings()),
-			r(110, c.headers(1, false, h2Req...)+c.data(1, true, "q")),
-			w(200, s.headers(1, false, h2Resp...)+s.data(1, true, "data: a\n\n")),
+			r(100, http2.ClientPreface+c.Settings()),
+			w(100, s.Settings()),
+			r(110, c.Headers(1, false, h2Req...)+c.Data(1, true, "q")),
+			w(200, s.Headers(1, false, h2Resp...)+s.Data(1, true, "data: a\n\n")),
 		}
 		x := h2Exchange("q", "data: a\n\n", 110, 110, 200, 200, pieces(200, "data: a\n\n")...)
 		x.Role = Server
@@ -293,19 +235,19 @@ func TestHTTP2HostileMemory(t *testing.T) {
 	_, _, start := h2Conversation(0)
 	head := start[0].data
 	// flood repeats what next writes until size bytes.
-	flood := func(first string, next func(e *h2end) string) (string, int) {
+	flood := func(first string, next func(e *h2wire.End) string) (string, int) {
 		var b strings.Builder
 		b.WriteString(first)
-		e, frames := newH2End(), 1
+		e, frames := h2wire.New(), 1
 		for b.Len() < size {
 			b.WriteString(next(e))
 			frames++
 		}
 		return b.String(), frames
 	}
-	c0 := newH2End()
-	must(c0.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: c0.block(h2Req[:8]...)}))
-	frag := c0.block("x-a", strings.Repeat("a", 100))
+	c0 := h2wire.New()
+	h2wire.Must(c0.Framer.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: c0.Block(h2Req[:8]...)}))
+	frag := c0.Block("x-a", strings.Repeat("a", 100))
 	stream := uint32(1)
 	for _, tc := range []struct {
 		name    string
@@ -313,27 +255,27 @@ func TestHTTP2HostileMemory(t *testing.T) {
 		counted func(Stats) int64 // what the input must have been counted as, if anything
 	}{
 		{"a CONTINUATION flood", func() (string, int) {
-			return flood(c0.take(), func(*h2end) string {
-				must(c0.fr.WriteContinuation(1, false, frag))
-				return c0.take()
+			return flood(c0.Take(), func(*h2wire.End) string {
+				h2wire.Must(c0.Framer.WriteContinuation(1, false, frag))
+				return c0.Take()
 			})
 		}, nil},
 		{"a DATA frame of 16 MiB", func() (string, int) {
-			return newH2End().headers(1, false, h2Req...) + "\xff\xff\xff\x00\x00\x00\x00\x00\x01" + strings.Repeat("d", size), 2
+			return h2wire.New().Headers(1, false, h2Req...) + "\xff\xff\xff\x00\x00\x00\x00\x00\x01" + strings.Repeat("d", size), 2
 		}, nil},
 		{"streams opened and never ended", func() (string, int) {
-			return flood("", func(e *h2end) string {
+			return flood("", func(e *h2wire.End) string {
 				stream += 2
-				return e.headers(stream, false, h2Req...)
+				return e.Headers(stream, false, h2Req...)
 			})
 		}, func(s Stats) int64 { return s.AbandonedOverflow }},
 		{"table size updates over the limit", func() (string, int) {
-			return flood("", func(e *h2end) string {
+			return flood("", func(e *h2wire.End) string {
 				stream += 2
 				// A dynamic table size update to 1 MiB (RFC 7541, 6.3),
 				// over the 4,096 bytes allowed.
-				must(e.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: []byte{0x3f, 0xe1, 0xff, 0x3f}, EndHeaders: true}))
-				return e.take()
+				h2wire.Must(e.Framer.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: []byte{0x3f, 0xe1, 0xff, 0x3f}, EndHeaders: true}))
+				return e.Take()
 			})
 		}, func(s Stats) int64 { return s.BadHeaderBlock }},
 	} {
