@@ -303,11 +303,15 @@ static __always_inline __u64 submit_flags(void)
 
 static __always_inline int is_http_start(const __u8 *b)
 {
-	// Request methods, or a response's "HTTP/".
+	// Request methods, or a response's "HTTP/"; HTTP/2's client preface
+	// ("PRI * HTTP/2.0"), or the head of a server's first SETTINGS frame
+	// (a length under 64 KiB and a multiple of 6, type 0x4), which a
+	// server may send before it reads the preface.
 	switch (b[0]) {
+	case 0: return b[3] == 0x4 && (((__u32)b[1] << 8 | b[2]) % 6) == 0;
 	case 'G': return b[1] == 'E' && b[2] == 'T' && b[3] == ' ';
 	case 'P': return (b[1] == 'O' && b[2] == 'S' && b[3] == 'T') || (b[1] == 'U' && b[2] == 'T' && b[3] == ' ') ||
-			 (b[1] == 'A' && b[2] == 'T' && b[3] == 'C');
+			 (b[1] == 'A' && b[2] == 'T' && b[3] == 'C') || (b[1] == 'R' && b[2] == 'I' && b[3] == ' ');
 	case 'H': return (b[1] == 'E' && b[2] == 'A' && b[3] == 'D') || (b[1] == 'T' && b[2] == 'T' && b[3] == 'P');
 	case 'D': return b[1] == 'E' && b[2] == 'L' && b[3] == 'E';
 	case 'O': return b[1] == 'P' && b[2] == 'T' && b[3] == 'I';
@@ -423,7 +427,7 @@ static __always_inline void end_conn(struct conn_key *k, struct conn *c)
 }
 
 // http_conn decides, from the first bytes a connection moves, whether it
-// speaks HTTP/1.x, and returns whether to capture it. state is its entry
+// speaks HTTP/1.x or HTTP/2, and returns whether to capture it. state is its entry
 // in conns.
 static __always_inline int http_conn(struct conn *c, __u64 buf, __u32 n)
 {

@@ -64,11 +64,13 @@ var h2Cases = func() []frameCase {
 			pieces(200, "data: a\n\n", 300, "data: b\n\ndata: c\n\n", 400, "data: [DONE]\n\n")...)}, Stats{Exchanges: 1, HTTP2: 1}
 	})
 
-	add("streams interleaved in one read each go to their exchange; the second head is from the dynamic table", dropAuth, func() ([]event, []Exchange, Stats) {
+	add("streams interleaved in one read each go to their exchange; the second head is from the dynamic table, its credential too", dropAuth, func() ([]event, []Exchange, Stats) {
 		c, s, evs := h2Conversation(100)
+		indexed := append([]string{}, h2Req...)
+		indexed[10] = "authorization" // indexed, not never-indexed: the second request names it by its place in the table
 		evs = append(evs,
-			w(110, c.Headers(1, false, h2Req...)+c.Data(1, true, "one")),
-			w(120, c.Headers(3, false, h2Req...)+c.Data(3, true, "three")),
+			w(110, c.Headers(1, false, indexed...)+c.Data(1, true, "one")),
+			w(120, c.Headers(3, false, indexed...)+c.Data(3, true, "three")),
 			r(200, s.Headers(3, false, h2Resp...)+s.Headers(1, false, h2Resp...)+s.Data(1, false, "1a")+s.Data(3, false, "3a")),
 			r(300, s.Data(3, true, "3b")+s.Data(1, true, "1b")),
 		)

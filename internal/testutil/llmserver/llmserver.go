@@ -1,8 +1,9 @@
 // Package llmserver is a local mock of LLM HTTP APIs for the capture
 // tests: the OpenAI chat completions API and the Anthropic Messages API,
 // streaming Server-Sent Events with known delays, over TLS (a self-signed
-// certificate made at start) or plaintext, HTTP/1.1 only. It stands in for
-// the providers, which a test cannot reach.
+// certificate made at start) or plaintext, HTTP/1.1, or HTTP/2 as well
+// when asked (by ALPN over TLS, by prior knowledge in plaintext). It
+// stands in for the providers, which a test cannot reach.
 package llmserver
 
 import (
@@ -42,6 +43,9 @@ type Options struct {
 	ChunkSize int
 	// Listener, if set, is served instead of a new loopback listener.
 	Listener net.Listener
+	// HTTP2 serves HTTP/2 too: over TLS to a client that asks for it by
+	// ALPN, in plaintext to one that starts with the HTTP/2 preface.
+	HTTP2 bool
 }
 
 // Usage the mock reports for every call.
@@ -99,8 +103,19 @@ func Serve(o Options, dir string) (*Server, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"id":"file-1","object":"file","purpose":"batch"}`)
 	})
-	// No HTTP/2: an empty TLSNextProto map turns it off.
-	s.srv = &http.Server{Handler: mux, TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){}}
+	s.srv = &http.Server{Handler: mux}
+	protos := []string{"http/1.1"}
+	if o.HTTP2 {
+		var p http.Protocols
+		p.SetHTTP1(true)
+		p.SetHTTP2(true)
+		p.SetUnencryptedHTTP2(true)
+		s.srv.Protocols = &p
+		protos = []string{"h2", "http/1.1"}
+	} else {
+		// No HTTP/2: an empty TLSNextProto map turns it off.
+		s.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
 	scheme := "http"
 	if o.TLS {
 		scheme = "https"
@@ -110,7 +125,7 @@ func Serve(o Options, dir string) (*Server, error) {
 			return nil, err
 		}
 		s.CAFile, s.KeyFile = caFile, keyFile
-		s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+		s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: protos}
 		ln = tls.NewListener(ln, s.srv.TLSConfig)
 	}
 	s.URL = scheme + "://127.0.0.1:" + strconv.Itoa(s.Port)
