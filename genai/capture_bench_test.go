@@ -1,14 +1,17 @@
 package genai
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
 
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
+	"github.com/xpuscope/xpuscope/internal/testutil/h2wire"
 )
 
 // benchExchange is one call as the capture benchmark's client makes it:
@@ -36,24 +39,73 @@ func benchExchange() (req string, reads []string) {
 // BenchmarkCaptureReader is the capture's user-space work per call, with
 // no kernel: the records of one streamed call on a keep-alive TLS
 // connection, through reassembly, framing, detection, parsing and the
-// emitter (the API's no-op providers), as the reader runs them.
+// emitter (the API's no-op providers), as the reader runs them. Over
+// HTTP/1.1, and over HTTP/2: the same call as a stream of its own, one
+// after another on one connection, each head after the first made of
+// references to the HPACK tables, each event a DATA frame in a read.
 func BenchmarkCaptureReader(b *testing.B) {
-	req, reads := benchExchange()
-	recs := make([]httpbpf.Record, 0, 1+len(reads))
-	add := func(dir httpbpf.Dir, data string) {
-		recs = append(recs, httpbpf.Record{Conn: 0x5500, PID: 42, Kind: httpbpf.KindData, Source: httpbpf.SourceTLS,
-			Dir: dir, Total: uint32(len(data)), Data: []byte(data)})
+	b.Run("http1", func(b *testing.B) {
+		req, reads := benchExchange()
+		recs := []httpbpf.Record{benchRecord(httpbpf.Write, req)}
+		for _, r := range reads {
+			recs = append(recs, benchRecord(httpbpf.Read, r))
+		}
+		benchReader(b, nil, recs, nil)
+	})
+	b.Run("http2", func(b *testing.B) {
+		client, server := h2wire.New(), h2wire.New()
+		start := []httpbpf.Record{
+			benchRecord(httpbpf.Write, http2.ClientPreface+client.Settings()),
+			benchRecord(httpbpf.Read, server.Settings()),
+		}
+		req, reads := benchExchange()
+		_, body, _ := strings.Cut(req, "\r\n\r\n")
+		call := func(id uint32) []httpbpf.Record {
+			recs := []httpbpf.Record{benchRecord(httpbpf.Write, client.Headers(id, false, ":method", "POST", ":scheme", "https",
+				":authority", "127.0.0.1:8443", ":path", "/v1/chat/completions", "authorization", "Bearer sk-bench",
+				"content-type", "application/json")+client.Data(id, true, body))}
+			recs = append(recs, benchRecord(httpbpf.Read, server.Headers(id, false, ":status", "200",
+				"content-type", "text/event-stream", "cache-control", "no-cache")))
+			for _, r := range reads[1 : len(reads)-1] {
+				// The SSE event inside the chunk: hex size, CRLF, event, CRLF.
+				_, ev, _ := strings.Cut(r, "\r\n")
+				recs = append(recs, benchRecord(httpbpf.Read, server.Data(id, false, strings.TrimSuffix(ev, "\r\n"))))
+			}
+			return append(recs, benchRecord(httpbpf.Read, server.Data(id, true, "")))
+		}
+		// The first call fills the tables; the second's records are what
+		// every later call sends, but for its stream number.
+		start = append(start, call(1)...)
+		benchReader(b, start, call(3), func(recs []httpbpf.Record, n int) {
+			for i := range recs {
+				setStream(recs[i].Data, uint32(2*n+3))
+			}
+		})
+	})
+}
+
+func benchRecord(dir httpbpf.Dir, data string) httpbpf.Record {
+	return httpbpf.Record{Conn: 0x5500, PID: 42, Kind: httpbpf.KindData, Source: httpbpf.SourceTLS,
+		Dir: dir, Total: uint32(len(data)), Data: []byte(data)}
+}
+
+// setStream sets the stream of every frame in data.
+func setStream(data []byte, id uint32) {
+	for len(data) >= 9 {
+		n := int(data[0])<<16 | int(data[1])<<8 | int(data[2])
+		binary.BigEndian.PutUint32(data[5:9], id)
+		data = data[min(9+n, len(data)):]
 	}
-	add(httpbpf.Write, req)
-	for _, r := range reads {
-		add(httpbpf.Read, r)
-	}
+}
+
+// benchReader hands the capture's reader start once, then call for each
+// call measured, after renumber (if set) readies it for the nth time.
+func benchReader(b *testing.B, start, call []httpbpf.Record, renumber func([]httpbpf.Record, int)) {
 	calls := 0
 	t := userSpaceCapture(b, WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ })).conns
 	var seq uint32
 	ts := uint64(1)
-	b.ReportAllocs()
-	for b.Loop() {
+	feed := func(recs []httpbpf.Record) {
 		for i := range recs {
 			seq++
 			ts += 1000
@@ -61,7 +113,19 @@ func BenchmarkCaptureReader(b *testing.B) {
 			t.handle(&recs[i])
 		}
 	}
-	require.Equal(b, b.N, calls, "calls emitted of %d", b.N)
+	feed(start)
+	before := calls
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if renumber != nil {
+			renumber(call, n)
+		}
+		n++
+		feed(call)
+	}
+	require.Equal(b, n, calls-before, "calls emitted of %d", n)
+	require.Zero(b, t.frames.Abandoned(), "%+v", t.frames)
 }
 
 // userSpaceCapture is a Capture without its kernel side: a test hands
