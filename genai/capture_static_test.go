@@ -1,6 +1,7 @@
 package genai
 
 import (
+	"cmp"
 	"bufio"
 	"fmt"
 	"io"
@@ -117,6 +118,10 @@ func TestMain(m *testing.M) {
 		serveMock(dir)
 		return
 	}
+	if url := os.Getenv(h2cClientEnv); url != "" {
+		runH2CClient(url)
+		return
+	}
 	os.Exit(m.Run())
 }
 
@@ -125,21 +130,22 @@ func TestMain(m *testing.M) {
 func serveMock(dir string) {
 	// 8 content chunks of 400 bytes, with the SSE and JSON around them
 	// and the final chunks: about 4 KiB a response.
-	s, err := llmserver.Serve(llmserver.Options{TLS: true, Chunks: 8, ChunkSize: 400}, dir)
+	h2c := os.Getenv(mockH2CEnv) != ""
+	s, err := llmserver.Serve(llmserver.Options{TLS: !h2c, HTTP2: h2c, Chunks: 8, ChunkSize: 400}, dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mock server:", err)
 		os.Exit(1)
 	}
 	defer s.Close()
-	fmt.Println(s.Port, s.CAFile)
+	fmt.Println(s.Port, cmp.Or(s.CAFile, "-")) // "-": plaintext
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
 
 // startMockProcess runs serveMock in a child process until the benchmark
-// ends.
-func startMockProcess(b *testing.B) *llmserver.Server {
+// ends; env is added to its environment.
+func startMockProcess(b *testing.B, env ...string) *llmserver.Server {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), mockServerEnv+"="+b.TempDir())
+	cmd.Env = append(append(os.Environ(), mockServerEnv+"="+b.TempDir()), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	require.NoError(b, err)
@@ -148,8 +154,11 @@ func startMockProcess(b *testing.B) *llmserver.Server {
 	require.NoError(b, cmd.Start())
 	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
 	var s llmserver.Server
-	_, err = fmt.Fscan(stdout, &s.Port, &s.CAFile)
+	_, err = fmt.Fscanln(stdout, &s.Port, &s.CAFile)
 	require.NoError(b, err, "the mock server process printed no port")
+	if s.CAFile == "-" {
+		s.CAFile = ""
+	}
 	return &s
 }
 

@@ -1,0 +1,129 @@
+package genai
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The test binary as the HTTP/2 benchmark's client (see TestMain): Go's
+// net/http over HTTP/2 in plaintext (prior knowledge), in a process of
+// its own.
+const (
+	h2cClientEnv = "XPUSCOPE_BENCH_H2C_CLIENT" // the mock's base URL
+	mockH2CEnv   = "XPUSCOPE_BENCH_MOCK_H2C"   // the mock serves plaintext HTTP/2
+)
+
+// runH2CClient makes XPUSCOPE_BENCH_REQUESTS streamed chat calls one
+// after another on one HTTP/2 connection to url, as sslclient does on
+// its TLS one: it prints READY once connected, starts at a line on
+// stdin, and prints NS_PER_REQUEST.
+func runH2CClient(url string) {
+	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	client := &http.Client{Transport: &http.Transport{Protocols: &p}}
+	call := func() error {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(h2ChatRequest))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+captureSecret)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return err
+		}
+		if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s %s", resp.Proto, resp.Status)
+		}
+		return nil
+	}
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, "h2c client:", err)
+		os.Exit(1)
+	}
+	if err := call(); err != nil { // the connection, before the count
+		fail(err)
+	}
+	fmt.Println("READY")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fail(err)
+	}
+	start := time.Now()
+	for range n {
+		if err := call(); err != nil {
+			fail(err)
+		}
+	}
+	fmt.Println("NS_PER_REQUEST", float64(time.Since(start).Nanoseconds())/float64(n))
+}
+
+// startH2CClient runs runH2CClient in a child process, connected and
+// waiting at READY; run (sslClient's) lets it go.
+func startH2CClient(b *testing.B, url string, n int) *sslClient {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), h2cClientEnv+"="+url, "XPUSCOPE_BENCH_REQUESTS="+strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(b, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(b, err)
+	require.NoError(b, cmd.Start())
+	c := &sslClient{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	require.True(b, c.out.Scan(), "the h2c client printed nothing")
+	require.Equal(b, "READY", c.out.Text())
+	return c
+}
+
+// BenchmarkCaptureOverheadHTTP2: requests/s of Go's net/http client
+// making streamed chat calls one after another on one HTTP/2 connection
+// (plaintext, prior knowledge: the capture reads Go programs' plaintext;
+// their crypto/tls it does not yet), to the mock in a process of its own
+// on a watched port, without and with the capture (the SDK's providers),
+// in rounds as BenchmarkCaptureOverhead's. With the capture on, every
+// call must become a CLIENT call (the mock's end of each is reported
+// too). Run it once: -benchtime=1x.
+func BenchmarkCaptureOverheadHTTP2(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("the capture's BPF programs need root")
+	}
+	s := startMockProcess(b, mockH2CEnv+"=1")
+	url := "http://127.0.0.1:" + strconv.Itoa(s.Port)
+	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
+	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
+	untraced := func() float64 { return startH2CClient(b, url, n).run(b) }
+	traced := func() float64 {
+		var calls int
+		c, err := NewCapture(append(sdkProviders(), WithPlaintextPorts(uint16(s.Port)),
+			WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ }))...)
+		require.NoError(b, err)
+		defer c.Close()
+		// The client's first call, before READY, opens the connection
+		// the capture sees from its start.
+		cl := startH2CClient(b, url, n)
+		ns := cl.run(b)
+		got := poll(5*time.Second, func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return calls == n+1
+		})
+		require.True(b, got, "%d calls captured of %d", calls, n+1)
+		return ns
+	}
+	benchRounds(b, rounds, untraced, traced)
+}
