@@ -1,8 +1,8 @@
 package genai
 
 import (
-	"cmp"
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
