@@ -5,12 +5,18 @@ package genai
 // hpack: no kernel.
 
 import (
+	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"golang.org/x/net/http2"
 
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
@@ -169,4 +175,43 @@ func TestConnTableHTTP2GRPC(t *testing.T) {
 	require.Empty(t, h.calls)
 	require.Equal(t, int64(muteAfter), h.t.outcomes[outcomeGRPC])
 	require.Len(t, h.muted.gens, 1)
+}
+
+// TestCaptureHTTP2Secrets: every credential header, sent over HTTP/2
+// with incremental indexing (and then again as a reference to the
+// table) and as never indexed, appears nowhere in what the capture
+// exports, while the calls themselves are exported.
+func TestCaptureHTTP2Secrets(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	reader := sdkmetric.NewManualReader()
+	c := userSpaceCapture(t, WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	client, server := h2wire.New(), h2wire.New()
+	var seq uint32
+	feed := func(dir httpbpf.Dir, data string) {
+		seq++
+		c.conns.handle(&httpbpf.Record{TS: uint64(seq) * 1000, Conn: 7, PID: 1, Kind: httpbpf.KindData, Source: httpbpf.SourceTLS,
+			Dir: dir, Total: uint32(len(data)), Seq: seq, Data: []byte(data)})
+	}
+	feed(httpbpf.Write, http2.ClientPreface+client.Settings())
+	feed(httpbpf.Read, server.Settings())
+	id := uint32(1)
+	for _, never := range []string{"", "!", "", "!"} {
+		head := append([]string{}, h2Chat[:8]...)
+		for _, h := range sensitiveHeaders {
+			head = append(head, never+strings.ToLower(h), "Bearer "+headerSecret)
+		}
+		head = append(head, "content-type", "application/json")
+		feed(httpbpf.Write, client.Headers(id, false, head...)+client.Data(id, true, h2ChatBody))
+		feed(httpbpf.Read, server.Headers(id, false, ":status", "200", "content-type", "text/event-stream", "set-cookie", "s="+headerSecret))
+		feed(httpbpf.Read, server.Data(id, false, h2Chunk("c", "x")))
+		feed(httpbpf.Read, server.Data(id, true, h2Usage("c", 1)))
+		id += 2
+	}
+	require.Len(t, spans.GetSpans(), 4)
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	all := fmt.Sprintf("%+v\n%+v", spans.GetSpans(), rm)
+	require.Contains(t, all, "gpt-4o")
+	require.NotContains(t, all, headerSecret)
 }
