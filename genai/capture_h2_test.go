@@ -180,12 +180,15 @@ func TestConnTableHTTP2GRPC(t *testing.T) {
 // TestCaptureHTTP2Secrets: every credential header, sent over HTTP/2
 // with incremental indexing (and then again as a reference to the
 // table) and as never indexed, appears nowhere in what the capture
-// exports, while the calls themselves are exported.
+// exports or hands an exchange handler, while the calls themselves are
+// exported.
 func TestCaptureHTTP2Secrets(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	reader := sdkmetric.NewManualReader()
+	var handed strings.Builder // what an embedder's exchange handler gets
 	c := userSpaceCapture(t, WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))),
-		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		WithExchangeHandler(func(x *Exchange, call *Call, _ Endpoint) { fmt.Fprintf(&handed, "%+v %+v\n", x, call) }))
 	client, server := h2wire.New(), h2wire.New()
 	var seq uint32
 	feed := func(dir httpbpf.Dir, data string) {
@@ -211,7 +214,7 @@ func TestCaptureHTTP2Secrets(t *testing.T) {
 	require.Len(t, spans.GetSpans(), 4)
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
-	all := fmt.Sprintf("%+v\n%+v", spans.GetSpans(), rm)
+	all := fmt.Sprintf("%+v\n%+v\n%s", spans.GetSpans(), rm, handed.String())
 	require.Contains(t, all, "gpt-4o")
 	require.NotContains(t, all, headerSecret)
 }
