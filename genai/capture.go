@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -243,16 +244,20 @@ func WithLoadHold(on bool) CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.loadHold = on })
 }
 
-// Target name of the OpenSSL files, in CaptureStatus and metrics.
-const TargetOpenSSL = "libssl"
+// Target names, in CaptureStatus and metrics: the OpenSSL files, and the
+// Go programs whose crypto/tls is probed.
+const (
+	TargetOpenSSL = "libssl"
+	TargetGoTLS   = "go-crypto-tls"
+)
 
 // Capture captures the LLM API calls of every process on the host from
 // outside them, and emits each through an Emitter: HTTPS through
 // OpenSSL (uprobes on its read and write functions in every libssl and
-// every executable that links OpenSSL statically), and plaintext HTTP to
-// the ports of local model servers (syscall tracepoints). Go programs'
-// crypto/tls is not captured; they are counted. Create it with
-// NewCapture.
+// every executable that links OpenSSL statically; on crypto/tls's read
+// and write methods in every Go executable that has them), and plaintext
+// HTTP to the ports of local model servers (syscall tracepoints). Create
+// it with NewCapture.
 type Capture struct {
 	cfg     captureConfig
 	emitter *Emitter
@@ -291,7 +296,7 @@ func NewCapture(opts ...CaptureOption) (*Capture, error) {
 	c := &Capture{cfg: cfg, emitter: e, waitKeys: map[waitingKey]bool{}}
 	cc := &c.cfg
 	multi := features.HaveBPFLinkUprobeMulti() == nil
-	c.objs, err = httpbpf.Load(httpbpf.LoadOptions{RingBytes: cc.ringBytes, WakeupBytes: uint64(cc.ringBytes / 4),
+	c.objs, err = httpbpf.Load(httpbpf.LoadOptions{RingBytes: cc.ringBytes, WakeupBytes: uint64(cc.ringBytes / 4), SelfPID: uint32(os.Getpid()),
 		UprobeMulti: multi, Plaintext: len(cc.ports) > 0})
 	if err != nil {
 		return nil, bpfsource.Classify("genai capture: load BPF object", err)
@@ -301,6 +306,20 @@ func NewCapture(opts ...CaptureOption) (*Capture, error) {
 		return nil, errors.Join(err, c.kernel.Close())
 	}
 	return c, nil
+}
+
+// probes are the uprobes of ps, with the loaded programs.
+func (c *Capture) probes(ps []httpbpf.TLSProbe) []uprobe.Probe {
+	out := make([]uprobe.Probe, 0, len(ps))
+	for _, p := range ps {
+		up := uprobe.Probe{Symbol: p.Symbol, CalledFrom: p.CalledFrom, Cookie: p.Cookie, Entry: c.objs.Program(p.Entry),
+			AtReturns: p.AtReturns}
+		if p.Return != "" {
+			up.Return = c.objs.Program(p.Return)
+		}
+		out = append(out, up)
+	}
+	return out
 }
 
 func (c *Capture) start(multi bool) error {
@@ -314,19 +333,14 @@ func (c *Capture) start(multi bool) error {
 	c.conns = newConnTable(cc, c.objs, wall, c.exchange)
 	c.conns.serve = c.serve
 	c.goes = newGoCounter(cc.procfs)
-	probes := make([]uprobe.Probe, 0, len(httpbpf.TLSProbes))
-	for _, p := range httpbpf.TLSProbes {
-		up := uprobe.Probe{Symbol: p.Symbol, CalledFrom: p.CalledFrom, Cookie: p.Cookie, Entry: c.objs.Program(p.Entry)}
-		if p.Return != "" {
-			up.Return = c.objs.Program(p.Return)
-		}
-		probes = append(probes, up)
-	}
 	var err error
 	c.tracer, err = uprobe.New(uprobe.Config{
 		Procfs: cc.procfs,
-		Targets: []uprobe.Target{{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: probes, Multi: multi,
-			Names: []string{"libssl.so"}}},
+		Targets: []uprobe.Target{
+			{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: c.probes(httpbpf.TLSProbes), Multi: multi,
+				Names: []string{"libssl.so"}},
+			{Name: TargetGoTLS, Anchor: httpbpf.GoTLSAnchor, Probes: c.probes(httpbpf.GoTLSProbes)},
+		},
 		Hold: cc.loadHold,
 	})
 	if err != nil {

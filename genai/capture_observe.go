@@ -218,9 +218,9 @@ func (c *Capture) waiting() map[waitingKey]int64 {
 	return out
 }
 
-// goCounter counts the running Go programs, whose crypto/tls the capture
-// does not see. It remembers what it found per pid, and forgets exited
-// ones, so that each executable is read once per process.
+// goCounter counts the running Go programs. It remembers what it found
+// per pid, and forgets exited ones, so that each executable is read once
+// per process.
 type goCounter struct {
 	procfs procfs.FS
 	seen   map[int]bool // pid → a Go program

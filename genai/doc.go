@@ -65,9 +65,10 @@
 //
 // A process on the node that serves an LLM API has each request it served
 // reported at its end too: a SERVER span and the gen_ai.server.* metrics.
-// Not captured: Go programs' crypto/tls (they are counted) and HTTP/2
-// (detected and counted). Client exchanges go to the Emitter and, with
-// WithExchangeHandler, to the caller.
+// HTTPS is read through OpenSSL and through Go's crypto/tls (found by
+// symbol, or in a stripped binary's pclntab), HTTP/1.1 and HTTP/2 alike.
+// Client exchanges go to the Emitter and, with WithExchangeHandler, to
+// the caller.
 //
 // Secrets never leave: the values of the Authorization, API-key and
 // cookie headers (SensitiveHeaders) are dropped as each message is

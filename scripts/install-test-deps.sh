@@ -17,6 +17,11 @@ packages=(
 	prometheus                # promtool for deploy/prometheus/rules.yml, and the server the agent's end-to-end test scrapes with
 )
 
+# A second Go release, for the tests that build Go programs with each
+# toolchain they have (the genai capture of crypto/tls): the go command
+# takes it from the Go module proxy as it takes a module.
+GOTOOLCHAIN=go1.27.3 "${GO:-go}" version >/dev/null
+
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -53,11 +53,11 @@ var (
 	}
 	XpuscopeGenAICaptureGoProcesses = Metric{
 		Name: "xpuscope.genai.capture.go_processes", Kind: UpDownCounter, Unit: "{process}", Origin: Self,
-		Description: "Go programs running now: their crypto/tls traffic is not captured (OpenSSL and plaintext only).",
+		Description: "Go programs running now; their crypto/tls is probed where the executable links it (attached_files counts those probed).",
 	}
 	XpuscopeGenAICaptureAttachedFiles = Metric{
 		Name: "xpuscope.genai.capture.attached_files", Kind: UpDownCounter, Unit: "{file}", Origin: Self,
-		Description: "OpenSSL files (by device and inode) the TLS probes are attached to.",
+		Description: "Files (by device and inode) the TLS probes are attached to: OpenSSL libraries and executables, and Go executables.",
 	}
 )
 

@@ -8,6 +8,14 @@
 //     the internal ones are not found. The bytes are read on return, when
 //     the count is known; the entry probe keeps the arguments in
 //     task-local storage. SSL_free ends the connection.
+//   - Go's crypto/tls: uprobes on crypto/tls.(*Conn).Write (the bytes are
+//     read at entry: Go's register ABI passes the receiver in RAX and the
+//     slice in RBX, RCX), on (*Conn).Read's entry (the receiver and
+//     buffer kept by goroutine, the g pointer in R14, which a goroutine
+//     keeps across the threads it runs on) and on each of its RET
+//     instructions (the count in RAX): a uretprobe would swap the
+//     return address on a goroutine stack, which Go moves and walks.
+//     (*Conn).Close ends the connection.
 //   - Plaintext sockets: BTF raw tracepoints on sys_enter and sys_exit (no
 //     kprobes, no tracefs) for write, writev, sendto, sendmsg, read, readv,
 //     recvfrom and recvmsg; close ends the connection, and a read that
@@ -54,6 +62,7 @@ enum record_kind {
 enum source {
 	SOURCE_TLS = 1,    // OpenSSL, conn is the SSL pointer
 	SOURCE_SOCKET = 2, // socket syscalls, conn is the fd
+	SOURCE_GOTLS = 3,  // Go's crypto/tls, conn is the *tls.Conn
 };
 
 enum direction {
@@ -136,6 +145,9 @@ struct thread {
 
 // Tunables, set before load.
 volatile const __u64 wakeup_bytes = 1 << 20;
+// The capturing process, whose own crypto/tls (its exports, say) is not
+// captured: the agent must not read its own traffic.
+volatile const __u32 self_pid = 0;
 
 // The plaintext gate. open_watched counts the TCP sockets with a watched
 // port that left TCP_CLOSE after load and have not returned to it;
@@ -203,6 +215,26 @@ struct {
 	__type(key, __u64);
 	__type(value, __u8);
 } watched_socks SEC(".maps");
+
+// A goroutine's crypto/tls.(*Conn).Read in progress, by process and g
+// pointer: the receiver and the buffer, for the RET probes.
+struct go_read_key {
+	__u32 pid;
+	__u32 _pad;
+	__u64 g;
+};
+
+struct go_read {
+	__u64 conn;
+	__u64 buf;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct go_read_key);
+	__type(value, struct go_read);
+} go_reads SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -449,6 +481,28 @@ static __always_inline int http_conn(struct conn *c, __u64 buf, __u32 n)
 
 // ---- TLS: OpenSSL -------------------------------------------------------
 
+// capture_tls sends the n plaintext bytes at buf that a TLS connection
+// (of source, by its pointer conn) moved in direction dir.
+static __always_inline void capture_tls(__u32 source, __u64 conn, __u64 buf, __u64 n, __u8 dir, __u64 ts)
+{
+	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = source, .conn = conn};
+	struct conn *c = bpf_map_lookup_elem(&conns, &k);
+	if (!c) {
+		struct conn watch = new_conn(CONN_WATCH);
+		bpf_map_update_elem(&conns, &k, &watch, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&conns, &k);
+		if (!c)
+			return;
+	}
+	if (!http_conn(c, buf, n))
+		return;
+	__u32 total = n > 0xffffffff ? 0xffffffff : n;
+	if (!start_call(&k, c, dir, total, ts))
+		return;
+	if (emit(buf, total, 0) < total)
+		count(COUNTER_SHORT);
+}
+
 static __always_inline __u32 tls_api(struct pt_regs *ctx)
 {
 	return (__u32)bpf_get_attach_cookie(ctx);
@@ -489,23 +543,8 @@ int tls_return(struct pt_regs *ctx)
 			return 0;
 		n = ret;
 	}
-	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_TLS, .conn = p.conn};
-	struct conn *c = bpf_map_lookup_elem(&conns, &k);
-	if (!c) {
-		struct conn watch = new_conn(CONN_WATCH);
-		bpf_map_update_elem(&conns, &k, &watch, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&conns, &k);
-		if (!c)
-			return 0;
-	}
-	if (!http_conn(c, p.buf, n))
-		return 0;
 	__u8 dir = (api == TLS_SSL_READ || api == TLS_SSL_READ_EX) ? DIR_READ : DIR_WRITE;
-	__u32 total = n > 0xffffffff ? 0xffffffff : n;
-	if (!start_call(&k, c, dir, total, ts))
-		return 0;
-	if (emit(p.buf, total, 0) < total)
-		count(COUNTER_SHORT);
+	capture_tls(SOURCE_TLS, p.conn, p.buf, n, dir, ts);
 	return 0;
 }
 
@@ -514,6 +553,62 @@ SEC("uprobe")
 int tls_free(struct pt_regs *ctx)
 {
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_TLS, .conn = PT_REGS_PARM1(ctx)};
+	struct conn *c = bpf_map_lookup_elem(&conns, &k);
+	if (c)
+		end_conn(&k, c);
+	return 0;
+}
+
+// ---- TLS: Go's crypto/tls -------------------------------------------------
+
+// func (c *Conn) Write(b []byte) (int, error): c in RAX, b's pointer and
+// length in RBX and RCX. The bytes are read at entry; a write that fails
+// leaves its connection unusable, and its exchange abandoned.
+SEC("uprobe")
+int go_tls_write(struct pt_regs *ctx)
+{
+	__u64 ts = bpf_ktime_get_ns();
+	if ((long)ctx->rcx <= 0 || bpf_get_current_pid_tgid() >> 32 == self_pid)
+		return 0;
+	capture_tls(SOURCE_GOTLS, ctx->rax, ctx->rbx, ctx->rcx, DIR_WRITE, ts);
+	return 0;
+}
+
+// func (c *Conn) Read(b []byte) (int, error), at entry: c and b's
+// pointer are kept for the return, by goroutine.
+SEC("uprobe")
+int go_tls_read(struct pt_regs *ctx)
+{
+	struct go_read_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .g = ctx->r14};
+	if (k.pid == self_pid)
+		return 0;
+	struct go_read r = {.conn = ctx->rax, .buf = ctx->rbx};
+	bpf_map_update_elem(&go_reads, &k, &r, BPF_ANY);
+	return 0;
+}
+
+// (*Conn).Read at each of its RET instructions: the count in RAX.
+SEC("uprobe")
+int go_tls_read_return(struct pt_regs *ctx)
+{
+	__u64 ts = bpf_ktime_get_ns();
+	struct go_read_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .g = ctx->r14};
+	struct go_read *r = bpf_map_lookup_elem(&go_reads, &k);
+	if (!r)
+		return 0;
+	struct go_read p = *r;
+	bpf_map_delete_elem(&go_reads, &k);
+	long n = ctx->rax;
+	if (n > 0)
+		capture_tls(SOURCE_GOTLS, p.conn, p.buf, n, DIR_READ, ts);
+	return 0;
+}
+
+// func (c *Conn) Close() error: the connection is over.
+SEC("uprobe")
+int go_tls_close(struct pt_regs *ctx)
+{
+	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_GOTLS, .conn = ctx->rax};
 	struct conn *c = bpf_map_lookup_elem(&conns, &k);
 	if (c)
 		end_conn(&k, c);

@@ -53,6 +53,19 @@ const (
 	captureDirectionDIR_READ  captureDirection = 1
 )
 
+type captureGoRead struct {
+	_    structs.HostLayout
+	Conn uint64
+	Buf  uint64
+}
+
+type captureGoReadKey struct {
+	_   structs.HostLayout
+	Pid uint32
+	Pad uint32
+	G   uint64
+}
+
 type captureRecord struct {
 	_    structs.HostLayout
 	H    captureRecordHeader
@@ -89,6 +102,7 @@ type captureSource uint32
 const (
 	captureSourceSOURCE_TLS    captureSource = 1
 	captureSourceSOURCE_SOCKET captureSource = 2
+	captureSourceSOURCE_GOTLS  captureSource = 3
 )
 
 type captureThread struct {
@@ -126,12 +140,17 @@ const (
 const (
 	captureMapConns              = "conns"
 	captureMapCounters           = "counters"
+	captureMapGoReads            = "go_reads"
 	captureMapMute               = "mute"
 	captureMapPorts              = "ports"
 	captureMapRecords            = "records"
 	captureMapScratch            = "scratch"
 	captureMapThreads            = "threads"
 	captureMapWatchedSocks       = "watched_socks"
+	captureProgGoTlsClose        = "go_tls_close"
+	captureProgGoTlsRead         = "go_tls_read"
+	captureProgGoTlsReadReturn   = "go_tls_read_return"
+	captureProgGoTlsWrite        = "go_tls_write"
 	captureProgSockState         = "sock_state"
 	captureProgSysEnter          = "sys_enter"
 	captureProgSysExit           = "sys_exit"
@@ -142,6 +161,7 @@ const (
 	captureVarNextGen            = "next_gen"
 	captureVarOpenWatched        = "open_watched"
 	captureVarPreexisting        = "preexisting"
+	captureVarSelfPid            = "self_pid"
 	captureVarUnusedConnState    = "unused_conn_state"
 	captureVarUnusedCounter      = "unused_counter"
 	captureVarUnusedDirection    = "unused_direction"
@@ -194,12 +214,16 @@ type captureSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type captureProgramSpecs struct {
-	SockState *ebpf.ProgramSpec `ebpf:"sock_state"`
-	SysEnter  *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExit   *ebpf.ProgramSpec `ebpf:"sys_exit"`
-	TlsEnter  *ebpf.ProgramSpec `ebpf:"tls_enter"`
-	TlsFree   *ebpf.ProgramSpec `ebpf:"tls_free"`
-	TlsReturn *ebpf.ProgramSpec `ebpf:"tls_return"`
+	GoTlsClose      *ebpf.ProgramSpec `ebpf:"go_tls_close"`
+	GoTlsRead       *ebpf.ProgramSpec `ebpf:"go_tls_read"`
+	GoTlsReadReturn *ebpf.ProgramSpec `ebpf:"go_tls_read_return"`
+	GoTlsWrite      *ebpf.ProgramSpec `ebpf:"go_tls_write"`
+	SockState       *ebpf.ProgramSpec `ebpf:"sock_state"`
+	SysEnter        *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit         *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	TlsEnter        *ebpf.ProgramSpec `ebpf:"tls_enter"`
+	TlsFree         *ebpf.ProgramSpec `ebpf:"tls_free"`
+	TlsReturn       *ebpf.ProgramSpec `ebpf:"tls_return"`
 }
 
 // captureMapSpecs contains maps before they are loaded into the kernel.
@@ -208,6 +232,7 @@ type captureProgramSpecs struct {
 type captureMapSpecs struct {
 	Conns        *ebpf.MapSpec `ebpf:"conns"`
 	Counters     *ebpf.MapSpec `ebpf:"counters"`
+	GoReads      *ebpf.MapSpec `ebpf:"go_reads"`
 	Mute         *ebpf.MapSpec `ebpf:"mute"`
 	Ports        *ebpf.MapSpec `ebpf:"ports"`
 	Records      *ebpf.MapSpec `ebpf:"records"`
@@ -224,6 +249,7 @@ type captureVariableSpecs struct {
 	NextGen            *ebpf.VariableSpec `ebpf:"next_gen"`
 	OpenWatched        *ebpf.VariableSpec `ebpf:"open_watched"`
 	Preexisting        *ebpf.VariableSpec `ebpf:"preexisting"`
+	SelfPid            *ebpf.VariableSpec `ebpf:"self_pid"`
 	UnusedConnState    *ebpf.VariableSpec `ebpf:"unused_conn_state"`
 	UnusedCounter      *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
@@ -256,6 +282,7 @@ func (o *captureObjects) Close() error {
 type captureMaps struct {
 	Conns        *ebpf.Map `ebpf:"conns"`
 	Counters     *ebpf.Map `ebpf:"counters"`
+	GoReads      *ebpf.Map `ebpf:"go_reads"`
 	Mute         *ebpf.Map `ebpf:"mute"`
 	Ports        *ebpf.Map `ebpf:"ports"`
 	Records      *ebpf.Map `ebpf:"records"`
@@ -268,6 +295,7 @@ func (m *captureMaps) Close() error {
 	return _CaptureClose(
 		m.Conns,
 		m.Counters,
+		m.GoReads,
 		m.Mute,
 		m.Ports,
 		m.Records,
@@ -285,6 +313,7 @@ type captureVariables struct {
 	NextGen            *ebpf.Variable `ebpf:"next_gen"`
 	OpenWatched        *ebpf.Variable `ebpf:"open_watched"`
 	Preexisting        *ebpf.Variable `ebpf:"preexisting"`
+	SelfPid            *ebpf.Variable `ebpf:"self_pid"`
 	UnusedConnState    *ebpf.Variable `ebpf:"unused_conn_state"`
 	UnusedCounter      *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
@@ -299,16 +328,24 @@ type captureVariables struct {
 //
 // It can be passed to loadCaptureObjects or ebpf.CollectionSpec.LoadAndAssign.
 type capturePrograms struct {
-	SockState *ebpf.Program `ebpf:"sock_state"`
-	SysEnter  *ebpf.Program `ebpf:"sys_enter"`
-	SysExit   *ebpf.Program `ebpf:"sys_exit"`
-	TlsEnter  *ebpf.Program `ebpf:"tls_enter"`
-	TlsFree   *ebpf.Program `ebpf:"tls_free"`
-	TlsReturn *ebpf.Program `ebpf:"tls_return"`
+	GoTlsClose      *ebpf.Program `ebpf:"go_tls_close"`
+	GoTlsRead       *ebpf.Program `ebpf:"go_tls_read"`
+	GoTlsReadReturn *ebpf.Program `ebpf:"go_tls_read_return"`
+	GoTlsWrite      *ebpf.Program `ebpf:"go_tls_write"`
+	SockState       *ebpf.Program `ebpf:"sock_state"`
+	SysEnter        *ebpf.Program `ebpf:"sys_enter"`
+	SysExit         *ebpf.Program `ebpf:"sys_exit"`
+	TlsEnter        *ebpf.Program `ebpf:"tls_enter"`
+	TlsFree         *ebpf.Program `ebpf:"tls_free"`
+	TlsReturn       *ebpf.Program `ebpf:"tls_return"`
 }
 
 func (p *capturePrograms) Close() error {
 	return _CaptureClose(
+		p.GoTlsClose,
+		p.GoTlsRead,
+		p.GoTlsReadReturn,
+		p.GoTlsWrite,
 		p.SockState,
 		p.SysEnter,
 		p.SysExit,

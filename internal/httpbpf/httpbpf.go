@@ -23,6 +23,7 @@ type Source uint8
 const (
 	SourceTLS    = Source(captureSourceSOURCE_TLS)    // OpenSSL; Conn is the SSL pointer
 	SourceSocket = Source(captureSourceSOURCE_SOCKET) // socket syscalls; Conn is the fd
+	SourceGoTLS  = Source(captureSourceSOURCE_GOTLS)  // Go's crypto/tls; Conn is the *tls.Conn
 )
 
 func (s Source) String() string {
@@ -31,6 +32,8 @@ func (s Source) String() string {
 		return "tls"
 	case SourceSocket:
 		return "socket"
+	case SourceGoTLS:
+		return "gotls"
 	}
 	return fmt.Sprintf("source(%d)", uint8(s))
 }
@@ -121,7 +124,7 @@ func Decode(b []byte, r *Record) error {
 	switch {
 	case r.Kind != KindData && r.Kind != KindClose && r.Kind != KindEOF:
 		return fmt.Errorf("%w: kind %d", ErrMalformed, r.Kind)
-	case r.Source != SourceTLS && r.Source != SourceSocket:
+	case r.Source != SourceTLS && r.Source != SourceSocket && r.Source != SourceGoTLS:
 		return fmt.Errorf("%w: source %d", ErrMalformed, r.Source)
 	case r.Dir != Write && r.Dir != Read:
 		return fmt.Errorf("%w: direction %d", ErrMalformed, r.Dir)
@@ -143,6 +146,26 @@ type TLSProbe struct {
 	Cookie     uint64
 	Entry      string
 	Return     string
+	// AtReturns: Entry goes on each of the function's RET instructions,
+	// not on its start (a Go function's return, see GoTLSProbes).
+	AtReturns bool
+}
+
+// GoTLSAnchor is the symbol that makes an executable a Go program whose
+// crypto/tls connections are probed.
+const GoTLSAnchor = "crypto/tls.(*Conn).Read"
+
+// GoTLSProbes are the crypto/tls methods probed in Go programs, found by
+// their symbols or, in a stripped binary, in its pclntab. Read's count is
+// read at its RET instructions: a uretprobe rewrites the return address
+// on the goroutine's stack, which Go copies when the stack grows and
+// walks in tracebacks, and a moved or unknown return address crashes the
+// program.
+var GoTLSProbes = []TLSProbe{
+	{Symbol: "crypto/tls.(*Conn).Write", Entry: captureProgGoTlsWrite},
+	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTlsRead},
+	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTlsReadReturn, AtReturns: true},
+	{Symbol: "crypto/tls.(*Conn).Close", Entry: captureProgGoTlsClose},
 }
 
 // TLSAnchor is the symbol that makes a file an OpenSSL to probe.
@@ -191,8 +214,12 @@ type LoadOptions struct {
 	WakeupBytes uint64
 	// UprobeMulti loads the uprobe programs for uprobe_multi links.
 	UprobeMulti bool
+	// SelfPID is the capturing process, whose Go crypto/tls is not
+	// captured (the agent's own exports); 0: none.
+	SelfPID uint32
 	// Plaintext loads the plaintext capture's programs too (SockState,
-	// SysEnter, SysExit); the TLS probes' are always loaded.
+	// SysEnter, SysExit); the TLS probes' (OpenSSL's and Go's) are always
+	// loaded.
 	Plaintext bool
 }
 
@@ -211,12 +238,19 @@ func Load(o LoadOptions) (*Objects, error) {
 		return nil, fmt.Errorf("httpbpf: parse embedded object: %w", err)
 	}
 	tls := []string{tlsEnter, tlsReturn, captureProgTlsFree}
-	lo := bpfsource.LoadOptions{Ring: captureMapRecords, RingBytes: o.RingBytes, WakeupBytes: o.WakeupBytes, Programs: tls}
+	// Go's are attached per address, as perf-event uprobes (GoTLSProbes'
+	// RET offsets are many, and differ per build).
+	gotls := []string{captureProgGoTlsWrite, captureProgGoTlsRead, captureProgGoTlsReadReturn, captureProgGoTlsClose}
+	lo := bpfsource.LoadOptions{Ring: captureMapRecords, RingBytes: o.RingBytes, WakeupBytes: o.WakeupBytes,
+		Programs: append(slices.Clip(tls), gotls...)}
 	if o.UprobeMulti {
 		lo.UprobeMulti = tls
 	}
 	if o.Plaintext {
-		lo.Programs = append(slices.Clip(tls), SockState, SysEnter, SysExit)
+		lo.Programs = append(lo.Programs, SockState, SysEnter, SysExit)
+	}
+	if err := spec.Variables["self_pid"].Set(o.SelfPID); err != nil {
+		return nil, fmt.Errorf("httpbpf: set self_pid: %w", err)
 	}
 	objs := &Objects{}
 	objs.Programs, err = bpfsource.Load(spec, lo, &objs.captureMaps, &objs.captureVariables)

@@ -60,12 +60,30 @@ func resolveELF(r io.ReaderAt, wanted map[string]bool, symtab bool) (map[string]
 
 // symbolAddrs returns the link-time addresses of the wanted function
 // symbols ef defines, from .dynsym and, with symtab, from .symtab unless it
-// is larger than maxSymtabBytes.
+// is larger than maxSymtabBytes, and then from a Go binary's pclntab,
+// which a stripped one keeps (see gofunc.go).
 func symbolAddrs(r io.ReaderAt, ef *elf.File, wanted map[string]bool, symtab bool) (map[string]uint64, error) {
 	if sec := ef.SectionByType(elf.SHT_SYMTAB); sec != nil && sec.Size > maxSymtabBytes {
 		symtab = false
 	}
-	return elfsym.FuncAddrs(r, ef, wanted, symtab)
+	addrs, err := elfsym.FuncAddrs(r, ef, wanted, symtab)
+	if err != nil || !symtab || len(addrs) == len(wanted) || ef.Section(".gopclntab") == nil {
+		return addrs, err
+	}
+	missing := map[string]bool{}
+	for name := range wanted {
+		if _, ok := addrs[name]; !ok {
+			missing[name] = true
+		}
+	}
+	funcs, err := goFuncs(ef, missing)
+	if err != nil {
+		return addrs, nil // the symbols found stand
+	}
+	for name, f := range funcs {
+		addrs[name] = f.entry
+	}
+	return addrs, nil
 }
 
 // locate opens the ELF file at path and returns the file offset each
@@ -85,6 +103,9 @@ func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, e
 	}
 	wanted := map[string]bool{}
 	for _, p := range probes {
+		if p.AtReturns {
+			continue // returnsOf's
+		}
 		wanted[p.Symbol] = true
 		for _, w := range p.CalledFrom {
 			wanted[w] = true
@@ -105,7 +126,7 @@ func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, e
 	}
 	placed, replaced := map[string]uint64{}, map[string]bool{}
 	for _, p := range probes {
-		if len(p.CalledFrom) == 0 {
+		if len(p.CalledFrom) == 0 || p.AtReturns {
 			continue
 		}
 		a, ok := addrs[p.Symbol]
@@ -120,7 +141,7 @@ func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, e
 		}
 	}
 	for _, p := range probes {
-		if a, ok := addrs[p.Symbol]; ok && !replaced[p.Symbol] {
+		if a, ok := addrs[p.Symbol]; ok && !replaced[p.Symbol] && !p.AtReturns {
 			placed[p.Symbol] = a
 		}
 	}
@@ -132,6 +153,18 @@ func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, e
 		}
 	}
 	return found, nil
+}
+
+// returnsOf opens the ELF file at path and returns the file offsets of
+// the RET instructions of the Go function symbol (see gofunc.go).
+func returnsOf(path, symbol string) ([]uint64, error) {
+	var offs []uint64
+	_, err := onFile(path, func(r io.ReaderAt) (map[string]uint64, error) {
+		var err error
+		offs, err = returnOffsets(r, symbol)
+		return nil, err
+	})
+	return offs, err
 }
 
 // commonCallee returns the function that every one of the wrappers calls

@@ -72,6 +72,11 @@ type Probe struct {
 	CookieFrom string
 	Entry      *ebpf.Program
 	Return     *ebpf.Program
+	// AtReturns puts Entry on each RET instruction of Symbol, a Go
+	// function, instead of at its start, and takes no Return: how a Go
+	// function's return is probed (see gofunc.go). Its Cookie is the
+	// probe's; CalledFrom and CookieFrom do not apply.
+	AtReturns bool
 }
 
 // Target is one kind of file to probe.
@@ -396,6 +401,7 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 	} else {
 		t.attachEach(ex, tg, offsets, cookies, &a)
 	}
+	t.attachReturns(ex, tg, path, &a)
 	if len(a.Symbols) == 0 {
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: "no probe attached: " + strings.Join(a.AttachErrors, "; ")})
 		return false
@@ -409,11 +415,44 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 	return true
 }
 
+// attachReturns attaches the probes on Go functions' RET instructions:
+// one perf-event uprobe each. A function whose RETs are not all probed
+// has none probed (a return missed would leave its entry's state behind).
+func (t *Tracer) attachReturns(ex *link.Executable, tg Target, path string, a *Attachment) {
+	for _, p := range tg.Probes {
+		if !p.AtReturns {
+			continue
+		}
+		offs, err := returnsOf(path, p.Symbol)
+		if err != nil {
+			a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("returns of %s: %v", p.Symbol, err))
+			continue
+		}
+		links := make([]link.Link, 0, len(offs))
+		for _, off := range offs {
+			l, err := ex.Uprobe(p.Symbol, p.Entry, &link.UprobeOptions{Address: off, Cookie: p.Cookie})
+			if err != nil {
+				a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("uprobe %s at %#x: %v", p.Symbol, off, err))
+				break
+			}
+			links = append(links, l)
+		}
+		if len(links) < len(offs) {
+			for _, l := range links {
+				_ = l.Close()
+			}
+			continue
+		}
+		t.links = append(t.links, links...)
+		a.Symbols = append(a.Symbols, p.Symbol+" (returns)")
+	}
+}
+
 // attachEach attaches one perf-event uprobe per symbol and program.
 func (t *Tracer) attachEach(ex *link.Executable, tg Target, offsets, cookies map[string]uint64, a *Attachment) {
 	for _, p := range tg.Probes {
 		off, ok := offsets[p.Symbol]
-		if !ok {
+		if !ok || p.AtReturns {
 			continue
 		}
 		opts := &link.UprobeOptions{Address: off, Cookie: cookies[p.Symbol]}
@@ -455,7 +494,7 @@ func (t *Tracer) attachMulti(ex *link.Executable, tg Target, offsets, cookies ma
 	}
 	for _, p := range tg.Probes {
 		off, ok := offsets[p.Symbol]
-		if !ok {
+		if !ok || p.AtReturns {
 			continue
 		}
 		add(entry, p.Entry, p, off)
@@ -482,7 +521,7 @@ func (t *Tracer) attachMulti(ex *link.Executable, tg Target, offsets, cookies ma
 		}
 	}
 	for _, p := range tg.Probes {
-		if _, ok := offsets[p.Symbol]; ok && !failed[p.Symbol] {
+		if _, ok := offsets[p.Symbol]; ok && !failed[p.Symbol] && !p.AtReturns {
 			a.Symbols = append(a.Symbols, p.Symbol)
 		}
 	}

@@ -297,3 +297,16 @@ func selfSigned(dir string) (cert tls.Certificate, caFile, keyFile string, err e
 	}
 	return cert, caFile, keyFile, nil
 }
+
+// TLSConfig is a client's TLS configuration that trusts the mock's
+// certificate (a TLS mock only).
+func (s *Server) TLSConfig(t testing.TB) *tls.Config {
+	t.Helper()
+	pem, err := os.ReadFile(s.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return &tls.Config{RootCAs: pool}
+}

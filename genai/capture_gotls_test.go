@@ -1,0 +1,128 @@
+package genai
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
+	"github.com/xpuscope/xpuscope/semconv"
+)
+
+// committedStripped is goclient built once with the Go of the day and
+// -ldflags=-s -w (no symbol table, no DWARF: the probes are placed from
+// its pclntab), committed so that a build the tests do not make is
+// probed too:
+//
+//	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o testdata/capture/goclient-stripped ./testdata/capture/goclient
+const committedStripped = "testdata/capture/goclient-stripped"
+
+// otherGo is the Go release the tests build with beside the machine's
+// (scripts/install-test-deps.sh fetches it).
+const otherGo = "go1.27.3"
+
+// buildGoClient builds testdata/capture/goclient with the Go toolchain
+// (GOTOOLCHAIN: "local" is the machine's), with ldflags.
+func buildGoClient(t *testing.T, toolchain, ldflags string) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "goclient")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", exe, "./testdata/capture/goclient")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN="+toolchain)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return exe
+}
+
+// runGoClient runs a goclient binary against s once the capture has
+// probed it, and returns the protocol of each call.
+func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Server, n int, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command(exe, append(args, s.URL, s.CAFile, "gpt-4o-mini", strconv.Itoa(n))...)
+	cmd.Env = append(os.Environ(), "CAPTURE_SECRET="+captureSecret)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	out := bufio.NewScanner(stdout)
+	require.True(t, out.Scan(), "goclient printed nothing")
+	require.Equal(t, "READY", out.Text())
+	fi, err := os.Stat(exe)
+	require.NoError(t, err)
+	ok := poll(10*time.Second, func() bool {
+		for _, a := range h.c.Status().Attachments {
+			if a.Target == TargetGoTLS && sameFile(fi, a.Dev, a.Inode) {
+				require.ElementsMatch(t, []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read",
+					"crypto/tls.(*Conn).Read (returns)", "crypto/tls.(*Conn).Close"}, a.Symbols)
+				return true
+			}
+		}
+		return false
+	})
+	require.True(t, ok, "%s not probed: %+v", exe, h.c.Status())
+	_, err = io.WriteString(stdin, "go\n")
+	require.NoError(t, err)
+	var protos []string
+	for out.Scan() {
+		protos = append(protos, out.Text())
+	}
+	require.NoError(t, cmd.Wait())
+	return protos
+}
+
+// TestCaptureGoTLS: Go programs' crypto/tls, unmodified net/http clients
+// over TLS to the local mock: over HTTP/2 (ALPN) and HTTP/1.1, on one
+// keep-alive connection and on a new connection per call, built by the
+// test with the machine's Go and with the next release, stripped of their
+// symbols (-s -w) or not, and a stripped build committed. Every call is a span with the fields a
+// Python client's has; the credential appears nowhere.
+func TestCaptureGoTLS(t *testing.T) {
+	s := llmserver.Start(t, llmserver.Options{TLS: true, HTTP2: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
+	h := startCapture(t)
+	full, stripped, other := buildGoClient(t, "local", ""), buildGoClient(t, "local", "-s -w"), buildGoClient(t, otherGo, "-s -w")
+	calls := 0
+	for _, tc := range []struct {
+		name  string
+		exe   string
+		args  []string
+		proto string
+	}{
+		{"http2", full, nil, "HTTP/2.0"},
+		{"http1.1", full, []string{"-http1"}, "HTTP/1.1"},
+		{"http2, a connection per call", full, []string{"-fresh"}, "HTTP/2.0"},
+		{"stripped", stripped, nil, "HTTP/2.0"},
+		{otherGo + ", stripped", other, []string{"-fresh"}, "HTTP/2.0"},
+		{"committed stripped", committedStripped, []string{"-http1", "-fresh"}, "HTTP/1.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 3
+			protos := runGoClient(t, h, tc.exe, s, n, tc.args...)
+			require.Equal(t, strings.Repeat(tc.proto+" ", n), strings.Join(protos, " ")+" ")
+			calls += n
+			for _, sp := range h.spansTo(t, s.Port, calls)[calls-n:] {
+				checkStreamedCall(t, h, sp, semconv.GenAIProviderOpenAICompatible, "gpt-4o-mini", "stop")
+			}
+		})
+	}
+	// The capturing process's own crypto/tls (an agent's exports) is not
+	// captured: two calls from this process add no span.
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: s.TLSConfig(t), ForceAttemptHTTP2: true}}
+	for range 2 {
+		resp, err := client.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(h2ChatRequest))
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	h.spansTo(t, s.Port, calls)
+	h.requireNoSecret(t)
+}

@@ -1,0 +1,125 @@
+package uprobe
+
+import (
+	"debug/elf"
+	"debug/gosym"
+	"errors"
+	"fmt"
+	"io"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// Go programs. A Go binary's functions are named in its pclntab
+// (.gopclntab), which a stripped build (-ldflags=-s -w) keeps: the
+// runtime needs it for tracebacks. Its .symtab, when there is one, names
+// the same functions. A Go function's return cannot take a uretprobe: the
+// kernel swaps the return address on the goroutine's stack for its
+// trampoline's, and Go moves goroutine stacks when they grow and walks
+// them in tracebacks and GC, which an unknown return address crashes. So
+// a probe on a Go function's return (Probe.AtReturns) goes on each of its
+// RET instructions instead, found by decoding the function between the
+// bounds the pclntab gives.
+
+// goFunc is a function's bounds, as link-time addresses: [entry, end).
+type goFunc struct{ entry, end uint64 }
+
+// maxPclntabBytes bounds the pclntab read, as maxSymtabBytes does the
+// symbol table.
+const maxPclntabBytes = 64 << 20
+
+// errNotGo says a file has no pclntab.
+var errNotGo = errors.New("no .gopclntab: not a Go binary")
+
+// goFuncs returns the bounds of the wanted functions that the pclntab of
+// the Go binary ef names.
+func goFuncs(ef *elf.File, wanted map[string]bool) (map[string]goFunc, error) {
+	pcln, text := ef.Section(".gopclntab"), ef.Section(".text")
+	switch {
+	case pcln == nil || text == nil:
+		return nil, errNotGo
+	case pcln.Size > maxPclntabBytes:
+		return nil, fmt.Errorf(".gopclntab of %d bytes, over the %d read", pcln.Size, maxPclntabBytes)
+	}
+	data, err := pcln.Data()
+	if err != nil {
+		return nil, fmt.Errorf("read .gopclntab: %w", err)
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
+	if err != nil {
+		return nil, fmt.Errorf("parse .gopclntab: %w", err)
+	}
+	found := map[string]goFunc{}
+	for name := range wanted {
+		if f := tab.LookupFunc(name); f != nil && f.End > f.Entry {
+			found[name] = goFunc{f.Entry, f.End}
+		}
+	}
+	return found, nil
+}
+
+// maxGoFuncBytes bounds the code decoded of one function for its RETs.
+const maxGoFuncBytes = 64 << 10
+
+// returnOffsets returns the file offsets of the RET instructions of the
+// Go function symbol in the ELF file r: each is where a return probe goes.
+func returnOffsets(r io.ReaderAt, symbol string) ([]uint64, error) {
+	ef, err := elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("not an ELF file: %w", err)
+	}
+	funcs, err := goFuncs(ef, map[string]bool{symbol: true})
+	if err != nil {
+		return nil, err
+	}
+	f, ok := funcs[symbol]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%s: not in .gopclntab", symbol)
+	case f.end-f.entry > maxGoFuncBytes:
+		return nil, fmt.Errorf("%s: %d bytes of code, over the %d decoded", symbol, f.end-f.entry, maxGoFuncBytes)
+	}
+	start, ok := fileOffset(ef, f.entry)
+	if !ok {
+		return nil, fmt.Errorf("%s at %#x: in no executable segment", symbol, f.entry)
+	}
+	code := make([]byte, f.end-f.entry)
+	if _, err := r.ReadAt(code, int64(start)); err != nil {
+		return nil, fmt.Errorf("%s: read its code: %w", symbol, err)
+	}
+	rets, err := retInstructions(code)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", symbol, err)
+	}
+	offs := make([]uint64, len(rets))
+	for i, at := range rets {
+		offs[i] = start + at
+	}
+	return offs, nil
+}
+
+// retInstructions returns the offsets in code, one function's whole code,
+// of its RET instructions. It decodes every instruction in turn: code
+// that does not decode is an error, not a guess, since a probe placed
+// inside an instruction corrupts it. Go emits no data among a function's
+// instructions on amd64; the INT3 padding to the next function decodes.
+func retInstructions(code []byte) ([]uint64, error) {
+	var rets []uint64
+	for pos := 0; pos < len(code); {
+		in, err := x86asm.Decode(code[pos:], 64)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("no instruction at +%#x: %w", pos, err)
+		case in.Op == 0: // a prefix with nothing after it
+			return nil, fmt.Errorf("no instruction at +%#x: % x", pos, code[pos:min(pos+4, len(code))])
+		}
+		if in.Op == x86asm.RET {
+			rets = append(rets, uint64(pos))
+		}
+		pos += in.Len
+	}
+	if len(rets) == 0 {
+		return nil, errors.New("no RET instruction")
+	}
+	return rets, nil
+}

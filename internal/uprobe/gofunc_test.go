@@ -1,0 +1,88 @@
+package uprobe
+
+import (
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// buildGo builds testdata/gotls with the machine's Go and ldflags.
+func buildGo(t *testing.T, ldflags string) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "gotls")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", exe, "./testdata/gotls")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return exe
+}
+
+// A Go program's crypto/tls methods are found by symbol and, stripped of
+// its symbols, in its pclntab, at the same places; a probe on Read's
+// returns goes on each of its RET instructions, the same in both builds.
+func TestGoFuncs(t *testing.T) {
+	full, stripped := buildGo(t, ""), buildGo(t, "-s -w")
+	wanted := map[string]bool{"crypto/tls.(*Conn).Read": true, "crypto/tls.(*Conn).Write": true, "crypto/tls.(*Conn).Close": true}
+
+	ef, err := elf.Open(stripped)
+	require.NoError(t, err)
+	require.Nil(t, ef.Section(".symtab"), "the stripped build has no symbol table")
+	ef.Close()
+
+	var rets [][]uint64
+	var addrs []map[string]uint64
+	for _, exe := range []string{full, stripped} {
+		a, err := resolve(exe, wanted, true)
+		require.NoError(t, err)
+		require.Len(t, a, len(wanted), "%s: %v", exe, a)
+		addrs = append(addrs, a)
+
+		r, err := returnsOf(exe, "crypto/tls.(*Conn).Read")
+		require.NoError(t, err)
+		require.NotEmpty(t, r)
+		code, err := os.ReadFile(exe)
+		require.NoError(t, err)
+		for _, off := range r {
+			require.Equal(t, byte(0xc3), code[off], "%s: no RET at %#x", exe, off)
+			require.Greater(t, off, a["crypto/tls.(*Conn).Read"], "a RET past the function's start")
+		}
+		rets = append(rets, r)
+	}
+	require.Equal(t, addrs[0], addrs[1], "the symbol table and the pclntab agree")
+	require.Equal(t, rets[0], rets[1])
+
+	_, err = returnsOf("/bin/true", "crypto/tls.(*Conn).Read")
+	require.ErrorIs(t, err, errNotGo, "a C program")
+}
+
+func TestRetInstructions(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		code []byte
+		want []uint64
+		err  bool
+	}{
+		{"one RET, then INT3 padding", []byte{0x48, 0x89, 0xc3, 0xc3, 0xcc, 0xcc}, []uint64{3}, false},
+		// mov rbp, rsp; ret; sub rsp, 8; ret 8 (RET imm16 is a RET too)
+		{"two RETs", []byte{0x48, 0x89, 0xe5, 0xc3, 0x48, 0x83, 0xec, 0x08, 0xc2, 0x08, 0x00}, []uint64{3, 8}, false},
+		// The 0xc3 byte inside mov ebx, eax is no RET.
+		{"a C3 byte inside an instruction", []byte{0x89, 0xc3, 0x90, 0xc3}, []uint64{3}, false},
+		{"no RET", []byte{0x90, 0x90}, nil, true},
+		{"code that does not decode", []byte{0x0f, 0xff}, nil, true},
+		{"an instruction cut at the end", []byte{0xc3, 0x48, 0x8b}, nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := retInstructions(tt.code)
+			if tt.err {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
