@@ -103,13 +103,14 @@ func setStream(data []byte, id uint32) {
 func benchReader(b *testing.B, start, call []httpbpf.Record, renumber func([]httpbpf.Record, int)) {
 	calls := 0
 	t := userSpaceCapture(b, WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ })).conns
-	var seq uint32
+	var seq [2]uint32 // by direction
 	ts := uint64(1)
 	feed := func(recs []httpbpf.Record) {
 		for i := range recs {
-			seq++
+			d := recs[i].Dir
+			seq[d]++
 			ts += 1000
-			recs[i].Seq, recs[i].TS = seq, ts
+			recs[i].Seq, recs[i].TS = seq[d], ts
 			t.handle(&recs[i])
 		}
 	}

@@ -26,9 +26,10 @@ type connKey struct {
 type capConn struct {
 	key   connKey
 	frame *httpframe.Conn
-	// seq is the number of the call whose bytes came last; next is the
-	// offset its next record starts at, 0 when the call is complete.
-	seq, next uint32
+	// seq is, by direction, the number of the call whose bytes came
+	// last; next the offset its next record starts at, 0 when the call
+	// is complete.
+	seq, next [2]uint32
 	seen      time.Time // when bytes last came
 	elem      *list.Element
 	proc      *capProc
@@ -121,7 +122,7 @@ func (t *connTable) handle(r *httpbpf.Record) {
 		case cc.muted:
 			t.remove(cc)
 		default:
-			if r.Seq != cc.seq || cc.next != 0 {
+			if w, rd := r.LastCalls(); w != cc.seq[httpbpf.Write] || rd != cc.seq[httpbpf.Read] || cc.next != [2]uint32{} {
 				t.gap(cc) // calls lost before the close
 			}
 			unanswered := t.unanswered(cc, r.TS)
@@ -146,30 +147,29 @@ func (t *connTable) handle(r *httpbpf.Record) {
 		cc.seen = t.now()
 		return
 	}
-	dir := httpframe.Write
+	dir, d := httpframe.Write, r.Dir&1
 	if r.Dir == httpbpf.Read {
 		dir = httpframe.Read
 	}
-	switch {
-	case cc == nil:
+	if cc == nil {
 		cc = t.add(k)
-		if r.Seq != 1 || r.Offset != 0 {
-			// The capture began mid-connection: resync at the next
-			// message start.
-			cc.frame.Gap(dir)
-		}
-	case r.Seq == cc.seq && r.Offset == cc.next && cc.next != 0: // the call's next piece
-	case r.Seq == cc.seq+1 && r.Offset == 0 && cc.next == 0: // the next call
+	}
+	switch {
+	case r.Seq == cc.seq[d] && r.Offset == cc.next[d] && cc.next[d] != 0: // the call's next piece
+	case r.Seq == cc.seq[d]+1 && r.Offset == 0 && cc.next[d] == 0: // the next call
 	default:
-		t.gap(cc) // a call, or part of one, was lost
+		// A call of this direction, or part of one, was lost; or the
+		// capture began mid-connection. It resyncs at the next message
+		// start.
+		cc.frame.Gap(dir)
 	}
 	t.lru.MoveToBack(cc.elem)
 	cc.seen = t.now()
-	cc.seq = r.Seq
+	cc.seq[d] = r.Seq
 	if end := r.Offset + uint32(len(r.Data)); end < r.Total {
-		cc.next = end
+		cc.next[d] = end
 	} else {
-		cc.next = 0
+		cc.next[d] = 0
 	}
 	cc.frame.Feed(dir, r.Data, int64(r.TS))
 }

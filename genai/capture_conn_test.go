@@ -42,12 +42,18 @@ type tableHarness struct {
 	calls  []Call // what readCall made of each
 	muted  recordedMutes
 	result outcome // what deliver returns
-	seq    map[connKey]uint32
+	seq    map[dirKey]uint32 // the last call numbered, by connection and direction
 	clock  time.Time
 }
 
+// dirKey is a direction of a connection.
+type dirKey struct {
+	connKey
+	dir httpbpf.Dir
+}
+
 func newTableHarness(maxConns int) *tableHarness {
-	h := &tableHarness{seq: map[connKey]uint32{}, clock: time.Unix(1000, 0)}
+	h := &tableHarness{seq: map[dirKey]uint32{}, clock: time.Unix(1000, 0)}
 	cfg := &captureConfig{bodyLimit: DefaultBodyLimit, maxConns: maxConns, idleTimeout: time.Minute}
 	h.t = newConnTable(cfg, &h.muted, func(k uint64) time.Time { return time.Unix(0, int64(k)) },
 		func(x *Exchange, _ *httpframe.Exchange, _ *capProc, live *liveCall) outcome {
@@ -60,16 +66,27 @@ func newTableHarness(maxConns int) *tableHarness {
 	return h
 }
 
-// call feeds one call of pid's fd 7 moving data, numbered next.
+// call feeds one call of pid's fd 7 moving data, numbered next in its
+// direction.
 func (h *tableHarness) call(pid uint32, dir httpbpf.Dir, data string, ts uint64) {
-	k := connKey{pid, httpbpf.SourceSocket, 7, 0}
+	k := dirKey{connKey{pid, httpbpf.SourceSocket, 7, 0}, dir}
 	h.seq[k]++
 	h.t.handle(&httpbpf.Record{TS: ts, Conn: 7, PID: pid, Kind: httpbpf.KindData, Source: httpbpf.SourceSocket,
 		Dir: dir, Total: uint32(len(data)), Seq: h.seq[k], Data: []byte(data)})
 }
 
-// lose numbers a call that never arrives.
-func (h *tableHarness) lose(pid uint32) { h.seq[connKey{pid, httpbpf.SourceSocket, 7, 0}]++ }
+// lose numbers a call in direction dir that never arrives.
+func (h *tableHarness) lose(pid uint32, dir httpbpf.Dir) {
+	h.seq[dirKey{connKey{pid, httpbpf.SourceSocket, 7, 0}, dir}]++
+}
+
+// end hands over a record of kind (a close, an end of stream) of pid's
+// fd 7 at ts, with the last calls numbered.
+func (h *tableHarness) end(pid uint32, kind httpbpf.Kind, ts uint64) {
+	k := connKey{pid, httpbpf.SourceSocket, 7, 0}
+	h.t.handle(&httpbpf.Record{TS: ts, Kind: kind, Source: httpbpf.SourceSocket, PID: pid, Conn: 7,
+		Seq: h.seq[dirKey{k, httpbpf.Write}], Total: h.seq[dirKey{k, httpbpf.Read}]})
+}
 
 func (h *tableHarness) exchange(pid uint32, ts uint64) {
 	h.call(pid, httpbpf.Write, tRequest, ts)
@@ -101,7 +118,7 @@ func TestConnTableExchanges(t *testing.T) {
 func TestConnTableLostCall(t *testing.T) {
 	h := newTableHarness(16)
 	h.call(1, httpbpf.Write, tRequest, 100)
-	h.lose(1) // the response's first read
+	h.lose(1, httpbpf.Read) // the response's first read
 	h.call(1, httpbpf.Read, tResponse[40:], 110)
 	h.exchange(1, 200)
 	require.Len(t, h.got, 1)
@@ -114,7 +131,7 @@ func TestConnTableLostCall(t *testing.T) {
 // more) is a gap too.
 func TestConnTableShortCall(t *testing.T) {
 	h := newTableHarness(16)
-	k := connKey{1, httpbpf.SourceSocket, 7, 0}
+	k := dirKey{connKey{1, httpbpf.SourceSocket, 7, 0}, httpbpf.Read}
 	h.call(1, httpbpf.Write, tRequest, 100)
 	h.seq[k]++
 	long := "HTTP/1.1 200 OK\r\nContent-Length: 113\r\n\r\n" + tResponseBody // and 100 bytes not captured
@@ -129,7 +146,7 @@ func TestConnTableShortCall(t *testing.T) {
 // connection resyncs at the next request.
 func TestConnTableMidConnection(t *testing.T) {
 	h := newTableHarness(16)
-	h.seq[connKey{1, httpbpf.SourceSocket, 7, 0}] = 41
+	h.seq[dirKey{connKey{1, httpbpf.SourceSocket, 7, 0}, httpbpf.Read}] = 41
 	h.call(1, httpbpf.Read, tResponse[60:], 50)
 	h.exchange(1, 200)
 	require.Len(t, h.got, 1)
@@ -141,12 +158,12 @@ func TestConnTableMidConnection(t *testing.T) {
 func TestConnTableClose(t *testing.T) {
 	h := newTableHarness(16)
 	h.exchange(1, 100)
-	h.t.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 1, Conn: 7, Seq: h.seq[connKey{1, httpbpf.SourceSocket, 7, 0}]})
+	h.end(1, httpbpf.KindClose, 0)
 	require.Empty(t, h.t.conns)
 
 	h.call(2, httpbpf.Write, tRequest, 100)
-	h.lose(2)
-	h.t.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 2, Conn: 7, Seq: h.seq[connKey{2, httpbpf.SourceSocket, 7, 0}]})
+	h.lose(2, httpbpf.Read)
+	h.end(2, httpbpf.KindClose, 0)
 	require.Empty(t, h.t.conns)
 	require.Len(t, h.got, 1)
 	require.Positive(t, h.t.frames.AbandonedGap+h.t.frames.AbandonedClose)
@@ -220,31 +237,39 @@ func TestConnTableOutcomes(t *testing.T) {
 // calls.
 func TestConnTableKeyReuse(t *testing.T) {
 	h := newTableHarness(16)
-	rec := func(gen uint32, kind httpbpf.Kind, dir httpbpf.Dir, seq uint32, data string) {
-		h.t.handle(&httpbpf.Record{TS: uint64(100 * seq), Conn: 0x7f00, PID: 1, Kind: kind, Source: httpbpf.SourceTLS,
-			Dir: dir, Total: uint32(len(data)), Seq: seq, Gen: gen, Data: []byte(data)})
+	// rec hands over a record of connection gen; seq is its number in
+	// its direction (for a close, the last write's, and reads the last
+	// read's).
+	at := uint64(0)
+	rec := func(gen uint32, kind httpbpf.Kind, dir httpbpf.Dir, seq uint32, data string, reads uint32) {
+		at += 100
+		total := uint32(len(data))
+		if kind == httpbpf.KindClose {
+			total = reads
+		}
+		h.t.handle(&httpbpf.Record{TS: at, Conn: 0x7f00, PID: 1, Kind: kind, Source: httpbpf.SourceTLS,
+			Dir: dir, Total: total, Seq: seq, Gen: gen, Data: []byte(data)})
 	}
 	h.result = outcomeNotLLM
 	seq := uint32(0)
 	for range muteAfter {
-		rec(1, httpbpf.KindData, httpbpf.Write, seq+1, tRequest)
-		rec(1, httpbpf.KindData, httpbpf.Read, seq+2, tResponse)
-		seq += 2
+		seq++
+		rec(1, httpbpf.KindData, httpbpf.Write, seq, tRequest, 0)
+		rec(1, httpbpf.KindData, httpbpf.Read, seq, tResponse, 0)
 	}
 	require.Equal(t, []uint32{1}, h.muted.gens)
-	seq++
-	rec(1, httpbpf.KindData, httpbpf.Write, seq, tRequest) // sent before the kernel side muted it
+	rec(1, httpbpf.KindData, httpbpf.Write, seq+1, tRequest, 0) // sent before the kernel side muted it
 	require.Len(t, h.got, muteAfter, "a muted connection's bytes are skipped")
 
 	h.result = outcomeEmitted
-	rec(2, httpbpf.KindData, httpbpf.Write, 1, tRequest) // the next connection, before the first's close
-	rec(1, httpbpf.KindClose, 0, seq, "")
-	rec(2, httpbpf.KindData, httpbpf.Read, 2, tResponse)
+	rec(2, httpbpf.KindData, httpbpf.Write, 1, tRequest, 0) // the next connection, before the first's close
+	rec(1, httpbpf.KindClose, 0, seq+1, "", seq)
+	rec(2, httpbpf.KindData, httpbpf.Read, 1, tResponse, 0)
 	require.Len(t, h.got, muteAfter+1)
 	require.Len(t, h.t.conns, 1, "the muted connection went with its close")
 
-	rec(3, httpbpf.KindData, httpbpf.Write, 1, tRequest) // gen 2's close was lost
-	rec(3, httpbpf.KindData, httpbpf.Read, 2, tResponse)
+	rec(3, httpbpf.KindData, httpbpf.Write, 1, tRequest, 0) // gen 2's close was lost
+	rec(3, httpbpf.KindData, httpbpf.Read, 1, tResponse, 0)
 	require.Len(t, h.got, muteAfter+2)
 	require.Zero(t, h.t.frames.AbandonedGap, "no call was taken for another's")
 }
@@ -314,11 +339,10 @@ func TestConnTableCutStream(t *testing.T) {
 	// end ends pid 1's connection at 900, after its peer closed its end
 	// first when peerFirst (a read returned the end of the stream).
 	end := func(h *tableHarness, peerFirst bool) {
-		k := connKey{1, httpbpf.SourceSocket, 7, 0}
 		if peerFirst {
-			h.t.handle(&httpbpf.Record{TS: 890, Kind: httpbpf.KindEOF, Source: httpbpf.SourceSocket, PID: 1, Conn: 7, Seq: h.seq[k]})
+			h.end(1, httpbpf.KindEOF, 890)
 		}
-		h.t.handle(&httpbpf.Record{TS: 900, Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 1, Conn: 7, Seq: h.seq[k]})
+		h.end(1, httpbpf.KindClose, 900)
 	}
 	for _, tt := range []struct {
 		name      string
@@ -362,7 +386,7 @@ func TestConnTableCutStream(t *testing.T) {
 	h := newTableHarness(16)
 	h.call(1, httpbpf.Write, tRequest, 100)
 	h.call(1, httpbpf.Read, head, 200)
-	h.lose(1)
+	h.lose(1, httpbpf.Read)
 	h.call(1, httpbpf.Read, events, 300)
 	end(h, true)
 	require.Empty(t, h.calls, "a stream the capture lost part of is no failed call")

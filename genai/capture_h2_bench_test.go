@@ -3,25 +3,31 @@ package genai
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/uprobe"
 )
 
-// The test binary as the HTTP/2 benchmark's client (see TestMain): Go's
-// net/http over HTTP/2 in plaintext (prior knowledge), in a process of
-// its own.
+// The test binary as the HTTP/2 benchmarks' client (see TestMain): Go's
+// net/http over HTTP/2, in plaintext (prior knowledge) or over TLS, in a
+// process of its own.
 const (
-	h2cClientEnv = "XPUSCOPE_BENCH_H2C_CLIENT" // the mock's base URL
-	mockH2CEnv   = "XPUSCOPE_BENCH_MOCK_H2C"   // the mock serves plaintext HTTP/2
+	h2cClientEnv = "XPUSCOPE_BENCH_H2_CLIENT" // the mock's base URL
+	clientCAEnv  = "XPUSCOPE_BENCH_CA"        // over TLS: the CA file to trust
+	mockH2CEnv   = "XPUSCOPE_BENCH_MOCK_H2C"  // the mock serves plaintext HTTP/2
 )
 
 // runH2CClient makes XPUSCOPE_BENCH_REQUESTS streamed chat calls one
@@ -30,9 +36,22 @@ const (
 // stdin, and prints NS_PER_REQUEST.
 func runH2CClient(url string) {
 	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	client := &http.Client{Transport: &http.Transport{Protocols: &p}}
+	tr := &http.Transport{ForceAttemptHTTP2: true}
+	if ca := os.Getenv(clientCAEnv); ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "h2 client:", err)
+			os.Exit(1)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	} else {
+		var p http.Protocols
+		p.SetUnencryptedHTTP2(true)
+		tr.Protocols = &p
+	}
+	client := &http.Client{Transport: tr}
 	call := func() error {
 		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(h2ChatRequest))
 		if err != nil {
@@ -74,10 +93,11 @@ func runH2CClient(url string) {
 }
 
 // startH2CClient runs runH2CClient in a child process, connected and
-// waiting at READY; run (sslClient's) lets it go.
-func startH2CClient(b *testing.B, url string, n int) *sslClient {
+// waiting at READY; run (sslClient's) lets it go. With a CA file, the
+// client speaks TLS.
+func startH2CClient(b *testing.B, url, ca string, n int) *sslClient {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), h2cClientEnv+"="+url, "XPUSCOPE_BENCH_REQUESTS="+strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), h2cClientEnv+"="+url, clientCAEnv+"="+ca, "XPUSCOPE_BENCH_REQUESTS="+strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	require.NoError(b, err)
@@ -106,7 +126,7 @@ func BenchmarkCaptureOverheadHTTP2(b *testing.B) {
 	url := "http://127.0.0.1:" + strconv.Itoa(s.Port)
 	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
 	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
-	untraced := func() float64 { return startH2CClient(b, url, n).run(b) }
+	untraced := func() float64 { return startH2CClient(b, url, "", n).run(b) }
 	traced := func() float64 {
 		var calls int
 		c, err := NewCapture(append(sdkProviders(), WithPlaintextPorts(uint16(s.Port)),
@@ -115,7 +135,49 @@ func BenchmarkCaptureOverheadHTTP2(b *testing.B) {
 		defer c.Close()
 		// The client's first call, before READY, opens the connection
 		// the capture sees from its start.
-		cl := startH2CClient(b, url, n)
+		cl := startH2CClient(b, url, "", n)
+		ns := cl.run(b)
+		got := poll(5*time.Second, func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return calls == n+1
+		})
+		require.True(b, got, "%d calls captured of %d", calls, n+1)
+		return ns
+	}
+	benchRounds(b, rounds, untraced, traced)
+}
+
+// BenchmarkCaptureOverheadGoTLS: as BenchmarkCaptureOverheadHTTP2, over
+// TLS: Go's net/http client negotiates HTTP/2 by ALPN with the mock (a
+// process of its own), and the capture reads it through the crypto/tls
+// probes (the mock's end, Go too, is captured as well).
+func BenchmarkCaptureOverheadGoTLS(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("the capture's BPF programs need root")
+	}
+	s := startMockProcess(b, mockH2CEnv+"=tls")
+	url := "https://127.0.0.1:" + strconv.Itoa(s.Port)
+	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
+	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
+	untraced := func() float64 { return startH2CClient(b, url, s.CAFile, n).run(b) }
+	traced := func() float64 {
+		var calls int
+		c, err := NewCapture(append(sdkProviders(), WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ }))...)
+		require.NoError(b, err)
+		defer c.Close()
+		// The client is this test binary, run again: its file is probed
+		// once the capture is up, so the client's first call, before
+		// READY, is captured too.
+		exe, err := os.Stat(os.Args[0])
+		require.NoError(b, err)
+		ok := poll(5*time.Second, func() bool {
+			return slices.ContainsFunc(c.Status().Attachments, func(a uprobe.Attachment) bool {
+				return a.Target == TargetGoTLS && sameFile(exe, a.Dev, a.Inode)
+			})
+		})
+		require.True(b, ok, "the test binary not probed: %+v", c.Status())
+		cl := startH2CClient(b, url, s.CAFile, n)
 		ns := cl.run(b)
 		got := poll(5*time.Second, func() bool {
 			c.mu.Lock()

@@ -59,11 +59,6 @@ func newH2Harness() *h2Harness {
 	return h
 }
 
-func (h *h2Harness) end(ts uint64) {
-	h.t.handle(&httpbpf.Record{TS: ts, Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: 1, Conn: 7,
-		Seq: h.seq[connKey{1, httpbpf.SourceSocket, 7, 0}]})
-}
-
 // TestConnTableHTTP2: streams on one HTTP/2 connection are calls of
 // their own, read as they arrive, each with exact usage, whatever
 // interleaves with them; the credential's value is dropped.
@@ -126,7 +121,7 @@ func TestConnTableHTTP2Failed(t *testing.T) {
 	h.call(1, httpbpf.Read, s.Reset(3, http2.ErrCodeInternal), 303)
 	h.call(1, httpbpf.Read, s.Reset(5, http2.ErrCodeInternal), 305)
 	h.call(1, httpbpf.Read, s.Reset(7, http2.ErrCodeRefusedStream), 307)
-	h.end(400)
+	h.end(1, httpbpf.KindClose, 400)
 	byID := map[string]Call{}
 	ends := map[string]time.Time{}
 	for i, call := range h.calls {
@@ -190,11 +185,13 @@ func TestCaptureHTTP2Secrets(t *testing.T) {
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
 		WithExchangeHandler(func(x *Exchange, call *Call, _ Endpoint) { fmt.Fprintf(&handed, "%+v %+v\n", x, call) }))
 	client, server := h2wire.New(), h2wire.New()
-	var seq uint32
+	var seq [2]uint32 // by direction
+	at := uint64(0)
 	feed := func(dir httpbpf.Dir, data string) {
-		seq++
-		c.conns.handle(&httpbpf.Record{TS: uint64(seq) * 1000, Conn: 7, PID: 1, Kind: httpbpf.KindData, Source: httpbpf.SourceTLS,
-			Dir: dir, Total: uint32(len(data)), Seq: seq, Data: []byte(data)})
+		seq[dir]++
+		at += 1000
+		c.conns.handle(&httpbpf.Record{TS: at, Conn: 7, PID: 1, Kind: httpbpf.KindData, Source: httpbpf.SourceTLS,
+			Dir: dir, Total: uint32(len(data)), Seq: seq[dir], Data: []byte(data)})
 	}
 	feed(httpbpf.Write, http2.ClientPreface+client.Settings())
 	feed(httpbpf.Read, server.Settings())

@@ -130,8 +130,10 @@ func TestMain(m *testing.M) {
 func serveMock(dir string) {
 	// 8 content chunks of 400 bytes, with the SSE and JSON around them
 	// and the final chunks: about 4 KiB a response.
-	h2c := os.Getenv(mockH2CEnv) != ""
-	s, err := llmserver.Serve(llmserver.Options{TLS: !h2c, HTTP2: h2c, Chunks: 8, ChunkSize: 400}, dir)
+	// XPUSCOPE_BENCH_MOCK_H2C: "tls" serves HTTP/2 over TLS too, anything
+	// else plaintext HTTP/2; unset, HTTP/1.1 over TLS.
+	mode := os.Getenv(mockH2CEnv)
+	s, err := llmserver.Serve(llmserver.Options{TLS: mode == "" || mode == "tls", HTTP2: mode != "", Chunks: 8, ChunkSize: 400}, dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mock server:", err)
 		os.Exit(1)

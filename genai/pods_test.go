@@ -60,9 +60,9 @@ func TestCapturePodsAndParent(t *testing.T) {
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
 		WithProcRoot(procs), WithResolver(r))
 
-	seq := map[connKey]uint32{}
+	seq := map[dirKey]uint32{}
 	call := func(pid uint32, fd uint64, dir httpbpf.Dir, data string, ts uint64) {
-		k := connKey{pid, httpbpf.SourceSocket, fd, 0}
+		k := dirKey{connKey{pid, httpbpf.SourceSocket, fd, 0}, dir}
 		seq[k]++
 		c.conns.handle(&httpbpf.Record{TS: ts, Conn: fd, PID: pid, Kind: httpbpf.KindData, Source: httpbpf.SourceSocket,
 			Dir: dir, Total: uint32(len(data)), Seq: seq[k], Data: []byte(data)})
@@ -72,8 +72,9 @@ func TestCapturePodsAndParent(t *testing.T) {
 		call(pid, fd, httpbpf.Read, tResponse, ts+10)
 	}
 	closeConn := func(pid uint32, fd uint64) {
+		k := connKey{pid, httpbpf.SourceSocket, fd, 0}
 		c.conns.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceSocket, PID: pid, Conn: fd,
-			Seq: seq[connKey{pid, httpbpf.SourceSocket, fd, 0}]})
+			Seq: seq[dirKey{k, httpbpf.Write}], Total: seq[dirKey{k, httpbpf.Read}]})
 	}
 	exchange(1, 7, 100)
 	exchange(1, 7, 200)

@@ -97,9 +97,9 @@ struct record_header {
 	__u8 dir;     // enum direction
 	__u8 _pad;
 	__u32 len;    // bytes of data that follow
-	__u32 total;  // bytes the call moved
+	__u32 total;  // bytes the call moved; a close's (and an end's): the last read's number
 	__u32 offset; // of this record's data within them
-	__u32 seq;    // the call's number on its connection, from 1; a close's is the last call's
+	__u32 seq;    // the call's number among its direction's on its connection, from 1; a close's: the last write's
 	__u32 gen;    // the connection's number on the host, from 1: a reused SSL pointer or fd is a new one
 };
 
@@ -123,10 +123,9 @@ struct conn_key {
 };
 
 struct conn {
-	__u32 state; // enum conn_state
-	__u32 seq;   // calls captured so far: user space sees a lost one as a jump
-	__u32 gen;   // from next_gen
-	__u32 _pad;
+	__u32 state;  // enum conn_state
+	__u32 seq[2]; // calls captured so far, by direction: user space sees a lost one as a jump
+	__u32 gen;    // from next_gen
 };
 
 // What a thread's call in progress needs at its return.
@@ -369,7 +368,11 @@ static __always_inline struct record *start_call(struct conn_key *k, struct conn
 	r->h.dir = dir;
 	r->h._pad = 0;
 	r->h.total = total;
-	r->h.seq = __sync_add_and_fetch(&c->seq, 1); // atomic fetch: -mcpu=v3 (Linux 5.12+)
+	// By direction: a connection's reads and writes may be made on two
+	// threads at once (Go's HTTP/2 client reads in a goroutine of its
+	// own), whose records reach the ring in either order; each
+	// direction's calls are made one at a time, their records in order.
+	r->h.seq = __sync_add_and_fetch(&c->seq[dir & 1], 1); // atomic fetch: -mcpu=v3 (Linux 5.12+)
 	r->h.gen = c->gen;
 	return r;
 }
@@ -436,7 +439,8 @@ static __always_inline void emit_end(struct conn_key *k, struct conn *c, __u8 ki
 	h->tid = (__u32)id;
 	h->kind = kind;
 	h->source = k->source;
-	h->seq = c->seq;
+	h->seq = c->seq[DIR_WRITE];
+	h->total = c->seq[DIR_READ];
 	h->gen = c->gen;
 	bpf_ringbuf_submit(h, submit_flags());
 }

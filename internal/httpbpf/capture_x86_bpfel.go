@@ -16,9 +16,8 @@ import (
 type captureConn struct {
 	_     structs.HostLayout
 	State uint32
-	Seq   uint32
+	Seq   [2]uint32
 	Gen   uint32
-	Pad   uint32
 }
 
 type captureConnKey struct {

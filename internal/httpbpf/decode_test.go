@@ -33,10 +33,12 @@ func TestDecode(t *testing.T) {
 	var r Record
 	require.NoError(t, Decode(encode(good), &r))
 	require.Equal(t, good, r, "decoded")
-	closeRec := Record{Kind: KindClose, Source: SourceSocket, Conn: 3}
+	closeRec := Record{Kind: KindClose, Source: SourceGoTLS, Conn: 3, Seq: 5, Total: 7}
 	require.NoError(t, Decode(encode(closeRec), &r), "close record")
 	require.Equal(t, KindClose, r.Kind, "close record: %+v", r)
 	require.Empty(t, r.Data, "close record: %+v", r)
+	w, rd := r.LastCalls()
+	require.Equal(t, [2]uint32{5, 7}, [2]uint32{w, rd}, "the last write's and read's numbers")
 	eof := Record{Kind: KindEOF, Source: SourceSocket, Conn: 3, Seq: 4, Gen: 9}
 	require.NoError(t, Decode(encode(eof), &r), "end-of-stream record")
 	require.Equal(t, KindEOF, r.Kind)

@@ -47,6 +47,10 @@ const (
 	Read  = Dir(captureDirectionDIR_READ)  // the process received them
 )
 
+// LastCalls returns, of a close or end record, the numbers of the last
+// write and the last read captured on its connection.
+func (r *Record) LastCalls() (writes, reads uint32) { return r.Seq, r.Total }
+
 // Kind says what a record is.
 type Kind uint8
 
@@ -55,7 +59,8 @@ const (
 	KindData  = Kind(captureRecordKindRECORD_DATA)
 	KindClose = Kind(captureRecordKindRECORD_CLOSE)
 	// KindEOF: a plaintext connection's read returned 0, its peer having
-	// closed its end (not seen over TLS). It carries the last call's Seq.
+	// closed its end (not seen over TLS). It carries the last calls'
+	// numbers, as a close does.
 	KindEOF = Kind(captureRecordKindRECORD_EOF)
 )
 
@@ -86,11 +91,16 @@ type Record struct {
 	Dir    Dir
 	// Total is how many bytes the call moved; Data holds those from
 	// Offset on. Data points into the decoded buffer: copy it to keep it.
+	// A close record's Total is the last read's Seq (LastCalls).
 	Total  uint32
 	Offset uint32
-	// Seq numbers the calls captured on the connection, from 1; a record
-	// that skips a number follows a call that was lost. A close record
-	// carries the last call's.
+	// Seq numbers the calls captured on the connection in the record's
+	// direction, from 1: a record that skips a number follows a call
+	// that was lost. The directions are numbered apart because a
+	// connection's reads and writes may be made on two threads at once,
+	// whose records reach the ring in either order; one direction's
+	// calls are made one at a time. A close record's Seq is the last
+	// write's (LastCalls).
 	Seq uint32
 	// Gen numbers the connection on the host, from 1 (0 only in records
 	// of objects older than the number): a record with the Conn of an

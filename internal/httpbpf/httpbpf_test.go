@@ -64,7 +64,8 @@ type conn struct {
 type captured struct {
 	bytes           map[conn]map[Dir]*bytes.Buffer
 	closed          map[conn]bool
-	seqs            map[conn][]uint32 // of the data records, in order, then the close
+	seqs            map[conn]map[Dir][]uint32 // of the data records, by direction, in order
+	lastCalls       map[conn][2]uint32        // what the close said of them: the last write's and read's numbers
 	firstTS, lastTS map[conn]map[Dir]uint64
 }
 
@@ -138,19 +139,25 @@ func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) c
 		time.Sleep(200 * time.Millisecond) // a few polls
 		rd.Close()
 		wg.Wait()
-		c := captured{bytes: map[conn]map[Dir]*bytes.Buffer{}, closed: map[conn]bool{}, seqs: map[conn][]uint32{},
+		c := captured{bytes: map[conn]map[Dir]*bytes.Buffer{}, closed: map[conn]bool{}, seqs: map[conn]map[Dir][]uint32{},
+			lastCalls: map[conn][2]uint32{},
 			firstTS: map[conn]map[Dir]uint64{}, lastTS: map[conn]map[Dir]uint64{}}
 		for _, r := range all {
 			if int(r.PID) != pid {
 				continue
 			}
 			k := conn{r.Source, r.Conn}
-			if n := len(c.seqs[k]); n == 0 || c.seqs[k][n-1] != r.Seq || r.Kind == KindClose {
-				c.seqs[k] = append(c.seqs[k], r.Seq)
-			}
 			if r.Kind == KindClose {
 				c.closed[k] = true
+				w, rd := r.LastCalls()
+				c.lastCalls[k] = [2]uint32{w, rd}
 				continue
+			}
+			if c.seqs[k] == nil {
+				c.seqs[k] = map[Dir][]uint32{}
+			}
+			if s := c.seqs[k][r.Dir]; len(s) == 0 || s[len(s)-1] != r.Seq {
+				c.seqs[k][r.Dir] = append(s, r.Seq)
 			}
 			if c.bytes[k] == nil {
 				c.bytes[k] = map[Dir]*bytes.Buffer{Write: {}, Read: {}}
@@ -238,13 +245,15 @@ func TestCaptureCurl(t *testing.T) {
 			gap := time.Duration(c.lastTS[k][Read] - c.lastTS[k][Write])
 			assert.GreaterOrEqual(t, gap, delay, "the last response bytes after the request, want at least the server's delay")
 			assert.True(t, c.closed[k], "no close record for %v", k)
-			// Calls numbered 1, 2, …, n, and the close carrying n.
-			seqs := c.seqs[k]
-			for i, q := range seqs[:len(seqs)-1] {
-				require.Equal(t, uint32(i+1), q, "call numbers %v, want 1..n then n", seqs)
-			}
-			if assert.GreaterOrEqual(t, len(seqs), 3, "call numbers %v, want 1..n then n", seqs) {
-				assert.Equal(t, seqs[len(seqs)-2], seqs[len(seqs)-1], "call numbers %v, want 1..n then n", seqs)
+			// Each direction's calls numbered 1, 2, …, n, and the close
+			// carrying each n.
+			for i, d := range []Dir{Write, Read} {
+				seqs := c.seqs[k][d]
+				require.NotEmpty(t, seqs, "%v calls", d)
+				for j, q := range seqs {
+					require.Equal(t, uint32(j+1), q, "%v call numbers %v, want 1..n", d, seqs)
+				}
+				assert.Equal(t, uint32(len(seqs)), c.lastCalls[k][i], "the close's last %v number", d)
 			}
 		})
 	}

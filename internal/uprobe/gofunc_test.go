@@ -51,6 +51,18 @@ func TestGoFuncs(t *testing.T) {
 			require.Greater(t, off, a["crypto/tls.(*Conn).Read"], "a RET past the function's start")
 		}
 		rets = append(rets, r)
+
+		// The entry probes sit on the stack check's JBE.
+		var probes []Probe
+		for name := range wanted {
+			probes = append(probes, Probe{Symbol: name})
+		}
+		placed, err := locate(exe, probes, true)
+		require.NoError(t, err)
+		for name, off := range placed {
+			require.Contains(t, []uint64{4, 9}, off-a[name], "%s placed %d bytes past its start", name, off-a[name])
+			require.Contains(t, []byte{0x0f, 0x76}, code[off], "%s: no JBE where its probe goes", name)
+		}
 	}
 	require.Equal(t, addrs[0], addrs[1], "the symbol table and the pclntab agree")
 	require.Equal(t, rets[0], rets[1])
@@ -83,6 +95,35 @@ func TestRetInstructions(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// A Go function's entry probe goes on its stack bound check's JBE, which
+// the kernel emulates, in either form of the check; a function that does
+// not start with one keeps its start.
+func TestPastGoStackCheck(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		code []byte
+		want uint64
+	}{
+		// CMPQ SP, 0x10(R14); JBE rel32; PUSHQ BP
+		{"small frame", []byte{0x49, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0x7a, 0x03, 0x00, 0x00, 0x55}, 4},
+		// LEAQ -0x48(SP), R12; CMPQ R12, 0x10(R14); JBE rel32
+		{"large frame", []byte{0x4c, 0x8d, 0x64, 0x24, 0xb8, 0x4d, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0x93, 0x07, 0x00, 0x00}, 9},
+		// CMPQ SP, 0x10(R14); JBE rel8
+		{"a short jump", []byte{0x49, 0x3b, 0x66, 0x10, 0x76, 0x20}, 4},
+		// PUSHQ BP; MOVQ SP, BP: no check (a C function, or Go's NOSPLIT)
+		{"no check", []byte{0x55, 0x48, 0x89, 0xe5}, 0},
+		// CMPQ SP, 0x10(R14) then a JNE: not the check
+		{"another jump", []byte{0x49, 0x3b, 0x66, 0x10, 0x75, 0x20}, 0},
+		// LEAQ into RAX, an argument register: not the check
+		{"a LEA into an argument register", []byte{0x48, 0x8d, 0x44, 0x24, 0xb8, 0x4d, 0x3b, 0x66, 0x10, 0x76, 0x20}, 0},
+		{"cut short", []byte{0x49, 0x3b}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, pastGoStackCheck(tt.code))
 		})
 	}
 }

@@ -21,7 +21,13 @@ import (
 //     return probes keep their meaning there;
 //   - on the function a thin exported wrapper calls (Probe.CalledFrom),
 //     when the wrapper starts with a stack adjustment and its callee with
-//     pushes, as OpenSSL's SSL_read and ssl_read_internal do.
+//     pushes, as OpenSSL's SSL_read and ssl_read_internal do;
+//   - in a Go function, on the conditional jump of its stack bound check
+//     (CMPQ SP, 16(R14) or LEAQ -n(SP), R12; CMPQ R12, 16(R14); then
+//     JBE to morestack), which the kernel emulates: the instructions
+//     before it change only the flags and R12, which carries no argument
+//     in Go's register ABI, so the probe sees the arguments the function
+//     was called with.
 
 // endbr64 is the CET landing pad instruction.
 var endbr64 = []byte{0xf3, 0x0f, 0x1e, 0xfa}
@@ -72,4 +78,46 @@ func firstCall(code []byte, vaddr uint64) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Bounds of the look at a Go function's start for its stack bound check.
+const goCheckBytes = 32
+
+// pastGoStackCheck returns how far past a Go function's start, whose
+// first bytes are code, its stack bound check's JBE is; 0 when the
+// function does not start with one.
+func pastGoStackCheck(code []byte) uint64 {
+	pos := 0
+	next := func() (x86asm.Inst, bool) {
+		if pos >= len(code) {
+			return x86asm.Inst{}, false
+		}
+		in, err := x86asm.Decode(code[pos:], 64)
+		if err != nil {
+			return x86asm.Inst{}, false
+		}
+		return in, true
+	}
+	in, ok := next()
+	if ok && in.Op == x86asm.LEA && in.Args[0] == x86asm.R12 && memBase(in.Args[1]) == x86asm.RSP {
+		pos += in.Len
+		in, ok = next()
+	}
+	if !ok || in.Op != x86asm.CMP || (in.Args[0] != x86asm.RSP && in.Args[0] != x86asm.R12) || memBase(in.Args[1]) != x86asm.R14 {
+		return 0
+	}
+	pos += in.Len
+	if in, ok = next(); !ok || in.Op != x86asm.JBE {
+		return 0
+	}
+	return uint64(pos)
+}
+
+// memBase returns the base register of a memory operand, 0 for any
+// other operand.
+func memBase(a x86asm.Arg) x86asm.Reg {
+	if m, ok := a.(x86asm.Mem); ok {
+		return m.Base
+	}
+	return 0
 }

@@ -95,7 +95,8 @@ func locate(path string, probes []Probe, symtab bool) (map[string]uint64, error)
 // locateELF is locate on an open file. A probe with CalledFrom is placed
 // on its Symbol, or, where the symbol tables lack it, on the function all
 // its wrappers call first; placed, it replaces the wrappers' own probes.
-// Every probe then goes past a leading endbr64 (see place.go).
+// Every probe then goes past a leading endbr64, and in a Go binary past
+// the stack bound check (see place.go).
 func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, error) {
 	ef, err := elf.NewFile(r)
 	if err != nil {
@@ -145,9 +146,13 @@ func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, e
 			placed[p.Symbol] = a
 		}
 	}
+	goBinary := ef.Section(".gopclntab") != nil
 	found := map[string]uint64{}
 	for name, a := range placed {
 		a += pastEndbr(code(a, len(endbr64)))
+		if goBinary {
+			a += pastGoStackCheck(code(a, goCheckBytes))
+		}
 		if off, ok := fileOffset(ef, a); ok {
 			found[name] = off
 		}
