@@ -41,7 +41,7 @@ type tableHarness struct {
 	got    []*Exchange
 	calls  []Call // what readCall made of each
 	muted  recordedMutes
-	result outcome // what deliver returns
+	result outcome           // what deliver returns
 	seq    map[dirKey]uint32 // the last call numbered, by connection and direction
 	clock  time.Time
 }

@@ -141,7 +141,7 @@ func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) c
 		wg.Wait()
 		c := captured{bytes: map[conn]map[Dir]*bytes.Buffer{}, closed: map[conn]bool{}, seqs: map[conn]map[Dir][]uint32{},
 			lastCalls: map[conn][2]uint32{},
-			firstTS: map[conn]map[Dir]uint64{}, lastTS: map[conn]map[Dir]uint64{}}
+			firstTS:   map[conn]map[Dir]uint64{}, lastTS: map[conn]map[Dir]uint64{}}
 		for _, r := range all {
 			if int(r.PID) != pid {
 				continue
