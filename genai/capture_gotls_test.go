@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,9 +45,9 @@ func buildGoClient(t *testing.T, toolchain, ldflags string) string {
 
 // runGoClient runs a goclient binary against s once the capture has
 // probed it, and returns the protocol of each call.
-func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Server, n int, args ...string) []string {
+func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Server, model string, n int, args ...string) []string {
 	t.Helper()
-	cmd := exec.Command(exe, append(args, s.URL, s.CAFile, "gpt-4o-mini", strconv.Itoa(n))...)
+	cmd := exec.Command(exe, append(args, s.URL, s.CAFile, model, strconv.Itoa(n))...)
 	cmd.Env = append(os.Environ(), "CAPTURE_SECRET="+captureSecret)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -98,6 +99,7 @@ func TestCaptureGoTLS(t *testing.T) {
 		proto string
 	}{
 		{"http2", full, nil, "HTTP/2.0"},
+		{"http2, anthropic", full, []string{"-anthropic"}, "HTTP/2.0"},
 		{"http1.1", full, []string{"-http1"}, "HTTP/1.1"},
 		{"http2, a connection per call", full, []string{"-fresh"}, "HTTP/2.0"},
 		{"stripped", stripped, nil, "HTTP/2.0"},
@@ -106,12 +108,22 @@ func TestCaptureGoTLS(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const n = 3
-			protos := runGoClient(t, h, tc.exe, s, n, tc.args...)
+			started := time.Now()
+			provider, model, finish := semconv.GenAIProviderOpenAICompatible, "gpt-4o-mini", "stop"
+			if slices.Contains(tc.args, "-anthropic") {
+				provider, model, finish = "anthropic", "claude-sonnet-4", "end_turn"
+			}
+			protos := runGoClient(t, h, tc.exe, s, model, n, tc.args...)
 			require.Equal(t, strings.Repeat(tc.proto+" ", n), strings.Join(protos, " ")+" ")
 			calls += n
-			for _, sp := range h.spansTo(t, s.Port, calls)[calls-n:] {
-				checkStreamedCall(t, h, sp, semconv.GenAIProviderOpenAICompatible, "gpt-4o-mini", "stop")
+			got := 0
+			for _, sp := range h.spansTo(t, s.Port, calls) {
+				if attrs(sp)[semconv.GenAIRequestModel].AsString() == model && sp.StartTime.After(started) {
+					checkStreamedCall(t, h, sp, provider, model, finish)
+					got++
+				}
 			}
+			require.Equal(t, n, got, "spans of this client's calls")
 		})
 	}
 	// The capturing process's own crypto/tls (an agent's exports) is not

@@ -2,11 +2,12 @@
 // TLS, as a Go program that calls an LLM API does, with nothing of the
 // capture's in it. It makes n streamed chat calls to base, in turn (on one
 // keep-alive connection, or a new one each with -fresh), over HTTP/2 as
-// negotiated by ALPN or over HTTP/1.1 with -http1, trusting the CA file.
+// negotiated by ALPN or over HTTP/1.1 with -http1, trusting the CA file;
+// with -anthropic, to the Anthropic Messages API instead of OpenAI's.
 // It prints READY and waits for a line on stdin before the first call, so
 // that a test can make sure the probes are on it first.
 //
-//	goclient [-http1] [-fresh] base cafile model n
+//	goclient [-http1] [-fresh] [-anthropic] base cafile model n
 package main
 
 import (
@@ -25,9 +26,10 @@ import (
 func main() {
 	http1 := flag.Bool("http1", false, "HTTP/1.1 only")
 	fresh := flag.Bool("fresh", false, "a new connection for each call")
+	anthropic := flag.Bool("anthropic", false, "the Anthropic Messages API")
 	flag.Parse()
 	if flag.NArg() != 4 {
-		fail(fmt.Errorf("usage: goclient [-http1] [-fresh] base cafile model n"))
+		fail(fmt.Errorf("usage: goclient [-http1] [-fresh] [-anthropic] base cafile model n"))
 	}
 	base, caFile, model := flag.Arg(0), flag.Arg(1), flag.Arg(2)
 	n, err := strconv.Atoi(flag.Arg(3))
@@ -49,13 +51,22 @@ func main() {
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		fail(err)
 	}
-	body := fmt.Sprintf(`{"model":%q,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, model)
+	path, body := "/v1/chat/completions",
+		fmt.Sprintf(`{"model":%q,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, model)
+	if *anthropic {
+		path, body = "/v1/messages", fmt.Sprintf(`{"model":%q,"max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, model)
+	}
 	for range n {
-		req, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
 		if err != nil {
 			fail(err)
 		}
-		req.Header.Set("Authorization", "Bearer "+os.Getenv("CAPTURE_SECRET"))
+		if *anthropic {
+			req.Header.Set("X-Api-Key", os.Getenv("CAPTURE_SECRET"))
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+		} else {
+			req.Header.Set("Authorization", "Bearer "+os.Getenv("CAPTURE_SECRET"))
+		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
 		if err != nil {
