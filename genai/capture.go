@@ -457,9 +457,9 @@ type CaptureStatus struct {
 	PlaintextPorts []uint16
 }
 
-// Status lists the OpenSSL files the probes are attached to, the files
-// that looked like OpenSSL but could not be probed, with why, and the
-// plaintext ports.
+// Status lists the OpenSSL files and Go programs the probes are attached
+// to (by Target), the files that looked like OpenSSL but could not be
+// probed, with why, and the plaintext ports.
 func (c *Capture) Status() CaptureStatus {
 	a, r := c.tracer.Status()
 	return CaptureStatus{Attachments: a, Rejections: r, PlaintextPorts: c.cfg.ports}

@@ -158,23 +158,34 @@ func startGenAI(s settings, p providers) (xpuscope.Source, string, error) {
 	return c, describeCapture(c.Status()), nil
 }
 
-// describeCapture says which OpenSSL files the probes are attached to and
-// which ports are read in plaintext.
+// describeCapture says which OpenSSL files and Go programs the TLS
+// probes are attached to, and which ports are read in plaintext.
 func describeCapture(st genai.CaptureStatus) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "plaintext HTTP on ports %v; ", st.PlaintextPorts)
-	if len(st.Attachments) == 0 {
-		b.WriteString("TLS: no OpenSSL mapped yet; new processes and dlopen are watched")
-	} else {
-		fmt.Fprintf(&b, "TLS: uprobes on %d OpenSSL file(s):", len(st.Attachments))
+	var parts []string
+	for _, target := range []struct{ name, what string }{
+		{genai.TargetOpenSSL, "OpenSSL file(s)"}, {genai.TargetGoTLS, "Go program(s)"},
+	} {
+		var files strings.Builder
+		n := 0
 		for _, a := range st.Attachments {
-			fmt.Fprintf(&b, " %s (pid %d)", a.Path, a.PID)
+			if a.Target == target.name {
+				fmt.Fprintf(&files, " %s (pid %d)", a.Path, a.PID)
+				n++
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("uprobes on %d %s:%s", n, target.what, files.String()))
 		}
 	}
-	for _, r := range st.Rejections {
-		fmt.Fprintf(&b, "; not probed: %s (pid %d): %s", r.Path, r.PID, r.Reason)
+	tls := "no OpenSSL or Go crypto/tls mapped yet; new processes and dlopen are watched"
+	if len(parts) > 0 {
+		tls = strings.Join(parts, "; ")
 	}
-	return b.String()
+	s := fmt.Sprintf("plaintext HTTP on ports %v; TLS: %s", st.PlaintextPorts, tls)
+	for _, r := range st.Rejections {
+		s += fmt.Sprintf("; not probed: %s (pid %d): %s", r.Path, r.PID, r.Reason)
+	}
+	return s
 }
 
 func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {

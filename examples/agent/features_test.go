@@ -1,0 +1,29 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/genai"
+)
+
+// -check says what the capture probes: OpenSSL files and Go programs
+// apart, and what it could not probe.
+func TestDescribeCapture(t *testing.T) {
+	ports := []uint16{8000}
+	require.Equal(t, "plaintext HTTP on ports [8000]; TLS: no OpenSSL or Go crypto/tls mapped yet; new processes and dlopen are watched",
+		describeCapture(genai.CaptureStatus{PlaintextPorts: ports}))
+	st := genai.CaptureStatus{PlaintextPorts: ports,
+		Attachments: []xpuscope.Attachment{
+			{Target: genai.TargetGoTLS, Path: "/usr/bin/gateway", PID: 7},
+			{Target: genai.TargetOpenSSL, Path: "/usr/lib/libssl.so.3", PID: 3},
+			{Target: genai.TargetGoTLS, Path: "/opt/agent", PID: 9},
+		},
+		Rejections: []xpuscope.Rejection{{Target: genai.TargetOpenSSL, Path: "/opt/libssl.so.1.1", PID: 4, Reason: "stripped"}},
+	}
+	require.Equal(t, "plaintext HTTP on ports [8000]; TLS: uprobes on 1 OpenSSL file(s): /usr/lib/libssl.so.3 (pid 3); "+
+		"uprobes on 2 Go program(s): /usr/bin/gateway (pid 7) /opt/agent (pid 9); not probed: /opt/libssl.so.1.1 (pid 4): stripped",
+		describeCapture(st))
+}
