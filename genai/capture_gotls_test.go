@@ -1,7 +1,6 @@
 package genai
 
 import (
-	"bufio"
 	"io"
 	"net/http"
 	"os"
@@ -49,15 +48,7 @@ func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Serve
 	t.Helper()
 	cmd := exec.Command(exe, append(args, s.URL, s.CAFile, model, strconv.Itoa(n))...)
 	cmd.Env = append(os.Environ(), "CAPTURE_SECRET="+captureSecret)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	out := bufio.NewScanner(stdout)
-	require.True(t, out.Scan(), "goclient printed nothing")
-	require.Equal(t, "READY", out.Text())
+	c := startReady(t, cmd)
 	fi, err := os.Stat(exe)
 	require.NoError(t, err)
 	ok := poll(10*time.Second, func() bool {
@@ -71,11 +62,11 @@ func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Serve
 		return false
 	})
 	require.True(t, ok, "%s not probed: %+v", exe, h.c.Status())
-	_, err = io.WriteString(stdin, "go\n")
+	_, err = io.WriteString(c.stdin, "go\n")
 	require.NoError(t, err)
 	var protos []string
-	for out.Scan() {
-		protos = append(protos, out.Text())
+	for c.out.Scan() {
+		protos = append(protos, c.out.Text())
 	}
 	require.NoError(t, cmd.Wait())
 	return protos

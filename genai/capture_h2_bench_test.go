@@ -98,54 +98,19 @@ func runH2CClient(url string) {
 func startH2CClient(b *testing.B, url, ca string, n int) *sslClient {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), h2cClientEnv+"="+url, clientCAEnv+"="+ca, "XPUSCOPE_BENCH_REQUESTS="+strconv.Itoa(n))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(b, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(b, err)
-	require.NoError(b, cmd.Start())
-	c := &sslClient{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
-	require.True(b, c.out.Scan(), "the h2c client printed nothing")
-	require.Equal(b, "READY", c.out.Text())
-	return c
+	return startReady(b, cmd)
 }
 
 // BenchmarkCaptureOverheadHTTP2: requests/s of Go's net/http client
 // making streamed chat calls one after another on one HTTP/2 connection
-// (plaintext, prior knowledge: the capture reads Go programs' plaintext;
-// their crypto/tls it does not yet), to the mock in a process of its own
-// on a watched port, without and with the capture (the SDK's providers),
-// in rounds as BenchmarkCaptureOverhead's. With the capture on, every
-// call must become a CLIENT call (the mock's end of each is reported
-// too). Run it once: -benchtime=1x.
+// (plaintext, prior knowledge), to the mock in a process of its own on a
+// watched port, without and with the capture (the SDK's providers), in
+// rounds as BenchmarkCaptureOverhead's. With the capture on, every call
+// must become a CLIENT call (the mock's end of each is reported too).
+// Run it once: -benchtime=1x.
 func BenchmarkCaptureOverheadHTTP2(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("the capture's BPF programs need root")
-	}
 	s := startMockProcess(b, mockH2CEnv+"=1")
-	url := "http://127.0.0.1:" + strconv.Itoa(s.Port)
-	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
-	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
-	untraced := func() float64 { return startH2CClient(b, url, "", n).run(b) }
-	traced := func() float64 {
-		var calls int
-		c, err := NewCapture(append(sdkProviders(), WithPlaintextPorts(uint16(s.Port)),
-			WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ }))...)
-		require.NoError(b, err)
-		defer c.Close()
-		// The client's first call, before READY, opens the connection
-		// the capture sees from its start.
-		cl := startH2CClient(b, url, "", n)
-		ns := cl.run(b)
-		got := poll(5*time.Second, func() bool {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return calls == n+1
-		})
-		require.True(b, got, "%d calls captured of %d", calls, n+1)
-		return ns
-	}
-	benchRounds(b, rounds, untraced, traced)
+	goClientRounds(b, "http://127.0.0.1:"+strconv.Itoa(s.Port), "", WithPlaintextPorts(uint16(s.Port)))
 }
 
 // BenchmarkCaptureOverheadGoTLS: as BenchmarkCaptureOverheadHTTP2, over
@@ -153,31 +118,39 @@ func BenchmarkCaptureOverheadHTTP2(b *testing.B) {
 // process of its own), and the capture reads it through the crypto/tls
 // probes (the mock's end, Go too, is captured as well).
 func BenchmarkCaptureOverheadGoTLS(b *testing.B) {
+	s := startMockProcess(b, mockH2CEnv+"=tls")
+	goClientRounds(b, "https://127.0.0.1:"+strconv.Itoa(s.Port), s.CAFile)
+}
+
+// goClientRounds measures the Go client's rate against url (over TLS
+// with a CA file) without and with a capture made with opts.
+func goClientRounds(b *testing.B, url, ca string, opts ...CaptureOption) {
 	if os.Geteuid() != 0 {
 		b.Skip("the capture's BPF programs need root")
 	}
-	s := startMockProcess(b, mockH2CEnv+"=tls")
-	url := "https://127.0.0.1:" + strconv.Itoa(s.Port)
 	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
 	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
-	untraced := func() float64 { return startH2CClient(b, url, s.CAFile, n).run(b) }
+	untraced := func() float64 { return startH2CClient(b, url, ca, n).run(b) }
 	traced := func() float64 {
 		var calls int
-		c, err := NewCapture(append(sdkProviders(), WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ }))...)
+		c, err := NewCapture(append(append(sdkProviders(), opts...), WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ }))...)
 		require.NoError(b, err)
 		defer c.Close()
-		// The client is this test binary, run again: its file is probed
-		// once the capture is up, so the client's first call, before
-		// READY, is captured too.
-		exe, err := os.Stat(os.Args[0])
-		require.NoError(b, err)
-		ok := poll(5*time.Second, func() bool {
-			return slices.ContainsFunc(c.Status().Attachments, func(a uprobe.Attachment) bool {
-				return a.Target == TargetGoTLS && sameFile(exe, a.Dev, a.Inode)
+		if ca != "" {
+			// The client is this test binary, run again: its file is
+			// probed once the capture is up.
+			exe, err := os.Stat(os.Args[0])
+			require.NoError(b, err)
+			ok := poll(5*time.Second, func() bool {
+				return slices.ContainsFunc(c.Status().Attachments, func(a uprobe.Attachment) bool {
+					return a.Target == TargetGoTLS && sameFile(exe, a.Dev, a.Inode)
+				})
 			})
-		})
-		require.True(b, ok, "the test binary not probed: %+v", c.Status())
-		cl := startH2CClient(b, url, s.CAFile, n)
+			require.True(b, ok, "the test binary not probed: %+v", c.Status())
+		}
+		// The client's first call, before READY, opens the connection,
+		// which the capture sees from its start.
+		cl := startH2CClient(b, url, ca, n)
 		ns := cl.run(b)
 		got := poll(5*time.Second, func() bool {
 			c.mu.Lock()

@@ -49,6 +49,13 @@ func startSSLClient(t testing.TB, exe string, s *llmserver.Server, n int) *sslCl
 	t.Helper()
 	cmd := exec.Command(exe, strconv.Itoa(s.Port), s.CAFile, "/v1/chat/completions", "gpt-4o-mini", strconv.Itoa(n))
 	cmd.Env = append(os.Environ(), "CAPTURE_SECRET="+captureSecret)
+	return startReady(t, cmd)
+}
+
+// startReady starts a client that says READY once connected and waits
+// for a line on stdin (sslclient's protocol; run lets it go).
+func startReady(t testing.TB, cmd *exec.Cmd) *sslClient {
+	t.Helper()
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
@@ -56,7 +63,7 @@ func startSSLClient(t testing.TB, exe string, s *llmserver.Server, n int) *sslCl
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	c := &sslClient{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
-	require.True(t, c.out.Scan(), "sslclient printed nothing")
+	require.True(t, c.out.Scan(), "%s printed nothing", cmd.Path)
 	require.Equal(t, "READY", c.out.Text())
 	return c
 }
