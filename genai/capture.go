@@ -339,7 +339,7 @@ func (c *Capture) start(multi bool) error {
 		Targets: []uprobe.Target{
 			{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: c.probes(httpbpf.TLSProbes), Multi: multi,
 				Names: []string{"libssl.so"}},
-			{Name: TargetGoTLS, Anchor: httpbpf.GoTLSAnchor, Probes: c.probes(httpbpf.GoTLSProbes)},
+			{Name: TargetGoTLS, Anchor: httpbpf.GoTLSAnchor, Probes: c.probes(httpbpf.GoTLSProbes), Multi: multi},
 		},
 		Hold: cc.loadHold,
 	})

@@ -87,6 +87,16 @@ enum tls_api {
 	TLS_SSL_READ_EX = 4,
 };
 
+// The Go crypto/tls method a go_tls probe is on: its attach cookie. One
+// program takes them all, so that a Go binary is one uprobe_multi link:
+// each link's attach and detach waits for a kernel grace period.
+enum go_tls_api {
+	GO_TLS_WRITE = 1,       // (*Conn).Write's entry
+	GO_TLS_READ = 2,        // (*Conn).Read's entry
+	GO_TLS_READ_RETURN = 3, // one of (*Conn).Read's RET instructions
+	GO_TLS_CLOSE = 4,       // (*Conn).Close's entry
+};
+
 struct record_header {
 	__u64 ts;     // CLOCK_MONOTONIC ns of the call's return
 	__u64 conn;   // SSL pointer or fd
@@ -565,57 +575,53 @@ int tls_free(struct pt_regs *ctx)
 
 // ---- TLS: Go's crypto/tls -------------------------------------------------
 
-// func (c *Conn) Write(b []byte) (int, error): c in RAX, b's pointer and
-// length in RBX and RCX. The bytes are read at entry; a write that fails
-// leaves its connection unusable, and its exchange abandoned.
+// The crypto/tls methods, by the cookie (enum go_tls_api):
+//
+//   - func (c *Conn) Write(b []byte) (int, error): c in RAX, b's pointer
+//     and length in RBX and RCX. The bytes are read at entry; a write
+//     that fails leaves its connection unusable, and its exchange
+//     abandoned.
+//   - func (c *Conn) Read(b []byte) (int, error), at entry: c and b's
+//     pointer are kept for the return, by goroutine; at each of its RET
+//     instructions, the count is in RAX.
+//   - func (c *Conn) Close() error: the connection is over.
 SEC("uprobe")
-int go_tls_write(struct pt_regs *ctx)
+int go_tls(struct pt_regs *ctx)
 {
 	__u64 ts = bpf_ktime_get_ns();
-	if ((long)ctx->rcx <= 0 || bpf_get_current_pid_tgid() >> 32 == self_pid)
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	if (pid == self_pid)
 		return 0;
-	capture_tls(SOURCE_GOTLS, ctx->rax, ctx->rbx, ctx->rcx, DIR_WRITE, ts);
-	return 0;
-}
-
-// func (c *Conn) Read(b []byte) (int, error), at entry: c and b's
-// pointer are kept for the return, by goroutine.
-SEC("uprobe")
-int go_tls_read(struct pt_regs *ctx)
-{
-	struct go_read_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .g = ctx->r14};
-	if (k.pid == self_pid)
+	struct go_read_key rk = {.pid = pid, .g = ctx->r14};
+	switch (bpf_get_attach_cookie(ctx)) {
+	case GO_TLS_WRITE:
+		if ((long)ctx->rcx > 0)
+			capture_tls(SOURCE_GOTLS, ctx->rax, ctx->rbx, ctx->rcx, DIR_WRITE, ts);
 		return 0;
-	struct go_read r = {.conn = ctx->rax, .buf = ctx->rbx};
-	bpf_map_update_elem(&go_reads, &k, &r, BPF_ANY);
-	return 0;
-}
-
-// (*Conn).Read at each of its RET instructions: the count in RAX.
-SEC("uprobe")
-int go_tls_read_return(struct pt_regs *ctx)
-{
-	__u64 ts = bpf_ktime_get_ns();
-	struct go_read_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .g = ctx->r14};
-	struct go_read *r = bpf_map_lookup_elem(&go_reads, &k);
-	if (!r)
+	case GO_TLS_READ: {
+		struct go_read r = {.conn = ctx->rax, .buf = ctx->rbx};
+		bpf_map_update_elem(&go_reads, &rk, &r, BPF_ANY);
 		return 0;
-	struct go_read p = *r;
-	bpf_map_delete_elem(&go_reads, &k);
-	long n = ctx->rax;
-	if (n > 0)
-		capture_tls(SOURCE_GOTLS, p.conn, p.buf, n, DIR_READ, ts);
-	return 0;
-}
-
-// func (c *Conn) Close() error: the connection is over.
-SEC("uprobe")
-int go_tls_close(struct pt_regs *ctx)
-{
-	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_GOTLS, .conn = ctx->rax};
-	struct conn *c = bpf_map_lookup_elem(&conns, &k);
-	if (c)
-		end_conn(&k, c);
+	}
+	case GO_TLS_READ_RETURN: {
+		struct go_read *r = bpf_map_lookup_elem(&go_reads, &rk);
+		if (!r)
+			return 0;
+		struct go_read p = *r;
+		bpf_map_delete_elem(&go_reads, &rk);
+		long n = ctx->rax;
+		if (n > 0)
+			capture_tls(SOURCE_GOTLS, p.conn, p.buf, n, DIR_READ, ts);
+		return 0;
+	}
+	case GO_TLS_CLOSE: {
+		struct conn_key k = {.pid = pid, .source = SOURCE_GOTLS, .conn = ctx->rax};
+		struct conn *c = bpf_map_lookup_elem(&conns, &k);
+		if (c)
+			end_conn(&k, c);
+		return 0;
+	}
+	}
 	return 0;
 }
 
@@ -816,5 +822,6 @@ const enum source *unused_source __attribute__((unused));
 const enum direction *unused_direction __attribute__((unused));
 const enum counter *unused_counter __attribute__((unused));
 const enum tls_api *unused_tls_api __attribute__((unused));
+const enum go_tls_api *unused_go_tls_api __attribute__((unused));
 const enum conn_state *unused_conn_state __attribute__((unused));
 const struct record_header *unused_record_header __attribute__((unused));

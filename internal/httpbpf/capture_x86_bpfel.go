@@ -65,6 +65,15 @@ type captureGoReadKey struct {
 	G   uint64
 }
 
+type captureGoTlsApi uint32
+
+const (
+	captureGoTlsApiGO_TLS_WRITE       captureGoTlsApi = 1
+	captureGoTlsApiGO_TLS_READ        captureGoTlsApi = 2
+	captureGoTlsApiGO_TLS_READ_RETURN captureGoTlsApi = 3
+	captureGoTlsApiGO_TLS_CLOSE       captureGoTlsApi = 4
+)
+
 type captureRecord struct {
 	_    structs.HostLayout
 	H    captureRecordHeader
@@ -146,10 +155,7 @@ const (
 	captureMapScratch            = "scratch"
 	captureMapThreads            = "threads"
 	captureMapWatchedSocks       = "watched_socks"
-	captureProgGoTlsClose        = "go_tls_close"
-	captureProgGoTlsRead         = "go_tls_read"
-	captureProgGoTlsReadReturn   = "go_tls_read_return"
-	captureProgGoTlsWrite        = "go_tls_write"
+	captureProgGoTls             = "go_tls"
 	captureProgSockState         = "sock_state"
 	captureProgSysEnter          = "sys_enter"
 	captureProgSysExit           = "sys_exit"
@@ -164,6 +170,7 @@ const (
 	captureVarUnusedConnState    = "unused_conn_state"
 	captureVarUnusedCounter      = "unused_counter"
 	captureVarUnusedDirection    = "unused_direction"
+	captureVarUnusedGoTlsApi     = "unused_go_tls_api"
 	captureVarUnusedRecordHeader = "unused_record_header"
 	captureVarUnusedRecordKind   = "unused_record_kind"
 	captureVarUnusedSource       = "unused_source"
@@ -213,16 +220,13 @@ type captureSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type captureProgramSpecs struct {
-	GoTlsClose      *ebpf.ProgramSpec `ebpf:"go_tls_close"`
-	GoTlsRead       *ebpf.ProgramSpec `ebpf:"go_tls_read"`
-	GoTlsReadReturn *ebpf.ProgramSpec `ebpf:"go_tls_read_return"`
-	GoTlsWrite      *ebpf.ProgramSpec `ebpf:"go_tls_write"`
-	SockState       *ebpf.ProgramSpec `ebpf:"sock_state"`
-	SysEnter        *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExit         *ebpf.ProgramSpec `ebpf:"sys_exit"`
-	TlsEnter        *ebpf.ProgramSpec `ebpf:"tls_enter"`
-	TlsFree         *ebpf.ProgramSpec `ebpf:"tls_free"`
-	TlsReturn       *ebpf.ProgramSpec `ebpf:"tls_return"`
+	GoTls     *ebpf.ProgramSpec `ebpf:"go_tls"`
+	SockState *ebpf.ProgramSpec `ebpf:"sock_state"`
+	SysEnter  *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit   *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	TlsEnter  *ebpf.ProgramSpec `ebpf:"tls_enter"`
+	TlsFree   *ebpf.ProgramSpec `ebpf:"tls_free"`
+	TlsReturn *ebpf.ProgramSpec `ebpf:"tls_return"`
 }
 
 // captureMapSpecs contains maps before they are loaded into the kernel.
@@ -252,6 +256,7 @@ type captureVariableSpecs struct {
 	UnusedConnState    *ebpf.VariableSpec `ebpf:"unused_conn_state"`
 	UnusedCounter      *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
+	UnusedGoTlsApi     *ebpf.VariableSpec `ebpf:"unused_go_tls_api"`
 	UnusedRecordHeader *ebpf.VariableSpec `ebpf:"unused_record_header"`
 	UnusedRecordKind   *ebpf.VariableSpec `ebpf:"unused_record_kind"`
 	UnusedSource       *ebpf.VariableSpec `ebpf:"unused_source"`
@@ -316,6 +321,7 @@ type captureVariables struct {
 	UnusedConnState    *ebpf.Variable `ebpf:"unused_conn_state"`
 	UnusedCounter      *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
+	UnusedGoTlsApi     *ebpf.Variable `ebpf:"unused_go_tls_api"`
 	UnusedRecordHeader *ebpf.Variable `ebpf:"unused_record_header"`
 	UnusedRecordKind   *ebpf.Variable `ebpf:"unused_record_kind"`
 	UnusedSource       *ebpf.Variable `ebpf:"unused_source"`
@@ -327,24 +333,18 @@ type captureVariables struct {
 //
 // It can be passed to loadCaptureObjects or ebpf.CollectionSpec.LoadAndAssign.
 type capturePrograms struct {
-	GoTlsClose      *ebpf.Program `ebpf:"go_tls_close"`
-	GoTlsRead       *ebpf.Program `ebpf:"go_tls_read"`
-	GoTlsReadReturn *ebpf.Program `ebpf:"go_tls_read_return"`
-	GoTlsWrite      *ebpf.Program `ebpf:"go_tls_write"`
-	SockState       *ebpf.Program `ebpf:"sock_state"`
-	SysEnter        *ebpf.Program `ebpf:"sys_enter"`
-	SysExit         *ebpf.Program `ebpf:"sys_exit"`
-	TlsEnter        *ebpf.Program `ebpf:"tls_enter"`
-	TlsFree         *ebpf.Program `ebpf:"tls_free"`
-	TlsReturn       *ebpf.Program `ebpf:"tls_return"`
+	GoTls     *ebpf.Program `ebpf:"go_tls"`
+	SockState *ebpf.Program `ebpf:"sock_state"`
+	SysEnter  *ebpf.Program `ebpf:"sys_enter"`
+	SysExit   *ebpf.Program `ebpf:"sys_exit"`
+	TlsEnter  *ebpf.Program `ebpf:"tls_enter"`
+	TlsFree   *ebpf.Program `ebpf:"tls_free"`
+	TlsReturn *ebpf.Program `ebpf:"tls_return"`
 }
 
 func (p *capturePrograms) Close() error {
 	return _CaptureClose(
-		p.GoTlsClose,
-		p.GoTlsRead,
-		p.GoTlsReadReturn,
-		p.GoTlsWrite,
+		p.GoTls,
 		p.SockState,
 		p.SysEnter,
 		p.SysExit,

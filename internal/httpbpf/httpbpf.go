@@ -171,11 +171,15 @@ const GoTLSAnchor = "crypto/tls.(*Conn).Read"
 // on the goroutine's stack, which Go copies when the stack grows and
 // walks in tracebacks, and a moved or unknown return address crashes the
 // program.
+// One program takes them all, told apart by the cookie, so that with
+// uprobe_multi a Go binary is one link: a link's attach and detach each
+// wait for a kernel grace period (~80 ms here), and a node runs many Go
+// programs.
 var GoTLSProbes = []TLSProbe{
-	{Symbol: "crypto/tls.(*Conn).Write", Entry: captureProgGoTlsWrite},
-	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTlsRead},
-	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTlsReadReturn, AtReturns: true},
-	{Symbol: "crypto/tls.(*Conn).Close", Entry: captureProgGoTlsClose},
+	{Symbol: "crypto/tls.(*Conn).Write", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_WRITE)},
+	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_READ)},
+	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_READ_RETURN), AtReturns: true},
+	{Symbol: "crypto/tls.(*Conn).Close", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_CLOSE)},
 }
 
 // TLSAnchor is the symbol that makes a file an OpenSSL to probe.
@@ -247,17 +251,13 @@ func Load(o LoadOptions) (*Objects, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpbpf: parse embedded object: %w", err)
 	}
-	tls := []string{tlsEnter, tlsReturn, captureProgTlsFree}
-	// Go's are attached per address, as perf-event uprobes (GoTLSProbes'
-	// RET offsets are many, and differ per build).
-	gotls := []string{captureProgGoTlsWrite, captureProgGoTlsRead, captureProgGoTlsReadReturn, captureProgGoTlsClose}
-	lo := bpfsource.LoadOptions{Ring: captureMapRecords, RingBytes: o.RingBytes, WakeupBytes: o.WakeupBytes,
-		Programs: append(slices.Clip(tls), gotls...)}
+	tls := []string{tlsEnter, tlsReturn, captureProgTlsFree, captureProgGoTls}
+	lo := bpfsource.LoadOptions{Ring: captureMapRecords, RingBytes: o.RingBytes, WakeupBytes: o.WakeupBytes, Programs: tls}
 	if o.UprobeMulti {
 		lo.UprobeMulti = tls
 	}
 	if o.Plaintext {
-		lo.Programs = append(lo.Programs, SockState, SysEnter, SysExit)
+		lo.Programs = append(slices.Clip(tls), SockState, SysEnter, SysExit)
 	}
 	if err := spec.Variables["self_pid"].Set(o.SelfPID); err != nil {
 		return nil, fmt.Errorf("httpbpf: set self_pid: %w", err)

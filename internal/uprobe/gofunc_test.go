@@ -127,3 +127,17 @@ func TestPastGoStackCheck(t *testing.T) {
 		})
 	}
 }
+
+// A probe on a function's returns keeps its own cookie: the entry probe
+// on the same function gets its own (one program may take both, told
+// apart by the cookie).
+func TestCookiesBesideReturns(t *testing.T) {
+	probes := []Probe{
+		{Symbol: "f", Cookie: 2},
+		{Symbol: "f", Cookie: 3, AtReturns: true},
+		{Symbol: "g", Cookie: 4},
+	}
+	cookies, err := cookiesOf("", probes, map[string]uint64{"f": 16, "g": 32})
+	require.NoError(t, err)
+	require.Equal(t, map[string]uint64{"f": 2, "g": 4}, cookies)
+}

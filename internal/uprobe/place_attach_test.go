@@ -2,11 +2,13 @@ package uprobe
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -128,4 +130,105 @@ func TestTracerPlacedProbesFire(t *testing.T) {
 			assert.Equal(t, uint64(2*n), v, "multi=%v: %s hits of inner", multi, what)
 		}
 	}
+}
+
+// TestTracerGoProbesFire: in a Go program (testdata/gotls, built by the
+// test, stripped), the probes on crypto/tls.(*Conn).Write and Read's
+// entries, placed on their stack checks' JBE, and on each of Read's RET
+// instructions fire, as perf-event uprobes and as one uprobe_multi link;
+// every Read that entered returned through a probed RET; and the program
+// does what it does unprobed (a probe in the middle of an instruction, or
+// a uretprobe, would break it). The TLS server is OpenSSL's s_server, so
+// that no other Go program's TLS calls count.
+func TestTracerGoProbesFire(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "attaching uprobes needs root")
+	}
+	exe := buildGo(t, "-s -w")
+	addr := startSServer(t)
+	run := func(attach func(pid int)) string {
+		cmd := exec.Command(exe, addr)
+		in, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		sc := bufio.NewScanner(out)
+		require.True(t, sc.Scan())
+		require.Equal(t, "READY", sc.Text())
+		attach(cmd.Process.Pid)
+		_, err = in.Write([]byte("\n"))
+		require.NoError(t, err)
+		require.True(t, sc.Scan())
+		require.NoError(t, cmd.Wait())
+		return sc.Text()
+	}
+	want := run(func(int) {})
+	require.Equal(t, "HTTP/1.0 200 ok", want)
+
+	for _, multi := range []bool{false, true} {
+		attachType := ebpf.AttachNone
+		if multi {
+			if err := features.HaveBPFLinkUprobeMulti(); err != nil {
+				continue
+			}
+			attachType = ebpf.AttachTraceUprobeMulti
+		}
+		hits, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 3})
+		require.NoError(t, err)
+		defer hits.Close()
+		probes := []Probe{
+			{Symbol: "crypto/tls.(*Conn).Write", Entry: hitCounter(t, hits, 0, attachType)},
+			{Symbol: "crypto/tls.(*Conn).Read", Entry: hitCounter(t, hits, 1, attachType)},
+			{Symbol: "crypto/tls.(*Conn).Read", Entry: hitCounter(t, hits, 2, attachType), AtReturns: true},
+		}
+		got := run(func(pid int) {
+			tr, err := New(Config{Targets: []Target{{Name: "gotls", Anchor: "crypto/tls.(*Conn).Read", Probes: probes, Multi: multi}}})
+			if err != nil {
+				testutil.SkipOrFail(t, "uprobe.New: %v", err)
+			}
+			t.Cleanup(func() { tr.Close() })
+			i := slices.IndexFunc(tr.Attachments(), func(a Attachment) bool { return a.PID == pid && a.Target == "gotls" })
+			require.GreaterOrEqual(t, i, 0, "not attached: %+v %+v", tr.Attachments(), tr.Rejections())
+			assert.ElementsMatch(t, []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read", "crypto/tls.(*Conn).Read" + returnsSuffix},
+				tr.Attachments()[i].Symbols)
+		})
+		assert.Equal(t, want, got, "multi=%v: the probed program did something else", multi)
+		var v [3]uint64
+		for slot := range v {
+			require.NoError(t, hits.Lookup(int32(slot), &v[slot]))
+		}
+		assert.Equal(t, uint64(1), v[0], "multi=%v: Write's entry hits", multi)
+		assert.Positive(t, v[1], "multi=%v: Read's entry hits", multi)
+		assert.Equal(t, v[1], v[2], "multi=%v: Read's returns, one per entry", multi)
+	}
+}
+
+// startSServer runs OpenSSL's s_server with a certificate of its own on a
+// loopback port until the test ends, answering each request with a page.
+func startSServer(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	key, cert := dir+"/key.pem", dir+"/cert.pem"
+	out, err := exec.Command("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+		"-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost").CombinedOutput()
+	require.NoError(t, err, "openssl req: %s", out)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command("openssl", "s_server", "-accept", addr, "-cert", cert, "-key", key, "-www", "-quiet")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ok := false
+	for range 100 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			ok = true
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.True(t, ok, "s_server never listened on %s", addr)
+	return addr
 }

@@ -215,6 +215,9 @@ func cookiesOf(path string, probes []Probe, offsets map[string]uint64) (map[stri
 	cookies := make(map[string]uint64, len(probes))
 	from := false
 	for _, p := range probes {
+		if p.AtReturns {
+			continue // its own Cookie, at every RET: another probe may have its Symbol
+		}
 		cookies[p.Symbol] = p.Cookie
 		from = from || p.CookieFrom != ""
 	}

@@ -397,11 +397,13 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 	}
 	a := Attachment{Target: tg.Name, Path: m.Path, PID: pid, Dev: m.Dev, Inode: m.Inode, AttachedAt: time.Now(), Late: how.late}
 	if tg.Multi {
-		t.attachMulti(ex, tg, offsets, cookies, &a)
+		t.attachMulti(ex, tg, path, offsets, cookies, &a)
 	} else {
 		t.attachEach(ex, tg, offsets, cookies, &a)
 	}
-	t.attachReturns(ex, tg, path, &a)
+	if !tg.Multi {
+		t.attachReturns(ex, tg, path, &a)
+	}
 	if len(a.Symbols) == 0 {
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: "no probe attached: " + strings.Join(a.AttachErrors, "; ")})
 		return false
@@ -415,8 +417,8 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 	return true
 }
 
-// attachReturns attaches the probes on Go functions' RET instructions:
-// one perf-event uprobe each. A function whose RETs are not all probed
+// attachReturns attaches the probes on Go functions' RET instructions,
+// as perf-event uprobes, one each (attachMulti adds them to its links). A function whose RETs are not all probed
 // has none probed (a return missed would leave its entry's state behind).
 func (t *Tracer) attachReturns(ex *link.Executable, tg Target, path string, a *Attachment) {
 	for _, p := range tg.Probes {
@@ -444,7 +446,7 @@ func (t *Tracer) attachReturns(ex *link.Executable, tg Target, path string, a *A
 			continue
 		}
 		t.links = append(t.links, links...)
-		a.Symbols = append(a.Symbols, p.Symbol+" (returns)")
+		a.Symbols = append(a.Symbols, p.Symbol+returnsSuffix)
 	}
 }
 
@@ -482,25 +484,39 @@ type multiGroup struct {
 
 // attachMulti attaches one uprobe_multi link per program (entry and
 // return apart), with each symbol's cookie.
-func (t *Tracer) attachMulti(ex *link.Executable, tg Target, offsets, cookies map[string]uint64, a *Attachment) {
+func (t *Tracer) attachMulti(ex *link.Executable, tg Target, path string, offsets, cookies map[string]uint64, a *Attachment) {
 	entry, ret := map[*ebpf.Program]*multiGroup{}, map[*ebpf.Program]*multiGroup{}
-	add := func(m map[*ebpf.Program]*multiGroup, prog *ebpf.Program, p Probe, off uint64) {
+	add := func(m map[*ebpf.Program]*multiGroup, prog *ebpf.Program, symbol string, off, cookie uint64) {
 		g := m[prog]
 		if g == nil {
 			g = &multiGroup{}
 			m[prog] = g
 		}
-		g.symbols, g.addrs, g.cookies = append(g.symbols, p.Symbol), append(g.addrs, off), append(g.cookies, cookies[p.Symbol])
+		g.symbols, g.addrs, g.cookies = append(g.symbols, symbol), append(g.addrs, off), append(g.cookies, cookie)
 	}
+	var placed []string // the probes' names, as Attachment.Symbols lists them
 	for _, p := range tg.Probes {
-		off, ok := offsets[p.Symbol]
-		if !ok || p.AtReturns {
+		if p.AtReturns {
+			offs, err := returnsOf(path, p.Symbol)
+			if err != nil {
+				a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("returns of %s: %v", p.Symbol, err))
+				continue
+			}
+			for _, off := range offs {
+				add(entry, p.Entry, p.Symbol+returnsSuffix, off, p.Cookie)
+			}
+			placed = append(placed, p.Symbol+returnsSuffix)
 			continue
 		}
-		add(entry, p.Entry, p, off)
-		if p.Return != nil {
-			add(ret, p.Return, p, off)
+		off, ok := offsets[p.Symbol]
+		if !ok {
+			continue
 		}
+		add(entry, p.Entry, p.Symbol, off, cookies[p.Symbol])
+		if p.Return != nil {
+			add(ret, p.Return, p.Symbol, off, cookies[p.Symbol])
+		}
+		placed = append(placed, p.Symbol)
 	}
 	failed := map[string]bool{}
 	for _, side := range []struct {
@@ -520,12 +536,16 @@ func (t *Tracer) attachMulti(ex *link.Executable, tg Target, offsets, cookies ma
 			t.links = append(t.links, l)
 		}
 	}
-	for _, p := range tg.Probes {
-		if _, ok := offsets[p.Symbol]; ok && !failed[p.Symbol] && !p.AtReturns {
-			a.Symbols = append(a.Symbols, p.Symbol)
+	for _, s := range placed {
+		if !failed[s] {
+			a.Symbols = append(a.Symbols, s)
 		}
 	}
 }
+
+// returnsSuffix names the probes on a function's RET instructions in
+// Attachment.Symbols.
+const returnsSuffix = " (returns)"
 
 // Attachments lists the files probed so far, the hub's dynamic loaders
 // included (Target "loader").
