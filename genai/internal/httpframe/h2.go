@@ -93,7 +93,6 @@ type h2side struct {
 	pseudo     [4]string // :method, :path, :authority, :status
 	fieldBytes int
 	over       bool
-	badField   bool
 
 	// lost: bytes were lost; the direction waits for a Feed that starts
 	// with a plausible frame header.
@@ -112,7 +111,6 @@ const (
 // false.
 func (c *Conn) startHTTP2(from Dir, preface bool) {
 	c.stats.HTTP2++
-	c.state = live
 	h := &h2conn{streams: map[uint32]*h2stream{}, client: from}
 	if !preface {
 		h.client = 1 - from
@@ -158,7 +156,7 @@ func (s *h2side) freshTable() {
 
 func (s *h2side) clearBlock() {
 	clear(s.fields)
-	s.fields, s.fieldBytes, s.over, s.badField = s.fields[:0], 0, false, false
+	s.fields, s.fieldBytes, s.over = s.fields[:0], 0, false
 	s.pseudo = [4]string{}
 }
 
@@ -414,7 +412,7 @@ func (s *h2side) field(c *Conn, f hpack.HeaderField) {
 func (c *Conn) headerBlock(s *h2side, ts int64) {
 	h := c.h2
 	id, st := s.block, h.streams[s.block]
-	bad := s.over || s.badField
+	bad := s.over
 	if s.over {
 		c.stats.HeaderTooLarge++
 	}
@@ -459,7 +457,7 @@ func (c *Conn) headerBlock(s *h2side, ts int64) {
 		st.final = true
 		e := st.e
 		e.ex.Status = status
-		e.ex.ResponseHeader = slices0(s.fields)
+		e.ex.ResponseHeader = cloneHeaders(s.fields)
 		e.ex.ResponseStart = s.blockAt
 		if c.cfg.OnResponse != nil {
 			st.resp.sink = c.cfg.OnResponse(&e.ex)
@@ -470,8 +468,8 @@ func (c *Conn) headerBlock(s *h2side, ts int64) {
 	}
 }
 
-// slices0 returns a copy of h, nil when it is empty.
-func slices0(h Headers) Headers {
+// cloneHeaders returns a copy of h, nil when it is empty.
+func cloneHeaders(h Headers) Headers {
 	if len(h) == 0 {
 		return nil
 	}
@@ -499,7 +497,7 @@ func (c *Conn) openStream(s *h2side, id uint32, bad bool) *h2stream {
 	if a := s.pseudo[pseudoAuthority]; a != "" && fields.Get("Host") == "" {
 		fields = append(Headers{{Name: "Host", Value: a}}, fields...)
 	} else {
-		fields = slices0(fields)
+		fields = cloneHeaders(fields)
 	}
 	st := &h2stream{e: &entry{ex: Exchange{
 		Role: c.role, Method: method, Target: path, Proto: "HTTP/2",
