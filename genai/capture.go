@@ -108,6 +108,7 @@ type captureConfig struct {
 	idleTimeout  time.Duration
 	resolver     xpuscope.ProcessResolver
 	loadHold     bool
+	goTLS        bool
 }
 
 // maxBodyLimit bounds WithBodyLimit.
@@ -124,6 +125,7 @@ func newCaptureConfig(opts []CaptureOption) (captureConfig, error) {
 		maxConns:     DefaultMaxConnections,
 		idleTimeout:  DefaultIdleTimeout,
 		loadHold:     true,
+		goTLS:        true,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -244,6 +246,15 @@ func WithLoadHold(on bool) CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.loadHold = on })
 }
 
+// WithGoTLS says whether Go programs' crypto/tls is captured (default
+// true). Every Go executable on the host that links crypto/tls is then
+// probed, and each of its TLS reads costs a probe on a RET instruction,
+// which the kernel single-steps (see docs/genai.md); a node that runs no
+// Go LLM client or server may turn it off.
+func WithGoTLS(on bool) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.goTLS = on })
+}
+
 // Target names, in CaptureStatus and metrics: the OpenSSL files, and the
 // Go programs whose crypto/tls is probed.
 const (
@@ -334,15 +345,12 @@ func (c *Capture) start(multi bool) error {
 	c.conns.serve = c.serve
 	c.goes = newGoCounter(cc.procfs)
 	var err error
-	c.tracer, err = uprobe.New(uprobe.Config{
-		Procfs: cc.procfs,
-		Targets: []uprobe.Target{
-			{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: c.probes(httpbpf.TLSProbes), Multi: multi,
-				Names: []string{"libssl.so"}},
-			{Name: TargetGoTLS, Anchor: httpbpf.GoTLSAnchor, Probes: c.probes(httpbpf.GoTLSProbes), Multi: multi},
-		},
-		Hold: cc.loadHold,
-	})
+	targets := []uprobe.Target{{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: c.probes(httpbpf.TLSProbes), Multi: multi,
+		Names: []string{"libssl.so"}}}
+	if cc.goTLS {
+		targets = append(targets, uprobe.Target{Name: TargetGoTLS, Anchor: httpbpf.GoTLSAnchor, Probes: c.probes(httpbpf.GoTLSProbes), Multi: multi})
+	}
+	c.tracer, err = uprobe.New(uprobe.Config{Procfs: cc.procfs, Targets: targets, Hold: cc.loadHold})
 	if err != nil {
 		return fmt.Errorf("genai capture: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -128,4 +129,21 @@ func TestCaptureGoTLS(t *testing.T) {
 	}
 	h.spansTo(t, s.Port, calls)
 	h.requireNoSecret(t)
+}
+
+// WithGoTLS(false) leaves Go programs alone: after a sweep of every
+// process, this test binary (a Go program that links crypto/tls) is
+// probed by a capture with the default and by none without.
+func TestCaptureWithoutGoTLS(t *testing.T) {
+	exe, err := os.Stat("/proc/self/exe")
+	require.NoError(t, err)
+	for _, on := range []bool{true, false} {
+		h := startCapture(t, WithGoTLS(on))
+		require.NoError(t, h.c.tracer.Rescan())
+		probed := slices.ContainsFunc(h.c.Status().Attachments, func(a xpuscope.Attachment) bool {
+			return a.Target == TargetGoTLS && sameFile(exe, a.Dev, a.Inode)
+		})
+		require.Equal(t, on, probed, "WithGoTLS(%v): %+v", on, h.c.Status())
+		require.NoError(t, h.c.Close())
+	}
 }
