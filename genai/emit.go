@@ -211,15 +211,23 @@ func (e *Emitter) emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint, p
 	}
 	ctx = e.span(ctx, x, c, trace.SpanKindClient, span, errType)
 
-	base := metric.WithAttributes(metricAttrs...)
-	e.duration.Record(ctx, x.End.Sub(x.Start).Seconds(), withErrorType(metricAttrs, errType))
-	if c.Usage.InputTokens >= 0 {
-		e.tokens.Record(ctx, float64(c.Usage.InputTokens), base,
-			metric.WithAttributes(semconv.GenAITokenType.String(semconv.GenAITokenTypeInput)))
+	// Each attribute set is made once (sorted, deduplicated) and shared
+	// by the instruments that take it: an option per Record would make
+	// one each, and merge two for the token counts.
+	baseSet := attribute.NewSet(metricAttrs...)
+	base := metric.WithAttributeSet(baseSet)
+	if errType == "" {
+		e.duration.Record(ctx, x.End.Sub(x.Start).Seconds(), base)
+	} else {
+		e.duration.Record(ctx, x.End.Sub(x.Start).Seconds(), withErrorType(metricAttrs, errType))
 	}
-	if c.Usage.OutputTokens >= 0 {
-		e.tokens.Record(ctx, float64(c.Usage.OutputTokens), base,
-			metric.WithAttributes(semconv.GenAITokenType.String(semconv.GenAITokenTypeOutput)))
+	for _, tk := range [2]struct {
+		n    int64
+		kind string
+	}{{c.Usage.InputTokens, semconv.GenAITokenTypeInput}, {c.Usage.OutputTokens, semconv.GenAITokenTypeOutput}} {
+		if tk.n >= 0 {
+			e.tokens.Record(ctx, float64(tk.n), withTokenType(metricAttrs, tk.kind))
+		}
 	}
 	if c.Stream && c.TimeToFirstChunk >= 0 {
 		e.firstChunk.Record(ctx, c.TimeToFirstChunk.Seconds(), base)
@@ -248,7 +256,7 @@ func (e *Emitter) emitServer(ctx context.Context, x *Exchange, c *Call, ep Endpo
 	if errType != "" || !c.Stream || c.TimeToFirstChunk < 0 || x.RequestEnd.IsZero() {
 		return
 	}
-	base := metric.WithAttributes(metricAttrs...)
+	base := metric.WithAttributeSet(attribute.NewSet(metricAttrs...))
 	first := x.Start.Add(c.TimeToFirstChunk)
 	e.serverFirstToken.Record(ctx, max(0, first.Sub(x.RequestEnd)).Seconds(), base)
 	if n := c.Usage.OutputTokens; n > 1 {
@@ -303,6 +311,11 @@ func withErrorType(attrs []attribute.KeyValue, errType string) metric.Measuremen
 		return metric.WithAttributes(attrs...)
 	}
 	return metric.WithAttributes(append(attrs[:len(attrs):len(attrs)], semconv.ErrorType.String(errType))...)
+}
+
+// withTokenType is attrs with gen_ai.token.type, as one set.
+func withTokenType(attrs []attribute.KeyValue, kind string) metric.MeasurementOption {
+	return metric.WithAttributes(append(attrs[:len(attrs):len(attrs)], semconv.GenAITokenType.String(kind))...)
 }
 
 func (e *Emitter) spanAttrs(x *Exchange, c *Call, ep Endpoint) []attribute.KeyValue {
