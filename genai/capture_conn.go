@@ -518,11 +518,20 @@ func toExchange(fx *httpframe.Exchange, wall func(uint64) time.Time, x *Exchange
 	}
 }
 
+// header makes a Header of h. The values share one backing array, each
+// key's slice capped at its length, so that a block costs two
+// allocations whatever its fields (a name that repeats appends to a copy).
 func header(h httpframe.Headers) Header {
 	out := make(Header, len(h))
-	for _, f := range h {
+	vals := make([]string, len(h))
+	for i, f := range h {
 		k := textproto.CanonicalMIMEHeaderKey(f.Name)
-		out[k] = append(out[k], f.Value)
+		if v, ok := out[k]; ok {
+			out[k] = append(v, f.Value)
+			continue
+		}
+		vals[i] = f.Value
+		out[k] = vals[i : i+1 : i+1]
 	}
 	return out
 }
