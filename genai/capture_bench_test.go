@@ -39,19 +39,24 @@ func benchExchange() (req string, reads []string) {
 // BenchmarkCaptureReader is the capture's user-space work per call, with
 // no kernel: the records of one streamed call on a keep-alive TLS
 // connection, through reassembly, framing, detection, parsing and the
-// emitter (the API's no-op providers), as the reader runs them. Over
+// emitter (the API's no-op providers, and the SDK's), as the reader runs
+// them. Over
 // HTTP/1.1, and over HTTP/2: the same call as a stream of its own, one
 // after another on one connection, each head after the first made of
 // references to the HPACK tables, each event a DATA frame in a read.
 func BenchmarkCaptureReader(b *testing.B) {
-	b.Run("http1", func(b *testing.B) {
+	http1 := func(b *testing.B, opts ...CaptureOption) {
 		req, reads := benchExchange()
 		recs := []httpbpf.Record{benchRecord(httpbpf.Write, req)}
 		for _, r := range reads {
 			recs = append(recs, benchRecord(httpbpf.Read, r))
 		}
-		benchReader(b, nil, recs, nil)
-	})
+		benchReader(b, nil, recs, nil, opts...)
+	}
+	b.Run("http1", func(b *testing.B) { http1(b) })
+	// As the agent runs it: the SDK's MeterProvider and a batching
+	// TracerProvider.
+	b.Run("http1+sdk", func(b *testing.B) { http1(b, sdkProviders()...) })
 	b.Run("http2", func(b *testing.B) {
 		client, server := h2wire.New(), h2wire.New()
 		start := []httpbpf.Record{
@@ -100,9 +105,9 @@ func setStream(data []byte, id uint32) {
 
 // benchReader hands the capture's reader start once, then call for each
 // call measured, after renumber (if set) readies it for the nth time.
-func benchReader(b *testing.B, start, call []httpbpf.Record, renumber func([]httpbpf.Record, int)) {
+func benchReader(b *testing.B, start, call []httpbpf.Record, renumber func([]httpbpf.Record, int), opts ...CaptureOption) {
 	calls := 0
-	t := userSpaceCapture(b, WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ })).conns
+	t := userSpaceCapture(b, append(opts, WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ }))...).conns
 	var seq [2]uint32 // by direction
 	ts := uint64(1)
 	feed := func(recs []httpbpf.Record) {
