@@ -400,8 +400,6 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 		t.attachMulti(ex, tg, path, offsets, cookies, &a)
 	} else {
 		t.attachEach(ex, tg, offsets, cookies, &a)
-	}
-	if !tg.Multi {
 		t.attachReturns(ex, tg, path, &a)
 	}
 	if len(a.Symbols) == 0 {
@@ -418,8 +416,9 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 }
 
 // attachReturns attaches the probes on Go functions' RET instructions,
-// as perf-event uprobes, one each (attachMulti adds them to its links). A function whose RETs are not all probed
-// has none probed (a return missed would leave its entry's state behind).
+// as perf-event uprobes, one each (attachMulti adds them to its links).
+// A function whose RETs are not all probed has none probed (a return
+// missed would leave its entry's state behind).
 func (t *Tracer) attachReturns(ex *link.Executable, tg Target, path string, a *Attachment) {
 	for _, p := range tg.Probes {
 		if !p.AtReturns {
