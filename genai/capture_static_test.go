@@ -140,7 +140,12 @@ func serveMock(dir string) {
 	// XPUSCOPE_BENCH_MOCK_H2C: "tls" serves HTTP/2 over TLS too, anything
 	// else plaintext HTTP/2; unset, HTTP/1.1 over TLS.
 	mode := os.Getenv(mockH2CEnv)
-	s, err := llmserver.Serve(llmserver.Options{TLS: mode == "" || mode == "tls", HTTP2: mode != "", Chunks: 8, ChunkSize: 400}, dir)
+	o := llmserver.Options{TLS: mode == "" || mode == "tls", HTTP2: mode != "", Chunks: 8, ChunkSize: 400}
+	if os.Getenv(mockTestEnv) != "" {
+		// The capture tests' stream: their delays and chunks.
+		o.FirstDelay, o.ChunkDelay, o.Chunks, o.ChunkSize = firstDelay, chunkDelay, chunks, 0
+	}
+	s, err := llmserver.Serve(o, dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mock server:", err)
 		os.Exit(1)
@@ -150,9 +155,13 @@ func serveMock(dir string) {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
 
-// startMockProcess runs serveMock in a child process until the benchmark
-// ends; env is added to its environment.
-func startMockProcess(b *testing.B, env ...string) *llmserver.Server {
+// mockTestEnv makes the mock process stream as the capture tests' mock
+// does (firstDelay, chunkDelay, chunks).
+const mockTestEnv = "XPUSCOPE_MOCK_TEST_STREAM"
+
+// startMockProcess runs serveMock in a child process until the test or
+// benchmark ends; env is added to its environment.
+func startMockProcess(b testing.TB, env ...string) *llmserver.Server {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(append(os.Environ(), mockServerEnv+"="+b.TempDir()), env...)
 	cmd.Stderr = os.Stderr
@@ -165,9 +174,11 @@ func startMockProcess(b *testing.B, env ...string) *llmserver.Server {
 	var s llmserver.Server
 	_, err = fmt.Fscanln(stdout, &s.Port, &s.CAFile)
 	require.NoError(b, err, "the mock server process printed no port")
+	scheme := "https"
 	if s.CAFile == "-" {
-		s.CAFile = ""
+		s.CAFile, scheme = "", "http"
 	}
+	s.URL = scheme + "://127.0.0.1:" + strconv.Itoa(s.Port)
 	return &s
 }
 

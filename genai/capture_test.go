@@ -621,6 +621,14 @@ func TestCaptureServerSide(t *testing.T) {
 		h.waitAttached(t, systemLibSSL(t))
 		checkServed(t, h, &llmserver.Server{URL: "https://127.0.0.1:" + strconv.Itoa(port), Port: port, CAFile: files.CAFile})
 	})
+	t.Run("go tls", func(t *testing.T) {
+		// The mock in a process of its own (this test binary run again):
+		// a Go server over TLS, read through the crypto/tls probes,
+		// as a Go model server or gateway on the node would be.
+		h := startCapture(t)
+		s := startMockProcess(t, mockH2CEnv+"=tls", mockTestEnv+"=1")
+		checkServed(t, h, s)
+	})
 }
 
 // checkServed makes three calls to s and checks what its end did.
