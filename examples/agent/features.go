@@ -35,6 +35,7 @@ type settings struct {
 	rates          genai.Rates
 	hosts          genai.HostMap
 	bodyLimit      int
+	goTLS          bool
 	contentCapture int // bytes per attribute; 0: off
 
 	// gpus are the devices gpu found; nil when it did not start, and then
@@ -60,6 +61,7 @@ func (s *settings) fromConfig(cfg config.Config) error {
 		return err
 	}
 	s.bodyLimit = llm.CaptureBodyLimit
+	s.goTLS = llm.CaptureGoTLS
 	s.contentCapture = llm.Content.CaptureBytes()
 	return nil
 }
@@ -145,6 +147,7 @@ func startGenAI(s settings, p providers) (xpuscope.Source, string, error) {
 		genai.WithRates(s.rates),
 		genai.WithHostMap(s.hosts),
 		genai.WithBodyLimit(s.bodyLimit),
+		genai.WithGoTLS(s.goTLS),
 		genai.WithContentCapture(s.contentCapture),
 		genai.WithProcRoot(s.procRoot),
 	}

@@ -125,7 +125,10 @@ type LLM struct {
 	// streamed response is parsed whole as it arrives whatever the limit).
 	// 1 to MaxCaptureBodyLimit; default DefaultCaptureBodyLimit.
 	CaptureBodyLimit int
-	Content          Content
+	// CaptureGoTLS is aiml.llm.capture_go_tls: whether Go programs'
+	// crypto/tls is captured (genai.WithGoTLS); default true.
+	CaptureGoTLS bool
+	Content      Content
 }
 
 // Rate is one cost_rates entry, in USD per million tokens.

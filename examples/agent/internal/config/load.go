@@ -117,6 +117,7 @@ type layer struct {
 	priceFile   opt[string]
 	providers   map[string]string
 	bodyLimit   opt[int]
+	goTLS       opt[bool]
 	capture     opt[bool]
 	contentMax  opt[int]
 }
@@ -179,6 +180,7 @@ func resolve(f, e layer) (Config, []error) {
 		PriceFile:        f.priceFile.or(""),
 		Providers:        orEmpty(f.providers),
 		CaptureBodyLimit: f.bodyLimit.or(DefaultCaptureBodyLimit),
+		CaptureGoTLS:     f.goTLS.or(true),
 		Content: Content{
 			Capture:  f.capture.or(false),
 			MaxBytes: f.contentMax.or(DefaultContentMaxBytes),
@@ -585,6 +587,7 @@ func (d *decoder) llm(n *yaml.Node, path string) {
 		field{"capture_body_limit", func(v *yaml.Node, key string) {
 			d.integer(v, key, &l.bodyLimit, checkBodyLimit)
 		}},
+		field{"capture_go_tls", func(v *yaml.Node, key string) { d.boolean(v, key, &l.goTLS) }},
 		field{"content", func(v *yaml.Node, key string) {
 			d.object(v, key,
 				field{"capture", func(v *yaml.Node, key string) { d.boolean(v, key, &l.capture) }},

@@ -54,6 +54,7 @@ func defaults() Config {
 			CostRates:        map[string]Rate{},
 			Providers:        map[string]string{},
 			CaptureBodyLimit: DefaultCaptureBodyLimit,
+			CaptureGoTLS:     true,
 			Content:          Content{MaxBytes: DefaultContentMaxBytes},
 		}},
 	}
@@ -95,6 +96,7 @@ func TestLoadFull(t *testing.T) {
 			PriceFile:        filepath.Join("testdata", "litellm_prices.json"),
 			Providers:        map[string]string{"vllm.internal:8000": "openai", "litellm.internal": "openai"},
 			CaptureBodyLimit: 131072,
+			CaptureGoTLS:     false,
 			Content:          Content{Capture: true, MaxBytes: 8192},
 		}},
 	}
