@@ -81,7 +81,7 @@ func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Serve
 // Python client's has; the credential appears nowhere.
 func TestCaptureGoTLS(t *testing.T) {
 	s := llmserver.Start(t, llmserver.Options{TLS: true, HTTP2: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
-	h := startCapture(t)
+	h := startCapture(t, WithGoTLS(true))
 	full, stripped, other := buildGoClient(t, "local", ""), buildGoClient(t, "local", "-s -w"), buildGoClient(t, otherGo, "-s -w")
 	calls := 0
 	for _, tc := range []struct {

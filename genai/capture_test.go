@@ -55,6 +55,13 @@ func startCapture(t *testing.T, opts ...CaptureOption) *captureHarness {
 	c, err := NewCapture(append([]CaptureOption{
 		WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(h.spans))),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))),
+		// Go's crypto/tls probes go on every Go program on the host (the
+		// go command, the other packages' test binaries), and attaching
+		// to a file takes a lock the kernel's fork and exec wait on: the
+		// tests that read Go programs' TLS ask for it, so that the
+		// package's dozens of captures do not each attach to them all
+		// while other packages' tests run.
+		WithGoTLS(false),
 	}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, c.Close()) })
@@ -625,7 +632,7 @@ func TestCaptureServerSide(t *testing.T) {
 		// The mock in a process of its own (this test binary run again):
 		// a Go server over TLS, read through the crypto/tls probes,
 		// as a Go model server or gateway on the node would be.
-		h := startCapture(t)
+		h := startCapture(t, WithGoTLS(true))
 		s := startMockProcess(t, mockH2CEnv+"=tls", mockTestEnv+"=1")
 		checkServed(t, h, s)
 	})
