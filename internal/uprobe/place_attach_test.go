@@ -41,6 +41,54 @@ int main(int argc, char **argv) {
 }
 `
 
+// runReady runs cmd, a program that prints READY and waits for a line on
+// stdin, calls attach with its pid once it is READY, lets it go, and
+// returns the line it prints then.
+func runReady(t *testing.T, cmd *exec.Cmd, attach func(pid int)) string {
+	t.Helper()
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(out)
+	require.True(t, sc.Scan())
+	require.Equal(t, "READY", sc.Text())
+	attach(cmd.Process.Pid)
+	_, err = in.Write([]byte("\n"))
+	require.NoError(t, err)
+	require.True(t, sc.Scan())
+	require.NoError(t, cmd.Wait())
+	return strings.TrimSpace(sc.Text())
+}
+
+// attachMode is a way a Tracer attaches (Target.Multi), with the attach
+// type its programs are loaded for.
+type attachMode struct {
+	multi  bool
+	attach ebpf.AttachType
+}
+
+// attachModes are the ways this kernel has: perf-event uprobes, and
+// uprobe_multi links (Linux 6.6+).
+func attachModes() []attachMode {
+	modes := []attachMode{{false, ebpf.AttachNone}}
+	if features.HaveBPFLinkUprobeMulti() == nil {
+		modes = append(modes, attachMode{true, ebpf.AttachTraceUprobeMulti})
+	}
+	return modes
+}
+
+// newHits is an array map of n counters for hitCounter, closed when the
+// test ends.
+func newHits(t *testing.T, n uint32) *ebpf.Map {
+	t.Helper()
+	hits, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: n})
+	require.NoError(t, err)
+	t.Cleanup(func() { hits.Close() })
+	return hits
+}
+
 // hitCounter is a program that adds one to slot of an array map.
 func hitCounter(t testing.TB, m *ebpf.Map, slot int32, attach ebpf.AttachType) *ebpf.Program {
 	t.Helper()
@@ -77,36 +125,12 @@ func TestTracerPlacedProbesFire(t *testing.T) {
 	}
 	exe := buildELF(t, placedSrc, "-O2", "-fcf-protection=full", "-s", "-rdynamic") // inner only through its exported wrappers
 	const n = 1000
-	run := func(attach func(pid int)) string {
-		cmd := exec.Command(exe, "1000")
-		in, err := cmd.StdinPipe()
-		require.NoError(t, err)
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		sc := bufio.NewScanner(out)
-		require.True(t, sc.Scan())
-		require.Equal(t, "READY", sc.Text())
-		attach(cmd.Process.Pid)
-		_, err = in.Write([]byte("\n"))
-		require.NoError(t, err)
-		require.True(t, sc.Scan())
-		require.NoError(t, cmd.Wait())
-		return strings.TrimSpace(sc.Text())
-	}
+	run := func(attach func(pid int)) string { return runReady(t, exec.Command(exe, "1000"), attach) }
 	want := run(func(int) {})
 
-	for _, multi := range []bool{false, true} {
-		attachType := ebpf.AttachNone
-		if multi {
-			if err := features.HaveBPFLinkUprobeMulti(); err != nil {
-				continue
-			}
-			attachType = ebpf.AttachTraceUprobeMulti
-		}
-		hits, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2})
-		require.NoError(t, err)
-		defer hits.Close()
+	for _, mode := range attachModes() {
+		multi, attachType := mode.multi, mode.attach
+		hits := newHits(t, 2)
 		probes := []Probe{
 			{Symbol: "inner", CalledFrom: []string{"wrap_int", "wrap_ex"},
 				Entry: hitCounter(t, hits, 0, attachType), Return: hitCounter(t, hits, 1, attachType)},
@@ -146,37 +170,13 @@ func TestTracerGoProbesFire(t *testing.T) {
 	}
 	exe := buildGo(t, "-s -w")
 	addr := startSServer(t)
-	run := func(attach func(pid int)) string {
-		cmd := exec.Command(exe, addr)
-		in, err := cmd.StdinPipe()
-		require.NoError(t, err)
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		sc := bufio.NewScanner(out)
-		require.True(t, sc.Scan())
-		require.Equal(t, "READY", sc.Text())
-		attach(cmd.Process.Pid)
-		_, err = in.Write([]byte("\n"))
-		require.NoError(t, err)
-		require.True(t, sc.Scan())
-		require.NoError(t, cmd.Wait())
-		return sc.Text()
-	}
+	run := func(attach func(pid int)) string { return runReady(t, exec.Command(exe, addr), attach) }
 	want := run(func(int) {})
 	require.Equal(t, "HTTP/1.0 200 ok", want)
 
-	for _, multi := range []bool{false, true} {
-		attachType := ebpf.AttachNone
-		if multi {
-			if err := features.HaveBPFLinkUprobeMulti(); err != nil {
-				continue
-			}
-			attachType = ebpf.AttachTraceUprobeMulti
-		}
-		hits, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 3})
-		require.NoError(t, err)
-		defer hits.Close()
+	for _, mode := range attachModes() {
+		multi, attachType := mode.multi, mode.attach
+		hits := newHits(t, 3)
 		probes := []Probe{
 			{Symbol: "crypto/tls.(*Conn).Write", Entry: hitCounter(t, hits, 0, attachType)},
 			{Symbol: "crypto/tls.(*Conn).Read", Entry: hitCounter(t, hits, 1, attachType)},
