@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
 )
 
@@ -126,7 +127,7 @@ func BenchmarkCaptureOverheadGoTLS(b *testing.B) {
 // with a CA file) without and with a capture made with opts.
 func goClientRounds(b *testing.B, url, ca string, opts ...CaptureOption) {
 	if os.Geteuid() != 0 {
-		b.Skip("the capture's BPF programs need root")
+		testutil.SkipOrFail(b, "the capture's BPF programs need root")
 	}
 	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
 	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)

@@ -28,6 +28,11 @@
 // Files are opened through /proc/<pid>/map_files (or /proc/<pid>/root), so
 // libraries inside containers and pip-wheel copies are found by identity,
 // wherever they live.
+//
+// Go programs are probed too (gofunc.go): their functions are found in
+// .symtab or, stripped, in the pclntab, and a Go function's return is
+// probed on each of its RET instructions (Probe.AtReturns), since a
+// uretprobe would break goroutine stacks.
 package uprobe
 
 import (
