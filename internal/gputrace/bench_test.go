@@ -362,6 +362,12 @@ func benchEnvInt(name string, def int) int {
 //   - record: bench_record, the least a launch record costs through a BPF
 //     ring buffer (the stack arguments, a timestamp, the ids, a record
 //     without wakeup), drained by a polling reader;
+//   - hot: bench_hot, the launch program's work (the thread's state, the
+//     header, the arguments, the runtime-call marker) with its record
+//     written to a slot of its CPU's that no reader touches instead of
+//     to a lane: what the lanes' memory traffic costs, which the BPF
+//     run-time statistics do not show (a store that misses the cache is
+//     waited for on the return to user space);
 //   - ours: the real Source (New, every probe on libcudart and libcuda),
 //     with the OpenTelemetry SDK's MeterProvider and the Producer on its
 //     reader, as the agent runs it;
@@ -376,13 +382,14 @@ func benchEnvInt(name string, def int) int {
 //
 // The variants are interleaved (the order rotates each round) and the
 // median of the rounds is reported per variant, with the ratios ours/floor,
-// argread/floor, record/floor, ours/record and naive/ours of the whole call
+// argread/floor, hot/floor, record/floor, ours/record and naive/ours of the whole call
 // and of the
 // cost added above untraced; the two-thread figures have a "-2t" suffix.
 // A last pass with BPF run-time statistics on (not in the medians) gives
 // the time spent in the BPF programs themselves: bench_empty,
 // runtime_launch_kernel (attached alone, with its cookie, drained by the
-// Source's lane reader), bench_naive and bench_record, with one thread,
+// Source's lane reader: "alone", whose whole call is reported too),
+// bench_naive, bench_record and bench_hot, with one thread,
 // and the first two with two threads (what the threads contend on shows
 // there).
 //
@@ -575,6 +582,9 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	argRead := func(threads int) float64 {
 		return loop(threads, func() func() { return uprobe(objs.Program("bench_args"), 0) })
 	}
+	hot := func(threads int) float64 {
+		return loop(threads, func() func() { return uprobe(objs.Program("bench_hot"), 0) })
+	}
 	variants := []struct {
 		name string
 		run  func(threads int) float64
@@ -584,6 +594,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		{name: "floor", run: floorRun},
 		{name: "argread", run: argRead},
 		{name: "record", run: record},
+		{name: "hot", run: hot},
 		{name: "ours", run: func(threads int) float64 {
 			p := NewProducer()
 			return ours(threads, sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader(sdkmetric.WithProducer(p)))), p)
@@ -675,11 +686,13 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		sfx := map[int]string{1: "", 2: "-2t"}[threads]
 		untraced, floor, recordNs, oursNs, noopNs := med("untraced", threads), med("floor", threads), med("record", threads),
 			med("ours", threads), med("ours-noop", threads)
-		argNs := med("argread", threads)
+		argNs, hotNs := med("argread", threads), med("hot", threads)
 		b.ReportMetric(untraced, "untraced"+sfx+"-ns/call")
 		b.ReportMetric(floor, "floor"+sfx+"-ns/call")
 		b.ReportMetric(argNs, "argread"+sfx+"-ns/call")
 		b.ReportMetric(argNs/floor, "argread/floor"+sfx)
+		b.ReportMetric(hotNs, "hot"+sfx+"-ns/call")
+		b.ReportMetric(hotNs/floor, "hot/floor"+sfx)
 		b.ReportMetric(recordNs, "record"+sfx+"-ns/call")
 		b.ReportMetric(oursNs, "ours"+sfx+"-ns/call")
 		b.ReportMetric(noopNs, "ours-noop"+sfx+"-ns/call")
@@ -733,8 +746,11 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		floorBPF, floorStat := perRun(objs.Program("bench_empty"), func() float64 { return floorRun(threads) })
 		oursBPF, oursStat := perRun(objs.Program("runtime_launch_kernel"), alone(threads))
 		recordBPF, recordStat := perRun(objs.Program("bench_record"), func() float64 { return record(threads) })
-		b.Logf("with BPF statistics on, %d thread(s), ns/call: floor %.0f, runtime_launch_kernel alone %.0f, record %.0f",
-			threads, floorStat, oursStat, recordStat)
+		hotBPF, hotStat := perRun(objs.Program("bench_hot"), func() float64 { return hot(threads) })
+		b.Logf("with BPF statistics on, %d thread(s), ns/call: floor %.0f, runtime_launch_kernel alone %.0f, record %.0f, hot %.0f",
+			threads, floorStat, oursStat, recordStat, hotStat)
+		b.ReportMetric(hotBPF, "hot-bpf"+sfx+"-ns/run")
+		b.ReportMetric(oursStat, "alone"+sfx+"-ns/call")
 		b.ReportMetric(floorBPF, "floor-bpf"+sfx+"-ns/run")
 		b.ReportMetric(oursBPF, "ours-bpf"+sfx+"-ns/run")
 		b.ReportMetric(recordBPF, "record-bpf"+sfx+"-ns/run")

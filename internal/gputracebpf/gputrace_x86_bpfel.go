@@ -189,6 +189,7 @@ type gputraceThread struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	gputraceMapBenchEvents                     = "bench_events"
+	gputraceMapBenchHotSlot                    = "bench_hot_slot"
 	gputraceMapCounters                        = "counters"
 	gputraceMapLaneWakeups                     = "lane_wakeups"
 	gputraceMapLanes                           = "lanes"
@@ -196,6 +197,7 @@ const (
 	gputraceMapUnrecordedCalls                 = "unrecorded_calls"
 	gputraceProgBenchArgs                      = "bench_args"
 	gputraceProgBenchEmpty                     = "bench_empty"
+	gputraceProgBenchHot                       = "bench_hot"
 	gputraceProgBenchNaive                     = "bench_naive"
 	gputraceProgBenchRecord                    = "bench_record"
 	gputraceProgCopyReturn                     = "copy_return"
@@ -282,6 +284,7 @@ type gputraceSpecs struct {
 type gputraceProgramSpecs struct {
 	BenchArgs                      *ebpf.ProgramSpec `ebpf:"bench_args"`
 	BenchEmpty                     *ebpf.ProgramSpec `ebpf:"bench_empty"`
+	BenchHot                       *ebpf.ProgramSpec `ebpf:"bench_hot"`
 	BenchNaive                     *ebpf.ProgramSpec `ebpf:"bench_naive"`
 	BenchRecord                    *ebpf.ProgramSpec `ebpf:"bench_record"`
 	CopyReturn                     *ebpf.ProgramSpec `ebpf:"copy_return"`
@@ -319,6 +322,7 @@ type gputraceProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type gputraceMapSpecs struct {
 	BenchEvents     *ebpf.MapSpec `ebpf:"bench_events"`
+	BenchHotSlot    *ebpf.MapSpec `ebpf:"bench_hot_slot"`
 	Counters        *ebpf.MapSpec `ebpf:"counters"`
 	LaneWakeups     *ebpf.MapSpec `ebpf:"lane_wakeups"`
 	Lanes           *ebpf.MapSpec `ebpf:"lanes"`
@@ -363,6 +367,7 @@ func (o *gputraceObjects) Close() error {
 // It can be passed to loadGputraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type gputraceMaps struct {
 	BenchEvents     *ebpf.Map `ebpf:"bench_events"`
+	BenchHotSlot    *ebpf.Map `ebpf:"bench_hot_slot"`
 	Counters        *ebpf.Map `ebpf:"counters"`
 	LaneWakeups     *ebpf.Map `ebpf:"lane_wakeups"`
 	Lanes           *ebpf.Map `ebpf:"lanes"`
@@ -373,6 +378,7 @@ type gputraceMaps struct {
 func (m *gputraceMaps) Close() error {
 	return _GputraceClose(
 		m.BenchEvents,
+		m.BenchHotSlot,
 		m.Counters,
 		m.LaneWakeups,
 		m.Lanes,
@@ -403,6 +409,7 @@ type gputraceVariables struct {
 type gputracePrograms struct {
 	BenchArgs                      *ebpf.Program `ebpf:"bench_args"`
 	BenchEmpty                     *ebpf.Program `ebpf:"bench_empty"`
+	BenchHot                       *ebpf.Program `ebpf:"bench_hot"`
 	BenchNaive                     *ebpf.Program `ebpf:"bench_naive"`
 	BenchRecord                    *ebpf.Program `ebpf:"bench_record"`
 	CopyReturn                     *ebpf.Program `ebpf:"copy_return"`
@@ -439,6 +446,7 @@ func (p *gputracePrograms) Close() error {
 	return _GputraceClose(
 		p.BenchArgs,
 		p.BenchEmpty,
+		p.BenchHot,
 		p.BenchNaive,
 		p.BenchRecord,
 		p.CopyReturn,
