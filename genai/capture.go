@@ -109,6 +109,7 @@ type captureConfig struct {
 	resolver     xpuscope.ProcessResolver
 	loadHold     bool
 	goTLS        bool
+	goReadAtRETs bool // tests: crypto/tls's Read probed at its RETs, as in a build without its one call of runtime.memmove
 }
 
 // maxBodyLimit bounds WithBodyLimit.
@@ -246,6 +247,13 @@ func WithLoadHold(on bool) CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.loadHold = on })
 }
 
+// withGoReadAtRETs probes crypto/tls's Read at its RET instructions even
+// where it makes its one call of runtime.memmove: the way a Go build
+// without that call is read.
+func withGoReadAtRETs() CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.goReadAtRETs = true })
+}
+
 // WithGoTLS says whether Go programs' crypto/tls is captured (default
 // true). Every Go executable on the host that links crypto/tls is then
 // probed, and each of its TLS reads costs a probe on a RET instruction,
@@ -324,7 +332,10 @@ func (c *Capture) probes(ps []httpbpf.TLSProbe) []uprobe.Probe {
 	out := make([]uprobe.Probe, 0, len(ps))
 	for _, p := range ps {
 		up := uprobe.Probe{Symbol: p.Symbol, CalledFrom: p.CalledFrom, Cookie: p.Cookie, Entry: c.objs.Program(p.Entry),
-			AtReturns: p.AtReturns}
+			AtReturns: p.AtReturns, AtCallOf: p.AtCallOf, CallCookie: p.CallCookie}
+		if c.cfg.goReadAtRETs {
+			up.AtCallOf = ""
+		}
 		if p.Return != "" {
 			up.Return = c.objs.Program(p.Return)
 		}

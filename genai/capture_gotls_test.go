@@ -44,7 +44,8 @@ func buildGoClient(t *testing.T, toolchain, ldflags string) string {
 }
 
 // runGoClient runs a goclient binary against s once the capture has
-// probed it, and returns the protocol of each call.
+// probed it (Read's returns on its call of runtime.memmove, or, with
+// withGoReadAtRETs, on its RETs), and returns the protocol of each call.
 func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Server, model string, n int, args ...string) []string {
 	t.Helper()
 	cmd := exec.Command(exe, append(args, s.URL, s.CAFile, model, strconv.Itoa(n))...)
@@ -55,8 +56,12 @@ func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Serve
 	ok := poll(10*time.Second, func() bool {
 		for _, a := range h.c.Status().Attachments {
 			if a.Target == TargetGoTLS && sameFile(fi, a.Dev, a.Inode) {
-				require.ElementsMatch(t, []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read",
-					"crypto/tls.(*Conn).Read (returns)", "crypto/tls.(*Conn).Close"}, a.Symbols)
+				returns := "crypto/tls.(*Conn).Read (call of runtime.memmove)"
+				if h.c.cfg.goReadAtRETs {
+					returns = "crypto/tls.(*Conn).Read (returns)"
+				}
+				require.ElementsMatch(t, []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read", returns,
+					"crypto/tls.(*Conn).Close"}, a.Symbols)
 				return true
 			}
 		}
@@ -128,6 +133,22 @@ func TestCaptureGoTLS(t *testing.T) {
 		resp.Body.Close()
 	}
 	h.spansTo(t, s.Port, calls)
+	h.requireNoSecret(t)
+}
+
+// TestCaptureGoTLSAtRETs: in a Go build where crypto/tls's Read does not
+// make its one call of runtime.memmove, its returns are probed at its RET
+// instructions (each single-stepped) and the count is read there: the
+// same calls, with the same fields, as at the call.
+func TestCaptureGoTLSAtRETs(t *testing.T) {
+	s := llmserver.Start(t, llmserver.Options{TLS: true, HTTP2: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
+	h := startCapture(t, WithGoTLS(true), withGoReadAtRETs())
+	const n, model = 3, "gpt-4o-mini"
+	protos := runGoClient(t, h, buildGoClient(t, "local", "-s -w"), s, model, n)
+	require.Equal(t, []string{"HTTP/2.0", "HTTP/2.0", "HTTP/2.0"}, protos)
+	for _, sp := range h.spansTo(t, s.Port, n) {
+		checkStreamedCall(t, h, sp, semconv.GenAIProviderOpenAICompatible, model, "stop")
+	}
 	h.requireNoSecret(t)
 }
 

@@ -117,10 +117,14 @@ func BenchmarkCaptureOverheadHTTP2(b *testing.B) {
 // BenchmarkCaptureOverheadGoTLS: as BenchmarkCaptureOverheadHTTP2, over
 // TLS: Go's net/http client negotiates HTTP/2 by ALPN with the mock (a
 // process of its own), and the capture reads it through the crypto/tls
-// probes (the mock's end, Go too, is captured as well).
+// probes (the mock's end, Go too, is captured as well). "call" reads
+// Read's plaintext at its call of runtime.memmove, as the capture does;
+// "rets" at its RET instructions, as in a build without that call.
 func BenchmarkCaptureOverheadGoTLS(b *testing.B) {
 	s := startMockProcess(b, mockH2CEnv+"=tls")
-	goClientRounds(b, "https://127.0.0.1:"+strconv.Itoa(s.Port), s.CAFile)
+	url := "https://127.0.0.1:" + strconv.Itoa(s.Port)
+	b.Run("call", func(b *testing.B) { goClientRounds(b, url, s.CAFile) })
+	b.Run("rets", func(b *testing.B) { goClientRounds(b, url, s.CAFile, withGoReadAtRETs()) })
 }
 
 // goClientRounds measures the Go client's rate against url (over TLS

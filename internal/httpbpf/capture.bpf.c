@@ -95,6 +95,7 @@ enum go_tls_api {
 	GO_TLS_READ = 2,        // (*Conn).Read's entry
 	GO_TLS_READ_RETURN = 3, // one of (*Conn).Read's RET instructions
 	GO_TLS_CLOSE = 4,       // (*Conn).Close's entry
+	GO_TLS_READ_COPY = 5,   // (*Conn).Read's call of runtime.memmove
 };
 
 struct record_header {
@@ -226,7 +227,9 @@ struct {
 } watched_socks SEC(".maps");
 
 // A goroutine's crypto/tls.(*Conn).Read in progress, by process and g
-// pointer: the receiver and the buffer, for the RET probes.
+// pointer: the receiver and the buffer, for the probe on its return (its
+// copy out, or its RETs). A Read that fails copies nothing out and leaves
+// its entry to the goroutine's next Read, or to the LRU.
 struct go_read_key {
 	__u32 pid;
 	__u32 _pad;
@@ -582,8 +585,13 @@ int tls_free(struct pt_regs *ctx)
 //     that fails leaves its connection unusable, and its exchange
 //     abandoned.
 //   - func (c *Conn) Read(b []byte) (int, error), at entry: c and b's
-//     pointer are kept for the return, by goroutine; at each of its RET
-//     instructions, the count is in RAX.
+//     pointer are kept for the return, by goroutine. Read copies the
+//     plaintext it returns out of the connection's buffer with one
+//     runtime.memmove(to, from, n) (bytes.Reader.Read, inlined): at that
+//     CALL, which the kernel emulates, the bytes are read from RBX, RCX
+//     of them, before they are copied. In a build where the call is not
+//     found once, the probe is on each of Read's RET instructions
+//     instead (each single-stepped), where the count is in RAX.
 //   - func (c *Conn) Close() error: the connection is over.
 SEC("uprobe")
 int go_tls(struct pt_regs *ctx)
@@ -593,7 +601,8 @@ int go_tls(struct pt_regs *ctx)
 	if (pid == self_pid)
 		return 0;
 	struct go_read_key rk = {.pid = pid, .g = ctx->r14};
-	switch (bpf_get_attach_cookie(ctx)) {
+	__u64 api = bpf_get_attach_cookie(ctx);
+	switch (api) {
 	case GO_TLS_WRITE:
 		if ((long)ctx->rcx > 0)
 			capture_tls(SOURCE_GOTLS, ctx->rax, ctx->rbx, ctx->rcx, DIR_WRITE, ts);
@@ -603,15 +612,22 @@ int go_tls(struct pt_regs *ctx)
 		bpf_map_update_elem(&go_reads, &rk, &r, BPF_ANY);
 		return 0;
 	}
-	case GO_TLS_READ_RETURN: {
+	case GO_TLS_READ_RETURN:
+	case GO_TLS_READ_COPY: {
+		// Both sites' registers, read before the choice between them:
+		// the verifier takes no context read at a chosen offset.
+		long count = ctx->rax, copied = ctx->rcx;
+		__u64 from = ctx->rbx;
+		asm volatile("" : "+r"(count), "+r"(copied), "+r"(from));
 		struct go_read *r = bpf_map_lookup_elem(&go_reads, &rk);
 		if (!r)
 			return 0;
 		struct go_read p = *r;
 		bpf_map_delete_elem(&go_reads, &rk);
-		long n = ctx->rax;
-		if (n > 0)
-			capture_tls(SOURCE_GOTLS, p.conn, p.buf, n, DIR_READ, ts);
+		if (api == GO_TLS_READ_RETURN)
+			from = p.buf, copied = count;
+		if (copied > 0)
+			capture_tls(SOURCE_GOTLS, p.conn, from, copied, DIR_READ, ts);
 		return 0;
 	}
 	case GO_TLS_CLOSE: {

@@ -72,6 +72,7 @@ const (
 	captureGoTlsApiGO_TLS_READ        captureGoTlsApi = 2
 	captureGoTlsApiGO_TLS_READ_RETURN captureGoTlsApi = 3
 	captureGoTlsApiGO_TLS_CLOSE       captureGoTlsApi = 4
+	captureGoTlsApiGO_TLS_READ_COPY   captureGoTlsApi = 5
 )
 
 type captureRecord struct {

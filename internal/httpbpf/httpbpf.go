@@ -157,8 +157,12 @@ type TLSProbe struct {
 	Entry      string
 	Return     string
 	// AtReturns: Entry goes on each of the function's RET instructions,
-	// not on its start (a Go function's return, see GoTLSProbes).
-	AtReturns bool
+	// not on its start (a Go function's return, see GoTLSProbes); or,
+	// where the function makes one call of AtCallOf, on that call, with
+	// CallCookie (uprobe.Probe's fields of those names).
+	AtReturns  bool
+	AtCallOf   string
+	CallCookie uint64
 }
 
 // GoTLSAnchor is the symbol that makes an executable a Go program whose
@@ -166,11 +170,13 @@ type TLSProbe struct {
 const GoTLSAnchor = "crypto/tls.(*Conn).Read"
 
 // GoTLSProbes are the crypto/tls methods probed in Go programs, found by
-// their symbols or, in a stripped binary, in its pclntab. Read's count is
-// read at its RET instructions: a uretprobe rewrites the return address
-// on the goroutine's stack, which Go copies when the stack grows and
-// walks in tracebacks, and a moved or unknown return address crashes the
-// program.
+// their symbols or, in a stripped binary, in its pclntab. What Read
+// returns is read at its one call of runtime.memmove, which copies it out
+// (an emulated CALL: one trap), or, in a build without that one call, at
+// its RET instructions (each single-stepped: two traps), never with a
+// uretprobe: that rewrites the return address on the goroutine's stack,
+// which Go copies when the stack grows and walks in tracebacks, and a
+// moved or unknown return address crashes the program.
 // One program takes them all, told apart by the cookie, so that with
 // uprobe_multi a Go binary is one link: a link's attach and detach each
 // wait for a kernel grace period (~80 ms here), and a node runs many Go
@@ -178,7 +184,8 @@ const GoTLSAnchor = "crypto/tls.(*Conn).Read"
 var GoTLSProbes = []TLSProbe{
 	{Symbol: "crypto/tls.(*Conn).Write", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_WRITE)},
 	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_READ)},
-	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_READ_RETURN), AtReturns: true},
+	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_READ_RETURN), AtReturns: true,
+		AtCallOf: "runtime.memmove", CallCookie: uint64(captureGoTlsApiGO_TLS_READ_COPY)},
 	{Symbol: "crypto/tls.(*Conn).Close", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_CLOSE)},
 }
 

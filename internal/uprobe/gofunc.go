@@ -19,7 +19,10 @@ import (
 // them in tracebacks and GC, which an unknown return address crashes. So
 // a probe on a Go function's return (Probe.AtReturns) goes on each of its
 // RET instructions instead, found by decoding the function between the
-// bounds the pclntab gives.
+// bounds the pclntab gives. A probe on a RET is single-stepped, a second
+// trap; where what the function returns is copied out by one call that
+// the kernel emulates at a probe (Probe.AtCallOf: crypto/tls's Read copies
+// its plaintext with one runtime.memmove), the probe goes on that call.
 
 // goFunc is a function's bounds, as link-time addresses: [entry, end).
 type goFunc struct{ entry, end uint64 }
@@ -61,65 +64,140 @@ func goFuncs(ef *elf.File, wanted map[string]bool) (map[string]goFunc, error) {
 // maxGoFuncBytes bounds the code decoded of one function for its RETs.
 const maxGoFuncBytes = 64 << 10
 
-// returnOffsets returns the file offsets of the RET instructions of the
-// Go function symbol in the ELF file r: each is where a return probe goes.
-func returnOffsets(r io.ReaderAt, symbol string) ([]uint64, error) {
+// goCode is a Go function's code, read from its ELF file.
+type goCode struct {
+	code  []byte
+	entry uint64 // link-time address of code[0]
+	start uint64 // file offset of code[0]
+}
+
+// readGoFunc reads the code of the Go function symbol, and the entries
+// of the other functions named in also, from the ELF file r.
+func readGoFunc(r io.ReaderAt, symbol string, also ...string) (goCode, map[string]goFunc, error) {
 	ef, err := elf.NewFile(r)
 	if err != nil {
-		return nil, fmt.Errorf("not an ELF file: %w", err)
+		return goCode{}, nil, fmt.Errorf("not an ELF file: %w", err)
 	}
-	funcs, err := goFuncs(ef, map[string]bool{symbol: true})
+	wanted := map[string]bool{symbol: true}
+	for _, name := range also {
+		wanted[name] = true
+	}
+	funcs, err := goFuncs(ef, wanted)
 	if err != nil {
-		return nil, err
+		return goCode{}, nil, err
 	}
 	f, ok := funcs[symbol]
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("%s: not in .gopclntab", symbol)
+		return goCode{}, nil, fmt.Errorf("%s: not in .gopclntab", symbol)
 	case f.end-f.entry > maxGoFuncBytes:
-		return nil, fmt.Errorf("%s: %d bytes of code, over the %d decoded", symbol, f.end-f.entry, maxGoFuncBytes)
+		return goCode{}, nil, fmt.Errorf("%s: %d bytes of code, over the %d decoded", symbol, f.end-f.entry, maxGoFuncBytes)
 	}
 	start, ok := fileOffset(ef, f.entry)
 	if !ok {
-		return nil, fmt.Errorf("%s at %#x: in no executable segment", symbol, f.entry)
+		return goCode{}, nil, fmt.Errorf("%s at %#x: in no executable segment", symbol, f.entry)
 	}
 	code := make([]byte, f.end-f.entry)
 	if _, err := r.ReadAt(code, int64(start)); err != nil {
-		return nil, fmt.Errorf("%s: read its code: %w", symbol, err)
+		return goCode{}, nil, fmt.Errorf("%s: read its code: %w", symbol, err)
 	}
-	rets, err := retInstructions(code)
+	return goCode{code: code, entry: f.entry, start: start}, funcs, nil
+}
+
+// fileOffsets turns offsets in c's code into file offsets.
+func (c goCode) fileOffsets(at []uint64) []uint64 {
+	offs := make([]uint64, len(at))
+	for i, a := range at {
+		offs[i] = c.start + a
+	}
+	return offs
+}
+
+// returnOffsets returns the file offsets of the RET instructions of the
+// Go function symbol in the ELF file r: each is where a return probe goes.
+func returnOffsets(r io.ReaderAt, symbol string) ([]uint64, error) {
+	c, _, err := readGoFunc(r, symbol)
+	if err != nil {
+		return nil, err
+	}
+	rets, err := retInstructions(c.code)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", symbol, err)
 	}
-	offs := make([]uint64, len(rets))
-	for i, at := range rets {
-		offs[i] = start + at
-	}
-	return offs, nil
+	return c.fileOffsets(rets), nil
 }
 
-// retInstructions returns the offsets in code, one function's whole code,
-// of its RET instructions. It decodes every instruction in turn: code
-// that does not decode is an error, not a guess, since a probe placed
-// inside an instruction corrupts it. Go emits no data among a function's
-// instructions on amd64; the INT3 padding to the next function decodes.
-func retInstructions(code []byte) ([]uint64, error) {
-	var rets []uint64
+// callOffsets returns the file offsets of the CALL instructions in the Go
+// function symbol that call the function callee, in the ELF file r.
+func callOffsets(r io.ReaderAt, symbol, callee string) ([]uint64, error) {
+	c, funcs, err := readGoFunc(r, symbol, callee)
+	if err != nil {
+		return nil, err
+	}
+	target, ok := funcs[callee]
+	if !ok {
+		return nil, fmt.Errorf("%s: not in .gopclntab", callee)
+	}
+	calls, err := callInstructions(c.code, c.entry, target.entry)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", symbol, err)
+	}
+	return c.fileOffsets(calls), nil
+}
+
+// decodeAll calls f with each instruction of code, one function's whole
+// code, and its offset, in turn. Code that does not decode is an error,
+// not a guess, since a probe placed inside an instruction corrupts it. Go
+// emits no data among a function's instructions on amd64; the INT3
+// padding to the next function decodes.
+func decodeAll(code []byte, f func(pos int, in x86asm.Inst)) error {
 	for pos := 0; pos < len(code); {
 		in, err := x86asm.Decode(code[pos:], 64)
 		switch {
 		case err != nil:
-			return nil, fmt.Errorf("no instruction at +%#x: %w", pos, err)
+			return fmt.Errorf("no instruction at +%#x: %w", pos, err)
 		case in.Op == 0: // a prefix with nothing after it
-			return nil, fmt.Errorf("no instruction at +%#x: % x", pos, code[pos:min(pos+4, len(code))])
+			return fmt.Errorf("no instruction at +%#x: % x", pos, code[pos:min(pos+4, len(code))])
 		}
+		f(pos, in)
+		pos += in.Len
+	}
+	return nil
+}
+
+// retInstructions returns the offsets in code, one function's whole code,
+// of its RET instructions.
+func retInstructions(code []byte) ([]uint64, error) {
+	var rets []uint64
+	err := decodeAll(code, func(pos int, in x86asm.Inst) {
 		if in.Op == x86asm.RET {
 			rets = append(rets, uint64(pos))
 		}
-		pos += in.Len
-	}
-	if len(rets) == 0 {
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case len(rets) == 0:
 		return nil, errors.New("no RET instruction")
 	}
 	return rets, nil
+}
+
+// callInstructions returns the offsets in code, one function's whole code
+// at the link-time address entry, of its direct CALLs of the function at
+// target; none is not an error.
+func callInstructions(code []byte, entry, target uint64) ([]uint64, error) {
+	var calls []uint64
+	err := decodeAll(code, func(pos int, in x86asm.Inst) {
+		if in.Op != x86asm.CALL {
+			return
+		}
+		if rel, ok := in.Args[0].(x86asm.Rel); ok && entry+uint64(pos+in.Len)+uint64(int64(rel)) == target {
+			calls = append(calls, uint64(pos))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return calls, nil
 }

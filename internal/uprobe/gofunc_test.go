@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,7 +24,9 @@ func buildGo(t *testing.T, ldflags string) string {
 
 // A Go program's crypto/tls methods are found by symbol and, stripped of
 // its symbols, in its pclntab, at the same places; a probe on Read's
-// returns goes on each of its RET instructions, the same in both builds.
+// returns goes on each of its RET instructions, or on its one call of
+// runtime.memmove (the copy of the plaintext out), the same in both
+// builds.
 func TestGoFuncs(t *testing.T) {
 	full, stripped := buildGo(t, ""), buildGo(t, "-s -w")
 	wanted := map[string]bool{"crypto/tls.(*Conn).Read": true, "crypto/tls.(*Conn).Write": true, "crypto/tls.(*Conn).Close": true}
@@ -33,7 +36,7 @@ func TestGoFuncs(t *testing.T) {
 	require.Nil(t, ef.Section(".symtab"), "the stripped build has no symbol table")
 	ef.Close()
 
-	var rets [][]uint64
+	var rets, calls [][]uint64
 	var addrs []map[string]uint64
 	for _, exe := range []string{full, stripped} {
 		a, err := resolve(exe, wanted, true)
@@ -41,16 +44,35 @@ func TestGoFuncs(t *testing.T) {
 		require.Len(t, a, len(wanted), "%s: %v", exe, a)
 		addrs = append(addrs, a)
 
-		r, err := returnsOf(exe, "crypto/tls.(*Conn).Read")
+		ret, err := goSitesOf(exe, Probe{Symbol: "crypto/tls.(*Conn).Read", Cookie: 1, AtReturns: true})
 		require.NoError(t, err)
-		require.NotEmpty(t, r)
+		require.NotEmpty(t, ret.offsets)
+		require.Equal(t, goSite{ret.offsets, 1, "crypto/tls.(*Conn).Read" + returnsSuffix}, ret)
 		code, err := os.ReadFile(exe)
 		require.NoError(t, err)
-		for _, off := range r {
+		for _, off := range ret.offsets {
 			require.Equal(t, byte(0xc3), code[off], "%s: no RET at %#x", exe, off)
 			require.Greater(t, off, a["crypto/tls.(*Conn).Read"], "a RET past the function's start")
 		}
-		rets = append(rets, r)
+		rets = append(rets, ret.offsets)
+
+		// The call of runtime.memmove is a CALL rel32 inside Read, where
+		// the kernel emulates the probe's instruction.
+		call, err := goSitesOf(exe, Probe{Symbol: "crypto/tls.(*Conn).Read", Cookie: 1, AtReturns: true,
+			AtCallOf: "runtime.memmove", CallCookie: 2})
+		require.NoError(t, err)
+		require.Len(t, call.offsets, 1, "%s: Read's calls of runtime.memmove", exe)
+		require.Equal(t, goSite{call.offsets, 2, "crypto/tls.(*Conn).Read (call of runtime.memmove)"}, call)
+		require.Equal(t, byte(0xe8), code[call.offsets[0]], "%s: no CALL rel32 at %#x", exe, call.offsets[0])
+		require.Greater(t, call.offsets[0], a["crypto/tls.(*Conn).Read"])
+		require.Less(t, call.offsets[0], slices.Max(ret.offsets), "the call inside Read")
+		calls = append(calls, call.offsets)
+
+		// A function Read does not call: its RETs, as without AtCallOf.
+		none, err := goSitesOf(exe, Probe{Symbol: "crypto/tls.(*Conn).Read", Cookie: 1, AtReturns: true,
+			AtCallOf: "crypto/tls.(*Conn).Close", CallCookie: 2})
+		require.NoError(t, err)
+		require.Equal(t, ret, none, "no call of Close in Read")
 
 		// The entry probes sit on the stack check's JBE.
 		var probes []Probe
@@ -66,9 +88,45 @@ func TestGoFuncs(t *testing.T) {
 	}
 	require.Equal(t, addrs[0], addrs[1], "the symbol table and the pclntab agree")
 	require.Equal(t, rets[0], rets[1])
+	require.Equal(t, calls[0], calls[1])
 
-	_, err = returnsOf("/bin/true", "crypto/tls.(*Conn).Read")
+	_, err = goSitesOf("/bin/true", Probe{Symbol: "crypto/tls.(*Conn).Read", AtReturns: true, AtCallOf: "runtime.memmove"})
 	require.ErrorIs(t, err, errNotGo, "a C program")
+}
+
+func TestCallInstructions(t *testing.T) {
+	const entry, target = 0x1000, 0x2000
+	// call rel32 from +off to target: rel = target - (entry + off + 5).
+	callTo := func(off int, to uint64) []byte {
+		rel := uint32(int32(int64(to) - int64(entry+off+5)))
+		return []byte{0xe8, byte(rel), byte(rel >> 8), byte(rel >> 16), byte(rel >> 24)}
+	}
+	cat := func(parts ...[]byte) []byte { return slices.Concat(parts...) }
+	for _, tt := range []struct {
+		name string
+		code []byte
+		want []uint64
+		err  bool
+	}{
+		{"one call", cat([]byte{0x90}, callTo(1, target), []byte{0xc3}), []uint64{1}, false},
+		{"two calls, one elsewhere", cat(callTo(0, target), callTo(5, 0x3000), callTo(10, target)), []uint64{0, 10}, false},
+		// call rax, and call [rip+0]: indirect, not this function.
+		{"indirect calls", []byte{0xff, 0xd0, 0xff, 0x15, 0, 0, 0, 0, 0xc3}, nil, false},
+		// The E8 byte inside mov eax, 0x000020e8 is no call.
+		{"an E8 byte inside an instruction", []byte{0xb8, 0xe8, 0x20, 0, 0, 0xc3}, nil, false},
+		{"none", []byte{0x90, 0xc3}, nil, false},
+		{"code that does not decode", cat(callTo(0, target), []byte{0x0f, 0xff}), nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := callInstructions(tt.code, entry, target)
+			if tt.err {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
 }
 
 func TestRetInstructions(t *testing.T) {

@@ -2,6 +2,7 @@ package uprobe
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -158,12 +159,15 @@ func TestTracerPlacedProbesFire(t *testing.T) {
 
 // TestTracerGoProbesFire: in a Go program (testdata/gotls, built by the
 // test, stripped), the probes on crypto/tls.(*Conn).Write and Read's
-// entries, placed on their stack checks' JBE, and on each of Read's RET
-// instructions fire, as perf-event uprobes and as one uprobe_multi link;
-// every Read that entered returned through a probed RET; and the program
-// does what it does unprobed (a probe in the middle of an instruction, or
-// a uretprobe, would break it). The TLS server is OpenSSL's s_server, so
-// that no other Go program's TLS calls count.
+// entries, placed on their stack checks' JBE, and on Read's returns fire,
+// as perf-event uprobes and as one uprobe_multi link. Read's returns are
+// probed on each of its RET instructions (every Read that entered
+// returned through one), or, with AtCallOf, on its one call of
+// runtime.memmove (every Read but one that brought nothing, at the end of
+// the stream, copied something out); and the program does what it does
+// unprobed (a probe in the middle of an instruction, or a uretprobe, would
+// break it). The TLS server is OpenSSL's s_server, so that no other Go
+// program's TLS calls count.
 func TestTracerGoProbesFire(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "attaching uprobes needs root")
@@ -175,33 +179,55 @@ func TestTracerGoProbesFire(t *testing.T) {
 	require.Equal(t, "HTTP/1.0 200 ok", want)
 
 	for _, mode := range attachModes() {
-		multi, attachType := mode.multi, mode.attach
-		hits := newHits(t, 3)
-		probes := []Probe{
-			{Symbol: "crypto/tls.(*Conn).Write", Entry: hitCounter(t, hits, 0, attachType)},
-			{Symbol: "crypto/tls.(*Conn).Read", Entry: hitCounter(t, hits, 1, attachType)},
-			{Symbol: "crypto/tls.(*Conn).Read", Entry: hitCounter(t, hits, 2, attachType), AtReturns: true},
+		for _, atCall := range []bool{false, true} {
+			testGoProbesFire(t, run, want, mode.multi, mode.attach, atCall)
 		}
-		got := run(func(pid int) {
-			tr, err := New(Config{Targets: []Target{{Name: "gotls", Anchor: "crypto/tls.(*Conn).Read", Probes: probes, Multi: multi}}})
-			if err != nil {
-				testutil.SkipOrFail(t, "uprobe.New: %v", err)
-			}
-			t.Cleanup(func() { tr.Close() })
-			i := slices.IndexFunc(tr.Attachments(), func(a Attachment) bool { return a.PID == pid && a.Target == "gotls" })
-			require.GreaterOrEqual(t, i, 0, "not attached: %+v %+v", tr.Attachments(), tr.Rejections())
-			assert.ElementsMatch(t, []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read", "crypto/tls.(*Conn).Read" + returnsSuffix},
-				tr.Attachments()[i].Symbols)
-		})
-		assert.Equal(t, want, got, "multi=%v: the probed program did something else", multi)
-		var v [3]uint64
-		for slot := range v {
-			require.NoError(t, hits.Lookup(int32(slot), &v[slot]))
-		}
-		assert.Equal(t, uint64(1), v[0], "multi=%v: Write's entry hits", multi)
-		assert.Positive(t, v[1], "multi=%v: Read's entry hits", multi)
-		assert.Equal(t, v[1], v[2], "multi=%v: Read's returns, one per entry", multi)
 	}
+}
+
+// testGoProbesFire runs TestTracerGoProbesFire once: attached as
+// uprobe_multi links or not, Read's returns probed on its call of
+// runtime.memmove or on its RETs.
+func testGoProbesFire(t *testing.T, run func(func(int)) string, want string, multi bool, attachType ebpf.AttachType, atCall bool) {
+	label := fmt.Sprintf("multi=%v atCall=%v", multi, atCall)
+	hits := newHits(t, 3)
+	probes := []Probe{
+		{Symbol: "crypto/tls.(*Conn).Write", Entry: hitCounter(t, hits, 0, attachType)},
+		{Symbol: "crypto/tls.(*Conn).Read", Entry: hitCounter(t, hits, 1, attachType)},
+		{Symbol: "crypto/tls.(*Conn).Read", Entry: hitCounter(t, hits, 2, attachType), AtReturns: true},
+	}
+	returns := "crypto/tls.(*Conn).Read" + returnsSuffix
+	if atCall {
+		probes[2].AtCallOf = "runtime.memmove"
+		returns = "crypto/tls.(*Conn).Read (call of runtime.memmove)"
+	}
+	got := run(func(pid int) {
+		tr, err := New(Config{Targets: []Target{{Name: "gotls", Anchor: "crypto/tls.(*Conn).Read", Probes: probes, Multi: multi}}})
+		if err != nil {
+			testutil.SkipOrFail(t, "uprobe.New: %v", err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		i := slices.IndexFunc(tr.Attachments(), func(a Attachment) bool { return a.PID == pid && a.Target == "gotls" })
+		require.GreaterOrEqual(t, i, 0, "not attached: %+v %+v", tr.Attachments(), tr.Rejections())
+		assert.ElementsMatch(t, []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read", returns},
+			tr.Attachments()[i].Symbols)
+	})
+	assert.Equal(t, want, got, "%s: the probed program did something else", label)
+	var v [3]uint64
+	for slot := range v {
+		require.NoError(t, hits.Lookup(int32(slot), &v[slot]))
+	}
+	assert.Equal(t, uint64(1), v[0], "%s: Write's entry hits", label)
+	assert.Positive(t, v[1], "%s: Read's entry hits", label)
+	if !atCall {
+		assert.Equal(t, v[1], v[2], "%s: Read's returns, one per entry", label)
+		return
+	}
+	// io.ReadAll reads until EOF: its last Read copies nothing out,
+	// unless the close-notify alert came with the last bytes and that
+	// Read returned them with EOF.
+	assert.Positive(t, v[2], "%s: Read's copies out", label)
+	assert.Contains(t, []uint64{v[1] - 1, v[1]}, v[2], "%s: Read's copies out, one per Read that brought bytes", label)
 }
 
 // startSServer runs OpenSSL's s_server with a certificate of its own on a

@@ -160,16 +160,31 @@ func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, e
 	return found, nil
 }
 
-// returnsOf opens the ELF file at path and returns the file offsets of
-// the RET instructions of the Go function symbol (see gofunc.go).
-func returnsOf(path, symbol string) ([]uint64, error) {
-	var offs []uint64
+// goSite is where a probe on a Go function's return (Probe.AtReturns)
+// goes in one file.
+type goSite struct {
+	offsets []uint64
+	cookie  uint64
+	name    string // the probe's, as Attachment.Symbols lists it
+}
+
+// goSitesOf opens the ELF file at path and places p, a probe with
+// AtReturns: on its function's one call of AtCallOf, or else on each of
+// its RET instructions (see gofunc.go).
+func goSitesOf(path string, p Probe) (goSite, error) {
+	var site goSite
 	_, err := onFile(path, func(r io.ReaderAt) (map[string]uint64, error) {
-		var err error
-		offs, err = returnOffsets(r, symbol)
+		if p.AtCallOf != "" {
+			if offs, err := callOffsets(r, p.Symbol, p.AtCallOf); err == nil && len(offs) == 1 {
+				site = goSite{offs, p.CallCookie, p.Symbol + callSuffix(p.AtCallOf)}
+				return nil, nil
+			}
+		}
+		offs, err := returnOffsets(r, p.Symbol)
+		site = goSite{offs, p.Cookie, p.Symbol + returnsSuffix}
 		return nil, err
 	})
-	return offs, err
+	return site, err
 }
 
 // commonCallee returns the function that every one of the wrappers calls

@@ -31,7 +31,8 @@
 //
 // Go programs are probed too (gofunc.go): their functions are found in
 // .symtab or, stripped, in the pclntab, and a Go function's return is
-// probed on each of its RET instructions (Probe.AtReturns), since a
+// probed on each of its RET instructions (Probe.AtReturns), or on the one
+// call that copies out what it returns (Probe.AtCallOf), since a
 // uretprobe would break goroutine stacks.
 package uprobe
 
@@ -82,6 +83,16 @@ type Probe struct {
 	// function's return is probed (see gofunc.go). Its Cookie is the
 	// probe's; CalledFrom and CookieFrom do not apply.
 	AtReturns bool
+	// AtCallOf, with AtReturns, names a function that Symbol calls to
+	// copy out what it returns (runtime.memmove, for a copy the compiler
+	// inlined into it): where Symbol's code makes exactly one direct
+	// CALL of it, Entry goes on that CALL, with CallCookie, instead of
+	// on the RETs, and reads the callee's arguments from their
+	// registers. The kernel emulates a CALL at a probe, where it
+	// single-steps a RET, a second trap each time. Where the call is not
+	// there once, the probe goes on the RETs, with Cookie.
+	AtCallOf   string
+	CallCookie uint64
 }
 
 // Target is one kind of file to probe.
@@ -420,37 +431,38 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 	return true
 }
 
-// attachReturns attaches the probes on Go functions' RET instructions,
-// as perf-event uprobes, one each (attachMulti adds them to its links).
-// A function whose RETs are not all probed has none probed (a return
-// missed would leave its entry's state behind).
+// attachReturns attaches the probes on Go functions' returns (their RET
+// instructions or their one copy-out call, goSitesOf), as perf-event
+// uprobes, one each (attachMulti adds them to its links). A function
+// whose RETs are not all probed has none probed (a return missed would
+// leave its entry's state behind).
 func (t *Tracer) attachReturns(ex *link.Executable, tg Target, path string, a *Attachment) {
 	for _, p := range tg.Probes {
 		if !p.AtReturns {
 			continue
 		}
-		offs, err := returnsOf(path, p.Symbol)
+		site, err := goSitesOf(path, p)
 		if err != nil {
 			a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("returns of %s: %v", p.Symbol, err))
 			continue
 		}
-		links := make([]link.Link, 0, len(offs))
-		for _, off := range offs {
-			l, err := ex.Uprobe(p.Symbol, p.Entry, &link.UprobeOptions{Address: off, Cookie: p.Cookie})
+		links := make([]link.Link, 0, len(site.offsets))
+		for _, off := range site.offsets {
+			l, err := ex.Uprobe(p.Symbol, p.Entry, &link.UprobeOptions{Address: off, Cookie: site.cookie})
 			if err != nil {
 				a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("uprobe %s at %#x: %v", p.Symbol, off, err))
 				break
 			}
 			links = append(links, l)
 		}
-		if len(links) < len(offs) {
+		if len(links) < len(site.offsets) {
 			for _, l := range links {
 				_ = l.Close()
 			}
 			continue
 		}
 		t.links = append(t.links, links...)
-		a.Symbols = append(a.Symbols, p.Symbol+returnsSuffix)
+		a.Symbols = append(a.Symbols, site.name)
 	}
 }
 
@@ -501,15 +513,15 @@ func (t *Tracer) attachMulti(ex *link.Executable, tg Target, path string, offset
 	var placed []string // the probes' names, as Attachment.Symbols lists them
 	for _, p := range tg.Probes {
 		if p.AtReturns {
-			offs, err := returnsOf(path, p.Symbol)
+			site, err := goSitesOf(path, p)
 			if err != nil {
 				a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("returns of %s: %v", p.Symbol, err))
 				continue
 			}
-			for _, off := range offs {
-				add(entry, p.Entry, p.Symbol+returnsSuffix, off, p.Cookie)
+			for _, off := range site.offsets {
+				add(entry, p.Entry, site.name, off, site.cookie)
 			}
-			placed = append(placed, p.Symbol+returnsSuffix)
+			placed = append(placed, site.name)
 			continue
 		}
 		off, ok := offsets[p.Symbol]
@@ -550,6 +562,10 @@ func (t *Tracer) attachMulti(ex *link.Executable, tg Target, path string, offset
 // returnsSuffix names the probes on a function's RET instructions in
 // Attachment.Symbols.
 const returnsSuffix = " (returns)"
+
+// callSuffix names a probe on a function's one call of callee in
+// Attachment.Symbols (Probe.AtCallOf).
+func callSuffix(callee string) string { return " (call of " + callee + ")" }
 
 // Attachments lists the files probed so far, the hub's dynamic loaders
 // included (Target "loader").
