@@ -24,7 +24,10 @@ import (
 // with other CPUs. The reader copies each published record out, zeroes it
 // and advances the lane's tail, and hands the records out in timestamp
 // order across the lanes (see laneSet.scan): a thread that moves between
-// CPUs still has its records read in the order it made them.
+// CPUs still has its records read in the order it made them. Where the
+// object has stages (lane_stages), the hottest records wait in their
+// lane's stage and go into the lane sixteen at a time, and the reader
+// takes from a stage what has waited there (laneSet.take).
 //
 // The layout, lanes.bpf.h's: a lane is an array entry of laneHeader bytes
 // (the head, BPF's, at 0, the tail, the reader's, at laneTailOffset), then
@@ -48,6 +51,21 @@ const (
 	// horizon stays: the probes read bpf_ktime_get_ns, the reader
 	// CLOCK_MONOTONIC through the vDSO, the same clock read two ways.
 	laneMargin = uint64(time.Millisecond)
+
+	// A lane's stage (lanes.bpf.h, where an object defines one): a
+	// header line (the lock, u64, at 0; the records staged, u32, at
+	// laneStageCountOffset; the oldest record copied into the lane since
+	// the last take, u64, and the lane position past the last, u64, at
+	// laneStageFlushOffset), then laneStageRecords records of one size.
+	laneStagesMap        = "lane_stages"
+	laneStageRecords     = 16
+	laneStageCountOffset = 8
+	laneStageFlushOffset = 16
+	laneStageHeader      = 64
+	// laneStageEvery is how often the reader takes what waits in a
+	// stage at the most: each take moves the stage's lines to the
+	// reader's CPU, and the probe's next record there misses.
+	laneStageEvery = uint64(time.Millisecond)
 )
 
 // The lanes' variables of an object, lanes.bpf.h's.
@@ -94,6 +112,9 @@ func sizeLanes(spec *ebpf.CollectionSpec, m *ebpf.MapSpec, ringBytes uint32, wak
 	}
 	m.MaxEntries = uint32(n)
 	m.ValueSize = laneHeader + lane + uint32(slack)
+	if st := spec.Maps[laneStagesMap]; st != nil {
+		st.MaxEntries = uint32(n)
+	}
 	for _, v := range []struct {
 		name string
 		val  any
@@ -131,11 +152,32 @@ func layoutOf(valueSize, entries uint32) (laneLayout, error) {
 	}, nil
 }
 
+// stageLayout is how a lane_stages map lays out its memory: one stage per
+// lane, stride bytes apart, of laneStageRecords records of record bytes.
+type stageLayout struct {
+	stride, record int
+}
+
+// stageLayoutOf reads the layout of a lane_stages map of that value size
+// and entries, for lanes lanes.
+func stageLayoutOf(valueSize, entries uint32, lanes int) (stageLayout, error) {
+	record := (int(valueSize) - laneStageHeader) / laneStageRecords
+	if int(entries) != lanes || record < laneMinUnits*LaneUnit || record%LaneUnit != 0 ||
+		laneStageHeader+laneStageRecords*record != int(valueSize) {
+		return stageLayout{}, fmt.Errorf("lane stages map of %d entries of %d bytes: not one stage of %d records a lane for %d lanes",
+			entries, valueSize, laneStageRecords, lanes)
+	}
+	return stageLayout{stride: int(valueSize+7) &^ 7, record: record}, nil
+}
+
 // laneSet reads lanes laid out as layout in mem: the mapped lanes map, or
-// a test's memory. It is not safe for concurrent use.
+// a test's memory, and their stages in stages (nil: none). It is not safe
+// for concurrent use.
 type laneSet struct {
 	mem    []byte
 	layout laneLayout
+	stages []byte
+	stage  stageLayout
 	lanes  []laneState
 	now    func() uint64 // CLOCK_MONOTONIC ns
 	// limit bounds the bytes queued: past it, only the lane holding the
@@ -162,9 +204,16 @@ type laneState struct {
 	index []queuedRecord
 	next  int
 	// Every position from tail on was reserved after bound (ns): the
-	// timestamp of every record not read yet is later.
-	bound uint64
-	dead  bool
+	// timestamp of every record not read yet is later, but for those a
+	// stage held. Every record the lane's stage holds, or copied into
+	// the lane after the reader last took from it, is later than
+	// stageBound; those copied before, up to position flushEnd, are
+	// later than flushTS (0: none unread). stageNext is when the reader
+	// takes from the stage next.
+	bound                 uint64
+	stageBound, stageNext uint64
+	flushTS, flushEnd     uint64
+	dead                  bool
 }
 
 type queuedRecord struct {
@@ -172,10 +221,11 @@ type queuedRecord struct {
 	off, n int
 }
 
-// newLaneSet starts reading the lanes in mem where their tails are: a
-// reader of lanes read before goes on after what its predecessor read.
-func newLaneSet(mem []byte, layout laneLayout, now func() uint64) *laneSet {
-	s := &laneSet{mem: mem, layout: layout, lanes: make([]laneState, layout.lanes), now: now,
+// newLaneSet starts reading the lanes in mem, and their stages in stages
+// (nil: none), where their tails are: a reader of lanes read before goes
+// on after what its predecessor read.
+func newLaneSet(mem []byte, layout laneLayout, stages []byte, stage stageLayout, now func() uint64) *laneSet {
+	s := &laneSet{mem: mem, layout: layout, stages: stages, stage: stage, lanes: make([]laneState, layout.lanes), now: now,
 		limit: layout.lanes * int(layout.units) * LaneUnit}
 	for i := range s.lanes {
 		s.lanes[i].tail = atomic.LoadUint64(s.word64(i*layout.stride + laneTailOffset))
@@ -207,8 +257,14 @@ func (s *laneSet) scan() error {
 			continue
 		}
 		base := i * s.layout.stride
+		readable := !over || i == s.holding
+		if s.stages != nil && readable && now >= l.stageNext {
+			// Before the head is read: a stage copied into the lane
+			// before the take is in the lane by then.
+			s.take(l, i, now)
+		}
 		head := atomic.LoadUint64(s.word64(base))
-		if !over || i == s.holding {
+		if readable {
 			if !s.read(l, base, head) {
 				err = errLaneCorrupt
 				continue
@@ -217,8 +273,18 @@ func (s *laneSet) scan() error {
 		if l.tail == head {
 			l.bound = now
 		}
-		if l.bound < horizon {
-			horizon, next = l.bound, i
+		bound := l.bound
+		if s.stages != nil {
+			if l.flushTS != 0 && l.tail >= l.flushEnd {
+				l.flushTS = 0 // read
+			}
+			bound = min(bound, l.stageBound)
+			if l.flushTS != 0 {
+				bound = min(bound, l.flushTS)
+			}
+		}
+		if bound < horizon {
+			horizon, next = bound, i
 		}
 	}
 	s.horizon, s.holding = horizon, next
@@ -251,6 +317,39 @@ func (s *laneSet) read(l *laneState, base int, head uint64) bool {
 		atomic.StoreUint64(s.word64(base+laneTailOffset), q)
 	}
 	return true
+}
+
+// take queues what waits in lane i's stage, unless a probe holds it, and
+// empties it. The probes read their clocks after they take a stage, so
+// what they stage after this take is later than now.
+func (s *laneSet) take(l *laneState, i int, now uint64) {
+	base := i * s.stage.stride
+	lock := (*uint64)(unsafe.Pointer(&s.stages[base]))
+	if !atomic.CompareAndSwapUint64(lock, 0, 1) {
+		return
+	}
+	count := (*uint32)(unsafe.Pointer(&s.stages[base+laneStageCountOffset]))
+	flushTS := (*uint64)(unsafe.Pointer(&s.stages[base+laneStageFlushOffset]))
+	if ts := atomic.LoadUint64(flushTS); ts != 0 {
+		// Copied into the lane since the last take: not read, perhaps.
+		if l.flushTS == 0 || ts < l.flushTS {
+			l.flushTS = ts
+		}
+		l.flushEnd = max(l.flushEnd, atomic.LoadUint64((*uint64)(unsafe.Pointer(&s.stages[base+laneStageFlushOffset+8]))))
+		atomic.StoreUint64(flushTS, 0)
+	}
+	n := min(int(atomic.LoadUint32(count)), laneStageRecords)
+	for k := range n {
+		off := base + laneStageHeader + k*s.stage.record
+		s.push(l, s.stages[off:off+s.stage.record])
+		// A staged record's length is 0 until it is copied into the
+		// lane: the queued copy has it.
+		queued := l.queue[len(l.queue)-s.stage.record:]
+		binary.LittleEndian.PutUint32(queued[laneLengthOffset:], uint32(s.stage.record/LaneUnit))
+	}
+	atomic.StoreUint32(count, 0)
+	atomic.StoreUint64(lock, 0)
+	l.stageBound, l.stageNext = now, now+laneStageEvery
 }
 
 // push queues a copy of rec, in timestamp order: a lane's records come in
@@ -324,39 +423,61 @@ func monotonic() func() uint64 {
 type laneReader struct {
 	wake *ringbuf.Reader
 
-	mu      sync.Mutex // guards what follows; Close takes it to unmap
-	set     *laneSet
-	mem     []byte
-	wakeRec ringbuf.Record
-	err     error // a scan's, returned by the next ReadInto
-	closed  bool
+	mu          sync.Mutex // guards what follows; Close takes it to unmap
+	set         *laneSet
+	mem         []byte
+	unmapStages func() error
+	wakeRec     ringbuf.Record
+	err         error // a scan's, returned by the next ReadInto
+	closed      bool
 }
 
-// NewLaneRing starts reading the lanes map lanes (lanes.bpf.h), waiting
-// for records between polls on its wakeup ring buffer wakeups.
-func NewLaneRing(lanes, wakeups *ebpf.Map, cfg RingConfig) (*Ring, error) {
-	r, err := newLaneReader(lanes, wakeups)
+// NewLaneRing starts reading the lanes map lanes (lanes.bpf.h), and their
+// stages (nil where the object has none), waiting for records between
+// polls on its wakeup ring buffer wakeups.
+func NewLaneRing(lanes, stages, wakeups *ebpf.Map, cfg RingConfig) (*Ring, error) {
+	r, err := newLaneReader(lanes, stages, wakeups)
 	if err != nil {
 		return nil, err
 	}
 	return startRing(r, cfg), nil
 }
 
-func newLaneReader(lanes, wakeups *ebpf.Map) (*laneReader, error) {
+// mapShared maps the first bytes of the mmapable map m, rounded up to
+// pages.
+func mapShared(m *ebpf.Map, bytes int) ([]byte, error) {
+	size := (bytes + unix.Getpagesize() - 1) &^ (unix.Getpagesize() - 1)
+	return unix.Mmap(m.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+}
+
+func newLaneReader(lanes, stages, wakeups *ebpf.Map) (*laneReader, error) {
 	layout, err := layoutOf(lanes.ValueSize(), lanes.MaxEntries())
 	if err != nil {
 		return nil, err
 	}
-	size := (layout.lanes*layout.stride + unix.Getpagesize() - 1) &^ (unix.Getpagesize() - 1)
-	mem, err := unix.Mmap(lanes.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	var (
+		stage     stageLayout
+		stageMem  []byte
+		unmapping = func() error { return nil }
+	)
+	if stages != nil {
+		if stage, err = stageLayoutOf(stages.ValueSize(), stages.MaxEntries(), layout.lanes); err != nil {
+			return nil, err
+		}
+		if stageMem, err = mapShared(stages, layout.lanes*stage.stride); err != nil {
+			return nil, fmt.Errorf("map the lane stages: %w", err)
+		}
+		unmapping = func() error { return unix.Munmap(stageMem) }
+	}
+	mem, err := mapShared(lanes, layout.lanes*layout.stride)
 	if err != nil {
-		return nil, fmt.Errorf("map the lanes: %w", err)
+		return nil, errors.Join(fmt.Errorf("map the lanes: %w", err), unmapping())
 	}
 	wake, err := ringbuf.NewReader(wakeups)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("lane wakeup reader: %w", err), unix.Munmap(mem))
+		return nil, errors.Join(fmt.Errorf("lane wakeup reader: %w", err), unix.Munmap(mem), unmapping())
 	}
-	return &laneReader{wake: wake, set: newLaneSet(mem, layout, monotonic()), mem: mem}, nil
+	return &laneReader{wake: wake, set: newLaneSet(mem, layout, stageMem, stage, monotonic()), mem: mem, unmapStages: unmapping}, nil
 }
 
 // ReadInto hands out the next record, in timestamp order, into rec (its
@@ -405,5 +526,5 @@ func (r *laneReader) Close() error {
 		return nil
 	}
 	r.closed = true
-	return errors.Join(err, unix.Munmap(r.mem))
+	return errors.Join(err, unix.Munmap(r.mem), r.unmapStages())
 }

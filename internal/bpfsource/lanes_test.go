@@ -22,13 +22,115 @@ type fakeLanes struct {
 	mem    []byte
 	layout laneLayout
 	clock  uint64
+	// With stages (newFakeStagedLanes), what lanes.bpf.h's stages hold:
+	// records of testStageUnits units.
+	stages []byte
+	stage  stageLayout
+	// What the stages did: full stages copied into the lane, and kept
+	// for want of room there.
+	flushes, keptFull int
+}
+
+// testStageUnits is the staged records' size, a launch record's.
+const testStageUnits = 5
+
+// newFakeStagedLanes is newFakeLanes with a stage for each lane, and, as
+// gputrace.bpf.c's, lanes of at least a page and a slack that holds a
+// stage's copy.
+func newFakeStagedLanes(t testing.TB, lanes int) *fakeLanes {
+	f := newFakeLanesOf(t, lanes, laneMinBytes, laneStageRecords*testStageUnits)
+	var err error
+	f.stage, err = stageLayoutOf(laneStageHeader+laneStageRecords*testStageUnits*LaneUnit, uint32(lanes), lanes)
+	require.NoError(t, err)
+	words := make([]uint64, lanes*f.stage.stride/8)
+	f.stages = unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8)
+	return f
+}
+
+func (f *fakeLanes) stageLock(lane int) *uint64 {
+	return (*uint64)(unsafe.Pointer(&f.stages[lane*f.stage.stride]))
+}
+
+func (f *fakeLanes) stageCount(lane int) *uint32 {
+	return (*uint32)(unsafe.Pointer(&f.stages[lane*f.stage.stride+laneStageCountOffset]))
+}
+
+// stageSlot takes lane's stage and returns its next record's bytes,
+// zeroed, as lane_stage_reserve does; false when the stage is taken or
+// full.
+func (f *fakeLanes) stageSlot(lane int) ([]byte, bool) {
+	if !atomic.CompareAndSwapUint64(f.stageLock(lane), 0, 1) {
+		return nil, false
+	}
+	n := int(atomic.LoadUint32(f.stageCount(lane)))
+	if n >= laneStageRecords {
+		atomic.StoreUint64(f.stageLock(lane), 0)
+		return nil, false
+	}
+	off := lane*f.stage.stride + laneStageHeader + n*f.stage.record
+	rec := f.stages[off : off+f.stage.record]
+	// Not zeroed (lanes.bpf.h): the record's writer writes every byte,
+	// the length too, 0.
+	clear(rec)
+	return rec, true
+}
+
+// stageCommit counts the record stageSlot gave as staged and lets the
+// stage go, unless it is full: then it copies the stage into the lane
+// as lane_stage_flush does, the records' lengths still 0, and returns
+// them for stagePublish, which lets the stage go; a lane without room
+// leaves the stage full, and goes too.
+func (f *fakeLanes) stageCommit(lane int) []pending {
+	n := atomic.LoadUint32(f.stageCount(lane)) + 1
+	if n < laneStageRecords {
+		atomic.StoreUint32(f.stageCount(lane), n)
+		atomic.StoreUint64(f.stageLock(lane), 0)
+		return nil
+	}
+	block, ok := f.reserve(lane, laneStageRecords*testStageUnits)
+	if !ok {
+		f.keptFull++
+		atomic.StoreUint32(f.stageCount(lane), n)
+		atomic.StoreUint64(f.stageLock(lane), 0)
+		return nil
+	}
+	f.flushes++
+	head := lane*f.stage.stride + laneStageFlushOffset
+	if *f.word64At(f.stages, head) == 0 {
+		*f.word64At(f.stages, head) = binary.LittleEndian.Uint64(f.stages[lane*f.stage.stride+laneStageHeader:])
+	}
+	*f.word64At(f.stages, head+8) = block.pos + laneStageRecords*testStageUnits
+	recs := make([]pending, laneStageRecords)
+	for k := range recs {
+		pos := block.pos + uint64(k*testStageUnits)
+		off := lane*f.layout.stride + laneHeader + int(pos&(f.layout.units-1))*LaneUnit
+		recs[k] = pending{lane: lane, pos: pos, rec: f.mem[off : off+testStageUnits*LaneUnit]}
+		from := lane*f.stage.stride + laneStageHeader + k*f.stage.record
+		copy(recs[k].rec, f.stages[from:from+f.stage.record])
+	}
+	return recs
+}
+
+// stagePublish publishes the records a flush copied, in order, empties
+// the stage and lets it go.
+func (f *fakeLanes) stagePublish(lane int, recs []pending) {
+	for _, p := range recs {
+		p.publish()
+	}
+	atomic.StoreUint32(f.stageCount(lane), 0)
+	atomic.StoreUint64(f.stageLock(lane), 0)
 }
 
 func newFakeLanes(t testing.TB, lanes int) *fakeLanes {
+	// A record of up to 20 units runs on into the slack.
+	return newFakeLanesOf(t, lanes, testLaneBytes, 20)
+}
+
+// newFakeLanesOf is newFakeLanes with lanes of data bytes and a slack of
+// slack units. The memory is 8-aligned, as a mapping is.
+func newFakeLanesOf(t testing.TB, lanes, data, slack int) *fakeLanes {
 	t.Helper()
-	// A record of up to 20 units runs on into the slack, as in
-	// gputrace.bpf.c; the memory is 8-aligned, as a mapping is.
-	valueSize := uint32(laneHeader + testLaneBytes + 20*LaneUnit)
+	valueSize := uint32(laneHeader + data + slack*LaneUnit)
 	layout := testLayout(t, valueSize, lanes)
 	words := make([]uint64, lanes*layout.stride/8)
 	return &fakeLanes{mem: unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8), layout: layout}
@@ -42,10 +144,14 @@ func testLayout(t testing.TB, valueSize uint32, lanes int) laneLayout {
 }
 
 func (f *fakeLanes) set() *laneSet {
-	return newLaneSet(f.mem, f.layout, func() uint64 { return f.clock })
+	return newLaneSet(f.mem, f.layout, f.stages, f.stage, func() uint64 { return f.clock })
 }
 
-func (f *fakeLanes) word64(off int) *uint64 { return (*uint64)(unsafe.Pointer(&f.mem[off])) }
+func (f *fakeLanes) word64(off int) *uint64 { return f.word64At(f.mem, off) }
+
+func (f *fakeLanes) word64At(mem []byte, off int) *uint64 {
+	return (*uint64)(unsafe.Pointer(&mem[off]))
+}
 
 // pending is a reserved record: its lane, its position, its bytes.
 type pending struct {
@@ -65,6 +171,12 @@ func (f *fakeLanes) reserve(lane int, units uint32) (pending, bool) {
 	atomic.StoreUint64(f.word64(base), head+uint64(units))
 	off := base + laneHeader + int(head&(f.layout.units-1))*LaneUnit
 	return pending{lane: lane, pos: head, rec: f.mem[off : off+int(units)*LaneUnit]}, true
+}
+
+// reserveRoom is how many units lane has room for.
+func (f *fakeLanes) reserveRoom(lane int) uint64 {
+	base := lane * f.layout.stride
+	return f.layout.units - (atomic.LoadUint64(f.word64(base)) - atomic.LoadUint64(f.word64(base+laneTailOffset)))
 }
 
 // stamp writes the record's timestamp, and a payload byte after it.
@@ -148,6 +260,89 @@ func TestLanesMergeInTimestampOrder(t *testing.T) {
 		assert.Equal(t, make([]byte, len(data)), data, "lane %d: zeroed once read", lane)
 	}
 	assert.Zero(t, s.queued, "bytes queued")
+}
+
+// stageRecord stages a record of payload on lane's stage at the clock's
+// next time, as a probe does from start to end; a full stage goes into
+// the lane.
+func (f *fakeLanes) stageRecord(t testing.TB, lane int, payload byte) {
+	t.Helper()
+	slot, ok := f.stageSlot(lane)
+	require.True(t, ok, "lane %d's stage taken or full", lane)
+	f.clock++
+	binary.LittleEndian.PutUint64(slot, f.clock)
+	slot[8] = payload
+	if recs := f.stageCommit(lane); recs != nil {
+		f.stagePublish(lane, recs)
+	}
+}
+
+// Staged records come out with the others in timestamp order: taken from
+// the stage by the reader, or copied into the lane sixteen at a time, or,
+// where the lane has no room for them, left in the full stage for the
+// reader. A stage a probe holds holds back every later record.
+func TestLaneStages(t *testing.T) {
+	f := newFakeStagedLanes(t, 2)
+	s := f.set()
+	ready := func() {
+		f.clock += laneMargin + laneStageEvery + 1
+		require.NoError(t, s.scan())
+	}
+
+	f.stageRecord(t, 0, 1)
+	f.stageRecord(t, 0, 2)
+	f.write(t, 1, 5, 3)
+	f.stageRecord(t, 0, 4)
+	ready()
+	_, got := drain(t, s)
+	assert.Equal(t, []byte{1, 2, 3, 4}, got, "taken from the stage")
+	assert.Zero(t, *f.stageCount(0), "the stage is empty once taken")
+	assert.Zero(t, binary.LittleEndian.Uint32(f.stages[laneStageHeader+laneLengthOffset:]),
+		"a staged record's length stays 0 in the stage, which a full stage's copy publishes last")
+
+	// A probe holds lane 0's stage, stamped: lane 1's later record waits.
+	slot, ok := f.stageSlot(0)
+	require.True(t, ok)
+	f.clock++
+	binary.LittleEndian.PutUint64(slot, f.clock)
+	slot[8] = 5
+	f.write(t, 1, 5, 6)
+	ready()
+	_, got = drain(t, s)
+	assert.Empty(t, got, "held back by the stage a probe holds")
+	require.Nil(t, f.stageCommit(0))
+	ready()
+	_, got = drain(t, s)
+	assert.Equal(t, []byte{5, 6}, got)
+
+	// Sixteen staged records go into the lane at once.
+	var want []byte
+	for i := range laneStageRecords {
+		f.stageRecord(t, 0, byte(10+i))
+		want = append(want, byte(10+i))
+	}
+	assert.Zero(t, *f.stageCount(0), "a full stage goes into the lane")
+	ready()
+	_, got = drain(t, s)
+	assert.Equal(t, want, got, "copied into the lane")
+
+	// A lane without room for a full stage leaves it full, for the reader.
+	for f.reserveRoom(1) >= 20 {
+		f.write(t, 1, 20, 0)
+	}
+	want = nil
+	for i := range laneStageRecords {
+		f.stageRecord(t, 1, byte(40+i))
+		want = append(want, byte(40+i))
+	}
+	assert.Equal(t, uint32(laneStageRecords), *f.stageCount(1), "the stage stays full")
+	_, ok = f.stageSlot(1)
+	assert.False(t, ok, "a full stage takes no record")
+	ready()
+	_, got = drain(t, s)
+	got = slices.DeleteFunc(got, func(b byte) bool { return b == 0 })
+	assert.Equal(t, want, got, "taken from the full stage")
+	assert.Zero(t, *f.stageCount(1))
 }
 
 // A record still being written on one lane holds back the later records
@@ -317,19 +512,22 @@ func TestLanesLimit(t *testing.T) {
 	assert.Zero(t, s.queued)
 }
 
-// FuzzLaneScan: whatever the lanes memory holds (the heads included),
-// scanning terminates and never reads past the lanes, and what it hands
-// out is whole records in timestamp order, each within the slack's bound.
+// FuzzLaneScan: whatever the lanes and their stages hold (the heads, the
+// stages' counts and locks included), scanning terminates and never reads
+// past them, and what it hands out is whole records in timestamp order,
+// each within the slack's bound.
 func FuzzLaneScan(f *testing.F) {
-	seed := newFakeLanes(f, 2)
+	seed := newFakeStagedLanes(f, 2)
 	for i := range 6 {
 		seed.write(f, i%2, uint32(5+15*(i%3/2)), byte(i))
+		seed.stageRecord(f, i%2, byte(i))
 	}
-	f.Add(slices.Clone(seed.mem), uint64(laneMargin)*2)
-	f.Add(make([]byte, len(seed.mem)), uint64(0))
-	f.Fuzz(func(t *testing.T, mem []byte, clock uint64) {
-		lanes := newFakeLanes(t, 2)
+	f.Add(slices.Clone(seed.mem), slices.Clone(seed.stages), uint64(laneMargin)*2)
+	f.Add(make([]byte, len(seed.mem)), make([]byte, len(seed.stages)), uint64(0))
+	f.Fuzz(func(t *testing.T, mem, stages []byte, clock uint64) {
+		lanes := newFakeStagedLanes(t, 2)
 		copy(lanes.mem, mem)
+		copy(lanes.stages, stages)
 		lanes.clock = clock
 		s := lanes.set()
 		var last uint64
@@ -389,25 +587,62 @@ type modelWriter struct {
 	id   byte
 	made int // records reserved so far (their sequence numbers)
 	p    pending
-	step int // 0: idle, 1: reserved, 2: stamped
+	step int // 0: idle, 1: reserved, 2: stamped; with stages, 3: holds a stage slot, 4: stamped it, 5: flushed it
+	// With stages: the stage's lane, its slot, and a flush's records.
+	lane    int
+	slot    []byte
+	flushed []pending
+}
+
+// stamp writes w's next record's timestamp, id and sequence into rec.
+func (w *modelWriter) stamp(rec []byte, ts uint64) {
+	binary.LittleEndian.PutUint64(rec, ts)
+	rec[8], rec[9], rec[10] = w.id, byte(w.made), byte(w.made>>8)
+	w.made++
 }
 
 // TestLanesModel runs writers and a reader over two small lanes in random
 // interleavings: more writers (CPUs, threads) than lanes, probes preempted
 // between their reservation, their clock read and their publication,
 // lanes that fill (the probe counts a drop), a queue limit the reader
-// reaches, and readers restarted. Every record reserved is handed out
-// exactly once, or was queued by a reader that was replaced before
-// handing it out (what a restart leaves behind); the records come out in
-// timestamp order across lanes, and each writer's in the order it made
-// them.
+// reaches, and readers restarted; with stages, half the records staged,
+// the probes preempted holding a stage and in the middle of its copy
+// into the lane, stages the reader takes from and stages that find the
+// lane full. Every record reserved is handed out exactly once, or was
+// queued by a reader that was replaced before handing it out (what a
+// restart leaves behind); the records come out in timestamp order across
+// lanes, and each writer's in the order it made them.
 func TestLanesModel(t *testing.T) {
+	for _, staged := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lanes", true: "stages"}[staged], func(t *testing.T) { testLanesModel(t, staged) })
+	}
+}
+
+func testLanesModel(t *testing.T, staged bool) {
+	var flushes, keptFull, takenHeld int
+	defer func() {
+		if staged && !t.Failed() {
+			// The interleavings reach each of a stage's ways.
+			assert.Positive(t, flushes, "full stages copied into their lane")
+			assert.Positive(t, keptFull, "full stages kept for want of room")
+			assert.Positive(t, takenHeld, "scans while a probe held a stage")
+		}
+	}()
 	for seed := range uint64(200) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		f := newFakeLanes(t, 2)
+		if staged {
+			f = newFakeStagedLanes(t, 2)
+		}
 		s := f.set()
 		if seed%3 == 0 {
 			s.limit = 30 * LaneUnit
+		}
+		// With stages, every other seed's reader scans an eighth as
+		// often: stages fill, and lanes.
+		scanOdds := 1
+		if staged && seed%2 == 1 {
+			scanOdds = 8
 		}
 		writers := make([]*modelWriter, 2+r.IntN(4))
 		for i := range writers {
@@ -445,6 +680,13 @@ func TestLanesModel(t *testing.T) {
 				w := writers[r.IntN(len(writers))]
 				switch w.step {
 				case 0:
+					if lane := r.IntN(2); staged && r.IntN(2) == 0 {
+						if slot, ok := f.stageSlot(lane); ok {
+							w.lane, w.slot, w.step = lane, slot, 3
+							reserved++
+							break
+						}
+					}
 					units := uint32(2 + r.IntN(19))
 					p, ok := f.reserve(r.IntN(2), units)
 					if !ok {
@@ -454,15 +696,31 @@ func TestLanesModel(t *testing.T) {
 					w.p, w.step = p, 1
 					reserved++
 				case 1:
-					w.p.stamp(f.clock, w.id)
-					w.p.rec[9], w.p.rec[10] = byte(w.made), byte(w.made>>8)
-					w.made++
+					w.stamp(w.p.rec, f.clock)
 					w.step = 2
 				case 2:
 					w.p.publish()
 					w.step = 0
+				case 3:
+					w.stamp(w.slot, f.clock)
+					w.step = 4
+				case 4:
+					w.flushed = f.stageCommit(w.lane)
+					w.step = 5
+					if w.flushed == nil {
+						w.step = 0
+					}
+				case 5:
+					f.stagePublish(w.lane, w.flushed)
+					w.step = 0
 				}
 			case k < 9:
+				if r.IntN(scanOdds) != 0 {
+					break // a reader that falls behind
+				}
+				if staged && (atomic.LoadUint64(f.stageLock(0)) != 0 || atomic.LoadUint64(f.stageLock(1)) != 0) {
+					takenHeld++
+				}
 				require.NoError(t, s.scan())
 				take()
 			default:
@@ -476,13 +734,22 @@ func TestLanesModel(t *testing.T) {
 		}
 		// The writers finish, time passes, the reader drains.
 		for _, w := range writers {
-			if w.step == 1 {
-				w.p.stamp(f.clock, w.id)
-				w.p.rec[9], w.p.rec[10] = byte(w.made), byte(w.made>>8)
-				w.made++
-			}
-			if w.step > 0 {
+			switch w.step {
+			case 1:
+				w.stamp(w.p.rec, f.clock)
+				fallthrough
+			case 2:
 				w.p.publish()
+			case 3:
+				w.stamp(w.slot, f.clock)
+				fallthrough
+			case 4:
+				if w.flushed = f.stageCommit(w.lane); w.flushed == nil {
+					break
+				}
+				fallthrough
+			case 5:
+				f.stagePublish(w.lane, w.flushed)
 			}
 		}
 		for range 4 {
@@ -493,5 +760,6 @@ func TestLanesModel(t *testing.T) {
 		require.Equal(t, reserved, len(handed)+restartLost, "seed %d: every record reserved is handed out (%d dropped, %d left by restarts)",
 			seed, dropped, restartLost)
 		require.Zero(t, s.queued, "seed %d", seed)
+		flushes, keptFull = flushes+f.flushes, keptFull+f.keptFull
 	}
 }

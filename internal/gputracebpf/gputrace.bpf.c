@@ -5,7 +5,8 @@
 //
 // Design: every probe writes one fixed-size record to its CPU's lane
 // (bpfsource's lanes.bpf.h: a ring buffer per CPU, written without a
-// helper call or a lock shared with other CPUs) WITHOUT waking the
+// helper call or a lock shared with other CPUs; launches, the hottest,
+// through the lane's stage, 16 at a time) WITHOUT waking the
 // reader, unless the lane is past the wake-up watermark; the reader polls
 // on a short timer and merges the lanes in timestamp order. A record that
 // finds no room is counted in `counters[COUNTER_DROPS]`, and its call in
@@ -176,11 +177,14 @@ struct name_event {
 
 #define EVENT_UNITS (sizeof(struct event) / LANE_UNIT)
 #define NAME_EVENT_UNITS (sizeof(struct name_event) / LANE_UNIT)
-// The largest record, in lane units.
-#define LANE_MAX_UNITS 20
+// The largest record, in lane units; launches wait in the lanes' stages
+// (lanes.bpf.h), a whole stage's worth at a time.
+#define LANE_MAX_UNITS 80
+#define LANE_STAGE_UNITS EVENT_UNITS
 #include "../bpfsource/lanes.bpf.h"
 _Static_assert(sizeof(struct event) % LANE_UNIT == 0, "records are whole lane units");
-_Static_assert(sizeof(struct name_event) == LANE_MAX_UNITS * LANE_UNIT, "the largest record");
+_Static_assert(sizeof(struct name_event) <= LANE_MAX_UNITS * LANE_UNIT, "the largest record");
+_Static_assert(LANE_STAGE_RECORDS * LANE_STAGE_UNITS <= LANE_MAX_UNITS, "a stage's copy into the lane, in the slack");
 _Static_assert(__builtin_offsetof(struct event, units) == __builtin_offsetof(struct lane_record, units),
 	       "a record's length where the lane reader reads it");
 
@@ -356,25 +360,47 @@ static __always_inline void drop(__u32 pid, __u32 api, __u16 kind)
 		count_unrecorded(pid, api);
 }
 
+// header fills the header of a record of kind for c's call of api: the
+// time (read once the record is reserved, as the lanes require), the ids
+// and the thread's device; the return value and the length are 0 (a
+// stage's record is not zeroed beforehand).
+static __always_inline void header(struct event *e, __u32 api, __u16 kind, const struct caller *c)
+{
+	e->ts = bpf_ktime_get_ns();
+	e->pid = c->task->tgid;
+	e->tid = c->task->pid;
+	e->kind = kind;
+	e->api = api;
+	e->device = c->t ? c->t->device : 0;
+	e->ret = 0;
+	e->units = 0;
+}
+
 // reserve reserves a record of kind for c's call of api and fills its
 // header: the time (read once the record is reserved, as the lanes
 // require), the ids and the thread's device; the rest is zero. A call
 // that finds no room is counted (drop).
 static __always_inline struct event *reserve(struct lane_slot *s, __u32 api, __u16 kind, const struct caller *c)
 {
-	__u32 pid = c->task->tgid;
 	struct event *e = lane_reserve(s, EVENT_UNITS);
 	if (!e) {
-		drop(pid, api, kind);
+		drop(c->task->tgid, api, kind);
 		return 0;
 	}
-	e->ts = bpf_ktime_get_ns();
-	e->pid = pid;
-	e->tid = c->task->pid;
-	e->kind = kind;
-	e->api = api;
-	if (c->t)
-		e->device = c->t->device;
+	header(e, api, kind, c);
+	return e;
+}
+
+// reserve_launch reserves a launch record of c's call of api in the
+// stage of its CPU's lane, or, where the stage is taken or full, as
+// reserve does; the caller writes all of a[]. The record goes with
+// lane_stage_submit.
+static __always_inline struct event *reserve_launch(struct lane_slot *s, __u32 api, const struct caller *c)
+{
+	struct event *e = lane_stage_reserve(s);
+	if (!e)
+		return reserve(s, api, KIND_LAUNCH, c);
+	header(e, api, KIND_LAUNCH, c);
 	return e;
 }
 
@@ -527,14 +553,14 @@ static __always_inline int runtime_launch(struct pt_regs *ctx, __u32 api, int ex
 	struct caller c;
 	whoami(&c);
 	struct lane_slot s;
-	struct event *e = reserve(&s, api, KIND_LAUNCH, &c);
+	struct event *e = reserve_launch(&s, api, &c);
 	if (e) {
 		if (exc)
 			runtime_launch_exc_args(ctx, e->a);
 		else
 			runtime_launch_args(ctx, e->a);
 		enter_runtime_sig(c.t, KIND_LAUNCH, 0, launch_sig(e->a), e->ts);
-		submit(&s, e);
+		lane_stage_submit(&s, e);
 		return 0;
 	}
 	__u64 a[6];
@@ -597,12 +623,12 @@ static __always_inline int submit_driver_launch(struct pt_regs *ctx, const __u64
 	if (nested_sig(c.t, KIND_LAUNCH, launch_sig(a)))
 		return 0;
 	struct lane_slot s;
-	struct event *e = reserve(&s, api_of(ctx), KIND_LAUNCH, &c);
+	struct event *e = reserve_launch(&s, api_of(ctx), &c);
 	if (!e)
 		return 0;
 	for (int i = 0; i < 6; i++)
 		e->a[i] = a[i];
-	submit(&s, e);
+	lane_stage_submit(&s, e);
 	return 0;
 }
 

@@ -147,6 +147,17 @@ const (
 	gputraceKindKIND_COPY_DONE     gputraceKind = 14
 )
 
+type gputraceLaneStage struct {
+	_        structs.HostLayout
+	Lock     uint64
+	N        uint32
+	Pad      uint32
+	FlushTs  uint64
+	FlushEnd uint64
+	Line     [4]uint64
+	Data     [1280]uint8
+}
+
 type gputraceNameEvent struct {
 	_    structs.HostLayout
 	H    gputraceEvent
@@ -191,6 +202,7 @@ const (
 	gputraceMapBenchEvents                     = "bench_events"
 	gputraceMapBenchHotSlot                    = "bench_hot_slot"
 	gputraceMapCounters                        = "counters"
+	gputraceMapLaneStages                      = "lane_stages"
 	gputraceMapLaneWakeups                     = "lane_wakeups"
 	gputraceMapLanes                           = "lanes"
 	gputraceMapThreads                         = "threads"
@@ -324,6 +336,7 @@ type gputraceMapSpecs struct {
 	BenchEvents     *ebpf.MapSpec `ebpf:"bench_events"`
 	BenchHotSlot    *ebpf.MapSpec `ebpf:"bench_hot_slot"`
 	Counters        *ebpf.MapSpec `ebpf:"counters"`
+	LaneStages      *ebpf.MapSpec `ebpf:"lane_stages"`
 	LaneWakeups     *ebpf.MapSpec `ebpf:"lane_wakeups"`
 	Lanes           *ebpf.MapSpec `ebpf:"lanes"`
 	Threads         *ebpf.MapSpec `ebpf:"threads"`
@@ -369,6 +382,7 @@ type gputraceMaps struct {
 	BenchEvents     *ebpf.Map `ebpf:"bench_events"`
 	BenchHotSlot    *ebpf.Map `ebpf:"bench_hot_slot"`
 	Counters        *ebpf.Map `ebpf:"counters"`
+	LaneStages      *ebpf.Map `ebpf:"lane_stages"`
 	LaneWakeups     *ebpf.Map `ebpf:"lane_wakeups"`
 	Lanes           *ebpf.Map `ebpf:"lanes"`
 	Threads         *ebpf.Map `ebpf:"threads"`
@@ -380,6 +394,7 @@ func (m *gputraceMaps) Close() error {
 		m.BenchEvents,
 		m.BenchHotSlot,
 		m.Counters,
+		m.LaneStages,
 		m.LaneWakeups,
 		m.Lanes,
 		m.Threads,

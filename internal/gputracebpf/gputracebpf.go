@@ -306,7 +306,7 @@ func (o *Objects) Counters() ([NumCounters]uint64, error) {
 
 // NewRing starts the reader of the records, the lanes'.
 func (o *Objects) NewRing(cfg bpfsource.RingConfig) (*bpfsource.Ring, error) {
-	return bpfsource.NewLaneRing(o.gputraceMaps.Lanes, o.gputraceMaps.LaneWakeups, cfg)
+	return bpfsource.NewLaneRing(o.gputraceMaps.Lanes, o.gputraceMaps.LaneStages, o.gputraceMaps.LaneWakeups, cfg)
 }
 
 // Lanes is the lanes map.
