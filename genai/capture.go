@@ -332,7 +332,7 @@ func (c *Capture) probes(ps []httpbpf.TLSProbe) []uprobe.Probe {
 	out := make([]uprobe.Probe, 0, len(ps))
 	for _, p := range ps {
 		up := uprobe.Probe{Symbol: p.Symbol, CalledFrom: p.CalledFrom, Cookie: p.Cookie, Entry: c.objs.Program(p.Entry),
-			AtReturns: p.AtReturns, AtCallOf: p.AtCallOf, CallCookie: p.CallCookie}
+			AtReturns: p.AtReturns, AtCallOf: p.AtCallOf, CallCookie: p.CallCookie, CallFile: p.CallFile}
 		if c.cfg.goReadAtRETs {
 			up.AtCallOf = ""
 		}

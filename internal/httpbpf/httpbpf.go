@@ -158,11 +158,13 @@ type TLSProbe struct {
 	Return     string
 	// AtReturns: Entry goes on each of the function's RET instructions,
 	// not on its start (a Go function's return, see GoTLSProbes); or,
-	// where the function makes one call of AtCallOf, on that call, with
-	// CallCookie (uprobe.Probe's fields of those names).
+	// where the function makes one call of AtCallOf (in code from
+	// CallFile), on that call, with CallCookie (uprobe.Probe's fields of
+	// those names).
 	AtReturns  bool
 	AtCallOf   string
 	CallCookie uint64
+	CallFile   string
 }
 
 // GoTLSAnchor is the symbol that makes an executable a Go program whose
@@ -185,7 +187,7 @@ var GoTLSProbes = []TLSProbe{
 	{Symbol: "crypto/tls.(*Conn).Write", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_WRITE)},
 	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_READ)},
 	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_READ_RETURN), AtReturns: true,
-		AtCallOf: "runtime.memmove", CallCookie: uint64(captureGoTlsApiGO_TLS_READ_COPY)},
+		AtCallOf: "runtime.memmove", CallCookie: uint64(captureGoTlsApiGO_TLS_READ_COPY), CallFile: "bytes/reader.go"},
 	{Symbol: "crypto/tls.(*Conn).Close", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_CLOSE)},
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -37,6 +39,26 @@ var errNotGo = errors.New("no .gopclntab: not a Go binary")
 // goFuncs returns the bounds of the wanted functions that the pclntab of
 // the Go binary ef names.
 func goFuncs(ef *elf.File, wanted map[string]bool) (map[string]goFunc, error) {
+	tab, err := goTable(ef)
+	if err != nil {
+		return nil, err
+	}
+	return lookupFuncs(tab, wanted), nil
+}
+
+// lookupFuncs returns the bounds of the wanted functions tab names.
+func lookupFuncs(tab *gosym.Table, wanted map[string]bool) map[string]goFunc {
+	found := map[string]goFunc{}
+	for name := range wanted {
+		if f := tab.LookupFunc(name); f != nil && f.End > f.Entry {
+			found[name] = goFunc{f.Entry, f.End}
+		}
+	}
+	return found
+}
+
+// goTable reads the pclntab of the Go binary ef.
+func goTable(ef *elf.File) (*gosym.Table, error) {
 	pcln, text := ef.Section(".gopclntab"), ef.Section(".text")
 	switch {
 	case pcln == nil || text == nil:
@@ -52,56 +74,48 @@ func goFuncs(ef *elf.File, wanted map[string]bool) (map[string]goFunc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse .gopclntab: %w", err)
 	}
-	found := map[string]goFunc{}
-	for name := range wanted {
-		if f := tab.LookupFunc(name); f != nil && f.End > f.Entry {
-			found[name] = goFunc{f.Entry, f.End}
-		}
-	}
-	return found, nil
+	return tab, nil
 }
 
 // maxGoFuncBytes bounds the code decoded of one function for its RETs.
 const maxGoFuncBytes = 64 << 10
 
-// goCode is a Go function's code, read from its ELF file.
+// goCode is a Go function's code, read from its ELF file, and the
+// binary's pclntab.
 type goCode struct {
 	code  []byte
 	entry uint64 // link-time address of code[0]
 	start uint64 // file offset of code[0]
+	tab   *gosym.Table
 }
 
-// readGoFunc reads the code of the Go function symbol, and the entries
-// of the other functions named in also, from the ELF file r.
-func readGoFunc(r io.ReaderAt, symbol string, also ...string) (goCode, map[string]goFunc, error) {
+// readGoFunc reads the code of the Go function symbol from the ELF file
+// r.
+func readGoFunc(r io.ReaderAt, symbol string) (goCode, error) {
 	ef, err := elf.NewFile(r)
 	if err != nil {
-		return goCode{}, nil, fmt.Errorf("not an ELF file: %w", err)
+		return goCode{}, fmt.Errorf("not an ELF file: %w", err)
 	}
-	wanted := map[string]bool{symbol: true}
-	for _, name := range also {
-		wanted[name] = true
-	}
-	funcs, err := goFuncs(ef, wanted)
+	tab, err := goTable(ef)
 	if err != nil {
-		return goCode{}, nil, err
+		return goCode{}, err
 	}
-	f, ok := funcs[symbol]
+	f, ok := lookupFuncs(tab, map[string]bool{symbol: true})[symbol]
 	switch {
 	case !ok:
-		return goCode{}, nil, fmt.Errorf("%s: not in .gopclntab", symbol)
+		return goCode{}, fmt.Errorf("%s: not in .gopclntab", symbol)
 	case f.end-f.entry > maxGoFuncBytes:
-		return goCode{}, nil, fmt.Errorf("%s: %d bytes of code, over the %d decoded", symbol, f.end-f.entry, maxGoFuncBytes)
+		return goCode{}, fmt.Errorf("%s: %d bytes of code, over the %d decoded", symbol, f.end-f.entry, maxGoFuncBytes)
 	}
 	start, ok := fileOffset(ef, f.entry)
 	if !ok {
-		return goCode{}, nil, fmt.Errorf("%s at %#x: in no executable segment", symbol, f.entry)
+		return goCode{}, fmt.Errorf("%s at %#x: in no executable segment", symbol, f.entry)
 	}
 	code := make([]byte, f.end-f.entry)
 	if _, err := r.ReadAt(code, int64(start)); err != nil {
-		return goCode{}, nil, fmt.Errorf("%s: read its code: %w", symbol, err)
+		return goCode{}, fmt.Errorf("%s: read its code: %w", symbol, err)
 	}
-	return goCode{code: code, entry: f.entry, start: start}, funcs, nil
+	return goCode{code: code, entry: f.entry, start: start, tab: tab}, nil
 }
 
 // fileOffsets turns offsets in c's code into file offsets.
@@ -116,7 +130,7 @@ func (c goCode) fileOffsets(at []uint64) []uint64 {
 // returnOffsets returns the file offsets of the RET instructions of the
 // Go function symbol in the ELF file r: each is where a return probe goes.
 func returnOffsets(r io.ReaderAt, symbol string) ([]uint64, error) {
-	c, _, err := readGoFunc(r, symbol)
+	c, err := readGoFunc(r, symbol)
 	if err != nil {
 		return nil, err
 	}
@@ -128,19 +142,28 @@ func returnOffsets(r io.ReaderAt, symbol string) ([]uint64, error) {
 }
 
 // callOffsets returns the file offsets of the CALL instructions in the Go
-// function symbol that call the function callee, in the ELF file r.
-func callOffsets(r io.ReaderAt, symbol, callee string) ([]uint64, error) {
-	c, funcs, err := readGoFunc(r, symbol, callee)
+// function symbol that call the function callee, in the ELF file r; with
+// file set, only those in code from that source file (a suffix of the
+// name the pclntab gives, "bytes/reader.go": the code of a function
+// inlined there).
+func callOffsets(r io.ReaderAt, symbol, callee, file string) ([]uint64, error) {
+	c, err := readGoFunc(r, symbol)
 	if err != nil {
 		return nil, err
 	}
-	target, ok := funcs[callee]
+	target, ok := lookupFuncs(c.tab, map[string]bool{callee: true})[callee]
 	if !ok {
 		return nil, fmt.Errorf("%s: not in .gopclntab", callee)
 	}
 	calls, err := callInstructions(c.code, c.entry, target.entry)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", symbol, err)
+	}
+	if file != "" {
+		calls = slices.DeleteFunc(calls, func(at uint64) bool {
+			f, _, _ := c.tab.PCToLine(c.entry + at)
+			return f != file && !strings.HasSuffix(f, "/"+file)
+		})
 	}
 	return c.fileOffsets(calls), nil
 }

@@ -68,11 +68,23 @@ func TestGoFuncs(t *testing.T) {
 		require.Less(t, call.offsets[0], slices.Max(ret.offsets), "the call inside Read")
 		calls = append(calls, call.offsets)
 
-		// A function Read does not call: its RETs, as without AtCallOf.
-		none, err := goSitesOf(exe, Probe{Symbol: "crypto/tls.(*Conn).Read", Cookie: 1, AtReturns: true,
-			AtCallOf: "crypto/tls.(*Conn).Close", CallCookie: 2})
+		// The call is in the code of bytes.(*Reader).Read, inlined.
+		inlined, err := goSitesOf(exe, Probe{Symbol: "crypto/tls.(*Conn).Read", Cookie: 1, AtReturns: true,
+			AtCallOf: "runtime.memmove", CallCookie: 2, CallFile: "bytes/reader.go"})
 		require.NoError(t, err)
-		require.Equal(t, ret, none, "no call of Close in Read")
+		require.Equal(t, call, inlined, "the call from bytes/reader.go")
+
+		// A function Read does not call, or not from that file: its RETs,
+		// as without AtCallOf.
+		for _, p := range []Probe{
+			{AtCallOf: "crypto/tls.(*Conn).Close"},
+			{AtCallOf: "runtime.memmove", CallFile: "bytes/buffer.go"},
+		} {
+			p.Symbol, p.Cookie, p.AtReturns, p.CallCookie = "crypto/tls.(*Conn).Read", 1, true, 2
+			none, err := goSitesOf(exe, p)
+			require.NoError(t, err)
+			require.Equal(t, ret, none, "no call of %s from %q in Read", p.AtCallOf, p.CallFile)
+		}
 
 		// The entry probes sit on the stack check's JBE.
 		var probes []Probe

@@ -175,7 +175,7 @@ func goSitesOf(path string, p Probe) (goSite, error) {
 	var site goSite
 	_, err := onFile(path, func(r io.ReaderAt) (map[string]uint64, error) {
 		if p.AtCallOf != "" {
-			if offs, err := callOffsets(r, p.Symbol, p.AtCallOf); err == nil && len(offs) == 1 {
+			if offs, err := callOffsets(r, p.Symbol, p.AtCallOf, p.CallFile); err == nil && len(offs) == 1 {
 				site = goSite{offs, p.CallCookie, p.Symbol + callSuffix(p.AtCallOf)}
 				return nil, nil
 			}

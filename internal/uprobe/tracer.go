@@ -93,6 +93,12 @@ type Probe struct {
 	// there once, the probe goes on the RETs, with Cookie.
 	AtCallOf   string
 	CallCookie uint64
+	// CallFile, with AtCallOf, keeps to the calls in code from that
+	// source file, a suffix of the name the pclntab gives
+	// ("bytes/reader.go"): the code of the function inlined into Symbol
+	// that makes the copy, so that another copy in a later release is no
+	// match.
+	CallFile string
 }
 
 // Target is one kind of file to probe.
