@@ -312,6 +312,10 @@ func (o *Objects) NewRing(cfg bpfsource.RingConfig) (*bpfsource.Ring, error) {
 // Lanes is the lanes map.
 func (o *Objects) Lanes() *ebpf.Map { return o.gputraceMaps.Lanes }
 
+// LaneStages is the lanes' stages map, where launch records wait
+// (lanes.bpf.h).
+func (o *Objects) LaneStages() *ebpf.Map { return o.gputraceMaps.LaneStages }
+
 // BenchEvents is the benchmark programs' ring buffer map.
 func (o *Objects) BenchEvents() *ebpf.Map { return o.gputraceMaps.BenchEvents }
 

@@ -1,6 +1,7 @@
 package gputracebpf
 
 import (
+	"encoding/binary"
 	"os"
 	"strconv"
 	"sync"
@@ -64,13 +65,28 @@ func unrecorded(t *testing.T, o *Objects, pid uint32, api API) uint64 {
 	return n
 }
 
+// stagesCopied says whether a full stage of some lane has been copied
+// into its lane (lanes.bpf.h's flush_end, at byte 24, is not 0): the
+// launches went through the stages, not around them.
+func stagesCopied(t *testing.T, o *Objects) bool {
+	t.Helper()
+	value := make([]byte, o.LaneStages().ValueSize())
+	for i := range o.LaneStages().MaxEntries() {
+		require.NoError(t, o.LaneStages().Lookup(i, &value))
+		if binary.LittleEndian.Uint64(value[24:]) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // TestLanesKernel: the real launch program on the real libcudart, read
 // through the lanes by the lane reader, with the program's threads on
 // every CPU.
 //
 //   - per CPU: every launch of two threads arrives once, none counted
 //     dropped, in timestamp order across the lanes and each thread's in
-//     the order it made them;
+//     the order it made them, through the lanes' stages;
 //   - one lane for both CPUs (as CPUs past bpfsource.MaxLanes share
 //     lanes): the same, the probes of two CPUs racing for one head;
 //   - full lanes (a page each, no wakeup, the reader started only once
@@ -154,6 +170,7 @@ func TestLanesKernel(t *testing.T) {
 		assert.Equal(t, 2*n, got, "records read (%d counted unrecorded)", unrecorded(t, objs, uint32(p.Pid), api))
 		assert.Zero(t, unrecorded(t, objs, uint32(p.Pid), api), "launches counted unrecorded")
 		checkOrder(t, rec, 2, n)
+		assert.True(t, stagesCopied(t, objs), "no full stage copied into a lane")
 	})
 	t.Run("OneLaneForTwoCPUs", func(t *testing.T) {
 		oneLane := func(spec *ebpf.CollectionSpec) {
