@@ -2,20 +2,22 @@ package uprobe
 
 import (
 	"debug/elf"
-	"debug/gosym"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
 	"golang.org/x/arch/x86/x86asm"
+	"golang.org/x/sys/unix"
 )
 
 // Go programs. A Go binary's functions are named in its pclntab
 // (.gopclntab), which a stripped build (-ldflags=-s -w) keeps: the
-// runtime needs it for tracebacks. Its .symtab, when there is one, names
-// the same functions. A Go function's return cannot take a uretprobe: the
+// runtime needs it for tracebacks (read in place: pclntab.go). Its
+// .symtab, when there is one, names the same functions, and only names
+// with a dot, as every Go function's has, are looked for in the pclntab. A Go function's return cannot take a uretprobe: the
 // kernel swaps the return address on the goroutine's stack for its
 // trampoline's, and Go moves goroutine stacks when they grow and walks
 // them in tracebacks and GC, which an unknown return address crashes. So
@@ -26,7 +28,8 @@ import (
 // the kernel emulates at a probe (Probe.AtCallOf: crypto/tls's Read copies
 // its plaintext with one runtime.memmove), the probe goes on that call.
 
-// goFunc is a function's bounds, as link-time addresses: [entry, end).
+// goFunc is a function's bounds, as link-time addresses: [entry, end),
+// found in .symtab or in the pclntab (pclntab.go).
 type goFunc struct{ entry, end uint64 }
 
 // maxPclntabBytes bounds the pclntab read, as maxSymtabBytes does the
@@ -37,85 +40,111 @@ const maxPclntabBytes = 64 << 20
 var errNotGo = errors.New("no .gopclntab: not a Go binary")
 
 // goFuncs returns the bounds of the wanted functions that the pclntab of
-// the Go binary ef names.
-func goFuncs(ef *elf.File, wanted map[string]bool) (map[string]goFunc, error) {
-	tab, err := goTable(ef)
+// the Go binary ef, read through r, names.
+func goFuncs(r io.ReaderAt, ef *elf.File, wanted map[string]bool) (map[string]goFunc, error) {
+	tab, release, err := goTable(r, ef)
 	if err != nil {
 		return nil, err
 	}
-	return lookupFuncs(tab, wanted), nil
-}
-
-// lookupFuncs returns the bounds of the wanted functions tab names.
-func lookupFuncs(tab *gosym.Table, wanted map[string]bool) map[string]goFunc {
+	defer release()
 	found := map[string]goFunc{}
-	for name := range wanted {
-		if f := tab.LookupFunc(name); f != nil && f.End > f.Entry {
-			found[name] = goFunc{f.Entry, f.End}
-		}
+	for name, f := range tab.lookup(wanted) {
+		found[name] = f.goFunc
 	}
-	return found
+	return found, nil
 }
 
-// goTable reads the pclntab of the Go binary ef.
-func goTable(ef *elf.File) (*gosym.Table, error) {
+// goTable maps the pclntab of the Go binary ef, read through r, where r
+// is a file (its pages are the page cache's, not the heap's), and reads
+// its header; release unmaps it.
+func goTable(r io.ReaderAt, ef *elf.File) (tab *pclntab, release func(), err error) {
 	pcln, text := ef.Section(".gopclntab"), ef.Section(".text")
 	switch {
 	case pcln == nil || text == nil:
-		return nil, errNotGo
+		return nil, nil, errNotGo
 	case pcln.Size > maxPclntabBytes:
-		return nil, fmt.Errorf(".gopclntab of %d bytes, over the %d read", pcln.Size, maxPclntabBytes)
+		return nil, nil, fmt.Errorf(".gopclntab of %d bytes, over the %d read", pcln.Size, maxPclntabBytes)
 	}
-	data, err := pcln.Data()
+	data, release, err := sectionBytes(r, pcln)
 	if err != nil {
-		return nil, fmt.Errorf("read .gopclntab: %w", err)
+		return nil, nil, fmt.Errorf("read .gopclntab: %w", err)
 	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
+	if tab, err = parsePclntab(data, text.Addr); err != nil {
+		release()
+		return nil, nil, fmt.Errorf("parse .gopclntab: %w", err)
+	}
+	return tab, release, nil
+}
+
+// sectionBytes returns the bytes of s: mapped from the file r is, or,
+// where r is no file or s is compressed, read.
+func sectionBytes(r io.ReaderAt, s *elf.Section) ([]byte, func(), error) {
+	f, ok := r.(*os.File)
+	if !ok || s.Flags&elf.SHF_COMPRESSED != 0 || s.Type == elf.SHT_NOBITS || s.Size == 0 {
+		data, err := s.Data()
+		return data, func() {}, err
+	}
+	page := uint64(os.Getpagesize())
+	start := s.Offset &^ (page - 1)
+	mem, err := unix.Mmap(int(f.Fd()), int64(start), int(s.Offset-start+s.Size), unix.PROT_READ, unix.MAP_PRIVATE)
 	if err != nil {
-		return nil, fmt.Errorf("parse .gopclntab: %w", err)
+		return nil, nil, err
 	}
-	return tab, nil
+	return mem[s.Offset-start:], func() { _ = unix.Munmap(mem) }, nil
 }
 
 // maxGoFuncBytes bounds the code decoded of one function for its RETs.
 const maxGoFuncBytes = 64 << 10
 
 // goCode is a Go function's code, read from its ELF file, and the
-// binary's pclntab.
+// binary's pclntab, which release unmaps.
 type goCode struct {
-	code  []byte
-	entry uint64 // link-time address of code[0]
-	start uint64 // file offset of code[0]
-	tab   *gosym.Table
+	code    []byte
+	fn      pclnFunc
+	start   uint64 // file offset of code[0]
+	tab     *pclntab
+	release func()
 }
 
-// readGoFunc reads the code of the Go function symbol from the ELF file
-// r.
-func readGoFunc(r io.ReaderAt, symbol string) (goCode, error) {
+// readGoFunc reads the code of the Go function symbol, and the entries of
+// the functions named in also, from the ELF file r. The caller releases
+// what it returns.
+func readGoFunc(r io.ReaderAt, symbol string, also ...string) (goCode, map[string]pclnFunc, error) {
 	ef, err := elf.NewFile(r)
 	if err != nil {
-		return goCode{}, fmt.Errorf("not an ELF file: %w", err)
+		return goCode{}, nil, fmt.Errorf("not an ELF file: %w", err)
 	}
-	tab, err := goTable(ef)
+	tab, release, err := goTable(r, ef)
 	if err != nil {
-		return goCode{}, err
+		return goCode{}, nil, err
 	}
-	f, ok := lookupFuncs(tab, map[string]bool{symbol: true})[symbol]
+	wanted := map[string]bool{symbol: true}
+	for _, name := range also {
+		wanted[name] = true
+	}
+	funcs := tab.lookup(wanted)
+	f, ok := funcs[symbol]
 	switch {
 	case !ok:
-		return goCode{}, fmt.Errorf("%s: not in .gopclntab", symbol)
+		err = fmt.Errorf("%s: not in .gopclntab", symbol)
 	case f.end-f.entry > maxGoFuncBytes:
-		return goCode{}, fmt.Errorf("%s: %d bytes of code, over the %d decoded", symbol, f.end-f.entry, maxGoFuncBytes)
+		err = fmt.Errorf("%s: %d bytes of code, over the %d decoded", symbol, f.end-f.entry, maxGoFuncBytes)
+	}
+	if err != nil {
+		release()
+		return goCode{}, nil, err
 	}
 	start, ok := fileOffset(ef, f.entry)
 	if !ok {
-		return goCode{}, fmt.Errorf("%s at %#x: in no executable segment", symbol, f.entry)
+		release()
+		return goCode{}, nil, fmt.Errorf("%s at %#x: in no executable segment", symbol, f.entry)
 	}
 	code := make([]byte, f.end-f.entry)
 	if _, err := r.ReadAt(code, int64(start)); err != nil {
-		return goCode{}, fmt.Errorf("%s: read its code: %w", symbol, err)
+		release()
+		return goCode{}, nil, fmt.Errorf("%s: read its code: %w", symbol, err)
 	}
-	return goCode{code: code, entry: f.entry, start: start, tab: tab}, nil
+	return goCode{code: code, fn: f, start: start, tab: tab, release: release}, funcs, nil
 }
 
 // fileOffsets turns offsets in c's code into file offsets.
@@ -130,10 +159,11 @@ func (c goCode) fileOffsets(at []uint64) []uint64 {
 // returnOffsets returns the file offsets of the RET instructions of the
 // Go function symbol in the ELF file r: each is where a return probe goes.
 func returnOffsets(r io.ReaderAt, symbol string) ([]uint64, error) {
-	c, err := readGoFunc(r, symbol)
+	c, _, err := readGoFunc(r, symbol)
 	if err != nil {
 		return nil, err
 	}
+	defer c.release()
 	rets, err := retInstructions(c.code)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", symbol, err)
@@ -147,21 +177,22 @@ func returnOffsets(r io.ReaderAt, symbol string) ([]uint64, error) {
 // name the pclntab gives, "bytes/reader.go": the code of a function
 // inlined there).
 func callOffsets(r io.ReaderAt, symbol, callee, file string) ([]uint64, error) {
-	c, err := readGoFunc(r, symbol)
+	c, funcs, err := readGoFunc(r, symbol, callee)
 	if err != nil {
 		return nil, err
 	}
-	target, ok := lookupFuncs(c.tab, map[string]bool{callee: true})[callee]
+	defer c.release()
+	target, ok := funcs[callee]
 	if !ok {
 		return nil, fmt.Errorf("%s: not in .gopclntab", callee)
 	}
-	calls, err := callInstructions(c.code, c.entry, target.entry)
+	calls, err := callInstructions(c.code, c.fn.entry, target.entry)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", symbol, err)
 	}
 	if file != "" {
 		calls = slices.DeleteFunc(calls, func(at uint64) bool {
-			f, _, _ := c.tab.PCToLine(c.entry + at)
+			f, _ := c.tab.fileAt(c.fn, c.fn.entry+at)
 			return f != file && !strings.HasSuffix(f, "/"+file)
 		})
 	}

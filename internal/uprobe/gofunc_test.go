@@ -11,12 +11,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// otherGoTLS is the Go release the tests build with beside the machine's
+// (scripts/install-test-deps.sh fetches it).
+const otherGoTLS = "go1.27.3"
+
 // buildGo builds testdata/gotls with the machine's Go and ldflags.
 func buildGo(t *testing.T, ldflags string) string {
 	t.Helper()
+	return buildGoWith(t, "local", ldflags)
+}
+
+// buildGoWith builds testdata/gotls with the Go toolchain (GOTOOLCHAIN:
+// "local" is the machine's) and ldflags.
+func buildGoWith(t *testing.T, toolchain, ldflags string) string {
+	t.Helper()
 	exe := filepath.Join(t.TempDir(), "gotls")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", exe, "./testdata/gotls")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN="+toolchain)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return exe

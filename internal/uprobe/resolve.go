@@ -72,11 +72,14 @@ func symbolAddrs(r io.ReaderAt, ef *elf.File, wanted map[string]bool, symtab boo
 	}
 	missing := map[string]bool{}
 	for name := range wanted {
-		if _, ok := addrs[name]; !ok {
+		if _, ok := addrs[name]; !ok && isGoName(name) {
 			missing[name] = true
 		}
 	}
-	funcs, err := goFuncs(ef, missing)
+	if len(missing) == 0 {
+		return addrs, nil // no Go function is wanted: the pclntab is not read
+	}
+	funcs, err := goFuncs(r, ef, missing)
 	if err != nil {
 		return addrs, nil // the symbols found stand
 	}
@@ -85,6 +88,14 @@ func symbolAddrs(r io.ReaderAt, ef *elf.File, wanted map[string]bool, symtab boo
 	}
 	return addrs, nil
 }
+
+// isGoName says whether name can name a Go function: every Go function's
+// name has its package's path before a dot ("main.run",
+// "crypto/tls.(*Conn).Read"), and no C function's symbol has a dot. A
+// Go binary's pclntab is read only for such names: a large one takes
+// megabytes to parse, and every Tracer meets every Go program on the
+// host, the capturing process's own among them.
+func isGoName(name string) bool { return strings.Contains(name, ".") }
 
 // locate opens the ELF file at path and returns the file offset each
 // probe attaches at, by Symbol; a probe it leaves out is not attached.
