@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -41,22 +43,43 @@ var errNotGo = errors.New("no .gopclntab: not a Go binary")
 
 // goFuncs returns the bounds of the wanted functions that the pclntab of
 // the Go binary ef, read through r, names.
-func goFuncs(r io.ReaderAt, ef *elf.File, wanted map[string]bool) (map[string]goFunc, error) {
-	tab, release, err := goTable(r, ef)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	found := map[string]goFunc{}
-	for name, f := range tab.lookup(wanted) {
-		found[name] = f.goFunc
-	}
-	return found, nil
+func goFuncs(r io.ReaderAt, ef *elf.File, wanted map[string]bool) (found map[string]goFunc, err error) {
+	err = faultSafe(func() error {
+		tab, release, err := goTable(r, ef)
+		if err != nil {
+			return err
+		}
+		defer release()
+		found = map[string]goFunc{}
+		for name, f := range tab.lookup(wanted) {
+			found[name] = f.goFunc
+		}
+		return nil
+	})
+	return found, err
+}
+
+// faultSafe runs f, which reads a mapped file, and makes the fault of a
+// read past the file's end (a file cut short meanwhile: SIGBUS) its
+// error, where it would end the process.
+func faultSafe(f func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(runtime.Error)
+			if _, fault := r.(interface{ Addr() uintptr }); !ok || !fault { // a memory fault's error has Addr
+				panic(r)
+			}
+			err = fmt.Errorf("the file changed while it was read: %w", e)
+		}
+	}()
+	return f()
 }
 
 // goTable maps the pclntab of the Go binary ef, read through r, where r
 // is a file (its pages are the page cache's, not the heap's), and reads
-// its header; release unmaps it.
+// its header; release unmaps it. What reads the mapped table runs under
+// faultSafe.
 func goTable(r io.ReaderAt, ef *elf.File) (tab *pclntab, release func(), err error) {
 	pcln, text := ef.Section(".gopclntab"), ef.Section(".text")
 	switch {
@@ -158,17 +181,21 @@ func (c goCode) fileOffsets(at []uint64) []uint64 {
 
 // returnOffsets returns the file offsets of the RET instructions of the
 // Go function symbol in the ELF file r: each is where a return probe goes.
-func returnOffsets(r io.ReaderAt, symbol string) ([]uint64, error) {
-	c, _, err := readGoFunc(r, symbol)
-	if err != nil {
-		return nil, err
-	}
-	defer c.release()
-	rets, err := retInstructions(c.code)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", symbol, err)
-	}
-	return c.fileOffsets(rets), nil
+func returnOffsets(r io.ReaderAt, symbol string) (offs []uint64, err error) {
+	err = faultSafe(func() error {
+		c, _, err := readGoFunc(r, symbol)
+		if err != nil {
+			return err
+		}
+		defer c.release()
+		rets, err := retInstructions(c.code)
+		if err != nil {
+			return fmt.Errorf("%s: %w", symbol, err)
+		}
+		offs = c.fileOffsets(rets)
+		return nil
+	})
+	return offs, err
 }
 
 // callOffsets returns the file offsets of the CALL instructions in the Go
@@ -176,27 +203,31 @@ func returnOffsets(r io.ReaderAt, symbol string) ([]uint64, error) {
 // file set, only those in code from that source file (a suffix of the
 // name the pclntab gives, "bytes/reader.go": the code of a function
 // inlined there).
-func callOffsets(r io.ReaderAt, symbol, callee, file string) ([]uint64, error) {
-	c, funcs, err := readGoFunc(r, symbol, callee)
-	if err != nil {
-		return nil, err
-	}
-	defer c.release()
-	target, ok := funcs[callee]
-	if !ok {
-		return nil, fmt.Errorf("%s: not in .gopclntab", callee)
-	}
-	calls, err := callInstructions(c.code, c.fn.entry, target.entry)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", symbol, err)
-	}
-	if file != "" {
-		calls = slices.DeleteFunc(calls, func(at uint64) bool {
-			f, _ := c.tab.fileAt(c.fn, c.fn.entry+at)
-			return f != file && !strings.HasSuffix(f, "/"+file)
-		})
-	}
-	return c.fileOffsets(calls), nil
+func callOffsets(r io.ReaderAt, symbol, callee, file string) (offs []uint64, err error) {
+	err = faultSafe(func() error {
+		c, funcs, err := readGoFunc(r, symbol, callee)
+		if err != nil {
+			return err
+		}
+		defer c.release()
+		target, ok := funcs[callee]
+		if !ok {
+			return fmt.Errorf("%s: not in .gopclntab", callee)
+		}
+		calls, err := callInstructions(c.code, c.fn.entry, target.entry)
+		if err != nil {
+			return fmt.Errorf("%s: %w", symbol, err)
+		}
+		if file != "" {
+			calls = slices.DeleteFunc(calls, func(at uint64) bool {
+				f, _ := c.tab.fileAt(c.fn, c.fn.entry+at)
+				return f != file && !strings.HasSuffix(f, "/"+file)
+			})
+		}
+		offs = c.fileOffsets(calls)
+		return nil
+	})
+	return offs, err
 }
 
 // decodeAll calls f with each instruction of code, one function's whole

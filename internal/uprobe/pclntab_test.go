@@ -6,6 +6,7 @@ import (
 	"debug/gosym"
 	"encoding/binary"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -229,4 +230,32 @@ func TestIsGoName(t *testing.T) {
 	} {
 		require.Equal(t, want, isGoName(name), name)
 	}
+}
+
+// A Go binary cut short while its mapped pclntab is read (cp over it, say)
+// makes an error, not a fault that ends the process.
+func TestPclntabFileCutShort(t *testing.T) {
+	src, err := os.ReadFile(buildGo(t, "-s -w"))
+	require.NoError(t, err)
+	exe := filepath.Join(t.TempDir(), "gotls")
+	require.NoError(t, os.WriteFile(exe, src, 0o755))
+	f, err := os.Open(exe)
+	require.NoError(t, err)
+	defer f.Close()
+	ef, err := elf.NewFile(f)
+	require.NoError(t, err)
+	wanted := map[string]bool{"crypto/tls.(*Conn).Read": true}
+	funcs, err := goFuncs(f, ef, wanted)
+	require.NoError(t, err)
+	require.Len(t, funcs, 1)
+
+	err = faultSafe(func() error {
+		tab, release, err := goTable(f, ef)
+		require.NoError(t, err)
+		defer release()
+		require.NoError(t, os.Truncate(exe, 0))
+		tab.lookup(wanted) // past the file's end now
+		return nil
+	})
+	require.ErrorContains(t, err, "the file changed while it was read")
 }
