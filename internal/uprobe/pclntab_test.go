@@ -47,6 +47,9 @@ func TestPclntabAgreesWithGosym(t *testing.T) {
 			got := tab.lookup(wanted)
 			checked, files := 0, 0
 			for _, fn := range ref.Funcs {
+				if fn.End <= fn.Entry {
+					continue // an alias of no code (the race runtime's C++): not looked up, as before
+				}
 				g, ok := got[fn.Name]
 				require.True(t, ok, "%s not found", fn.Name)
 				if g.entry != fn.Entry {
