@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -192,7 +193,7 @@ func startMockProcess(b testing.TB, env ...string) *llmserver.Server {
 // become a span. Run it once: -benchtime=1x.
 func BenchmarkCaptureOverhead(b *testing.B) {
 	if os.Geteuid() != 0 {
-		b.Skip("the capture's BPF programs need root")
+		testutil.SkipOrFail(b, "the capture's BPF programs need root")
 	}
 	exe := buildSSLClient(b)
 	s := startMockProcess(b)
@@ -259,7 +260,7 @@ func benchRounds(b *testing.B, rounds int, untraced, traced func() float64) {
 // BenchmarkCaptureOverhead's. Run it once: -benchtime=1x.
 func BenchmarkServerCaptureOverhead(b *testing.B) {
 	if os.Geteuid() != 0 {
-		b.Skip("the capture's BPF programs need root")
+		testutil.SkipOrFail(b, "the capture's BPF programs need root")
 	}
 	exe := buildSSLClient(b)
 	files, err := llmserver.Serve(llmserver.Options{TLS: true}, b.TempDir()) // for its certificate and key
