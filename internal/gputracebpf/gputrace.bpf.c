@@ -1115,13 +1115,7 @@ int bench_hot(struct pt_regs *ctx)
 	struct event *e = bpf_map_lookup_elem(&bench_hot_slot, &zero);
 	if (!e)
 		return 0;
-	e->ts = bpf_ktime_get_ns();
-	e->pid = c.task->tgid;
-	e->tid = c.task->pid;
-	e->kind = KIND_LAUNCH;
-	e->api = API_cudaLaunchKernel;
-	if (c.t)
-		e->device = c.t->device;
+	header(e, API_cudaLaunchKernel, KIND_LAUNCH, &c);
 	runtime_launch_args(ctx, e->a);
 	enter_runtime_sig(c.t, KIND_LAUNCH, 0, launch_sig(e->a), e->ts);
 	*(volatile __u32 *)&e->units = EVENT_UNITS;
