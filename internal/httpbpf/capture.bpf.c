@@ -12,7 +12,9 @@
 //     read at entry: Go's register ABI passes the receiver in RAX and the
 //     slice in RBX, RCX), on (*Conn).Read's entry (the receiver and
 //     buffer kept by goroutine, the g pointer in R14, which a goroutine
-//     keeps across the threads it runs on) and on each of its RET
+//     keeps across the threads it runs on) and on its one call of
+//     runtime.memmove, which copies the plaintext out (from RBX, RCX
+//     bytes), or, in a build without that call, on each of its RET
 //     instructions (the count in RAX): a uretprobe would swap the
 //     return address on a goroutine stack, which Go moves and walks.
 //     (*Conn).Close ends the connection.

@@ -179,15 +179,37 @@ func (c goCode) fileOffsets(at []uint64) []uint64 {
 	return offs
 }
 
-// returnOffsets returns the file offsets of the RET instructions of the
-// Go function symbol in the ELF file r: each is where a return probe goes.
-func returnOffsets(r io.ReaderAt, symbol string) (offs []uint64, err error) {
+// returnSites returns the file offsets where a probe on the return of
+// the Go function symbol in the ELF file r goes: with callee set, its one
+// direct CALL of callee (from code of file, where set: a suffix of the
+// name the pclntab gives, "bytes/reader.go", the code of a function
+// inlined there), atCall then true; else, or where there is not exactly
+// one such call, each of its RET instructions. The function is read
+// once for either.
+func returnSites(r io.ReaderAt, symbol, callee, file string) (offs []uint64, atCall bool, err error) {
 	err = faultSafe(func() error {
-		c, _, err := readGoFunc(r, symbol)
+		var also []string
+		if callee != "" {
+			also = append(also, callee)
+		}
+		c, funcs, err := readGoFunc(r, symbol, also...)
 		if err != nil {
 			return err
 		}
 		defer c.release()
+		if target, ok := funcs[callee]; ok {
+			calls, err := callInstructions(c.code, c.fn.entry, target.entry)
+			if file != "" {
+				calls = slices.DeleteFunc(calls, func(at uint64) bool {
+					f, _ := c.tab.fileAt(c.fn, c.fn.entry+at)
+					return f != file && !strings.HasSuffix(f, "/"+file)
+				})
+			}
+			if err == nil && len(calls) == 1 {
+				offs, atCall = c.fileOffsets(calls), true
+				return nil
+			}
+		}
 		rets, err := retInstructions(c.code)
 		if err != nil {
 			return fmt.Errorf("%s: %w", symbol, err)
@@ -195,39 +217,7 @@ func returnOffsets(r io.ReaderAt, symbol string) (offs []uint64, err error) {
 		offs = c.fileOffsets(rets)
 		return nil
 	})
-	return offs, err
-}
-
-// callOffsets returns the file offsets of the CALL instructions in the Go
-// function symbol that call the function callee, in the ELF file r; with
-// file set, only those in code from that source file (a suffix of the
-// name the pclntab gives, "bytes/reader.go": the code of a function
-// inlined there).
-func callOffsets(r io.ReaderAt, symbol, callee, file string) (offs []uint64, err error) {
-	err = faultSafe(func() error {
-		c, funcs, err := readGoFunc(r, symbol, callee)
-		if err != nil {
-			return err
-		}
-		defer c.release()
-		target, ok := funcs[callee]
-		if !ok {
-			return fmt.Errorf("%s: not in .gopclntab", callee)
-		}
-		calls, err := callInstructions(c.code, c.fn.entry, target.entry)
-		if err != nil {
-			return fmt.Errorf("%s: %w", symbol, err)
-		}
-		if file != "" {
-			calls = slices.DeleteFunc(calls, func(at uint64) bool {
-				f, _ := c.tab.fileAt(c.fn, c.fn.entry+at)
-				return f != file && !strings.HasSuffix(f, "/"+file)
-			})
-		}
-		offs = c.fileOffsets(calls)
-		return nil
-	})
-	return offs, err
+	return offs, atCall, err
 }
 
 // decodeAll calls f with each instruction of code, one function's whole

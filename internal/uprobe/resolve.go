@@ -185,14 +185,11 @@ type goSite struct {
 func goSitesOf(path string, p Probe) (goSite, error) {
 	var site goSite
 	_, err := onFile(path, func(r io.ReaderAt) (map[string]uint64, error) {
-		if p.AtCallOf != "" {
-			if offs, err := callOffsets(r, p.Symbol, p.AtCallOf, p.CallFile); err == nil && len(offs) == 1 {
-				site = goSite{offs, p.CallCookie, p.Symbol + callSuffix(p.AtCallOf)}
-				return nil, nil
-			}
-		}
-		offs, err := returnOffsets(r, p.Symbol)
+		offs, atCall, err := returnSites(r, p.Symbol, p.AtCallOf, p.CallFile)
 		site = goSite{offs, p.Cookie, p.Symbol + returnsSuffix}
+		if atCall {
+			site = goSite{offs, p.CallCookie, p.Symbol + callSuffix(p.AtCallOf)}
+		}
 		return nil, err
 	})
 	return site, err
