@@ -1,6 +1,9 @@
 package occupancy
 
-import "math"
+import (
+	"math"
+	"sort"
+)
 
 // item is one pending entry of a stream: a kernel launch, or a wait for
 // an event recorded on another stream.
@@ -136,6 +139,32 @@ func (st *stream) fenceEnd(seq uint64) (int64, bool) {
 	return 0, false
 }
 
+// lastCovered is the position of the newest pending kernel with seq ≤
+// cutSeq launched at or before cutTime, or -1. The queue is in time order
+// (push keeps it so) and its kernels' seqs are contiguous from
+// completedSeq+1, so with no wait pending the kernel at position i has
+// seq completedSeq+1+i and the covered kernels are a prefix found by a
+// binary search: a sync's edge may leave a thousand launches made while
+// it waited pending, and a scan from the newest walks them all.
+func (st *stream) lastCovered(cutSeq uint64, cutTime int64) int {
+	if st.kernels < st.n {
+		for i := st.n - 1; i >= 0; i-- {
+			if it := st.at(i); !it.wait && it.seq <= cutSeq && it.t <= cutTime {
+				return i
+			}
+		}
+		return -1
+	}
+	if cutSeq <= st.completedSeq {
+		return -1
+	}
+	n := st.n
+	if d := cutSeq - st.completedSeq; d < uint64(n) {
+		n = int(d)
+	}
+	return sort.Search(n, func(i int) bool { return st.at(i).t > cutTime }) - 1
+}
+
 // maxDepth bounds how far a wait pulls other streams' completions along.
 const maxDepth = 16
 
@@ -150,13 +179,7 @@ func (m *Model) complete(p *proc, st *stream, cutSeq uint64, cutTime, edge, boun
 	if st.inPass || st.kernels == 0 {
 		return
 	}
-	last := -1
-	for i := st.n - 1; i >= 0; i-- {
-		if it := st.at(i); !it.wait && it.seq <= cutSeq && it.t <= cutTime {
-			last = i
-			break
-		}
-	}
+	last := st.lastCovered(cutSeq, cutTime)
 	if last < 0 {
 		return
 	}
