@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"sync"
 
@@ -114,6 +113,10 @@ type Emitter struct {
 	serverDuration, serverFirstToken, serverPerToken metric.Float64Histogram
 
 	models, servers capped // label values admitted to metric attributes
+
+	setsMu  sync.Mutex
+	sets    map[metricKey]*callSets
+	maxSets int // maxMetricSets; a test's own
 }
 
 // capped admits up to max distinct values; later ones read semconv.Other.
@@ -159,7 +162,7 @@ func NewEmitter(opts ...Option) (*Emitter, error) {
 // newEmitter creates the instruments of c, checked.
 func newEmitter(c config) (*Emitter, error) {
 	e := &Emitter{cfg: c, tracer: c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(xpuscope.Version)),
-		models: capped{max: c.maxModels}, servers: capped{max: c.maxModels}}
+		models: capped{max: c.maxModels}, servers: capped{max: c.maxModels}, maxSets: maxMetricSets}
 	b := meterx.Builder{Meter: c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(xpuscope.Version))}
 	e.tokens = b.Histogram(semconv.GenAIClientTokenUsage)
 	e.duration = b.Histogram(semconv.GenAIClientOperationDuration)
@@ -201,7 +204,7 @@ func (e *Emitter) Emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint) {
 // histogram's series.
 func (e *Emitter) emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint, pod []attribute.KeyValue) {
 	errType := errorType(x, c)
-	metricAttrs, span := e.attrs(x, c, ep, pod, errType)
+	span := e.spanAttrs(x, c, ep, pod, errType)
 	usd, priced := e.cfg.rates.Cost(c.Provider, firstNonEmpty(c.ResponseModel, c.RequestModel), c.Usage)
 	if priced {
 		span = append(span, semconv.XpuscopeGenAICostUSD.Float64(usd))
@@ -211,32 +214,22 @@ func (e *Emitter) emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint, p
 	}
 	ctx = e.span(ctx, x, c, trace.SpanKindClient, span, errType)
 
-	// Each attribute set is made once (sorted, deduplicated) and shared
-	// by the instruments that take it: an option per Record would make
-	// one each, and merge two for the token counts.
-	baseSet := attribute.NewSet(metricAttrs...)
-	base := metric.WithAttributeSet(baseSet)
-	if errType == "" {
-		e.duration.Record(ctx, x.End.Sub(x.Start).Seconds(), base)
-	} else {
-		e.duration.Record(ctx, x.End.Sub(x.Start).Seconds(), withErrorType(metricAttrs, errType))
+	m := e.metricSets(c, ep, errType)
+	e.duration.Record(ctx, x.End.Sub(x.Start).Seconds(), m.duration)
+	if n := c.Usage.InputTokens; n >= 0 {
+		e.tokens.Record(ctx, float64(n), m.input)
 	}
-	for _, tk := range [2]struct {
-		n    int64
-		kind string
-	}{{c.Usage.InputTokens, semconv.GenAITokenTypeInput}, {c.Usage.OutputTokens, semconv.GenAITokenTypeOutput}} {
-		if tk.n >= 0 {
-			e.tokens.Record(ctx, float64(tk.n), withTokenType(metricAttrs, tk.kind))
-		}
+	if n := c.Usage.OutputTokens; n >= 0 {
+		e.tokens.Record(ctx, float64(n), m.output)
 	}
 	if c.Stream && c.TimeToFirstChunk >= 0 {
-		e.firstChunk.Record(ctx, c.TimeToFirstChunk.Seconds(), base)
+		e.firstChunk.Record(ctx, c.TimeToFirstChunk.Seconds(), m.base)
 	}
 	if c.Stream && c.TimePerChunk >= 0 {
-		e.perChunk.Record(ctx, c.TimePerChunk.Seconds(), base)
+		e.perChunk.Record(ctx, c.TimePerChunk.Seconds(), m.base)
 	}
 	if priced {
-		e.cost.Add(ctx, usd, base)
+		e.cost.Add(ctx, usd, m.base)
 	}
 }
 
@@ -249,47 +242,81 @@ func (e *Emitter) emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint, p
 // Both only for a successful streamed response. No content is put on it.
 func (e *Emitter) emitServer(ctx context.Context, x *Exchange, c *Call, ep Endpoint, pod []attribute.KeyValue) {
 	errType := errorType(x, c)
-	metricAttrs, span := e.attrs(x, c, ep, pod, errType)
-	ctx = e.span(ctx, x, c, trace.SpanKindServer, span, errType)
+	ctx = e.span(ctx, x, c, trace.SpanKindServer, e.spanAttrs(x, c, ep, pod, errType), errType)
 
-	e.serverDuration.Record(ctx, x.End.Sub(x.Start).Seconds(), withErrorType(metricAttrs, errType))
+	m := e.metricSets(c, ep, errType)
+	e.serverDuration.Record(ctx, x.End.Sub(x.Start).Seconds(), m.duration)
 	if errType != "" || !c.Stream || c.TimeToFirstChunk < 0 || x.RequestEnd.IsZero() {
 		return
 	}
-	base := metric.WithAttributeSet(attribute.NewSet(metricAttrs...))
 	first := x.Start.Add(c.TimeToFirstChunk)
-	e.serverFirstToken.Record(ctx, max(0, first.Sub(x.RequestEnd)).Seconds(), base)
+	e.serverFirstToken.Record(ctx, max(0, first.Sub(x.RequestEnd)).Seconds(), m.base)
 	if n := c.Usage.OutputTokens; n > 1 {
-		e.serverPerToken.Record(ctx, max(0, x.End.Sub(first)).Seconds()/float64(n-1), base)
+		e.serverPerToken.Record(ctx, max(0, x.End.Sub(first)).Seconds()/float64(n-1), m.base)
 	}
 }
 
-// attrs are a call's metric attributes (without error.type) and its span
-// attributes (with pod, before cost and content).
-func (e *Emitter) attrs(x *Exchange, c *Call, ep Endpoint, pod []attribute.KeyValue, errType string) (metricAttrs, span []attribute.KeyValue) {
-	metricAttrs = []attribute.KeyValue{
-		semconv.GenAIOperationName.String(c.Operation),
-		semconv.GenAIProviderName.String(c.Provider),
+// metricKey is what a call's metric attributes are made of, the server
+// address and models as capped admits them.
+type metricKey struct {
+	operation, provider, server, requestModel, responseModel, errType string
+	port                                                              int
+}
+
+// callSets are the measurement options of the calls of one metricKey:
+// base (no error.type), duration (with it when the call failed), and
+// the token counts' input and output (with gen_ai.token.type).
+type callSets struct {
+	base, duration, input, output metric.MeasurementOption
+}
+
+// maxMetricSets bounds the Emitter's kept callSets. The capped models and
+// servers bound the keys but for error.type, which a provider names; past
+// the bound the kept sets start over.
+const maxMetricSets = 4096
+
+// metricSets returns the call's measurement options. Each attribute set
+// is made (sorted, deduplicated) once per distinct metricKey and kept: the
+// metrics of one call share four, and a call like the one before makes
+// none.
+func (e *Emitter) metricSets(c *Call, ep Endpoint, errType string) *callSets {
+	k := metricKey{operation: c.Operation, provider: c.Provider, server: e.servers.value(ep.ServerAddress),
+		requestModel: e.models.value(c.RequestModel), responseModel: e.models.value(c.ResponseModel),
+		errType: errType, port: ep.ServerPort}
+	e.setsMu.Lock()
+	defer e.setsMu.Unlock()
+	if m := e.sets[k]; m != nil {
+		return m
 	}
-	if ep.ServerPort != 0 {
-		metricAttrs = append(metricAttrs, semconv.ServerPort.Int(ep.ServerPort))
+	attrs := []attribute.KeyValue{
+		semconv.GenAIOperationName.String(k.operation),
+		semconv.GenAIProviderName.String(k.provider),
 	}
-	// The pod's attributes first: the call's own win over any they repeat.
-	span = append(append(slices.Clip(pod), metricAttrs...), e.spanAttrs(x, c, ep)...)
-	if ep.ServerAddress != "" {
-		span = append(span, semconv.ServerAddress.String(ep.ServerAddress))
-		metricAttrs = append(metricAttrs, semconv.ServerAddress.String(e.servers.value(ep.ServerAddress)))
+	if k.port != 0 {
+		attrs = append(attrs, semconv.ServerPort.Int(k.port))
 	}
+	for _, a := range [...]struct {
+		key   attribute.Key
+		value string
+	}{{semconv.ServerAddress, k.server}, {semconv.GenAIRequestModel, k.requestModel}, {semconv.GenAIResponseModel, k.responseModel}} {
+		if a.value != "" {
+			attrs = append(attrs, a.key.String(a.value))
+		}
+	}
+	with := func(kv attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(attrs[:len(attrs):len(attrs)], kv)...))
+	}
+	m := &callSets{base: metric.WithAttributeSet(attribute.NewSet(attrs...)),
+		input: with(semconv.GenAITokenType.String(semconv.GenAITokenTypeInput)), output: with(semconv.GenAITokenType.String(semconv.GenAITokenTypeOutput))}
+	m.duration = m.base
 	if errType != "" {
-		span = append(span, semconv.ErrorType.String(errType))
+		m.duration = with(semconv.ErrorType.String(errType))
 	}
-	if m := e.models.value(c.RequestModel); m != "" {
-		metricAttrs = append(metricAttrs, semconv.GenAIRequestModel.String(m))
+	if len(e.sets) >= e.maxSets || e.sets == nil {
+		e.sets = make(map[metricKey]*callSets)
 	}
-	if m := e.models.value(c.ResponseModel); m != "" {
-		metricAttrs = append(metricAttrs, semconv.GenAIResponseModel.String(m))
-	}
-	return metricAttrs, span
+	e.sets[k] = m
+	return m
 }
 
 // span records the call's span, of kind, from x.Start to x.End, and
@@ -305,26 +332,23 @@ func (e *Emitter) span(ctx context.Context, x *Exchange, c *Call, kind trace.Spa
 	return ctx
 }
 
-// withErrorType is attrs, with error.type when the call failed.
-func withErrorType(attrs []attribute.KeyValue, errType string) metric.MeasurementOption {
-	if errType == "" {
-		return metric.WithAttributes(attrs...)
-	}
-	return metric.WithAttributes(append(attrs[:len(attrs):len(attrs)], semconv.ErrorType.String(errType))...)
-}
-
-// withTokenType is attrs with gen_ai.token.type, as one set.
-func withTokenType(attrs []attribute.KeyValue, kind string) metric.MeasurementOption {
-	return metric.WithAttributes(append(attrs[:len(attrs):len(attrs)], semconv.GenAITokenType.String(kind))...)
-}
-
-func (e *Emitter) spanAttrs(x *Exchange, c *Call, ep Endpoint) []attribute.KeyValue {
-	var kv []attribute.KeyValue
+// spanAttrs are a call's span attributes, before cost and content: the
+// pod's first, so that the call's own win over any they repeat, and the
+// server address and models as they are, not capped as on the metrics.
+func (e *Emitter) spanAttrs(x *Exchange, c *Call, ep Endpoint, pod []attribute.KeyValue, errType string) []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, len(pod)+maxSpanAttrs)
+	kv = append(kv, pod...)
 	str := func(k attribute.Key, v string) {
 		if v != "" {
 			kv = append(kv, k.String(v))
 		}
 	}
+	kv = append(kv, semconv.GenAIOperationName.String(c.Operation), semconv.GenAIProviderName.String(c.Provider))
+	if ep.ServerPort != 0 {
+		kv = append(kv, semconv.ServerPort.Int(ep.ServerPort))
+	}
+	str(semconv.ServerAddress, ep.ServerAddress)
+	str(semconv.ErrorType, errType)
 	str(semconv.GenAIRequestModel, c.RequestModel)
 	str(semconv.GenAIResponseModel, c.ResponseModel)
 	str(semconv.GenAIResponseID, c.ResponseID)
@@ -364,6 +388,11 @@ func (e *Emitter) spanAttrs(x *Exchange, c *Call, ep Endpoint) []attribute.KeyVa
 	}
 	return kv
 }
+
+// maxSpanAttrs is room for the attributes spanAttrs makes and emit adds
+// (cost, three of content and the list of those cut), so that the span's
+// slice is made once.
+const maxSpanAttrs = 26
 
 // contentAttrs are a call's content attributes: those that are not
 // empty, and the list of those that were cut.

@@ -174,6 +174,38 @@ func TestEmitModelCap(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// TestEmitMetricSetsKeptAndBounded: a call like the one before makes no
+// attribute set (its options are the kept ones), the kept sets stay under
+// maxMetricSets whatever error types a provider names, and the figures
+// after the kept sets started over still carry each call's own
+// attributes.
+func TestEmitMetricSetsKeptAndBounded(t *testing.T) {
+	h := newEmitHarness(t)
+	x, c, ep := streamedChat()
+	first := h.e.metricSets(c, ep, "")
+	assert.Same(t, first, h.e.metricSets(c, ep, ""), "the same key keeps its sets")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { h.e.metricSets(c, ep, "") }), "a kept key allocates nothing")
+	assert.NotSame(t, first, h.e.metricSets(c, ep, "429"), "error.type is part of the key")
+
+	// A bound the SDK's own cardinality limit (2,000 a metric) does not
+	// fold: every series stays its own.
+	h.e.maxSets = 8
+	const calls = 30
+	x.Status = 500
+	for i := range calls {
+		c.ErrorType = fmt.Sprintf("provider_error_%d", i)
+		h.e.Emit(context.Background(), x, c, ep)
+		require.LessOrEqual(t, len(h.e.sets), h.e.maxSets)
+	}
+	pts := testutil.Collect(t, h.reader)
+	last := pts.One(t, semconv.GenAIClientOperationDuration.Name, semconv.ErrorType.String(c.ErrorType),
+		semconv.GenAIRequestModel.String(c.RequestModel), semconv.ServerAddress.String(ep.ServerAddress))
+	assert.Equal(t, uint64(1), last.Count)
+	assert.Len(t, pts.Find(semconv.GenAIClientOperationDuration.Name), calls, "one series per error type, none merged")
+	in := pts.One(t, semconv.GenAIClientTokenUsage.Name, semconv.GenAITokenType.String(semconv.GenAITokenTypeInput))
+	assert.Equal(t, float64(calls)*float64(c.Usage.InputTokens), in.Value, "the token counts carry no error.type")
+}
+
 // TestEmitContent: with capture on, the span carries what
 // ExtractContent reads, cut to the cap and named as cut; metrics and
 // their exemplars carry none of it.
