@@ -112,7 +112,10 @@ type Emitter struct {
 	// The serving end's (emitServer).
 	serverDuration, serverFirstToken, serverPerToken metric.Float64Histogram
 
-	models, servers capped // label values admitted to metric attributes
+	// Label values admitted to metric attributes: the models and server
+	// addresses (WithMaxModels), and error types, which a provider's
+	// error names (maxErrorTypes).
+	models, servers, errorTypes capped
 
 	setsMu  sync.Mutex
 	sets    map[metricKey]*callSets
@@ -162,7 +165,8 @@ func NewEmitter(opts ...Option) (*Emitter, error) {
 // newEmitter creates the instruments of c, checked.
 func newEmitter(c config) (*Emitter, error) {
 	e := &Emitter{cfg: c, tracer: c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(xpuscope.Version)),
-		models: capped{max: c.maxModels}, servers: capped{max: c.maxModels}, maxSets: maxMetricSets}
+		models: capped{max: c.maxModels}, servers: capped{max: c.maxModels}, errorTypes: capped{max: maxErrorTypes},
+		maxSets: maxMetricSets}
 	b := meterx.Builder{Meter: c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(xpuscope.Version))}
 	e.tokens = b.Histogram(semconv.GenAIClientTokenUsage)
 	e.duration = b.Histogram(semconv.GenAIClientOperationDuration)
@@ -270,9 +274,26 @@ type callSets struct {
 	base, duration, input, output metric.MeasurementOption
 }
 
-// maxMetricSets bounds the Emitter's kept callSets. The capped models and
-// servers bound the keys but for error.type, which a provider names; past
-// the bound the kept sets start over.
+// maxErrorTypes caps the distinct error.type values on metrics; later
+// ones read semconv.Other. Spans carry the real value. A provider's error
+// type is a word of the wire, so a misbehaving server could otherwise
+// make a series of every message.
+const maxErrorTypes = 64
+
+// maxErrorTypeLen clips an error.type on metrics: the conventions' values
+// and the providers' are short words.
+const maxErrorTypeLen = 64
+
+func clipErrorType(s string) string {
+	if len(s) > maxErrorTypeLen {
+		return s[:maxErrorTypeLen]
+	}
+	return s
+}
+
+// maxMetricSets bounds the Emitter's kept callSets. The caps bound the
+// keys' values, not their combinations; past the bound the kept sets
+// start over.
 const maxMetricSets = 4096
 
 // metricSets returns the call's measurement options. Each attribute set
@@ -282,7 +303,7 @@ const maxMetricSets = 4096
 func (e *Emitter) metricSets(c *Call, ep Endpoint, errType string) *callSets {
 	k := metricKey{operation: c.Operation, provider: c.Provider, server: e.servers.value(ep.ServerAddress),
 		requestModel: e.models.value(c.RequestModel), responseModel: e.models.value(c.ResponseModel),
-		errType: errType, port: ep.ServerPort}
+		errType: e.errorTypes.value(clipErrorType(errType)), port: ep.ServerPort}
 	e.setsMu.Lock()
 	defer e.setsMu.Unlock()
 	if m := e.sets[k]; m != nil {
@@ -309,8 +330,8 @@ func (e *Emitter) metricSets(c *Call, ep Endpoint, errType string) *callSets {
 	m := &callSets{base: metric.WithAttributeSet(attribute.NewSet(attrs...)),
 		input: with(semconv.GenAITokenType.String(semconv.GenAITokenTypeInput)), output: with(semconv.GenAITokenType.String(semconv.GenAITokenTypeOutput))}
 	m.duration = m.base
-	if errType != "" {
-		m.duration = with(semconv.ErrorType.String(errType))
+	if k.errType != "" {
+		m.duration = with(semconv.ErrorType.String(k.errType))
 	}
 	if len(e.sets) >= e.maxSets || e.sets == nil {
 		e.sets = make(map[metricKey]*callSets)

@@ -176,9 +176,9 @@ func TestEmitModelCap(t *testing.T) {
 
 // TestEmitMetricSetsKeptAndBounded: a call like the one before makes no
 // attribute set (its options are the kept ones), the kept sets stay under
-// maxMetricSets whatever error types a provider names, and the figures
-// after the kept sets started over still carry each call's own
-// attributes.
+// their bound, the figures after the kept sets started over still carry
+// each call's own attributes, and error types a provider names are capped
+// on metrics (spans keep them) as model names are.
 func TestEmitMetricSetsKeptAndBounded(t *testing.T) {
 	h := newEmitHarness(t)
 	x, c, ep := streamedChat()
@@ -187,21 +187,30 @@ func TestEmitMetricSetsKeptAndBounded(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() { h.e.metricSets(c, ep, "") }), "a kept key allocates nothing")
 	assert.NotSame(t, first, h.e.metricSets(c, ep, "429"), "error.type is part of the key")
 
-	// A bound the SDK's own cardinality limit (2,000 a metric) does not
-	// fold: every series stays its own.
 	h.e.maxSets = 8
-	const calls = 30
+	calls := maxErrorTypes + 20
 	x.Status = 500
 	for i := range calls {
 		c.ErrorType = fmt.Sprintf("provider_error_%d", i)
+		if i == 1 {
+			c.ErrorType = strings.Repeat("x", 10_000) // a message where a word should be
+		}
 		h.e.Emit(context.Background(), x, c, ep)
 		require.LessOrEqual(t, len(h.e.sets), h.e.maxSets)
 	}
 	pts := testutil.Collect(t, h.reader)
-	last := pts.One(t, semconv.GenAIClientOperationDuration.Name, semconv.ErrorType.String(c.ErrorType),
-		semconv.GenAIRequestModel.String(c.RequestModel), semconv.ServerAddress.String(ep.ServerAddress))
-	assert.Equal(t, uint64(1), last.Count)
-	assert.Len(t, pts.Find(semconv.GenAIClientOperationDuration.Name), calls, "one series per error type, none merged")
+	types := map[string]uint64{}
+	for _, p := range pts.Find(semconv.GenAIClientOperationDuration.Name, semconv.GenAIRequestModel.String(c.RequestModel),
+		semconv.ServerAddress.String(ep.ServerAddress)) {
+		types[p.Get(semconv.ErrorType)] += p.Count
+	}
+	// "429" above took one of the cap's places, with no call recorded:
+	// the calls' own took the other maxErrorTypes-1, and _OTHER the rest.
+	assert.Len(t, types, maxErrorTypes, "the cap's values less 429, and the fold")
+	assert.Equal(t, uint64(1), types["provider_error_0"])
+	assert.Equal(t, uint64(1), types[strings.Repeat("x", maxErrorTypeLen)], "clipped")
+	assert.Equal(t, uint64(calls-(maxErrorTypes-1)), types[semconv.Other], "the later error types folded")
+	assert.Equal(t, c.ErrorType, spanAttrs(h.spans.GetSpans()[calls-1].Snapshot())[semconv.ErrorType].AsString(), "spans keep the real value")
 	in := pts.One(t, semconv.GenAIClientTokenUsage.Name, semconv.GenAITokenType.String(semconv.GenAITokenTypeInput))
 	assert.Equal(t, float64(calls)*float64(c.Usage.InputTokens), in.Value, "the token counts carry no error.type")
 }
