@@ -3,7 +3,8 @@
 // workload, no code change.
 //
 // It probes kernel launches (cudaLaunchKernel and its variants,
-// cuLaunchKernel, graph launches), copies and memsets, allocations and
+// cuLaunchKernel, graph launches: each replay of a graph it saw captured
+// counts the graph's kernels), copies and memsets, allocations and
 // frees, synchronisations, events and cudaSetDevice, in libcudart (shared
 // or statically linked into an application) and libcuda. Kernel names come
 // from __cudaRegisterFunction and cuModuleGetFunction, or else from the
@@ -17,7 +18,8 @@
 // is a quarter full, and hands the records out in the order they were
 // made; a call whose record finds no room is counted in a BPF map. Return
 // probes exist only for allocations (the pointer), synchronisations (the
-// wait) and the calls that map kernel handles to names. A runtime launch
+// wait), the calls that map kernel handles to names and those that make a
+// graph handle (a capture's end, an instantiation). A runtime launch
 // that goes on to the driver is counted once.
 //
 // # Output

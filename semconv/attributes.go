@@ -58,6 +58,7 @@ const (
 	CUDABlockY       = attribute.Key("cuda.kernel.block.y")
 	CUDABlockZ       = attribute.Key("cuda.kernel.block.z")
 	CUDASharedMemory = attribute.Key("cuda.kernel.shared_memory")
+	CUDAGraphKernels = attribute.Key("cuda.graph.kernels")
 	CUDAMemcpyBytes  = attribute.Key("cuda.memcpy.bytes")
 	CUDAMemoryBytes  = attribute.Key("cuda.memory.bytes")
 	CUDAMemoryAddr   = attribute.Key("cuda.memory.address")
@@ -143,6 +144,7 @@ var coreAttributes = []Attribute{
 	{CUDABlockX, "int", "Block dimension x. Span attribute only.", Extension, nil},
 	{CUDABlockY, "int", "Block dimension y. Span attribute only.", Extension, nil},
 	{CUDABlockZ, "int", "Block dimension z. Span attribute only.", Extension, nil},
+	{CUDAGraphKernels, "int", "Kernels a graph launch replays, as its capture made them; absent when the graph's kernels are not known. Span attribute only.", Extension, nil},
 	{CUDASharedMemory, "int", "Dynamic shared memory of a launch, bytes. Span attribute only.", Extension, nil},
 	{CUDAMemcpyBytes, "int", "Bytes of a copy or memset. Span attribute only.", Extension, nil},
 	{CUDAMemoryBytes, "int", "Bytes of an allocation. Span attribute only.", Extension, nil},

@@ -269,6 +269,10 @@ var (
 		Name: "xpuscope.cuda.kernel_names.overflow", Kind: Counter, Unit: "{launch}", Origin: Self,
 		Description: "Launches counted under " + Other + " because the process had more kernel names than the cap.",
 	}
+	XpuscopeCUDAGraphReplaysUnknown = Metric{
+		Name: "xpuscope.cuda.graph.replays.unknown", Kind: Counter, Unit: "{launch}", Origin: Self,
+		Description: "Graph launches whose kernels are not known, so not counted in cuda.kernel.launches: graphs captured before the agent attached, built node by node, or past the per-process bounds.",
+	}
 	XpuscopeCUDASpansSuppressed = Metric{
 		Name: "xpuscope.cuda.spans.suppressed", Kind: Counter, Unit: "{span}", Origin: Self,
 		Description: "Spans not emitted because the process was over its span rate cap.",
@@ -298,7 +302,7 @@ var cudaMetrics = []Metric{
 	CUDAGraphLaunches, CUDAMemcpyTransferred, CUDAMemoryAllocated, CUDAMemoryFreed,
 	CUDAMemoryOutstanding, CUDAMemoryOldestAge, CUDASyncDuration, CUDAAPICalls, CUDAAPIErrors,
 	XpuscopeCUDAEventsDropped, XpuscopeCUDAKernelNamesUnresolved, XpuscopeCUDAKernelNamesOverflow,
-	XpuscopeCUDASpansSuppressed, XpuscopeCUDAProcessOverflow, XpuscopeCUDAAttachedFiles,
+	XpuscopeCUDAGraphReplaysUnknown, XpuscopeCUDASpansSuppressed, XpuscopeCUDAProcessOverflow, XpuscopeCUDAAttachedFiles,
 }
 
 // metrics is the registry: each area's list, in order. An area defined in
@@ -325,7 +329,7 @@ var spanProc = with(procAttrs, CUDADevice, CUDAAPIName)
 
 var cudaSpans = []Span{
 	{SpanCUDAKernelLaunch, "A kernel launch, at the instant of the call (the kernel's run time is not measured).", with(spanProc, CUDAKernelName, CUDAGridX, CUDAGridY, CUDAGridZ, CUDABlockX, CUDABlockY, CUDABlockZ, CUDASharedMemory, CUDAStream)},
-	{SpanCUDAGraphLaunch, "A CUDA graph launch, at the instant of the call.", with(spanProc, CUDAStream)},
+	{SpanCUDAGraphLaunch, "A CUDA graph launch, at the instant of the call.", with(spanProc, CUDAStream, CUDAGraphKernels)},
 	{SpanCUDAMemcpy, "A copy call, at the instant of the call.", with(spanProc, CUDAMemcpyKind, CUDAMemcpyBytes, CUDAStream)},
 	{SpanCUDAMemset, "A memset call, at the instant of the call.", with(spanProc, CUDAMemcpyBytes, CUDAStream)},
 	{SpanCUDAMalloc, "An allocation, from call to return.", with(spanProc, CUDAMemoryBytes, CUDAMemoryAddr, CUDAErrorCode)},

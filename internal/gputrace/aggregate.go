@@ -76,6 +76,9 @@ type proc struct {
 	pod    []attribute.KeyValue
 	parent trace.SpanContext
 	spans  tokenBucket
+	// graphs are the process's CUDA graphs (graphs.go); nil until it
+	// captures one.
+	graphs *procGraphs
 }
 
 // allocKey is an outstanding allocation: its process and address.
@@ -262,6 +265,9 @@ type aggregator struct {
 	own bool
 
 	unresolved, overflow, procOverflow int64
+	// unknownReplays counts graph launches of executable graphs whose
+	// kernels are not known (graphs.go).
+	unknownReplays int64
 
 	occ occupancyState
 }
@@ -462,6 +468,9 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 	if e.IsCall() {
 		a.call(p, e.API).recorded++
 	}
+	if e.Kind == gputracebpf.KindLaunch && a.captured(p, e) {
+		return // a graph's kernel, not a run
+	}
 	a.model(e)
 	switch e.Kind {
 	case gputracebpf.KindLaunch:
@@ -474,7 +483,15 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 			a.graphs[k] = c
 		}
 		c.n++
-		a.spans.graph(ctx, p, e)
+		a.spans.graph(ctx, p, e, a.replay(ctx, p, e))
+	case gputracebpf.KindCaptureBegin, gputracebpf.KindGraphDestroy, gputracebpf.KindGraphExecDestroy,
+		gputracebpf.KindEventRecord, gputracebpf.KindStreamWait:
+		a.graphCall(p, e)
+	case gputracebpf.KindCaptureEnd, gputracebpf.KindGraphInstantiate:
+		if e.Ret != 0 {
+			a.apiError(p, e)
+		}
+		a.graphCall(p, e)
 	case gputracebpf.KindMemcpy:
 		kind := uint8(gputracebpf.MemcpyDefault)
 		if k := e.CopyKind(); k < uint64(len(memcpyKinds)) {
@@ -538,13 +555,20 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 }
 
 func (a *aggregator) launch(ctx context.Context, p *proc, e *gputracebpf.Event) {
+	a.spans.launch(ctx, p, e, a.countLaunch(ctx, p, e, e.API.Handle()))
+}
+
+// countLaunch counts a KindLaunch record into its series and histograms,
+// returning the kernel's name; handle says whether its function is a
+// module function handle rather than a host stub.
+func (a *aggregator) countLaunch(ctx context.Context, p *proc, e *gputracebpf.Event, handle bool) string {
 	ref := &p.uncached
 	if p == a.other {
 		// The fold's launches count under semconv.Other: its processes'
 		// functions are addresses in as many address spaces.
 		ref.name = kernelOther
 	} else {
-		ref = a.kernel(p, e.Func(), e.API.Handle())
+		ref = a.kernel(p, e.Func(), handle)
 		switch ref.name {
 		case kernelUnknown:
 			a.unresolved++
@@ -575,7 +599,7 @@ func (a *aggregator) launch(ctx context.Context, p *proc, e *gputracebpf.Event) 
 		a.inst.blockSize.Record(ctx, block, h.attrs.Record...)
 		a.inst.sharedMemory.Record(ctx, smem, h.attrs.Record...)
 	}
-	a.spans.launch(ctx, p, e, p.names[ref.name])
+	return p.names[ref.name]
 }
 
 // launchHist returns the launch histograms of p's group on the device e

@@ -260,6 +260,16 @@ func kindOf(api string) gputracebpf.Kind {
 	switch {
 	case strings.HasSuffix(api, copyDone):
 		return gputracebpf.KindCopyDone
+	case strings.Contains(api, "StreamBeginCapture"):
+		return gputracebpf.KindCaptureBegin
+	case strings.Contains(api, "StreamEndCapture"):
+		return gputracebpf.KindCaptureEnd
+	case strings.Contains(api, "GraphInstantiate"):
+		return gputracebpf.KindGraphInstantiate
+	case strings.Contains(api, "GraphExecDestroy"):
+		return gputracebpf.KindGraphExecDestroy
+	case strings.Contains(api, "GraphDestroy"):
+		return gputracebpf.KindGraphDestroy
 	case strings.Contains(api, "GraphLaunch"):
 		return gputracebpf.KindGraphLaunch
 	case strings.Contains(api, "Launch"):
@@ -292,7 +302,8 @@ func kindOf(api string) gputracebpf.Kind {
 // code (made by a return probe).
 func hasReturnValue(api string) bool {
 	k := kindOf(api)
-	return k == gputracebpf.KindMalloc || k == gputracebpf.KindSync || k == gputracebpf.KindEventQuery || k == gputracebpf.KindCopyDone
+	return k == gputracebpf.KindMalloc || k == gputracebpf.KindSync || k == gputracebpf.KindEventQuery || k == gputracebpf.KindCopyDone ||
+		k == gputracebpf.KindCaptureEnd || k == gputracebpf.KindGraphInstantiate
 }
 
 // traceable lists the records the probes make for the calls of seq, in
@@ -413,8 +424,20 @@ func checkEvent(e gputracebpf.Event, c cudaprog.Call, dev int32, stubs map[strin
 	case gputracebpf.KindSetDevice:
 		eq("device arg", e.A[0], uint64(int64(c.Value)))
 	case gputracebpf.KindGraphLaunch:
-		eq("graph exec", e.A[0], c.Handle)
+		eq("graph exec", e.GraphExec(), c.Handle)
 		eq("stream", e.Stream(), c.Stream)
+	case gputracebpf.KindCaptureBegin:
+		eq("stream", e.Stream(), c.Stream)
+	case gputracebpf.KindCaptureEnd:
+		eq("stream", e.Stream(), c.Stream)
+		eq("graph", e.Graph(), c.Out)
+	case gputracebpf.KindGraphInstantiate:
+		eq("graph", e.Graph(), c.Handle)
+		eq("graph exec", e.GraphExec(), c.Out)
+	case gputracebpf.KindGraphDestroy:
+		eq("graph", e.Graph(), c.Handle)
+	case gputracebpf.KindGraphExecDestroy:
+		eq("graph exec", e.GraphExec(), c.Handle)
 	case gputracebpf.KindFuncName:
 		fn, driver := e.NamedFunc()
 		eq("host function", fn, stubs[c.Func])

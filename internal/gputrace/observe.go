@@ -20,6 +20,7 @@ type instruments struct {
 
 	launches, graphs, memcpy, allocated, freed, calls, errors metric.Int64ObservableCounter
 	dropped, unresolved, overflow, suppressed, ringErrors     metric.Int64ObservableCounter
+	unknownReplays                                            metric.Int64ObservableCounter
 	processOverflow, attachedLate                             metric.Int64ObservableCounter
 	outstanding, attached                                     metric.Int64ObservableUpDownCounter
 	oldestAge                                                 metric.Float64ObservableGauge
@@ -47,6 +48,7 @@ func (in *instruments) create(m metric.Meter) error {
 	in.dropped = b.Counter(semconv.XpuscopeCUDAEventsDropped)
 	in.unresolved = b.Counter(semconv.XpuscopeCUDAKernelNamesUnresolved)
 	in.overflow = b.Counter(semconv.XpuscopeCUDAKernelNamesOverflow)
+	in.unknownReplays = b.Counter(semconv.XpuscopeCUDAGraphReplaysUnknown)
 	in.suppressed = b.Counter(semconv.XpuscopeCUDASpansSuppressed)
 	in.processOverflow = b.Counter(semconv.XpuscopeCUDAProcessOverflow)
 	in.ringErrors = b.Counter(semconv.XpuscopeBPFRingErrors)
@@ -60,7 +62,7 @@ func (in *instruments) create(m metric.Meter) error {
 func (in *instruments) observables() []metric.Observable {
 	return []metric.Observable{
 		in.launches, in.graphs, in.memcpy, in.allocated, in.freed, in.calls, in.errors,
-		in.dropped, in.unresolved, in.overflow, in.suppressed, in.processOverflow, in.ringErrors, in.attachedLate, in.outstanding, in.attached, in.oldestAge,
+		in.dropped, in.unresolved, in.overflow, in.unknownReplays, in.suppressed, in.processOverflow, in.ringErrors, in.attachedLate, in.outstanding, in.attached, in.oldestAge,
 		in.threadTime, in.threadUtilization, in.smActive, in.capacity, in.occupancyDropped,
 	}
 }
@@ -162,6 +164,7 @@ func (s *Source) fill(sn *snapshot) {
 	sn.int(in.dropped, int64(s.bpfCounters[0]))
 	sn.int(in.unresolved, a.unresolved)
 	sn.int(in.overflow, a.overflow)
+	sn.int(in.unknownReplays, a.unknownReplays)
 	sn.int(in.suppressed, a.spans.suppressed)
 	sn.int(in.processOverflow, a.procOverflow)
 	for _, sr := range a.occ.series {

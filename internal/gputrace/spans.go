@@ -95,10 +95,18 @@ func (s *spanner) launch(ctx context.Context, p *proc, e *gputracebpf.Event, ker
 		semconv.CUDAStream.String(hex(e.Stream())))
 }
 
-func (s *spanner) graph(ctx context.Context, p *proc, e *gputracebpf.Event) {
-	if s.allow(p, e) {
-		s.emit(ctx, p, e, semconv.SpanCUDAGraphLaunch, e.TS, semconv.CUDAStream.String(hex(e.Stream())))
+// graph emits a graph launch's span, with the number of kernels it
+// replays (kernels < 0: not known, and left off).
+func (s *spanner) graph(ctx context.Context, p *proc, e *gputracebpf.Event, kernels int) {
+	if !s.allow(p, e) {
+		return
 	}
+	if kernels < 0 {
+		s.emit(ctx, p, e, semconv.SpanCUDAGraphLaunch, e.TS, semconv.CUDAStream.String(hex(e.Stream())))
+		return
+	}
+	s.emit(ctx, p, e, semconv.SpanCUDAGraphLaunch, e.TS, semconv.CUDAStream.String(hex(e.Stream())),
+		semconv.CUDAGraphKernels.Int(kernels))
 }
 
 func (s *spanner) memcpy(ctx context.Context, p *proc, e *gputracebpf.Event, kind string) {

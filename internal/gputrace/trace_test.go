@@ -46,6 +46,7 @@ func TestTrace(t *testing.T) {
 	runScenarios(t, startTracing(t, WithRescanInterval(time.Hour)), slices.Concat(recordExact, []scenarioTest{
 		{"RuntimeRegister", testRuntimeRegister},
 		{"Occupancy", testOccupancy},
+		{"RuntimeGraphs", testRuntimeGraphs},
 		{"StrippedLibrary", testStrippedLibrary},
 	}))
 }
@@ -164,6 +165,45 @@ func testOccupancy(t *testing.T, tr *traced) {
 	tt := pts.One(t, semconv.ProcessGPUThreadTime.Name, pid, modelled)
 	require.Positive(t, tt.Value, "the kernels were busy for some thread-seconds")
 	require.Len(t, pts.Find(semconv.ProcessGPUSMActiveRatio.Name, pid, modelled), 1)
+}
+
+// testRuntimeGraphs: a stream capture through the real libcudart, its
+// graph instantiated and replayed: every replay counts each captured
+// kernel once, under cudaGraphLaunch, the captured launches count as no
+// run, and the replays of executable graphs not known (never
+// instantiated, destroyed) count no kernel. Each record's arguments are
+// checked by runScenario, the graph handles included.
+func testRuntimeGraphs(t *testing.T, tr *traced) {
+	s := cudaprog.RuntimeGraphs
+	p, _ := runScenario(t, tr, s, TargetRuntime, cudaprog.RealCudart(t))
+	// Which launches the capture took: those on StreamA, and on StreamC
+	// after it waited for the event recorded on StreamA.
+	want := map[string]float64{}
+	runs := map[string]float64{}
+	for _, c := range s.Filter("cudaLaunchKernel") {
+		if c.Stream == cudaprog.StreamB {
+			runs[demangled(c)]++
+		} else {
+			want[demangled(c)] += cudaprog.GraphReplays
+		}
+	}
+	require.Len(t, want, 3, "the capture's kernels")
+	require.Len(t, runs, 1, "the run made while capturing")
+	pid := semconv.ProcessPID.Int(p.Pid)
+	byName := func(pts testutil.Points, api string) map[string]float64 {
+		out := map[string]float64{}
+		for _, pt := range pts.Find(semconv.CUDAKernelLaunches.Name, pid, semconv.CUDAAPIName.String(api)) {
+			out[pt.Get(semconv.CUDAKernelName)] += pt.Value
+		}
+		return out
+	}
+	pts := tr.waitPoints(t, func(pts testutil.Points) bool { return maps.Equal(byName(pts, "cudaGraphLaunch"), want) })
+	require.Equal(t, want, byName(pts, "cudaGraphLaunch"), "each replay counts each captured kernel")
+	require.Equal(t, runs, byName(pts, "cudaLaunchKernel"), "the captured launches are no runs")
+	require.Equal(t, float64(len(s.Filter("cudaGraphLaunch"))), pts.One(t, semconv.CUDAGraphLaunches.Name, pid).Value)
+	// Other processes' graph launches count here too: at least this one's
+	// two replays of graphs not known.
+	require.GreaterOrEqual(t, pts.One(t, semconv.XpuscopeCUDAGraphReplaysUnknown.Name).Value, 2.0)
 }
 
 // testRuntimeThreads: each thread's records carry the device its own

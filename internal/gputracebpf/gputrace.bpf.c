@@ -46,6 +46,11 @@ enum kind {
 	KIND_KERNEL_HANDLE = 12, // a0 cudaKernel_t handle, a1 host function it stands for
 	KIND_EVENT_QUERY = 13,   // a0 event; ret (0: the event has completed)
 	KIND_COPY_DONE = 14,     // a synchronous copy returned: a0 stream, a1 duration ns, a3 cudaMemcpyKind; ret
+	KIND_CAPTURE_BEGIN = 15,     // a0 stream
+	KIND_CAPTURE_END = 16,       // a0 stream, a1 the graph left in the output; ret
+	KIND_GRAPH_INSTANTIATE = 17, // a0 graph, a1 the graph exec left in the output; ret
+	KIND_GRAPH_DESTROY = 18,     // a0 graph
+	KIND_GRAPH_EXEC_DESTROY = 19, // a0 graph exec
 };
 
 // Which function a probe is attached to: the attach cookie.
@@ -83,6 +88,14 @@ enum api {
 	API_cudaStreamWaitEvent_ptsz,
 	API_cudaGraphLaunch_ptsz,
 	API_cudaEventQuery,
+	API_cudaStreamBeginCapture,
+	API_cudaStreamBeginCapture_ptsz,
+	API_cudaStreamEndCapture,
+	API_cudaStreamEndCapture_ptsz,
+	API_cudaGraphInstantiate,
+	API_cudaGraphInstantiateWithFlags,
+	API_cudaGraphDestroy,
+	API_cudaGraphExecDestroy,
 	API_cuLaunchKernel,
 	API_cuLaunchKernelEx,
 	API_cuMemAlloc_v2,
@@ -116,6 +129,17 @@ enum api {
 	API_cuMemcpyDtoDAsync_v2_ptsz,
 	API_cuStreamSynchronize_ptsz,
 	API_cuGraphLaunch_ptsz,
+	API_cuStreamBeginCapture,
+	API_cuStreamBeginCapture_ptsz,
+	API_cuStreamBeginCapture_v2,
+	API_cuStreamBeginCapture_v2_ptsz,
+	API_cuStreamEndCapture,
+	API_cuStreamEndCapture_ptsz,
+	API_cuGraphInstantiate,
+	API_cuGraphInstantiate_v2,
+	API_cuGraphInstantiateWithFlags,
+	API_cuGraphDestroy,
+	API_cuGraphExecDestroy,
 	API_hipLaunchKernel,
 	API_hipExtLaunchKernel,
 	API_hipModuleLaunchKernel,
@@ -687,6 +711,102 @@ int graph_launch(struct pt_regs *ctx)
 		return 0;
 	e->a[0] = PT_REGS_PARM1(ctx);
 	e->a[1] = stream_of(ctx);
+	submit(&s, e);
+	return 0;
+}
+
+// submit_handle_call records a call of kind whose first argument is all
+// that is needed: a stream, a graph or a graph exec. A runtime call marks
+// the thread, so that the driver call it makes is not reported again.
+static __always_inline int submit_handle_call(struct pt_regs *ctx, __u16 kind)
+{
+	__u32 api = api_of(ctx);
+	struct caller c;
+	whoami(&c);
+	if (!IS_DRIVER(api))
+		enter_runtime(c.t, kind, 0);
+	else if (nested(c.t, kind))
+		return 0;
+	struct lane_slot s;
+	struct event *e = reserve(&s, api, kind, &c);
+	if (!e)
+		return 0;
+	e->a[0] = PT_REGS_PARM1(ctx);
+	submit(&s, e);
+	return 0;
+}
+
+// cudaStreamBeginCapture(stream, mode), cuStreamBeginCapture(_v2)(stream,
+// mode): user space takes the launches on the stream from here on as a
+// graph's members, not as runs.
+SEC("uprobe")
+int capture_begin(struct pt_regs *ctx)
+{
+	return submit_handle_call(ctx, KIND_CAPTURE_BEGIN);
+}
+
+// cudaGraphDestroy(graph), cuGraphDestroy(graph)
+SEC("uprobe")
+int graph_destroy(struct pt_regs *ctx)
+{
+	return submit_handle_call(ctx, KIND_GRAPH_DESTROY);
+}
+
+// cudaGraphExecDestroy(exec), cuGraphExecDestroy(exec)
+SEC("uprobe")
+int graph_exec_destroy(struct pt_regs *ctx)
+{
+	return submit_handle_call(ctx, KIND_GRAPH_EXEC_DESTROY);
+}
+
+// begin_handle_out keeps, for the return probe, a call's input handle in
+// and the address out of the handle it makes, with the record's kind.
+static __always_inline int begin_handle_out(struct pt_regs *ctx, __u32 kind, __u64 in, __u64 out)
+{
+	struct pending p = {.ts = bpf_ktime_get_ns(), .arg0 = out, .arg1 = in, .arg2 = kind, .api = api_of(ctx)};
+	struct caller c;
+	whoami(&c);
+	begin(c.t, kind, &p);
+	return 0;
+}
+
+// Entry of cudaStreamEndCapture(stream, cudaGraph_t *graph) and
+// cuStreamEndCapture(stream, CUgraph *graph): the graph is known on return.
+SEC("uprobe")
+int capture_end_enter(struct pt_regs *ctx)
+{
+	return begin_handle_out(ctx, KIND_CAPTURE_END, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
+}
+
+// Entry of cudaGraphInstantiate(cudaGraphExec_t *exec, graph, …), its
+// WithFlags form and the driver's (their first two arguments are these in
+// CUDA 11 and 12): the exec is known on return.
+SEC("uprobe")
+int graph_instantiate_enter(struct pt_regs *ctx)
+{
+	return begin_handle_out(ctx, KIND_GRAPH_INSTANTIATE, PT_REGS_PARM2(ctx), PT_REGS_PARM1(ctx));
+}
+
+// The return of those: the input handle and the handle the call left in
+// its output, read whatever the call returned (a capture that failed
+// leaves NULL there), with the return code for user space to judge.
+SEC("uretprobe")
+int handle_out_return(struct pt_regs *ctx)
+{
+	struct caller c;
+	struct pending in;
+	if (!take(api_of(ctx), &c, &in))
+		return 0;
+	struct lane_slot s;
+	struct event *e = reserve(&s, in.api, (__u16)in.arg2, &c);
+	if (!e)
+		return 0;
+	__u64 h = 0;
+	if (bpf_probe_read_user(&h, sizeof(h), (void *)in.arg0))
+		h = 0;
+	e->ret = (__s32)PT_REGS_RC(ctx);
+	e->a[0] = in.arg1;
+	e->a[1] = h;
 	submit(&s, e);
 	return 0;
 }

@@ -49,55 +49,74 @@ const (
 	gputraceApiAPI_cudaStreamWaitEventPtsz       gputraceApi = 31
 	gputraceApiAPI_cudaGraphLaunchPtsz           gputraceApi = 32
 	gputraceApiAPI_cudaEventQuery                gputraceApi = 33
-	gputraceApiAPI_cuLaunchKernel                gputraceApi = 34
-	gputraceApiAPI_cuLaunchKernelEx              gputraceApi = 35
-	gputraceApiAPI_cuMemAllocV2                  gputraceApi = 36
-	gputraceApiAPI_cuMemFreeV2                   gputraceApi = 37
-	gputraceApiAPI_cuMemcpy                      gputraceApi = 38
-	gputraceApiAPI_cuMemcpyAsync                 gputraceApi = 39
-	gputraceApiAPI_cuMemcpyHtoD_v2               gputraceApi = 40
-	gputraceApiAPI_cuMemcpyDtoH_v2               gputraceApi = 41
-	gputraceApiAPI_cuMemcpyDtoD_v2               gputraceApi = 42
-	gputraceApiAPI_cuMemcpyHtoDAsyncV2           gputraceApi = 43
-	gputraceApiAPI_cuMemcpyDtoHAsyncV2           gputraceApi = 44
-	gputraceApiAPI_cuMemcpyDtoDAsyncV2           gputraceApi = 45
-	gputraceApiAPI_cuStreamSynchronize           gputraceApi = 46
-	gputraceApiAPI_cuCtxSynchronize              gputraceApi = 47
-	gputraceApiAPI_cuGraphLaunch                 gputraceApi = 48
-	gputraceApiAPI_cuModuleGetFunction           gputraceApi = 49
-	gputraceApiAPI_cuLaunchKernelPtsz            gputraceApi = 50
-	gputraceApiAPI_cuLaunchKernelExPtsz          gputraceApi = 51
-	gputraceApiAPI_cuLaunchCooperativeKernel     gputraceApi = 52
-	gputraceApiAPI_cuLaunchCooperativeKernelPtsz gputraceApi = 53
-	gputraceApiAPI_cuMemAllocAsync               gputraceApi = 54
-	gputraceApiAPI_cuMemAllocAsyncPtsz           gputraceApi = 55
-	gputraceApiAPI_cuMemFreeAsync                gputraceApi = 56
-	gputraceApiAPI_cuMemFreeAsyncPtsz            gputraceApi = 57
-	gputraceApiAPI_cuMemcpyAsyncPtsz             gputraceApi = 58
-	gputraceApiAPI_cuMemcpyHtoD_v2Ptds           gputraceApi = 59
-	gputraceApiAPI_cuMemcpyDtoH_v2Ptds           gputraceApi = 60
-	gputraceApiAPI_cuMemcpyDtoD_v2Ptds           gputraceApi = 61
-	gputraceApiAPI_cuMemcpyHtoDAsyncV2Ptsz       gputraceApi = 62
-	gputraceApiAPI_cuMemcpyDtoHAsyncV2Ptsz       gputraceApi = 63
-	gputraceApiAPI_cuMemcpyDtoDAsyncV2Ptsz       gputraceApi = 64
-	gputraceApiAPI_cuStreamSynchronizePtsz       gputraceApi = 65
-	gputraceApiAPI_cuGraphLaunchPtsz             gputraceApi = 66
-	gputraceApiAPI_hipLaunchKernel               gputraceApi = 67
-	gputraceApiAPI_hipExtLaunchKernel            gputraceApi = 68
-	gputraceApiAPI_hipModuleLaunchKernel         gputraceApi = 69
-	gputraceApiAPI_hipModuleGetFunction          gputraceApi = 70
-	gputraceApiAPI_hipMemcpy                     gputraceApi = 71
-	gputraceApiAPI_hipMemcpyAsync                gputraceApi = 72
-	gputraceApiAPI_hipMalloc                     gputraceApi = 73
-	gputraceApiAPI_hipFree                       gputraceApi = 74
-	gputraceApiAPI_hipStreamSynchronize          gputraceApi = 75
-	gputraceApiAPI_hipDeviceSynchronize          gputraceApi = 76
-	gputraceApiAPI_hipSetDevice                  gputraceApi = 77
-	gputraceApiAPI_hipGraphLaunch                gputraceApi = 78
-	gputraceApiAPI_hipEventRecord                gputraceApi = 79
-	gputraceApiAPI_hipEventSynchronize           gputraceApi = 80
-	gputraceApiAPI_hipStreamWaitEvent            gputraceApi = 81
-	gputraceApiAPI_MAX                           gputraceApi = 82
+	gputraceApiAPI_cudaStreamBeginCapture        gputraceApi = 34
+	gputraceApiAPI_cudaStreamBeginCapturePtsz    gputraceApi = 35
+	gputraceApiAPI_cudaStreamEndCapture          gputraceApi = 36
+	gputraceApiAPI_cudaStreamEndCapturePtsz      gputraceApi = 37
+	gputraceApiAPI_cudaGraphInstantiate          gputraceApi = 38
+	gputraceApiAPI_cudaGraphInstantiateWithFlags gputraceApi = 39
+	gputraceApiAPI_cudaGraphDestroy              gputraceApi = 40
+	gputraceApiAPI_cudaGraphExecDestroy          gputraceApi = 41
+	gputraceApiAPI_cuLaunchKernel                gputraceApi = 42
+	gputraceApiAPI_cuLaunchKernelEx              gputraceApi = 43
+	gputraceApiAPI_cuMemAllocV2                  gputraceApi = 44
+	gputraceApiAPI_cuMemFreeV2                   gputraceApi = 45
+	gputraceApiAPI_cuMemcpy                      gputraceApi = 46
+	gputraceApiAPI_cuMemcpyAsync                 gputraceApi = 47
+	gputraceApiAPI_cuMemcpyHtoD_v2               gputraceApi = 48
+	gputraceApiAPI_cuMemcpyDtoH_v2               gputraceApi = 49
+	gputraceApiAPI_cuMemcpyDtoD_v2               gputraceApi = 50
+	gputraceApiAPI_cuMemcpyHtoDAsyncV2           gputraceApi = 51
+	gputraceApiAPI_cuMemcpyDtoHAsyncV2           gputraceApi = 52
+	gputraceApiAPI_cuMemcpyDtoDAsyncV2           gputraceApi = 53
+	gputraceApiAPI_cuStreamSynchronize           gputraceApi = 54
+	gputraceApiAPI_cuCtxSynchronize              gputraceApi = 55
+	gputraceApiAPI_cuGraphLaunch                 gputraceApi = 56
+	gputraceApiAPI_cuModuleGetFunction           gputraceApi = 57
+	gputraceApiAPI_cuLaunchKernelPtsz            gputraceApi = 58
+	gputraceApiAPI_cuLaunchKernelExPtsz          gputraceApi = 59
+	gputraceApiAPI_cuLaunchCooperativeKernel     gputraceApi = 60
+	gputraceApiAPI_cuLaunchCooperativeKernelPtsz gputraceApi = 61
+	gputraceApiAPI_cuMemAllocAsync               gputraceApi = 62
+	gputraceApiAPI_cuMemAllocAsyncPtsz           gputraceApi = 63
+	gputraceApiAPI_cuMemFreeAsync                gputraceApi = 64
+	gputraceApiAPI_cuMemFreeAsyncPtsz            gputraceApi = 65
+	gputraceApiAPI_cuMemcpyAsyncPtsz             gputraceApi = 66
+	gputraceApiAPI_cuMemcpyHtoD_v2Ptds           gputraceApi = 67
+	gputraceApiAPI_cuMemcpyDtoH_v2Ptds           gputraceApi = 68
+	gputraceApiAPI_cuMemcpyDtoD_v2Ptds           gputraceApi = 69
+	gputraceApiAPI_cuMemcpyHtoDAsyncV2Ptsz       gputraceApi = 70
+	gputraceApiAPI_cuMemcpyDtoHAsyncV2Ptsz       gputraceApi = 71
+	gputraceApiAPI_cuMemcpyDtoDAsyncV2Ptsz       gputraceApi = 72
+	gputraceApiAPI_cuStreamSynchronizePtsz       gputraceApi = 73
+	gputraceApiAPI_cuGraphLaunchPtsz             gputraceApi = 74
+	gputraceApiAPI_cuStreamBeginCapture          gputraceApi = 75
+	gputraceApiAPI_cuStreamBeginCapturePtsz      gputraceApi = 76
+	gputraceApiAPI_cuStreamBeginCaptureV2        gputraceApi = 77
+	gputraceApiAPI_cuStreamBeginCaptureV2Ptsz    gputraceApi = 78
+	gputraceApiAPI_cuStreamEndCapture            gputraceApi = 79
+	gputraceApiAPI_cuStreamEndCapturePtsz        gputraceApi = 80
+	gputraceApiAPI_cuGraphInstantiate            gputraceApi = 81
+	gputraceApiAPI_cuGraphInstantiateV2          gputraceApi = 82
+	gputraceApiAPI_cuGraphInstantiateWithFlags   gputraceApi = 83
+	gputraceApiAPI_cuGraphDestroy                gputraceApi = 84
+	gputraceApiAPI_cuGraphExecDestroy            gputraceApi = 85
+	gputraceApiAPI_hipLaunchKernel               gputraceApi = 86
+	gputraceApiAPI_hipExtLaunchKernel            gputraceApi = 87
+	gputraceApiAPI_hipModuleLaunchKernel         gputraceApi = 88
+	gputraceApiAPI_hipModuleGetFunction          gputraceApi = 89
+	gputraceApiAPI_hipMemcpy                     gputraceApi = 90
+	gputraceApiAPI_hipMemcpyAsync                gputraceApi = 91
+	gputraceApiAPI_hipMalloc                     gputraceApi = 92
+	gputraceApiAPI_hipFree                       gputraceApi = 93
+	gputraceApiAPI_hipStreamSynchronize          gputraceApi = 94
+	gputraceApiAPI_hipDeviceSynchronize          gputraceApi = 95
+	gputraceApiAPI_hipSetDevice                  gputraceApi = 96
+	gputraceApiAPI_hipGraphLaunch                gputraceApi = 97
+	gputraceApiAPI_hipEventRecord                gputraceApi = 98
+	gputraceApiAPI_hipEventSynchronize           gputraceApi = 99
+	gputraceApiAPI_hipStreamWaitEvent            gputraceApi = 100
+	gputraceApiAPI_MAX                           gputraceApi = 101
 )
 
 type gputraceCallKey struct {
@@ -131,20 +150,25 @@ type gputraceEvent struct {
 type gputraceKind uint32
 
 const (
-	gputraceKindKIND_LAUNCH        gputraceKind = 1
-	gputraceKindKIND_MEMCPY        gputraceKind = 2
-	gputraceKindKIND_MEMSET        gputraceKind = 3
-	gputraceKindKIND_MALLOC        gputraceKind = 4
-	gputraceKindKIND_FREE          gputraceKind = 5
-	gputraceKindKIND_SYNC          gputraceKind = 6
-	gputraceKindKIND_EVENT_RECORD  gputraceKind = 7
-	gputraceKindKIND_STREAM_WAIT   gputraceKind = 8
-	gputraceKindKIND_SET_DEVICE    gputraceKind = 9
-	gputraceKindKIND_GRAPH_LAUNCH  gputraceKind = 10
-	gputraceKindKIND_FUNC_NAME     gputraceKind = 11
-	gputraceKindKIND_KERNEL_HANDLE gputraceKind = 12
-	gputraceKindKIND_EVENT_QUERY   gputraceKind = 13
-	gputraceKindKIND_COPY_DONE     gputraceKind = 14
+	gputraceKindKIND_LAUNCH             gputraceKind = 1
+	gputraceKindKIND_MEMCPY             gputraceKind = 2
+	gputraceKindKIND_MEMSET             gputraceKind = 3
+	gputraceKindKIND_MALLOC             gputraceKind = 4
+	gputraceKindKIND_FREE               gputraceKind = 5
+	gputraceKindKIND_SYNC               gputraceKind = 6
+	gputraceKindKIND_EVENT_RECORD       gputraceKind = 7
+	gputraceKindKIND_STREAM_WAIT        gputraceKind = 8
+	gputraceKindKIND_SET_DEVICE         gputraceKind = 9
+	gputraceKindKIND_GRAPH_LAUNCH       gputraceKind = 10
+	gputraceKindKIND_FUNC_NAME          gputraceKind = 11
+	gputraceKindKIND_KERNEL_HANDLE      gputraceKind = 12
+	gputraceKindKIND_EVENT_QUERY        gputraceKind = 13
+	gputraceKindKIND_COPY_DONE          gputraceKind = 14
+	gputraceKindKIND_CAPTURE_BEGIN      gputraceKind = 15
+	gputraceKindKIND_CAPTURE_END        gputraceKind = 16
+	gputraceKindKIND_GRAPH_INSTANTIATE  gputraceKind = 17
+	gputraceKindKIND_GRAPH_DESTROY      gputraceKind = 18
+	gputraceKindKIND_GRAPH_EXEC_DESTROY gputraceKind = 19
 )
 
 type gputraceLaneStage struct {
@@ -212,6 +236,8 @@ const (
 	gputraceProgBenchHot                       = "bench_hot"
 	gputraceProgBenchNaive                     = "bench_naive"
 	gputraceProgBenchRecord                    = "bench_record"
+	gputraceProgCaptureBegin                   = "capture_begin"
+	gputraceProgCaptureEndEnter                = "capture_end_enter"
 	gputraceProgCopyReturn                     = "copy_return"
 	gputraceProgDriverLaunchKernel             = "driver_launch_kernel"
 	gputraceProgDriverLaunchKernelEx           = "driver_launch_kernel_ex"
@@ -222,7 +248,11 @@ const (
 	gputraceProgFreeEnter                      = "free_enter"
 	gputraceProgGetKernelEnter                 = "get_kernel_enter"
 	gputraceProgGetKernelReturn                = "get_kernel_return"
+	gputraceProgGraphDestroy                   = "graph_destroy"
+	gputraceProgGraphExecDestroy               = "graph_exec_destroy"
+	gputraceProgGraphInstantiateEnter          = "graph_instantiate_enter"
 	gputraceProgGraphLaunch                    = "graph_launch"
+	gputraceProgHandleOutReturn                = "handle_out_return"
 	gputraceProgHipExtLaunchKernel             = "hip_ext_launch_kernel"
 	gputraceProgHipLaunchKernel                = "hip_launch_kernel"
 	gputraceProgMallocEnter                    = "malloc_enter"
@@ -299,6 +329,8 @@ type gputraceProgramSpecs struct {
 	BenchHot                       *ebpf.ProgramSpec `ebpf:"bench_hot"`
 	BenchNaive                     *ebpf.ProgramSpec `ebpf:"bench_naive"`
 	BenchRecord                    *ebpf.ProgramSpec `ebpf:"bench_record"`
+	CaptureBegin                   *ebpf.ProgramSpec `ebpf:"capture_begin"`
+	CaptureEndEnter                *ebpf.ProgramSpec `ebpf:"capture_end_enter"`
 	CopyReturn                     *ebpf.ProgramSpec `ebpf:"copy_return"`
 	DriverLaunchKernel             *ebpf.ProgramSpec `ebpf:"driver_launch_kernel"`
 	DriverLaunchKernelEx           *ebpf.ProgramSpec `ebpf:"driver_launch_kernel_ex"`
@@ -309,7 +341,11 @@ type gputraceProgramSpecs struct {
 	FreeEnter                      *ebpf.ProgramSpec `ebpf:"free_enter"`
 	GetKernelEnter                 *ebpf.ProgramSpec `ebpf:"get_kernel_enter"`
 	GetKernelReturn                *ebpf.ProgramSpec `ebpf:"get_kernel_return"`
+	GraphDestroy                   *ebpf.ProgramSpec `ebpf:"graph_destroy"`
+	GraphExecDestroy               *ebpf.ProgramSpec `ebpf:"graph_exec_destroy"`
+	GraphInstantiateEnter          *ebpf.ProgramSpec `ebpf:"graph_instantiate_enter"`
 	GraphLaunch                    *ebpf.ProgramSpec `ebpf:"graph_launch"`
+	HandleOutReturn                *ebpf.ProgramSpec `ebpf:"handle_out_return"`
 	HipExtLaunchKernel             *ebpf.ProgramSpec `ebpf:"hip_ext_launch_kernel"`
 	HipLaunchKernel                *ebpf.ProgramSpec `ebpf:"hip_launch_kernel"`
 	MallocEnter                    *ebpf.ProgramSpec `ebpf:"malloc_enter"`
@@ -427,6 +463,8 @@ type gputracePrograms struct {
 	BenchHot                       *ebpf.Program `ebpf:"bench_hot"`
 	BenchNaive                     *ebpf.Program `ebpf:"bench_naive"`
 	BenchRecord                    *ebpf.Program `ebpf:"bench_record"`
+	CaptureBegin                   *ebpf.Program `ebpf:"capture_begin"`
+	CaptureEndEnter                *ebpf.Program `ebpf:"capture_end_enter"`
 	CopyReturn                     *ebpf.Program `ebpf:"copy_return"`
 	DriverLaunchKernel             *ebpf.Program `ebpf:"driver_launch_kernel"`
 	DriverLaunchKernelEx           *ebpf.Program `ebpf:"driver_launch_kernel_ex"`
@@ -437,7 +475,11 @@ type gputracePrograms struct {
 	FreeEnter                      *ebpf.Program `ebpf:"free_enter"`
 	GetKernelEnter                 *ebpf.Program `ebpf:"get_kernel_enter"`
 	GetKernelReturn                *ebpf.Program `ebpf:"get_kernel_return"`
+	GraphDestroy                   *ebpf.Program `ebpf:"graph_destroy"`
+	GraphExecDestroy               *ebpf.Program `ebpf:"graph_exec_destroy"`
+	GraphInstantiateEnter          *ebpf.Program `ebpf:"graph_instantiate_enter"`
 	GraphLaunch                    *ebpf.Program `ebpf:"graph_launch"`
+	HandleOutReturn                *ebpf.Program `ebpf:"handle_out_return"`
 	HipExtLaunchKernel             *ebpf.Program `ebpf:"hip_ext_launch_kernel"`
 	HipLaunchKernel                *ebpf.Program `ebpf:"hip_launch_kernel"`
 	MallocEnter                    *ebpf.Program `ebpf:"malloc_enter"`
@@ -464,6 +506,8 @@ func (p *gputracePrograms) Close() error {
 		p.BenchHot,
 		p.BenchNaive,
 		p.BenchRecord,
+		p.CaptureBegin,
+		p.CaptureEndEnter,
 		p.CopyReturn,
 		p.DriverLaunchKernel,
 		p.DriverLaunchKernelEx,
@@ -474,7 +518,11 @@ func (p *gputracePrograms) Close() error {
 		p.FreeEnter,
 		p.GetKernelEnter,
 		p.GetKernelReturn,
+		p.GraphDestroy,
+		p.GraphExecDestroy,
+		p.GraphInstantiateEnter,
 		p.GraphLaunch,
+		p.HandleOutReturn,
 		p.HipExtLaunchKernel,
 		p.HipLaunchKernel,
 		p.MallocEnter,

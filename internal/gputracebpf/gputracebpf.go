@@ -44,6 +44,13 @@ const (
 	KindKernelHandle = Kind(gputraceKindKIND_KERNEL_HANDLE)
 	KindEventQuery   = Kind(gputraceKindKIND_EVENT_QUERY)
 	KindCopyDone     = Kind(gputraceKindKIND_COPY_DONE)
+	// Graphs: a stream capture's begin and end, an instantiation, the
+	// destroys.
+	KindCaptureBegin     = Kind(gputraceKindKIND_CAPTURE_BEGIN)
+	KindCaptureEnd       = Kind(gputraceKindKIND_CAPTURE_END)
+	KindGraphInstantiate = Kind(gputraceKindKIND_GRAPH_INSTANTIATE)
+	KindGraphDestroy     = Kind(gputraceKindKIND_GRAPH_DESTROY)
+	KindGraphExecDestroy = Kind(gputraceKindKIND_GRAPH_EXEC_DESTROY)
 )
 
 // cudaMemcpyKind values, as a KindMemcpy record's MemcpyKind.
@@ -144,6 +151,15 @@ func (e *Event) Block() [3]uint32 {
 	return [3]uint32{uint32(e.A[3]), uint32(e.A[3] >> 32), uint32(e.A[2] >> 32)}
 }
 
+// SetLaunch makes e a KindLaunch record of a launch of fn with that
+// configuration on stream, as the launch probes lay it out: what a
+// graph's replay stands for, kernel by kernel.
+func (e *Event) SetLaunch(fn uint64, grid, block [3]uint32, smem, stream uint64) {
+	e.Kind = KindLaunch
+	e.A = [6]uint64{fn, uint64(grid[0]) | uint64(grid[1])<<32, uint64(grid[2]) | uint64(block[2])<<32,
+		uint64(block[0]) | uint64(block[1])<<32, smem, stream}
+}
+
 // SharedMem is a KindLaunch record's dynamic shared memory, in bytes.
 func (e *Event) SharedMem() uint64 { return e.A[4] }
 
@@ -159,7 +175,34 @@ func (e *Event) Stream() uint64 {
 		return e.A[4]
 	case KindEventRecord, KindGraphLaunch:
 		return e.A[1]
-	case KindStreamWait, KindCopyDone:
+	case KindStreamWait, KindCopyDone, KindCaptureBegin, KindCaptureEnd:
+		return e.A[0]
+	}
+	return 0
+}
+
+// Graph is the CUDA graph (cudaGraph_t, CUgraph) a KindCaptureEnd record's
+// call left in its output, a KindGraphInstantiate record instantiated, or
+// a KindGraphDestroy record destroys; 0 for the other kinds.
+func (e *Event) Graph() uint64 {
+	switch e.Kind {
+	case KindCaptureEnd:
+		return e.A[1]
+	case KindGraphInstantiate, KindGraphDestroy:
+		return e.A[0]
+	}
+	return 0
+}
+
+// GraphExec is the executable graph (cudaGraphExec_t, CUgraphExec) a
+// KindGraphInstantiate record's call left in its output, a
+// KindGraphLaunch record launches or a KindGraphExecDestroy record
+// destroys; 0 for the other kinds.
+func (e *Event) GraphExec() uint64 {
+	switch e.Kind {
+	case KindGraphInstantiate:
+		return e.A[1]
+	case KindGraphLaunch, KindGraphExecDestroy:
 		return e.A[0]
 	}
 	return 0

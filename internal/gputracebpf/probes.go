@@ -99,6 +99,12 @@ const (
 	getKernelRet   = gputraceProgGetKernelReturn
 	getFuncEnter   = gputraceProgModuleGetFunctionEnter
 	getFuncReturn  = gputraceProgModuleGetFunctionReturn
+	captureBegin   = gputraceProgCaptureBegin
+	captureEnd     = gputraceProgCaptureEndEnter
+	instantiate    = gputraceProgGraphInstantiateEnter
+	handleOut      = gputraceProgHandleOutReturn
+	graphDestroy   = gputraceProgGraphDestroy
+	execDestroy    = gputraceProgGraphExecDestroy
 	none           = ""
 )
 
@@ -150,6 +156,18 @@ var Probes = []Probe{
 	rt("__cudaRegisterFunction", gputraceApiAPI___cudaRegisterFunction, register, none, 0),
 	rt("__cudaGetKernel", gputraceApiAPI___cudaGetKernel, getKernelEnter, getKernelRet, 0),
 	rt("cudaGetKernel", gputraceApiAPI_cudaGetKernel, getKernelEnter, getKernelRet, 0),
+	// Graphs: stream capture, cudaStreamBeginCapture(stream, mode) …
+	// cudaStreamEndCapture(stream, cudaGraph_t *graph);
+	// cudaGraphInstantiate(cudaGraphExec_t *exec, graph, …); the
+	// destroys.
+	rt("cudaStreamBeginCapture", gputraceApiAPI_cudaStreamBeginCapture, captureBegin, none, 1),
+	rt("cudaStreamBeginCapture_ptsz", gputraceApiAPI_cudaStreamBeginCapturePtsz, captureBegin, none, 1),
+	rt("cudaStreamEndCapture", gputraceApiAPI_cudaStreamEndCapture, captureEnd, handleOut, 1),
+	rt("cudaStreamEndCapture_ptsz", gputraceApiAPI_cudaStreamEndCapturePtsz, captureEnd, handleOut, 1),
+	rt("cudaGraphInstantiate", gputraceApiAPI_cudaGraphInstantiate, instantiate, handleOut, 0),
+	rt("cudaGraphInstantiateWithFlags", gputraceApiAPI_cudaGraphInstantiateWithFlags, instantiate, handleOut, 0),
+	rt("cudaGraphDestroy", gputraceApiAPI_cudaGraphDestroy, graphDestroy, none, 0),
+	rt("cudaGraphExecDestroy", gputraceApiAPI_cudaGraphExecDestroy, execDestroy, none, 0),
 
 	// Driver launches: cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, …).
 	drv("cuLaunchKernel", gputraceApiAPI_cuLaunchKernel, driverLaunch, none, 0, NoCopyKind),
@@ -160,6 +178,20 @@ var Probes = []Probe{
 	drv("cuLaunchKernelEx_ptsz", gputraceApiAPI_cuLaunchKernelExPtsz, driverLaunchEx, none, 0, NoCopyKind),
 	drv("cuGraphLaunch", gputraceApiAPI_cuGraphLaunch, graph, none, 2, NoCopyKind),
 	drv("cuGraphLaunch_ptsz", gputraceApiAPI_cuGraphLaunchPtsz, graph, none, 2, NoCopyKind),
+	// Graphs, as the runtime's. cuGraphInstantiate is CUDA 11's
+	// (exec, graph, errorNode, log, size), _v2 the same, WithFlags
+	// (exec, graph, flags).
+	drv("cuStreamBeginCapture", gputraceApiAPI_cuStreamBeginCapture, captureBegin, none, 1, NoCopyKind),
+	drv("cuStreamBeginCapture_ptsz", gputraceApiAPI_cuStreamBeginCapturePtsz, captureBegin, none, 1, NoCopyKind),
+	drv("cuStreamBeginCapture_v2", gputraceApiAPI_cuStreamBeginCaptureV2, captureBegin, none, 1, NoCopyKind),
+	drv("cuStreamBeginCapture_v2_ptsz", gputraceApiAPI_cuStreamBeginCaptureV2Ptsz, captureBegin, none, 1, NoCopyKind),
+	drv("cuStreamEndCapture", gputraceApiAPI_cuStreamEndCapture, captureEnd, handleOut, 1, NoCopyKind),
+	drv("cuStreamEndCapture_ptsz", gputraceApiAPI_cuStreamEndCapturePtsz, captureEnd, handleOut, 1, NoCopyKind),
+	drv("cuGraphInstantiate", gputraceApiAPI_cuGraphInstantiate, instantiate, handleOut, 0, NoCopyKind),
+	drv("cuGraphInstantiate_v2", gputraceApiAPI_cuGraphInstantiateV2, instantiate, handleOut, 0, NoCopyKind),
+	drv("cuGraphInstantiateWithFlags", gputraceApiAPI_cuGraphInstantiateWithFlags, instantiate, handleOut, 0, NoCopyKind),
+	drv("cuGraphDestroy", gputraceApiAPI_cuGraphDestroy, graphDestroy, none, 0, NoCopyKind),
+	drv("cuGraphExecDestroy", gputraceApiAPI_cuGraphExecDestroy, execDestroy, none, 0, NoCopyKind),
 	// Memory: cuMemAlloc_v2(CUdeviceptr *p, size[, stream]), cuMemFree_v2(p[, stream]).
 	drv("cuMemAlloc_v2", gputraceApiAPI_cuMemAllocV2, mallocEnter, mallocReturn, 0, NoCopyKind),
 	drv("cuMemAllocAsync", gputraceApiAPI_cuMemAllocAsync, mallocEnter, mallocReturn, 3, NoCopyKind),

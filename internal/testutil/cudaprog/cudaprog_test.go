@@ -181,6 +181,8 @@ func match(g got, c Call, stubs map[string]uint64) error {
 			want = hex(p)
 		case "ptr":
 			want = hex(c.Ptr)
+		case "out":
+			want = hex(c.Out)
 		case "value":
 			want = strconv.Itoa(c.Value)
 		default:

@@ -38,8 +38,11 @@ const (
 	StreamC   = HandleBase + 3*handleStep
 	EventA    = HandleBase + 8*handleStep  // cudaEvent_t
 	GraphExec = HandleBase + 9*handleStep  // cudaGraphExec_t / CUgraphExec
-	Function1 = HandleBase + 16*handleStep // CUfunction
-	Function2 = HandleBase + 17*handleStep // CUfunction
+	GraphA    = HandleBase + 10*handleStep // cudaGraph_t / CUgraph
+	// GraphExecA is the exec RuntimeGraphs instantiates from GraphA.
+	GraphExecA = HandleBase + 11*handleStep
+	Function1  = HandleBase + 16*handleStep // CUfunction
+	Function2  = HandleBase + 17*handleStep // CUfunction
 	// ForwardFunction is the CUfunction the forward library (a stand-in
 	// libcudart.so.12) passes to cuLaunchKernel for every cudaLaunchKernel.
 	ForwardFunction = HandleBase + 20*handleStep
@@ -98,9 +101,16 @@ type Call struct {
 	// Grid, Block, SharedMem and Stream.
 	ViaStub bool
 	// Handle is the CUfunction of a driver launch, the event of
-	// cudaEventRecord / cudaEventSynchronize / cudaStreamWaitEvent, or the
-	// graph exec of cudaGraphLaunch / cuGraphLaunch.
-	Handle      uint64
+	// cudaEventRecord / cudaEventSynchronize / cudaStreamWaitEvent, the
+	// graph exec of cudaGraphLaunch / cuGraphLaunch and
+	// cudaGraphExecDestroy, or the graph of cudaGraphInstantiate and
+	// cudaGraphDestroy.
+	Handle uint64
+	// Out is what the program puts in a call's output handle before the
+	// call (cudaStreamEndCapture's graph, cudaGraphInstantiate's exec):
+	// without a GPU the libraries fail and leave it as it was, so the
+	// return probes read a known value.
+	Out         uint64
 	Grid, Block Dim3
 	SharedMem   uint32
 	Stream      uint64
@@ -401,7 +411,40 @@ var RuntimeOccupancy = Scenario{Program: "runtime", Name: "occupancy", Threads: 
 	{API: "cudaMemcpy", Kind: MemcpyHostToDevice, Size: 4096, Dst: DevPtr(1), Ret: noDevice},
 }}}
 
-var Scenarios = []*Scenario{&RuntimeLaunch, &RuntimeThreads, &RuntimeRegister, &RuntimeOccupancy, &DriverLaunch, &StaticLaunch}
+// GraphReplays is how many times RuntimeGraphs replays its graph.
+const GraphReplays = 7
+
+// RuntimeGraphs is "runtime graphs": a stream capture on StreamA, with
+// two launches on it and one on StreamC, which joins the capture by
+// waiting for an event recorded on StreamA, and meanwhile a launch on
+// StreamB (a run); the capture's end into GraphA, GraphA instantiated as
+// GraphExecA and replayed GraphReplays times on StreamB; a launch of
+// GraphExec, never instantiated; then GraphExecA and GraphA destroyed, and
+// GraphExecA launched once more.
+var RuntimeGraphs = Scenario{Program: "runtime", Name: "graphs", Threads: [][]Call{func() []Call {
+	seq := []Call{
+		{API: "cudaStreamBeginCapture", Stream: StreamA, Value: 0, Ret: noDevice},
+		launch("cudaLaunchKernel", KernelVectorAdd, Dim3{64, 1, 1}, Dim3{128, 1, 1}, 0, StreamA, noDevice),
+		launch("cudaLaunchKernel", KernelMatmul, Dim3{16, 16, 1}, Dim3{16, 16, 1}, 2048, StreamA, noDevice),
+		{API: "cudaEventRecord", Handle: EventA, Stream: StreamA, Ret: noDevice},
+		{API: "cudaStreamWaitEvent", Handle: EventA, Stream: StreamC, Ret: noDevice},
+		launch("cudaLaunchKernel", KernelReduce, Dim3{4, 1, 1}, Dim3{256, 1, 1}, 1024, StreamC, noDevice),
+		launch("cudaLaunchKernel", KernelReduce, Dim3{2, 1, 1}, Dim3{32, 1, 1}, 0, StreamB, noDevice),
+		{API: "cudaStreamEndCapture", Stream: StreamA, Out: GraphA, Ret: noDevice},
+		{API: "cudaGraphInstantiate", Handle: GraphA, Out: GraphExecA, Ret: noDevice},
+	}
+	for range GraphReplays {
+		seq = append(seq, Call{API: "cudaGraphLaunch", Handle: GraphExecA, Stream: StreamB, Ret: noDevice})
+	}
+	return append(seq,
+		Call{API: "cudaGraphLaunch", Handle: GraphExec, Stream: StreamB, Ret: noDevice},
+		Call{API: "cudaGraphExecDestroy", Handle: GraphExecA, Ret: noDevice},
+		Call{API: "cudaGraphDestroy", Handle: GraphA, Ret: noDevice},
+		Call{API: "cudaGraphLaunch", Handle: GraphExecA, Stream: StreamB, Ret: noDevice},
+	)
+}()}}
+
+var Scenarios = []*Scenario{&RuntimeLaunch, &RuntimeThreads, &RuntimeRegister, &RuntimeOccupancy, &RuntimeGraphs, &DriverLaunch, &StaticLaunch}
 
 // loops maps a program to the call of its "loop <n>" scenario.
 var loops = map[string]*Call{"runtime": &RuntimeLoop, "driver": &DriverLoop, "static": &StaticLoop}
@@ -451,6 +494,7 @@ func header() string {
 	int kind;
 	unsigned long long size, dst, src, ptr;
 	int value;
+	unsigned long long out;
 };
 
 struct seq { const struct call *calls; int n; };
@@ -466,9 +510,9 @@ struct scenario { const char *program, *name; const struct seq *threads; int nth
 		if c.ViaStub {
 			via = 1
 		}
-		return fmt.Sprintf("{API_%s, %s, %d, 0x%xULL, {%d, %d, %d}, {%d, %d, %d}, %d, 0x%xULL, %d, %dULL, 0x%xULL, 0x%xULL, 0x%xULL, %d}",
+		return fmt.Sprintf("{API_%s, %s, %d, 0x%xULL, {%d, %d, %d}, {%d, %d, %d}, %d, 0x%xULL, %d, %dULL, 0x%xULL, 0x%xULL, 0x%xULL, %d, 0x%xULL}",
 			c.API, fn, via, c.Handle, c.Grid[0], c.Grid[1], c.Grid[2], c.Block[0], c.Block[1], c.Block[2],
-			c.SharedMem, c.Stream, c.Kind, c.Size, c.Dst, c.Src, c.Ptr, c.Value)
+			c.SharedMem, c.Stream, c.Kind, c.Size, c.Dst, c.Src, c.Ptr, c.Value, c.Out)
 	}
 	for si, s := range Scenarios {
 		for ti, seq := range s.Threads {

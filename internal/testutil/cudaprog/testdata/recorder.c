@@ -80,6 +80,17 @@ EXPORT int cudaStreamWaitEvent(void *s, void *e, unsigned f) { got(__func__, "st
 EXPORT int cudaStreamSynchronize(void *s) { got(__func__, "stream=0x%llx", P(s)); return 0; }
 EXPORT int cudaDeviceSynchronize(void) { got(__func__, "%s", ""); return 0; }
 EXPORT int cudaGraphLaunch(void *g, void *s) { got(__func__, "handle=0x%llx stream=0x%llx", P(g), P(s)); return 0; }
+EXPORT int cudaStreamBeginCapture(void *s, int mode) { got(__func__, "stream=0x%llx value=%d", P(s), mode); return 0; }
+/* The outputs: what the program put there, as a failing library leaves it. */
+EXPORT int cudaStreamEndCapture(void *s, void **g) { got(__func__, "stream=0x%llx out=0x%llx", P(s), P(*g)); return 0; }
+EXPORT int cudaGraphInstantiate(void **e, void *g, void *errNode, char *log, size_t n)
+{
+	(void)errNode, (void)log, (void)n;
+	got(__func__, "out=0x%llx handle=0x%llx", P(*e), P(g));
+	return 0;
+}
+EXPORT int cudaGraphExecDestroy(void *e) { got(__func__, "handle=0x%llx", P(e)); return 0; }
+EXPORT int cudaGraphDestroy(void *g) { got(__func__, "handle=0x%llx", P(g)); return 0; }
 
 static char fake_handle[64];
 EXPORT void **__cudaRegisterFatBinary(void *w)

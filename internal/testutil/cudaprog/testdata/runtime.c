@@ -1,8 +1,8 @@
 /*
  * runtime.c: calls the REAL CUDA runtime (Debian's libcudart 11.8,
  * linked by cudaprog.Build) with the known arguments of the "runtime"
- * scenarios in scenario.go: launch, threads, register, occupancy, and
- * loop <n>.
+ * scenarios in scenario.go: launch, threads, register, occupancy,
+ * graphs, and loop <n>.
  * Without a GPU every call fails (100, cudaErrorNoDevice) after entering
  * the exported entry point, so uprobes see the real arguments.
  *
@@ -10,7 +10,7 @@
  */
 #include "common.h"
 
-typedef void *cudaStream_t, *cudaEvent_t, *cudaGraphExec_t;
+typedef void *cudaStream_t, *cudaEvent_t, *cudaGraph_t, *cudaGraphExec_t, *cudaGraphNode_t;
 
 int cudaSetDevice(int device);
 int cudaMalloc(void **p, size_t size);
@@ -31,6 +31,13 @@ int cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags);
 int cudaStreamSynchronize(cudaStream_t s);
 int cudaDeviceSynchronize(void);
 int cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s);
+int cudaStreamBeginCapture(cudaStream_t s, int mode);
+int cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
+/* CUDA 11's; 12 drops the last three (cudaGraphInstantiateWithFlags's
+ * first two arguments are the same in both). */
+int cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, cudaGraphNode_t *errNode, char *log, size_t logSize);
+int cudaGraphExecDestroy(cudaGraphExec_t e);
+int cudaGraphDestroy(cudaGraph_t g);
 
 /* What nvcc's generated code calls. */
 void **__cudaRegisterFatBinary(void *fatCubin);
@@ -155,6 +162,20 @@ static long do_call(const struct call *c)
 		return cudaDeviceSynchronize();
 	case API_cudaGraphLaunch:
 		return cudaGraphLaunch(H(c->handle), H(c->stream));
+	case API_cudaStreamBeginCapture:
+		return cudaStreamBeginCapture(H(c->stream), c->value);
+	case API_cudaStreamEndCapture: {
+		cudaGraph_t g = H(c->out); /* the failing library leaves it */
+		return cudaStreamEndCapture(H(c->stream), &g);
+	}
+	case API_cudaGraphInstantiate: {
+		cudaGraphExec_t e = H(c->out);
+		return cudaGraphInstantiate(&e, H(c->handle), NULL, NULL, 0);
+	}
+	case API_cudaGraphExecDestroy:
+		return cudaGraphExecDestroy(H(c->handle));
+	case API_cudaGraphDestroy:
+		return cudaGraphDestroy(H(c->handle));
 	case API___cudaRegisterFatBinary:
 		fatbin_handle = __cudaRegisterFatBinary((void *)&fatbin_wrapper);
 		return NORET;
