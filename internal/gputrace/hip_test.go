@@ -46,17 +46,30 @@ func TestHIPRuntime(t *testing.T) {
 	host, dev := hexField(t, lines, "BUF", 1), hexField(t, lines, "BUF", 2)
 	apis := []string{"hipSetDevice", "hipMalloc", "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleGetFunction",
 		"hipModuleLaunchKernel", "hipMemcpy", "hipMemcpyAsync", "hipFree", "hipStreamSynchronize",
-		"hipDeviceSynchronize", "hipGraphLaunch", "hipEventRecord", "hipEventSynchronize", "hipStreamWaitEvent"}
+		"hipDeviceSynchronize", "hipGraphLaunch", "hipEventRecord", "hipEventSynchronize", "hipStreamWaitEvent",
+		"hipStreamBeginCapture", "hipStreamEndCapture", "hipGraphInstantiate", "hipGraphExecDestroy", "hipGraphDestroy"}
+	// The program's last calls capture a launch into a graph and replay
+	// it twice: hipLaunchKernel is called twice, hipGraphLaunch three
+	// times (once before the graph is known).
+	callsOf := func(api string) int {
+		switch api {
+		case "hipLaunchKernel":
+			return 2
+		case "hipGraphLaunch":
+			return 3
+		}
+		return 1
+	}
 	rets := map[string]map[int]int{}
 	for _, api := range apis {
-		rets[api] = map[int]int{101: 1} // hipErrorInvalidDevice: no /dev/kfd
+		rets[api] = map[int]int{101: callsOf(api)} // hipErrorInvalidDevice: no /dev/kfd
 	}
 	require.Equal(t, rets, cudaprog.Rets(lines))
 
 	// One record per call but hipModuleGetFunction (a failed lookup makes
 	// none), and hipMemcpy's return; every record carries the device of
 	// hipSetDevice(1), its own included.
-	const stream, event = 0x1234, 0x888
+	const stream, event, graph, exec = 0x1234, 0x888, 0x999, 0x777
 	type rec struct {
 		kind gputracebpf.Kind
 		api  string
@@ -78,10 +91,18 @@ func TestHIPRuntime(t *testing.T) {
 		{gputracebpf.KindFree, "hipFree", 0, [6]uint64{0xabc000}},
 		{gputracebpf.KindSync, "hipStreamSynchronize", 101, [6]uint64{stream}},
 		{gputracebpf.KindSync, "hipDeviceSynchronize", 101, [6]uint64{0}},
-		{gputracebpf.KindGraphLaunch, "hipGraphLaunch", 0, [6]uint64{0x777, stream}},
+		{gputracebpf.KindGraphLaunch, "hipGraphLaunch", 0, [6]uint64{exec, stream}},
 		{gputracebpf.KindEventRecord, "hipEventRecord", 0, [6]uint64{event, stream}},
 		{gputracebpf.KindSync, "hipEventSynchronize", 101, [6]uint64{event}},
 		{gputracebpf.KindStreamWait, "hipStreamWaitEvent", 0, [6]uint64{stream, event}},
+		{gputracebpf.KindCaptureBegin, "hipStreamBeginCapture", 0, [6]uint64{stream}},
+		{gputracebpf.KindLaunch, "hipLaunchKernel", 0, launch(stub, [3]uint64{7, 3, 2}, [3]uint64{64, 2, 1}, 64)},
+		{gputracebpf.KindCaptureEnd, "hipStreamEndCapture", 101, [6]uint64{stream, graph}},
+		{gputracebpf.KindGraphInstantiate, "hipGraphInstantiate", 101, [6]uint64{graph, exec}},
+		{gputracebpf.KindGraphLaunch, "hipGraphLaunch", 0, [6]uint64{exec, stream}},
+		{gputracebpf.KindGraphLaunch, "hipGraphLaunch", 0, [6]uint64{exec, stream}},
+		{gputracebpf.KindGraphExecDestroy, "hipGraphExecDestroy", 0, [6]uint64{exec}},
+		{gputracebpf.KindGraphDestroy, "hipGraphDestroy", 0, [6]uint64{graph}},
 	}
 	evs := tr.waitEvents(t, p.Pid, len(want))
 	var got []rec
@@ -111,17 +132,19 @@ func TestHIPRuntime(t *testing.T) {
 	}), p.Pid)
 	calls := series{}
 	for _, api := range apis {
-		calls[api] = 1
+		calls[api] = float64(callsOf(api))
 	}
 	api := string(semconv.CUDAAPIName)
 	require.Equal(t, calls, gather(pts, semconv.CUDAAPICalls.Name, sum, api))
-	require.Equal(t, series{"hipLaunchKernel": 1, "hipExtLaunchKernel": 1, "hipModuleLaunchKernel": 1},
+	// The captured launch is no run; the two replays of its graph count
+	// it under hipGraphLaunch, with its configuration.
+	require.Equal(t, series{"hipLaunchKernel": 1, "hipExtLaunchKernel": 1, "hipModuleLaunchKernel": 1, "hipGraphLaunch": 2},
 		gather(pts, semconv.CUDAKernelLaunches.Name, sum, api))
-	require.Equal(t, series{"1": 3*2*7*(1+1) + 4*5*6}, gather(pts, semconv.CUDAKernelGridSize.Name, sum, string(semconv.CUDADevice)))
-	require.Equal(t, series{"1": 128 + 256 + 512}, gather(pts, semconv.CUDAKernelSharedMemory.Name, sum, string(semconv.CUDADevice)))
+	require.Equal(t, series{"1": 3*2*7*(1+1+2) + 4*5*6}, gather(pts, semconv.CUDAKernelGridSize.Name, sum, string(semconv.CUDADevice)))
+	require.Equal(t, series{"1": 128 + 256 + 512 + 2*64}, gather(pts, semconv.CUDAKernelSharedMemory.Name, sum, string(semconv.CUDADevice)))
 	require.Equal(t, series{key("host_to_device", "hipMemcpy"): 64, key("device_to_host", "hipMemcpyAsync"): 32},
 		gather(pts, semconv.CUDAMemcpyTransferred.Name, sum, string(semconv.CUDAMemcpyKind), api))
-	require.Equal(t, series{"hipGraphLaunch": 1}, gather(pts, semconv.CUDAGraphLaunches.Name, sum, api))
+	require.Equal(t, series{"hipGraphLaunch": 3}, gather(pts, semconv.CUDAGraphLaunches.Name, sum, api))
 	require.Equal(t, series{"hipStreamSynchronize": 1, "hipDeviceSynchronize": 1, "hipEventSynchronize": 1},
 		gather(pts, semconv.CUDASyncDuration.Name, histCount, api))
 	for _, p := range pts {

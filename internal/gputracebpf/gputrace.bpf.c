@@ -155,6 +155,12 @@ enum api {
 	API_hipEventRecord,
 	API_hipEventSynchronize,
 	API_hipStreamWaitEvent,
+	API_hipStreamBeginCapture,
+	API_hipStreamEndCapture,
+	API_hipGraphInstantiate,
+	API_hipGraphInstantiateWithFlags,
+	API_hipGraphDestroy,
+	API_hipGraphExecDestroy,
 	API_MAX,
 };
 

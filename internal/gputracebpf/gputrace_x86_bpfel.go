@@ -116,7 +116,13 @@ const (
 	gputraceApiAPI_hipEventRecord                gputraceApi = 98
 	gputraceApiAPI_hipEventSynchronize           gputraceApi = 99
 	gputraceApiAPI_hipStreamWaitEvent            gputraceApi = 100
-	gputraceApiAPI_MAX                           gputraceApi = 101
+	gputraceApiAPI_hipStreamBeginCapture         gputraceApi = 101
+	gputraceApiAPI_hipStreamEndCapture           gputraceApi = 102
+	gputraceApiAPI_hipGraphInstantiate           gputraceApi = 103
+	gputraceApiAPI_hipGraphInstantiateWithFlags  gputraceApi = 104
+	gputraceApiAPI_hipGraphDestroy               gputraceApi = 105
+	gputraceApiAPI_hipGraphExecDestroy           gputraceApi = 106
+	gputraceApiAPI_MAX                           gputraceApi = 107
 )
 
 type gputraceCallKey struct {

@@ -246,6 +246,12 @@ var Probes = []Probe{
 	hip("hipEventRecord", gputraceApiAPI_hipEventRecord, eventRecord, none, 2),
 	hip("hipStreamWaitEvent", gputraceApiAPI_hipStreamWaitEvent, streamWait, none, 1),
 	hip("hipSetDevice", gputraceApiAPI_hipSetDevice, setDevice, none, 0),
+	hip("hipStreamBeginCapture", gputraceApiAPI_hipStreamBeginCapture, captureBegin, none, 1),
+	hip("hipStreamEndCapture", gputraceApiAPI_hipStreamEndCapture, captureEnd, handleOut, 1),
+	hip("hipGraphInstantiate", gputraceApiAPI_hipGraphInstantiate, instantiate, handleOut, 0),
+	hip("hipGraphInstantiateWithFlags", gputraceApiAPI_hipGraphInstantiateWithFlags, instantiate, handleOut, 0),
+	hip("hipGraphDestroy", gputraceApiAPI_hipGraphDestroy, graphDestroy, none, 0),
+	hip("hipGraphExecDestroy", gputraceApiAPI_hipGraphExecDestroy, execDestroy, none, 0),
 }
 
 func hip(sym string, api gputraceApi, entry, ret string, stream uint8) Probe {
