@@ -485,9 +485,10 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 		c.n++
 		a.spans.graph(ctx, p, e, a.replay(ctx, p, e))
 	case gputracebpf.KindCaptureBegin, gputracebpf.KindGraphDestroy, gputracebpf.KindGraphExecDestroy,
+		gputracebpf.KindGraphKernelNode, gputracebpf.KindGraphChildNode,
 		gputracebpf.KindEventRecord, gputracebpf.KindStreamWait:
 		a.graphCall(p, e)
-	case gputracebpf.KindCaptureEnd, gputracebpf.KindGraphInstantiate:
+	case gputracebpf.KindCaptureEnd, gputracebpf.KindGraphInstantiate, gputracebpf.KindGraphCreate, gputracebpf.KindGraphClone:
 		if e.Ret != 0 {
 			a.apiError(p, e)
 		}

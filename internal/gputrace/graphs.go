@@ -6,18 +6,21 @@ import (
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 )
 
-// CUDA graphs. A process's graphs are learnt as it builds them by stream
+// CUDA graphs. A process's graphs are learnt as it builds them, by stream
 // capture: from cudaStreamBeginCapture to cudaStreamEndCapture, the
 // kernels launched on the capturing stream (and on the streams that join
 // the capture by waiting for an event recorded on it) are the graph's,
-// not runs; EndCapture's return names the graph, cudaGraphInstantiate's
-// the executable graph made of it. Each cudaGraphLaunch of a known
+// not runs, and EndCapture's return names the graph; or node by node:
+// cudaGraphCreate's return names an empty graph, to which
+// cudaGraphAddKernelNode adds a kernel and cudaGraphAddChildGraphNode a
+// copy of another graph's, and cudaGraphClone copies one. Then
+// cudaGraphInstantiate's return names the executable graph made of it. Each cudaGraphLaunch of a known
 // executable graph then counts its kernels, by name, under the graph
 // launch's cuda.api.name (so replays and direct launches stay apart), and
 // feeds them to the occupancy model on the launch's stream. The replay of
-// an executable graph whose kernels are not known (built before the agent
-// attached, by the explicit node API, or past the bounds) counts no
-// kernel: it counts in xpuscope.cuda.graph.replays.unknown.
+// an executable graph whose kernels are not known (a graph created before
+// the agent attached, one that embeds such a graph, or past the bounds)
+// counts no kernel: it counts in xpuscope.cuda.graph.replays.unknown.
 //
 // The engine follows the calls made, not their success: a record's
 // return code says whether a call failed, but a capture that fails leaves
@@ -43,12 +46,13 @@ type capture struct {
 	ended   bool
 }
 
-// graphNodes are the kernels of a graph, shared by the graph and the
-// executable graphs made of it (none changes them once made), and held
-// while any of them is.
+// graphNodes are the kernels of a graph, shared by the graph, its clones
+// and the executable graphs made of it, and held while any of them is; a
+// node added to a graph that shares them copies them first (own).
 type graphNodes struct {
 	kernels []graphKernel
 	refs    int
+	partial bool // some of the graph's kernels are not known: its replays count none
 }
 
 // procGraphs is what a process's graphs are known to hold.
@@ -151,6 +155,28 @@ func (a *aggregator) graphCall(p *proc, e *gputracebpf.Event) {
 		if g := p.graphs; g != nil && e.GraphExec() != 0 {
 			g.bind(g.execs, e.GraphExec(), g.graphs[e.Graph()])
 		}
+	case gputracebpf.KindGraphCreate:
+		if e.Graph() != 0 {
+			g := p.graphState()
+			g.bind(g.graphs, e.Graph(), &graphNodes{})
+		}
+	case gputracebpf.KindGraphClone:
+		if g := p.graphs; g != nil && e.Graph() != 0 {
+			g.bind(g.graphs, e.Graph(), g.graphs[e.SourceGraph()])
+		}
+	case gputracebpf.KindGraphKernelNode:
+		if n := p.graphs.own(e.Graph()); n != nil {
+			p.graphs.add(n, graphKernel{fn: e.Func(), handle: e.API.Handle(), grid: e.Grid(), block: e.Block(), smem: e.SharedMem()})
+		}
+	case gputracebpf.KindGraphChildNode:
+		if n := p.graphs.own(e.Graph()); n != nil {
+			child := p.graphs.graphs[e.SourceGraph()]
+			if child == nil || child.partial {
+				n.partial = true
+				return
+			}
+			p.graphs.add(n, child.kernels...)
+		}
 	case gputracebpf.KindGraphDestroy:
 		if g := p.graphs; g != nil {
 			g.bind(g.graphs, e.Graph(), nil)
@@ -166,7 +192,11 @@ func (a *aggregator) graphCall(p *proc, e *gputracebpf.Event) {
 // nothing when n is nil or m is full, releasing what it stood for: a
 // handle the process reuses names its new graph.
 func (g *procGraphs) bind(m map[uint64]*graphNodes, handle uint64, n *graphNodes) {
-	if old := m[handle]; old != nil {
+	old := m[handle]
+	if old == n {
+		return // a graph cloned onto its own handle, say
+	}
+	if old != nil {
 		delete(m, handle)
 		if old.refs--; old.refs == 0 {
 			g.kernels -= len(old.kernels)
@@ -182,6 +212,42 @@ func (g *procGraphs) bind(m map[uint64]*graphNodes, handle uint64, n *graphNodes
 	m[handle] = n
 }
 
+// own returns the nodes of graph for a node to be added to them, copied
+// first if the graph shares them; nil if the graph is not known (created
+// before the agent attached: adding to it would make a graph that is
+// short).
+func (g *procGraphs) own(graph uint64) *graphNodes {
+	if g == nil {
+		return nil
+	}
+	n := g.graphs[graph]
+	if n == nil || n.refs == 1 {
+		return n
+	}
+	mine := &graphNodes{partial: n.partial}
+	if g.kernels+len(n.kernels) > maxGraphKernels {
+		mine.partial = true
+	} else {
+		mine.kernels = append([]graphKernel(nil), n.kernels...)
+		g.kernels += len(n.kernels)
+	}
+	g.bind(g.graphs, graph, mine)
+	return mine
+}
+
+// add appends kernels to n, or marks it partial past maxGraphKernels.
+func (g *procGraphs) add(n *graphNodes, kernels ...graphKernel) {
+	if n.partial {
+		return
+	}
+	if g.kernels+len(kernels) > maxGraphKernels {
+		n.partial = true
+		return
+	}
+	n.kernels = append(n.kernels, kernels...)
+	g.kernels += len(kernels)
+}
+
 // replay counts the kernels of the executable graph a KindGraphLaunch
 // record launches and feeds them to the occupancy model, returning how
 // many there were; -1 when they are not known.
@@ -190,7 +256,7 @@ func (a *aggregator) replay(ctx context.Context, p *proc, e *gputracebpf.Event) 
 	if g := p.graphs; g != nil {
 		n = g.execs[e.GraphExec()]
 	}
-	if n == nil {
+	if n == nil || n.partial {
 		a.unknownReplays++
 		return -1
 	}

@@ -164,6 +164,56 @@ func TestGraphUnknownAndReleased(t *testing.T) {
 	assert.Empty(t, g.capturing)
 }
 
+// TestGraphBuiltNodeByNode: a graph made by cudaGraphCreate and its
+// kernel and child graph nodes replays them all; a clone that takes one
+// more node leaves the original as it was; a node added to a graph created
+// before the agent attached, or a child graph not known, leaves the graph
+// not known, so that its replays are counted unknown, never short.
+func TestGraphBuiltNodeByNode(t *testing.T) {
+	h := newHarness(t)
+	h.names.symbols[0x1000] = "vectorAdd()"
+	h.names.symbols[0x2000] = "gemm()"
+	h.names.symbols[0x3000] = "reduce()"
+	one := [3]uint32{1, 1, 1}
+	const (
+		graphB, graphC, graphOld, graphP = 0x6300, 0x6400, 0x6500, 0x6600
+		execB, execC, execOld, execP     = 0x7200, 0x7300, 0x7400, 0x7500
+	)
+	r := &graphRecords{}
+	node := func(graph, fn uint64, smem uint64) {
+		e := gputracebpf.Event{API: apiOf("cudaGraphAddKernelNode")}
+		e.SetLaunch(fn, [3]uint32{2, 1, 1}, [3]uint32{64, 1, 1}, smem, 0)
+		e.Kind, e.A[5] = gputracebpf.KindGraphKernelNode, graph
+		r.add(e)
+	}
+	// A captured graph G with one reduce, to embed.
+	r.call(gputracebpf.KindCaptureBegin, "cudaStreamBeginCapture", streamS, 0)
+	r.launchOn("cudaLaunchKernel", 0x3000, one, one, 0, streamS)
+	r.call(gputracebpf.KindCaptureEnd, "cudaStreamEndCapture", streamS, graphG)
+	r.call(gputracebpf.KindGraphCreate, "cudaGraphCreate", 0, graphB)
+	node(graphB, 0x1000, 256)
+	r.call(gputracebpf.KindGraphChildNode, "cudaGraphAddChildGraphNode", graphB, graphG)
+	r.call(gputracebpf.KindGraphClone, "cudaGraphClone", graphB, graphC)
+	node(graphC, 0x2000, 0)
+	node(graphOld, 0x2000, 0) // created before the agent attached
+	r.call(gputracebpf.KindGraphCreate, "cudaGraphCreate", 0, graphP)
+	node(graphP, 0x1000, 0)
+	r.call(gputracebpf.KindGraphChildNode, "cudaGraphAddChildGraphNode", graphP, graphOld)
+	for _, gx := range [][2]uint64{{graphB, execB}, {graphC, execC}, {graphOld, execOld}, {graphP, execP}} {
+		r.call(gputracebpf.KindGraphInstantiate, "cudaGraphInstantiate", gx[0], gx[1])
+	}
+	for _, x := range []uint64{execB, execB, execC, execOld, execP} {
+		r.call(gputracebpf.KindGraphLaunch, "cudaGraphLaunch", x, streamRun)
+	}
+	h.feed(r.out...)
+
+	// B = {vectorAdd, reduce} twice; C = B + gemm once.
+	assert.Equal(t, map[string]float64{"vectorAdd()": 3, "reduce()": 3, "gemm()": 1}, graphLaunches(t, h, "cudaGraphLaunch"))
+	pts := h.collect(t)
+	assert.Equal(t, 2.0, pts.One(t, semconv.XpuscopeCUDAGraphReplaysUnknown.Name).Value, "the graph not known and the one embedding it")
+	assert.Equal(t, float64(3*256), pts.One(t, semconv.CUDAKernelSharedMemory.Name).Value, "the node's own shared memory, at each replay")
+}
+
 // TestGraphBounds: a capture past the kernels a process may hold makes no
 // graph (its replays are unknown, not short), and frees what it held.
 func TestGraphBounds(t *testing.T) {
@@ -190,6 +240,7 @@ func TestGraphBounds(t *testing.T) {
 func FuzzGraphs(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 1, 2, 0, 3, 0, 4, 0})
 	f.Add([]byte{0, 0, 5, 0, 6, 1, 1, 1, 2, 0, 3, 0, 4, 0, 8, 0, 7, 0})
+	f.Add([]byte{9, 0, 11, 0, 12, 16, 10, 20, 11, 16, 3, 0, 4, 0})
 	kinds := []struct {
 		kind gputracebpf.Kind
 		api  string
@@ -203,6 +254,10 @@ func FuzzGraphs(f *testing.F) {
 		{gputracebpf.KindStreamWait, "cudaStreamWaitEvent"},
 		{gputracebpf.KindGraphDestroy, "cudaGraphDestroy"},
 		{gputracebpf.KindGraphExecDestroy, "cudaGraphExecDestroy"},
+		{gputracebpf.KindGraphCreate, "cudaGraphCreate"},
+		{gputracebpf.KindGraphClone, "cudaGraphClone"},
+		{gputracebpf.KindGraphKernelNode, "cudaGraphAddKernelNode"},
+		{gputracebpf.KindGraphChildNode, "cudaGraphAddChildGraphNode"},
 	}
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		h := newHarness(t)
@@ -224,6 +279,16 @@ func FuzzGraphs(f *testing.F) {
 				e.A[0], e.A[1] = 0x7000+(x>>4&3)*0x100, streamOf
 			case gputracebpf.KindGraphDestroy:
 				e.A[0] = handle
+			case gputracebpf.KindGraphCreate:
+				e.A[1] = handle
+			case gputracebpf.KindGraphClone, gputracebpf.KindGraphChildNode:
+				e.A[0], e.A[1] = handle, 0x6000+(x>>4&3)*0x100
+				if k.kind == gputracebpf.KindGraphClone {
+					e.A[0], e.A[1] = e.A[1], e.A[0]
+				}
+			case gputracebpf.KindGraphKernelNode:
+				e.SetLaunch(0x1000+x, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, handle)
+				e.Kind = gputracebpf.KindGraphKernelNode
 			case gputracebpf.KindEventRecord:
 				e.A[0], e.A[1] = 0x8000+(x>>4&3)*0x100, streamOf
 			case gputracebpf.KindStreamWait:

@@ -270,6 +270,14 @@ func kindOf(api string) gputracebpf.Kind {
 		return gputracebpf.KindGraphExecDestroy
 	case strings.Contains(api, "GraphDestroy"):
 		return gputracebpf.KindGraphDestroy
+	case strings.Contains(api, "GraphCreate"):
+		return gputracebpf.KindGraphCreate
+	case strings.Contains(api, "GraphClone"):
+		return gputracebpf.KindGraphClone
+	case strings.Contains(api, "GraphAddKernelNode"):
+		return gputracebpf.KindGraphKernelNode
+	case strings.Contains(api, "GraphAddChildGraphNode"):
+		return gputracebpf.KindGraphChildNode
 	case strings.Contains(api, "GraphLaunch"):
 		return gputracebpf.KindGraphLaunch
 	case strings.Contains(api, "Launch"):
@@ -303,7 +311,8 @@ func kindOf(api string) gputracebpf.Kind {
 func hasReturnValue(api string) bool {
 	k := kindOf(api)
 	return k == gputracebpf.KindMalloc || k == gputracebpf.KindSync || k == gputracebpf.KindEventQuery || k == gputracebpf.KindCopyDone ||
-		k == gputracebpf.KindCaptureEnd || k == gputracebpf.KindGraphInstantiate
+		k == gputracebpf.KindCaptureEnd || k == gputracebpf.KindGraphInstantiate || k == gputracebpf.KindGraphCreate ||
+		k == gputracebpf.KindGraphClone
 }
 
 // traceable lists the records the probes make for the calls of seq, in
@@ -438,6 +447,21 @@ func checkEvent(e gputracebpf.Event, c cudaprog.Call, dev int32, stubs map[strin
 		eq("graph", e.Graph(), c.Handle)
 	case gputracebpf.KindGraphExecDestroy:
 		eq("graph exec", e.GraphExec(), c.Handle)
+	case gputracebpf.KindGraphCreate:
+		eq("graph", e.Graph(), c.Out)
+		eq("flags", e.A[0], uint64(c.Value))
+	case gputracebpf.KindGraphClone:
+		eq("graph", e.Graph(), c.Out)
+		eq("original", e.SourceGraph(), c.Handle)
+	case gputracebpf.KindGraphKernelNode:
+		eq("graph", e.Graph(), c.Handle)
+		eq("func", e.Func(), stubs[c.Func])
+		eq("grid", e.Grid(), [3]uint32(c.Grid))
+		eq("block", e.Block(), [3]uint32(c.Block))
+		eq("shared memory", e.SharedMem(), uint64(c.SharedMem))
+	case gputracebpf.KindGraphChildNode:
+		eq("graph", e.Graph(), c.Handle)
+		eq("child", e.SourceGraph(), c.Child)
 	case gputracebpf.KindFuncName:
 		fn, driver := e.NamedFunc()
 		eq("host function", fn, stubs[c.Func])

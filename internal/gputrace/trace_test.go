@@ -168,26 +168,38 @@ func testOccupancy(t *testing.T, tr *traced) {
 }
 
 // testRuntimeGraphs: a stream capture through the real libcudart, its
-// graph instantiated and replayed: every replay counts each captured
-// kernel once, under cudaGraphLaunch, the captured launches count as no
-// run, and the replays of executable graphs not known (never
-// instantiated, destroyed) count no kernel. Each record's arguments are
+// graph instantiated and replayed, and graphs built node by node (a kernel
+// node, the captured graph as a child, a clone with one node more):
+// every replay counts each of its graph's kernels once, under
+// cudaGraphLaunch, the captured launches count as no run, and the
+// replays of executable graphs not known (never instantiated, destroyed)
+// count no kernel. Each record's arguments are
 // checked by runScenario, the graph handles included.
 func testRuntimeGraphs(t *testing.T, tr *traced) {
 	s := cudaprog.RuntimeGraphs
 	p, _ := runScenario(t, tr, s, TargetRuntime, cudaprog.RealCudart(t))
 	// Which launches the capture took: those on StreamA, and on StreamC
-	// after it waited for the event recorded on StreamA.
+	// after it waited for the event recorded on StreamA. GraphA's replays
+	// count them, and so do GraphB's two and GraphC's one, which embed
+	// GraphA; GraphB's own vectorAdd node counts in both of those, and
+	// GraphC's own matmul node in its one.
 	want := map[string]float64{}
 	runs := map[string]float64{}
 	for _, c := range s.Filter("cudaLaunchKernel") {
 		if c.Stream == cudaprog.StreamB {
 			runs[demangled(c)]++
 		} else {
-			want[demangled(c)] += cudaprog.GraphReplays
+			want[demangled(c)] += cudaprog.GraphReplays + 2 + 1
 		}
 	}
 	require.Len(t, want, 3, "the capture's kernels")
+	for _, c := range s.Filter("cudaGraphAddKernelNode") {
+		n := 1.0 // GraphC's
+		if c.Handle == cudaprog.GraphB {
+			n = 2 + 1
+		}
+		want[demangled(c)] += n
+	}
 	require.Len(t, runs, 1, "the run made while capturing")
 	pid := semconv.ProcessPID.Int(p.Pid)
 	byName := func(pts testutil.Points, api string) map[string]float64 {

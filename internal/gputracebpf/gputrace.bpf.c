@@ -51,6 +51,10 @@ enum kind {
 	KIND_GRAPH_INSTANTIATE = 17, // a0 graph, a1 the graph exec left in the output; ret
 	KIND_GRAPH_DESTROY = 18,     // a0 graph
 	KIND_GRAPH_EXEC_DESTROY = 19, // a0 graph exec
+	KIND_GRAPH_CREATE = 20,      // a0 flags, a1 the graph left in the output; ret
+	KIND_GRAPH_CLONE = 21,       // a0 graph copied, a1 the copy left in the output; ret
+	KIND_GRAPH_KERNEL_NODE = 22, // a0-a4 as KIND_LAUNCH's (the node's kernel), a5 graph
+	KIND_GRAPH_CHILD_NODE = 23,  // a0 graph, a1 the child graph it embeds
 };
 
 // Which function a probe is attached to: the attach cookie.
@@ -96,6 +100,10 @@ enum api {
 	API_cudaGraphInstantiateWithFlags,
 	API_cudaGraphDestroy,
 	API_cudaGraphExecDestroy,
+	API_cudaGraphCreate,
+	API_cudaGraphClone,
+	API_cudaGraphAddKernelNode,
+	API_cudaGraphAddChildGraphNode,
 	API_cuLaunchKernel,
 	API_cuLaunchKernelEx,
 	API_cuMemAlloc_v2,
@@ -140,6 +148,11 @@ enum api {
 	API_cuGraphInstantiateWithFlags,
 	API_cuGraphDestroy,
 	API_cuGraphExecDestroy,
+	API_cuGraphCreate,
+	API_cuGraphClone,
+	API_cuGraphAddKernelNode,
+	API_cuGraphAddKernelNode_v2,
+	API_cuGraphAddChildGraphNode,
 	API_hipLaunchKernel,
 	API_hipExtLaunchKernel,
 	API_hipModuleLaunchKernel,
@@ -700,6 +713,19 @@ int driver_launch_kernel_ex(struct pt_regs *ctx)
 	return submit_driver_launch(ctx, a);
 }
 
+// first_report marks a runtime call of kind on c's thread, so that the
+// driver call it makes is not reported again, and says whether the call
+// is to be recorded: a driver call inside a runtime call of its kind is
+// not.
+static __always_inline int first_report(const struct caller *c, __u32 api, __u32 kind)
+{
+	if (!IS_DRIVER(api)) {
+		enter_runtime(c->t, kind, 0);
+		return 1;
+	}
+	return !nested(c->t, kind);
+}
+
 // cudaGraphLaunch(exec, stream), cuGraphLaunch(exec, stream)
 SEC("uprobe")
 int graph_launch(struct pt_regs *ctx)
@@ -707,9 +733,7 @@ int graph_launch(struct pt_regs *ctx)
 	__u32 api = api_of(ctx);
 	struct caller c;
 	whoami(&c);
-	if (!IS_DRIVER(api))
-		enter_runtime(c.t, KIND_GRAPH_LAUNCH, 0);
-	else if (nested(c.t, KIND_GRAPH_LAUNCH))
+	if (!first_report(&c, api, KIND_GRAPH_LAUNCH))
 		return 0;
 	struct lane_slot s;
 	struct event *e = reserve(&s, api, KIND_GRAPH_LAUNCH, &c);
@@ -729,9 +753,7 @@ static __always_inline int submit_handle_call(struct pt_regs *ctx, __u16 kind)
 	__u32 api = api_of(ctx);
 	struct caller c;
 	whoami(&c);
-	if (!IS_DRIVER(api))
-		enter_runtime(c.t, kind, 0);
-	else if (nested(c.t, kind))
+	if (!first_report(&c, api, kind))
 		return 0;
 	struct lane_slot s;
 	struct event *e = reserve(&s, api, kind, &c);
@@ -791,6 +813,75 @@ SEC("uprobe")
 int graph_instantiate_enter(struct pt_regs *ctx)
 {
 	return begin_handle_out(ctx, KIND_GRAPH_INSTANTIATE, PT_REGS_PARM2(ctx), PT_REGS_PARM1(ctx));
+}
+
+// Entry of cudaGraphCreate(cudaGraph_t *graph, flags) and cuGraphCreate.
+SEC("uprobe")
+int graph_create_enter(struct pt_regs *ctx)
+{
+	return begin_handle_out(ctx, KIND_GRAPH_CREATE, PT_REGS_PARM2(ctx), PT_REGS_PARM1(ctx));
+}
+
+// Entry of cudaGraphClone(cudaGraph_t *clone, original) and cuGraphClone.
+SEC("uprobe")
+int graph_clone_enter(struct pt_regs *ctx)
+{
+	return begin_handle_out(ctx, KIND_GRAPH_CLONE, PT_REGS_PARM2(ctx), PT_REGS_PARM1(ctx));
+}
+
+// What the graph probes read of a kernel node's parameters: the first 36
+// bytes of cudaKernelNodeParams (func, dim3 gridDim, dim3 blockDim,
+// sharedMemBytes) and of CUDA_KERNEL_NODE_PARAMS (v1 and v2: CUfunction,
+// gridDimX..Z, blockDimX..Z, sharedMemBytes), which lay them out alike.
+struct kernel_node_params {
+	__u64 func;
+	__u32 grid[3];
+	__u32 block[3];
+	__u32 smem;
+	__u32 _pad;
+};
+
+// cudaGraphAddKernelNode(cudaGraphNode_t *node, graph, deps, ndeps, const
+// cudaKernelNodeParams *params), cuGraphAddKernelNode(_v2) with the same
+// positions: the node's kernel as a launch would record it, and the graph.
+SEC("uprobe")
+int graph_kernel_node(struct pt_regs *ctx)
+{
+	__u32 api = api_of(ctx);
+	struct caller c;
+	whoami(&c);
+	if (!first_report(&c, api, KIND_GRAPH_KERNEL_NODE))
+		return 0;
+	struct kernel_node_params p = {};
+	if (bpf_probe_read_user(&p, sizeof(p), (void *)PT_REGS_PARM5(ctx)))
+		__builtin_memset(&p, 0, sizeof(p));
+	struct lane_slot s;
+	struct event *e = reserve(&s, api, KIND_GRAPH_KERNEL_NODE, &c);
+	if (!e)
+		return 0;
+	pack_launch(e->a, p.func, p.grid, p.block, p.smem, PT_REGS_PARM2(ctx));
+	submit(&s, e);
+	return 0;
+}
+
+// cudaGraphAddChildGraphNode(node *, graph, deps, ndeps, childGraph) and
+// cuGraphAddChildGraphNode: the graph embeds a copy of the child.
+SEC("uprobe")
+int graph_child_node(struct pt_regs *ctx)
+{
+	__u32 api = api_of(ctx);
+	struct caller c;
+	whoami(&c);
+	if (!first_report(&c, api, KIND_GRAPH_CHILD_NODE))
+		return 0;
+	struct lane_slot s;
+	struct event *e = reserve(&s, api, KIND_GRAPH_CHILD_NODE, &c);
+	if (!e)
+		return 0;
+	e->a[0] = PT_REGS_PARM2(ctx);
+	e->a[1] = PT_REGS_PARM5(ctx);
+	submit(&s, e);
+	return 0;
 }
 
 // The return of those: the input handle and the handle the call left in
@@ -955,9 +1046,7 @@ int free_enter(struct pt_regs *ctx)
 	__u32 api = api_of(ctx);
 	struct caller c;
 	whoami(&c);
-	if (!IS_DRIVER(api))
-		enter_runtime(c.t, KIND_FREE, 0);
-	else if (nested(c.t, KIND_FREE))
+	if (!first_report(&c, api, KIND_FREE))
 		return 0;
 	struct lane_slot s;
 	struct event *e = reserve(&s, api, KIND_FREE, &c);

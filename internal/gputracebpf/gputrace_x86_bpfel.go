@@ -57,72 +57,81 @@ const (
 	gputraceApiAPI_cudaGraphInstantiateWithFlags gputraceApi = 39
 	gputraceApiAPI_cudaGraphDestroy              gputraceApi = 40
 	gputraceApiAPI_cudaGraphExecDestroy          gputraceApi = 41
-	gputraceApiAPI_cuLaunchKernel                gputraceApi = 42
-	gputraceApiAPI_cuLaunchKernelEx              gputraceApi = 43
-	gputraceApiAPI_cuMemAllocV2                  gputraceApi = 44
-	gputraceApiAPI_cuMemFreeV2                   gputraceApi = 45
-	gputraceApiAPI_cuMemcpy                      gputraceApi = 46
-	gputraceApiAPI_cuMemcpyAsync                 gputraceApi = 47
-	gputraceApiAPI_cuMemcpyHtoD_v2               gputraceApi = 48
-	gputraceApiAPI_cuMemcpyDtoH_v2               gputraceApi = 49
-	gputraceApiAPI_cuMemcpyDtoD_v2               gputraceApi = 50
-	gputraceApiAPI_cuMemcpyHtoDAsyncV2           gputraceApi = 51
-	gputraceApiAPI_cuMemcpyDtoHAsyncV2           gputraceApi = 52
-	gputraceApiAPI_cuMemcpyDtoDAsyncV2           gputraceApi = 53
-	gputraceApiAPI_cuStreamSynchronize           gputraceApi = 54
-	gputraceApiAPI_cuCtxSynchronize              gputraceApi = 55
-	gputraceApiAPI_cuGraphLaunch                 gputraceApi = 56
-	gputraceApiAPI_cuModuleGetFunction           gputraceApi = 57
-	gputraceApiAPI_cuLaunchKernelPtsz            gputraceApi = 58
-	gputraceApiAPI_cuLaunchKernelExPtsz          gputraceApi = 59
-	gputraceApiAPI_cuLaunchCooperativeKernel     gputraceApi = 60
-	gputraceApiAPI_cuLaunchCooperativeKernelPtsz gputraceApi = 61
-	gputraceApiAPI_cuMemAllocAsync               gputraceApi = 62
-	gputraceApiAPI_cuMemAllocAsyncPtsz           gputraceApi = 63
-	gputraceApiAPI_cuMemFreeAsync                gputraceApi = 64
-	gputraceApiAPI_cuMemFreeAsyncPtsz            gputraceApi = 65
-	gputraceApiAPI_cuMemcpyAsyncPtsz             gputraceApi = 66
-	gputraceApiAPI_cuMemcpyHtoD_v2Ptds           gputraceApi = 67
-	gputraceApiAPI_cuMemcpyDtoH_v2Ptds           gputraceApi = 68
-	gputraceApiAPI_cuMemcpyDtoD_v2Ptds           gputraceApi = 69
-	gputraceApiAPI_cuMemcpyHtoDAsyncV2Ptsz       gputraceApi = 70
-	gputraceApiAPI_cuMemcpyDtoHAsyncV2Ptsz       gputraceApi = 71
-	gputraceApiAPI_cuMemcpyDtoDAsyncV2Ptsz       gputraceApi = 72
-	gputraceApiAPI_cuStreamSynchronizePtsz       gputraceApi = 73
-	gputraceApiAPI_cuGraphLaunchPtsz             gputraceApi = 74
-	gputraceApiAPI_cuStreamBeginCapture          gputraceApi = 75
-	gputraceApiAPI_cuStreamBeginCapturePtsz      gputraceApi = 76
-	gputraceApiAPI_cuStreamBeginCaptureV2        gputraceApi = 77
-	gputraceApiAPI_cuStreamBeginCaptureV2Ptsz    gputraceApi = 78
-	gputraceApiAPI_cuStreamEndCapture            gputraceApi = 79
-	gputraceApiAPI_cuStreamEndCapturePtsz        gputraceApi = 80
-	gputraceApiAPI_cuGraphInstantiate            gputraceApi = 81
-	gputraceApiAPI_cuGraphInstantiateV2          gputraceApi = 82
-	gputraceApiAPI_cuGraphInstantiateWithFlags   gputraceApi = 83
-	gputraceApiAPI_cuGraphDestroy                gputraceApi = 84
-	gputraceApiAPI_cuGraphExecDestroy            gputraceApi = 85
-	gputraceApiAPI_hipLaunchKernel               gputraceApi = 86
-	gputraceApiAPI_hipExtLaunchKernel            gputraceApi = 87
-	gputraceApiAPI_hipModuleLaunchKernel         gputraceApi = 88
-	gputraceApiAPI_hipModuleGetFunction          gputraceApi = 89
-	gputraceApiAPI_hipMemcpy                     gputraceApi = 90
-	gputraceApiAPI_hipMemcpyAsync                gputraceApi = 91
-	gputraceApiAPI_hipMalloc                     gputraceApi = 92
-	gputraceApiAPI_hipFree                       gputraceApi = 93
-	gputraceApiAPI_hipStreamSynchronize          gputraceApi = 94
-	gputraceApiAPI_hipDeviceSynchronize          gputraceApi = 95
-	gputraceApiAPI_hipSetDevice                  gputraceApi = 96
-	gputraceApiAPI_hipGraphLaunch                gputraceApi = 97
-	gputraceApiAPI_hipEventRecord                gputraceApi = 98
-	gputraceApiAPI_hipEventSynchronize           gputraceApi = 99
-	gputraceApiAPI_hipStreamWaitEvent            gputraceApi = 100
-	gputraceApiAPI_hipStreamBeginCapture         gputraceApi = 101
-	gputraceApiAPI_hipStreamEndCapture           gputraceApi = 102
-	gputraceApiAPI_hipGraphInstantiate           gputraceApi = 103
-	gputraceApiAPI_hipGraphInstantiateWithFlags  gputraceApi = 104
-	gputraceApiAPI_hipGraphDestroy               gputraceApi = 105
-	gputraceApiAPI_hipGraphExecDestroy           gputraceApi = 106
-	gputraceApiAPI_MAX                           gputraceApi = 107
+	gputraceApiAPI_cudaGraphCreate               gputraceApi = 42
+	gputraceApiAPI_cudaGraphClone                gputraceApi = 43
+	gputraceApiAPI_cudaGraphAddKernelNode        gputraceApi = 44
+	gputraceApiAPI_cudaGraphAddChildGraphNode    gputraceApi = 45
+	gputraceApiAPI_cuLaunchKernel                gputraceApi = 46
+	gputraceApiAPI_cuLaunchKernelEx              gputraceApi = 47
+	gputraceApiAPI_cuMemAllocV2                  gputraceApi = 48
+	gputraceApiAPI_cuMemFreeV2                   gputraceApi = 49
+	gputraceApiAPI_cuMemcpy                      gputraceApi = 50
+	gputraceApiAPI_cuMemcpyAsync                 gputraceApi = 51
+	gputraceApiAPI_cuMemcpyHtoD_v2               gputraceApi = 52
+	gputraceApiAPI_cuMemcpyDtoH_v2               gputraceApi = 53
+	gputraceApiAPI_cuMemcpyDtoD_v2               gputraceApi = 54
+	gputraceApiAPI_cuMemcpyHtoDAsyncV2           gputraceApi = 55
+	gputraceApiAPI_cuMemcpyDtoHAsyncV2           gputraceApi = 56
+	gputraceApiAPI_cuMemcpyDtoDAsyncV2           gputraceApi = 57
+	gputraceApiAPI_cuStreamSynchronize           gputraceApi = 58
+	gputraceApiAPI_cuCtxSynchronize              gputraceApi = 59
+	gputraceApiAPI_cuGraphLaunch                 gputraceApi = 60
+	gputraceApiAPI_cuModuleGetFunction           gputraceApi = 61
+	gputraceApiAPI_cuLaunchKernelPtsz            gputraceApi = 62
+	gputraceApiAPI_cuLaunchKernelExPtsz          gputraceApi = 63
+	gputraceApiAPI_cuLaunchCooperativeKernel     gputraceApi = 64
+	gputraceApiAPI_cuLaunchCooperativeKernelPtsz gputraceApi = 65
+	gputraceApiAPI_cuMemAllocAsync               gputraceApi = 66
+	gputraceApiAPI_cuMemAllocAsyncPtsz           gputraceApi = 67
+	gputraceApiAPI_cuMemFreeAsync                gputraceApi = 68
+	gputraceApiAPI_cuMemFreeAsyncPtsz            gputraceApi = 69
+	gputraceApiAPI_cuMemcpyAsyncPtsz             gputraceApi = 70
+	gputraceApiAPI_cuMemcpyHtoD_v2Ptds           gputraceApi = 71
+	gputraceApiAPI_cuMemcpyDtoH_v2Ptds           gputraceApi = 72
+	gputraceApiAPI_cuMemcpyDtoD_v2Ptds           gputraceApi = 73
+	gputraceApiAPI_cuMemcpyHtoDAsyncV2Ptsz       gputraceApi = 74
+	gputraceApiAPI_cuMemcpyDtoHAsyncV2Ptsz       gputraceApi = 75
+	gputraceApiAPI_cuMemcpyDtoDAsyncV2Ptsz       gputraceApi = 76
+	gputraceApiAPI_cuStreamSynchronizePtsz       gputraceApi = 77
+	gputraceApiAPI_cuGraphLaunchPtsz             gputraceApi = 78
+	gputraceApiAPI_cuStreamBeginCapture          gputraceApi = 79
+	gputraceApiAPI_cuStreamBeginCapturePtsz      gputraceApi = 80
+	gputraceApiAPI_cuStreamBeginCaptureV2        gputraceApi = 81
+	gputraceApiAPI_cuStreamBeginCaptureV2Ptsz    gputraceApi = 82
+	gputraceApiAPI_cuStreamEndCapture            gputraceApi = 83
+	gputraceApiAPI_cuStreamEndCapturePtsz        gputraceApi = 84
+	gputraceApiAPI_cuGraphInstantiate            gputraceApi = 85
+	gputraceApiAPI_cuGraphInstantiateV2          gputraceApi = 86
+	gputraceApiAPI_cuGraphInstantiateWithFlags   gputraceApi = 87
+	gputraceApiAPI_cuGraphDestroy                gputraceApi = 88
+	gputraceApiAPI_cuGraphExecDestroy            gputraceApi = 89
+	gputraceApiAPI_cuGraphCreate                 gputraceApi = 90
+	gputraceApiAPI_cuGraphClone                  gputraceApi = 91
+	gputraceApiAPI_cuGraphAddKernelNode          gputraceApi = 92
+	gputraceApiAPI_cuGraphAddKernelNodeV2        gputraceApi = 93
+	gputraceApiAPI_cuGraphAddChildGraphNode      gputraceApi = 94
+	gputraceApiAPI_hipLaunchKernel               gputraceApi = 95
+	gputraceApiAPI_hipExtLaunchKernel            gputraceApi = 96
+	gputraceApiAPI_hipModuleLaunchKernel         gputraceApi = 97
+	gputraceApiAPI_hipModuleGetFunction          gputraceApi = 98
+	gputraceApiAPI_hipMemcpy                     gputraceApi = 99
+	gputraceApiAPI_hipMemcpyAsync                gputraceApi = 100
+	gputraceApiAPI_hipMalloc                     gputraceApi = 101
+	gputraceApiAPI_hipFree                       gputraceApi = 102
+	gputraceApiAPI_hipStreamSynchronize          gputraceApi = 103
+	gputraceApiAPI_hipDeviceSynchronize          gputraceApi = 104
+	gputraceApiAPI_hipSetDevice                  gputraceApi = 105
+	gputraceApiAPI_hipGraphLaunch                gputraceApi = 106
+	gputraceApiAPI_hipEventRecord                gputraceApi = 107
+	gputraceApiAPI_hipEventSynchronize           gputraceApi = 108
+	gputraceApiAPI_hipStreamWaitEvent            gputraceApi = 109
+	gputraceApiAPI_hipStreamBeginCapture         gputraceApi = 110
+	gputraceApiAPI_hipStreamEndCapture           gputraceApi = 111
+	gputraceApiAPI_hipGraphInstantiate           gputraceApi = 112
+	gputraceApiAPI_hipGraphInstantiateWithFlags  gputraceApi = 113
+	gputraceApiAPI_hipGraphDestroy               gputraceApi = 114
+	gputraceApiAPI_hipGraphExecDestroy           gputraceApi = 115
+	gputraceApiAPI_MAX                           gputraceApi = 116
 )
 
 type gputraceCallKey struct {
@@ -175,6 +184,10 @@ const (
 	gputraceKindKIND_GRAPH_INSTANTIATE  gputraceKind = 17
 	gputraceKindKIND_GRAPH_DESTROY      gputraceKind = 18
 	gputraceKindKIND_GRAPH_EXEC_DESTROY gputraceKind = 19
+	gputraceKindKIND_GRAPH_CREATE       gputraceKind = 20
+	gputraceKindKIND_GRAPH_CLONE        gputraceKind = 21
+	gputraceKindKIND_GRAPH_KERNEL_NODE  gputraceKind = 22
+	gputraceKindKIND_GRAPH_CHILD_NODE   gputraceKind = 23
 )
 
 type gputraceLaneStage struct {
@@ -254,9 +267,13 @@ const (
 	gputraceProgFreeEnter                      = "free_enter"
 	gputraceProgGetKernelEnter                 = "get_kernel_enter"
 	gputraceProgGetKernelReturn                = "get_kernel_return"
+	gputraceProgGraphChildNode                 = "graph_child_node"
+	gputraceProgGraphCloneEnter                = "graph_clone_enter"
+	gputraceProgGraphCreateEnter               = "graph_create_enter"
 	gputraceProgGraphDestroy                   = "graph_destroy"
 	gputraceProgGraphExecDestroy               = "graph_exec_destroy"
 	gputraceProgGraphInstantiateEnter          = "graph_instantiate_enter"
+	gputraceProgGraphKernelNode                = "graph_kernel_node"
 	gputraceProgGraphLaunch                    = "graph_launch"
 	gputraceProgHandleOutReturn                = "handle_out_return"
 	gputraceProgHipExtLaunchKernel             = "hip_ext_launch_kernel"
@@ -347,9 +364,13 @@ type gputraceProgramSpecs struct {
 	FreeEnter                      *ebpf.ProgramSpec `ebpf:"free_enter"`
 	GetKernelEnter                 *ebpf.ProgramSpec `ebpf:"get_kernel_enter"`
 	GetKernelReturn                *ebpf.ProgramSpec `ebpf:"get_kernel_return"`
+	GraphChildNode                 *ebpf.ProgramSpec `ebpf:"graph_child_node"`
+	GraphCloneEnter                *ebpf.ProgramSpec `ebpf:"graph_clone_enter"`
+	GraphCreateEnter               *ebpf.ProgramSpec `ebpf:"graph_create_enter"`
 	GraphDestroy                   *ebpf.ProgramSpec `ebpf:"graph_destroy"`
 	GraphExecDestroy               *ebpf.ProgramSpec `ebpf:"graph_exec_destroy"`
 	GraphInstantiateEnter          *ebpf.ProgramSpec `ebpf:"graph_instantiate_enter"`
+	GraphKernelNode                *ebpf.ProgramSpec `ebpf:"graph_kernel_node"`
 	GraphLaunch                    *ebpf.ProgramSpec `ebpf:"graph_launch"`
 	HandleOutReturn                *ebpf.ProgramSpec `ebpf:"handle_out_return"`
 	HipExtLaunchKernel             *ebpf.ProgramSpec `ebpf:"hip_ext_launch_kernel"`
@@ -481,9 +502,13 @@ type gputracePrograms struct {
 	FreeEnter                      *ebpf.Program `ebpf:"free_enter"`
 	GetKernelEnter                 *ebpf.Program `ebpf:"get_kernel_enter"`
 	GetKernelReturn                *ebpf.Program `ebpf:"get_kernel_return"`
+	GraphChildNode                 *ebpf.Program `ebpf:"graph_child_node"`
+	GraphCloneEnter                *ebpf.Program `ebpf:"graph_clone_enter"`
+	GraphCreateEnter               *ebpf.Program `ebpf:"graph_create_enter"`
 	GraphDestroy                   *ebpf.Program `ebpf:"graph_destroy"`
 	GraphExecDestroy               *ebpf.Program `ebpf:"graph_exec_destroy"`
 	GraphInstantiateEnter          *ebpf.Program `ebpf:"graph_instantiate_enter"`
+	GraphKernelNode                *ebpf.Program `ebpf:"graph_kernel_node"`
 	GraphLaunch                    *ebpf.Program `ebpf:"graph_launch"`
 	HandleOutReturn                *ebpf.Program `ebpf:"handle_out_return"`
 	HipExtLaunchKernel             *ebpf.Program `ebpf:"hip_ext_launch_kernel"`
@@ -524,9 +549,13 @@ func (p *gputracePrograms) Close() error {
 		p.FreeEnter,
 		p.GetKernelEnter,
 		p.GetKernelReturn,
+		p.GraphChildNode,
+		p.GraphCloneEnter,
+		p.GraphCreateEnter,
 		p.GraphDestroy,
 		p.GraphExecDestroy,
 		p.GraphInstantiateEnter,
+		p.GraphKernelNode,
 		p.GraphLaunch,
 		p.HandleOutReturn,
 		p.HipExtLaunchKernel,

@@ -51,6 +51,12 @@ const (
 	KindGraphInstantiate = Kind(gputraceKindKIND_GRAPH_INSTANTIATE)
 	KindGraphDestroy     = Kind(gputraceKindKIND_GRAPH_DESTROY)
 	KindGraphExecDestroy = Kind(gputraceKindKIND_GRAPH_EXEC_DESTROY)
+	// Graphs built node by node: a graph made or copied, a kernel node,
+	// a child graph node.
+	KindGraphCreate     = Kind(gputraceKindKIND_GRAPH_CREATE)
+	KindGraphClone      = Kind(gputraceKindKIND_GRAPH_CLONE)
+	KindGraphKernelNode = Kind(gputraceKindKIND_GRAPH_KERNEL_NODE)
+	KindGraphChildNode  = Kind(gputraceKindKIND_GRAPH_CHILD_NODE)
 )
 
 // cudaMemcpyKind values, as a KindMemcpy record's MemcpyKind.
@@ -139,11 +145,13 @@ func (e *Event) IsCall() bool { return e.Kind != KindCopyDone }
 // The fields of the records, by kind, as enum kind in gputrace.bpf.c lays
 // them out in A. Nothing outside this file indexes A.
 
-// Func is a KindLaunch record's function: the host stub of a runtime
-// launch, the function handle of a driver or module launch.
+// Func is a KindLaunch (or KindGraphKernelNode) record's function: the
+// host stub of a runtime launch, the function handle of a driver or
+// module launch.
 func (e *Event) Func() uint64 { return e.A[0] }
 
-// Grid and Block are a KindLaunch record's dimensions, x, y, z.
+// Grid and Block are a KindLaunch (or KindGraphKernelNode) record's
+// dimensions, x, y, z.
 func (e *Event) Grid() [3]uint32 {
 	return [3]uint32{uint32(e.A[1]), uint32(e.A[1] >> 32), uint32(e.A[2])}
 }
@@ -160,7 +168,8 @@ func (e *Event) SetLaunch(fn uint64, grid, block [3]uint32, smem, stream uint64)
 		uint64(block[0]) | uint64(block[1])<<32, smem, stream}
 }
 
-// SharedMem is a KindLaunch record's dynamic shared memory, in bytes.
+// SharedMem is a KindLaunch (or KindGraphKernelNode) record's dynamic
+// shared memory, in bytes.
 func (e *Event) SharedMem() uint64 { return e.A[4] }
 
 // Stream is the stream a record names: a launch's, a copy's, a memset's,
@@ -181,15 +190,32 @@ func (e *Event) Stream() uint64 {
 	return 0
 }
 
-// Graph is the CUDA graph (cudaGraph_t, CUgraph) a KindCaptureEnd record's
-// call left in its output, a KindGraphInstantiate record instantiated, or
-// a KindGraphDestroy record destroys; 0 for the other kinds.
+// Graph is the CUDA graph (cudaGraph_t, CUgraph) a KindCaptureEnd,
+// KindGraphCreate or KindGraphClone record's call left in its output, a
+// KindGraphInstantiate record instantiated, a KindGraphDestroy record
+// destroys or a KindGraphKernelNode or KindGraphChildNode record adds a
+// node to; 0 for the other kinds. A kernel node's kernel is read as a
+// launch's: Func, Grid, Block, SharedMem.
 func (e *Event) Graph() uint64 {
 	switch e.Kind {
-	case KindCaptureEnd:
+	case KindCaptureEnd, KindGraphCreate, KindGraphClone:
 		return e.A[1]
-	case KindGraphInstantiate, KindGraphDestroy:
+	case KindGraphInstantiate, KindGraphDestroy, KindGraphChildNode:
 		return e.A[0]
+	case KindGraphKernelNode:
+		return e.A[5]
+	}
+	return 0
+}
+
+// SourceGraph is the graph a KindGraphClone record copies or a
+// KindGraphChildNode record embeds; 0 for the other kinds.
+func (e *Event) SourceGraph() uint64 {
+	switch e.Kind {
+	case KindGraphClone:
+		return e.A[0]
+	case KindGraphChildNode:
+		return e.A[1]
 	}
 	return 0
 }

@@ -104,6 +104,10 @@ const (
 	instantiate    = gputraceProgGraphInstantiateEnter
 	handleOut      = gputraceProgHandleOutReturn
 	graphDestroy   = gputraceProgGraphDestroy
+	graphCreate    = gputraceProgGraphCreateEnter
+	graphClone     = gputraceProgGraphCloneEnter
+	kernelNode     = gputraceProgGraphKernelNode
+	childNode      = gputraceProgGraphChildNode
 	execDestroy    = gputraceProgGraphExecDestroy
 	none           = ""
 )
@@ -168,6 +172,14 @@ var Probes = []Probe{
 	rt("cudaGraphInstantiateWithFlags", gputraceApiAPI_cudaGraphInstantiateWithFlags, instantiate, handleOut, 0),
 	rt("cudaGraphDestroy", gputraceApiAPI_cudaGraphDestroy, graphDestroy, none, 0),
 	rt("cudaGraphExecDestroy", gputraceApiAPI_cudaGraphExecDestroy, execDestroy, none, 0),
+	// Graphs built node by node: cudaGraphCreate(cudaGraph_t *graph,
+	// flags), cudaGraphClone(cudaGraph_t *clone, original),
+	// cudaGraphAddKernelNode(node *, graph, deps, ndeps, params *),
+	// cudaGraphAddChildGraphNode(node *, graph, deps, ndeps, child).
+	rt("cudaGraphCreate", gputraceApiAPI_cudaGraphCreate, graphCreate, handleOut, 0),
+	rt("cudaGraphClone", gputraceApiAPI_cudaGraphClone, graphClone, handleOut, 0),
+	rt("cudaGraphAddKernelNode", gputraceApiAPI_cudaGraphAddKernelNode, kernelNode, none, 0),
+	rt("cudaGraphAddChildGraphNode", gputraceApiAPI_cudaGraphAddChildGraphNode, childNode, none, 0),
 
 	// Driver launches: cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, …).
 	drv("cuLaunchKernel", gputraceApiAPI_cuLaunchKernel, driverLaunch, none, 0, NoCopyKind),
@@ -192,6 +204,11 @@ var Probes = []Probe{
 	drv("cuGraphInstantiateWithFlags", gputraceApiAPI_cuGraphInstantiateWithFlags, instantiate, handleOut, 0, NoCopyKind),
 	drv("cuGraphDestroy", gputraceApiAPI_cuGraphDestroy, graphDestroy, none, 0, NoCopyKind),
 	drv("cuGraphExecDestroy", gputraceApiAPI_cuGraphExecDestroy, execDestroy, none, 0, NoCopyKind),
+	drv("cuGraphCreate", gputraceApiAPI_cuGraphCreate, graphCreate, handleOut, 0, NoCopyKind),
+	drv("cuGraphClone", gputraceApiAPI_cuGraphClone, graphClone, handleOut, 0, NoCopyKind),
+	drv("cuGraphAddKernelNode", gputraceApiAPI_cuGraphAddKernelNode, kernelNode, none, 0, NoCopyKind),
+	drv("cuGraphAddKernelNode_v2", gputraceApiAPI_cuGraphAddKernelNodeV2, kernelNode, none, 0, NoCopyKind),
+	drv("cuGraphAddChildGraphNode", gputraceApiAPI_cuGraphAddChildGraphNode, childNode, none, 0, NoCopyKind),
 	// Memory: cuMemAlloc_v2(CUdeviceptr *p, size[, stream]), cuMemFree_v2(p[, stream]).
 	drv("cuMemAlloc_v2", gputraceApiAPI_cuMemAllocV2, mallocEnter, mallocReturn, 0, NoCopyKind),
 	drv("cuMemAllocAsync", gputraceApiAPI_cuMemAllocAsync, mallocEnter, mallocReturn, 3, NoCopyKind),

@@ -183,6 +183,8 @@ func match(g got, c Call, stubs map[string]uint64) error {
 			want = hex(c.Ptr)
 		case "out":
 			want = hex(c.Out)
+		case "child":
+			want = hex(c.Child)
 		case "value":
 			want = strconv.Itoa(c.Value)
 		default:

@@ -41,6 +41,12 @@ const (
 	GraphA    = HandleBase + 10*handleStep // cudaGraph_t / CUgraph
 	// GraphExecA is the exec RuntimeGraphs instantiates from GraphA.
 	GraphExecA = HandleBase + 11*handleStep
+	// GraphB is built node by node, GraphC cloned from it; GraphExecB
+	// and GraphExecC are made of them.
+	GraphB     = HandleBase + 12*handleStep
+	GraphC     = HandleBase + 13*handleStep
+	GraphExecB = HandleBase + 14*handleStep
+	GraphExecC = HandleBase + 15*handleStep
 	Function1  = HandleBase + 16*handleStep // CUfunction
 	Function2  = HandleBase + 17*handleStep // CUfunction
 	// ForwardFunction is the CUfunction the forward library (a stand-in
@@ -103,11 +109,15 @@ type Call struct {
 	// Handle is the CUfunction of a driver launch, the event of
 	// cudaEventRecord / cudaEventSynchronize / cudaStreamWaitEvent, the
 	// graph exec of cudaGraphLaunch / cuGraphLaunch and
-	// cudaGraphExecDestroy, or the graph of cudaGraphInstantiate and
-	// cudaGraphDestroy.
+	// cudaGraphExecDestroy, or the graph of cudaGraphInstantiate,
+	// cudaGraphDestroy, cudaGraphAddKernelNode and
+	// cudaGraphAddChildGraphNode (cudaGraphClone's original).
 	Handle uint64
+	// Child is cudaGraphAddChildGraphNode's child graph.
+	Child uint64
 	// Out is what the program puts in a call's output handle before the
-	// call (cudaStreamEndCapture's graph, cudaGraphInstantiate's exec):
+	// call (cudaStreamEndCapture's, cudaGraphCreate's and cudaGraphClone's
+	// graph, cudaGraphInstantiate's exec):
 	// without a GPU the libraries fail and leave it as it was, so the
 	// return probes read a known value.
 	Out         uint64
@@ -411,7 +421,8 @@ var RuntimeOccupancy = Scenario{Program: "runtime", Name: "occupancy", Threads: 
 	{API: "cudaMemcpy", Kind: MemcpyHostToDevice, Size: 4096, Dst: DevPtr(1), Ret: noDevice},
 }}}
 
-// GraphReplays is how many times RuntimeGraphs replays its graph.
+// GraphReplays is how many times RuntimeGraphs replays its captured
+// graph.
 const GraphReplays = 7
 
 // RuntimeGraphs is "runtime graphs": a stream capture on StreamA, with
@@ -419,8 +430,11 @@ const GraphReplays = 7
 // waiting for an event recorded on StreamA, and meanwhile a launch on
 // StreamB (a run); the capture's end into GraphA, GraphA instantiated as
 // GraphExecA and replayed GraphReplays times on StreamB; a launch of
-// GraphExec, never instantiated; then GraphExecA and GraphA destroyed, and
-// GraphExecA launched once more.
+// GraphExec, never instantiated. Then GraphB, built node by node: a
+// vectorAdd kernel node and GraphA as a child graph node; GraphC, a clone
+// of GraphB with a matmul kernel node more; GraphB instantiated as
+// GraphExecB and replayed twice, GraphC as GraphExecC and replayed once.
+// Last GraphExecA and GraphA destroyed, and GraphExecA launched once more.
 var RuntimeGraphs = Scenario{Program: "runtime", Name: "graphs", Threads: [][]Call{func() []Call {
 	seq := []Call{
 		{API: "cudaStreamBeginCapture", Stream: StreamA, Value: 0, Ret: noDevice},
@@ -438,6 +452,16 @@ var RuntimeGraphs = Scenario{Program: "runtime", Name: "graphs", Threads: [][]Ca
 	}
 	return append(seq,
 		Call{API: "cudaGraphLaunch", Handle: GraphExec, Stream: StreamB, Ret: noDevice},
+		Call{API: "cudaGraphCreate", Out: GraphB, Value: 0, Ret: noDevice},
+		Call{API: "cudaGraphAddKernelNode", Handle: GraphB, Func: KernelVectorAdd, Grid: Dim3{3, 2, 1}, Block: Dim3{64, 1, 1}, SharedMem: 512, Ret: noDevice},
+		Call{API: "cudaGraphAddChildGraphNode", Handle: GraphB, Child: GraphA, Ret: noDevice},
+		Call{API: "cudaGraphClone", Handle: GraphB, Out: GraphC, Ret: noDevice},
+		Call{API: "cudaGraphAddKernelNode", Handle: GraphC, Func: KernelMatmul, Grid: Dim3{5, 5, 1}, Block: Dim3{32, 32, 1}, SharedMem: 0, Ret: noDevice},
+		Call{API: "cudaGraphInstantiate", Handle: GraphB, Out: GraphExecB, Ret: noDevice},
+		Call{API: "cudaGraphInstantiate", Handle: GraphC, Out: GraphExecC, Ret: noDevice},
+		Call{API: "cudaGraphLaunch", Handle: GraphExecB, Stream: StreamB, Ret: noDevice},
+		Call{API: "cudaGraphLaunch", Handle: GraphExecB, Stream: StreamB, Ret: noDevice},
+		Call{API: "cudaGraphLaunch", Handle: GraphExecC, Stream: StreamB, Ret: noDevice},
 		Call{API: "cudaGraphExecDestroy", Handle: GraphExecA, Ret: noDevice},
 		Call{API: "cudaGraphDestroy", Handle: GraphA, Ret: noDevice},
 		Call{API: "cudaGraphLaunch", Handle: GraphExecA, Stream: StreamB, Ret: noDevice},
@@ -494,7 +518,7 @@ func header() string {
 	int kind;
 	unsigned long long size, dst, src, ptr;
 	int value;
-	unsigned long long out;
+	unsigned long long out, child;
 };
 
 struct seq { const struct call *calls; int n; };
@@ -510,9 +534,9 @@ struct scenario { const char *program, *name; const struct seq *threads; int nth
 		if c.ViaStub {
 			via = 1
 		}
-		return fmt.Sprintf("{API_%s, %s, %d, 0x%xULL, {%d, %d, %d}, {%d, %d, %d}, %d, 0x%xULL, %d, %dULL, 0x%xULL, 0x%xULL, 0x%xULL, %d, 0x%xULL}",
+		return fmt.Sprintf("{API_%s, %s, %d, 0x%xULL, {%d, %d, %d}, {%d, %d, %d}, %d, 0x%xULL, %d, %dULL, 0x%xULL, 0x%xULL, 0x%xULL, %d, 0x%xULL, 0x%xULL}",
 			c.API, fn, via, c.Handle, c.Grid[0], c.Grid[1], c.Grid[2], c.Block[0], c.Block[1], c.Block[2],
-			c.SharedMem, c.Stream, c.Kind, c.Size, c.Dst, c.Src, c.Ptr, c.Value, c.Out)
+			c.SharedMem, c.Stream, c.Kind, c.Size, c.Dst, c.Src, c.Ptr, c.Value, c.Out, c.Child)
 	}
 	for si, s := range Scenarios {
 		for ti, seq := range s.Threads {

@@ -90,6 +90,22 @@ EXPORT int cudaGraphInstantiate(void **e, void *g, void *errNode, char *log, siz
 	return 0;
 }
 EXPORT int cudaGraphExecDestroy(void *e) { got(__func__, "handle=0x%llx", P(e)); return 0; }
+EXPORT int cudaGraphCreate(void **g, unsigned flags) { got(__func__, "out=0x%llx value=%u", P(*g), flags); return 0; }
+EXPORT int cudaGraphClone(void **g, void *orig) { got(__func__, "out=0x%llx handle=0x%llx", P(*g), P(orig)); return 0; }
+struct kernel_node_params { void *func; dim3 grid, block; unsigned smem; void **args, **extra; };
+EXPORT int cudaGraphAddKernelNode(void **node, void *g, void *deps, size_t n, const struct kernel_node_params *p)
+{
+	(void)node, (void)deps, (void)n;
+	got(__func__, "handle=0x%llx func=0x%llx grid=%u,%u,%u block=%u,%u,%u smem=%u", P(g), P(p->func), p->grid.x,
+	    p->grid.y, p->grid.z, p->block.x, p->block.y, p->block.z, p->smem);
+	return 0;
+}
+EXPORT int cudaGraphAddChildGraphNode(void **node, void *g, void *deps, size_t n, void *child)
+{
+	(void)node, (void)deps, (void)n;
+	got(__func__, "handle=0x%llx child=0x%llx", P(g), P(child));
+	return 0;
+}
 EXPORT int cudaGraphDestroy(void *g) { got(__func__, "handle=0x%llx", P(g)); return 0; }
 
 static char fake_handle[64];

@@ -38,6 +38,13 @@ int cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
 int cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, cudaGraphNode_t *errNode, char *log, size_t logSize);
 int cudaGraphExecDestroy(cudaGraphExec_t e);
 int cudaGraphDestroy(cudaGraph_t g);
+int cudaGraphCreate(cudaGraph_t *g, unsigned flags);
+int cudaGraphClone(cudaGraph_t *clone, cudaGraph_t original);
+struct cudaKernelNodeParams { void *func; dim3 gridDim, blockDim; unsigned sharedMemBytes; void **kernelParams, **extra; };
+int cudaGraphAddKernelNode(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps, size_t ndeps,
+			   const struct cudaKernelNodeParams *params);
+int cudaGraphAddChildGraphNode(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps, size_t ndeps,
+			       cudaGraph_t child);
 
 /* What nvcc's generated code calls. */
 void **__cudaRegisterFatBinary(void *fatCubin);
@@ -171,6 +178,23 @@ static long do_call(const struct call *c)
 	case API_cudaGraphInstantiate: {
 		cudaGraphExec_t e = H(c->out);
 		return cudaGraphInstantiate(&e, H(c->handle), NULL, NULL, 0);
+	}
+	case API_cudaGraphCreate: {
+		cudaGraph_t g = H(c->out);
+		return cudaGraphCreate(&g, c->value);
+	}
+	case API_cudaGraphClone: {
+		cudaGraph_t g = H(c->out);
+		return cudaGraphClone(&g, H(c->handle));
+	}
+	case API_cudaGraphAddKernelNode: {
+		cudaGraphNode_t node = NULL;
+		struct cudaKernelNodeParams p = {find_stub(c->func)->addr, d3(c->grid), d3(c->block), c->smem, kargs, NULL};
+		return cudaGraphAddKernelNode(&node, H(c->handle), NULL, 0, &p);
+	}
+	case API_cudaGraphAddChildGraphNode: {
+		cudaGraphNode_t node = NULL;
+		return cudaGraphAddChildGraphNode(&node, H(c->handle), NULL, 0, H(c->child));
 	}
 	case API_cudaGraphExecDestroy:
 		return cudaGraphExecDestroy(H(c->handle));
