@@ -323,6 +323,92 @@ func BenchmarkDecodeAggregate(b *testing.B) {
 	})
 }
 
+// benchGraphKernels is the size of BenchmarkGraphReplay's graph.
+const benchGraphKernels = 100
+
+// BenchmarkGraphReplay: the reader's work for one cudaGraphLaunch of a
+// captured graph of benchGraphKernels kernels (one probe, one record, in
+// the workload), against the same kernels launched one by one (as many
+// records), in turns in one run, through the Source as the agent runs it
+// (the SDK and the Producer). replay/direct is the ratio of the two: what
+// expanding a replay saves the reader, or costs it, beside decoding and
+// aggregating the launches themselves.
+func BenchmarkGraphReplay(b *testing.B) {
+	producer := NewProducer()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(producer))
+	s := newBenchSource(b, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), WithProducer(producer))
+	names := s.agg.names.(*fakeNames)
+	const stream, graph, exec = 0x5100, 0x6100, 0x7100
+	ts := uint64(time.Hour)
+	rec := func(e gputracebpf.Event) []byte {
+		ts++
+		e.TS, e.PID, e.TID = ts, 100, 100
+		return benchEncode(nil, &e, "")
+	}
+	var direct [][]byte
+	launch := func(k int) gputracebpf.Event {
+		e := gputracebpf.Event{API: apiOf("cudaLaunchKernel")}
+		e.SetLaunch(0x400000+uint64(k)*0x140, [3]uint32{uint32(64 + k), 1, 1}, [3]uint32{256, 1, 1}, 0, stream)
+		return e
+	}
+	var setup [][]byte
+	setup = append(setup, rec(gputracebpf.Event{Kind: gputracebpf.KindCaptureBegin, API: apiOf("cudaStreamBeginCapture"), A: [6]uint64{stream}}))
+	for k := range benchGraphKernels {
+		names.symbols[0x400000+uint64(k)*0x140] = fmt.Sprintf("kernel%d", k%20) // a decode step's kernels repeat
+		setup = append(setup, rec(launch(k)))
+		direct = append(direct, rec(launch(k)))
+	}
+	setup = append(setup,
+		rec(gputracebpf.Event{Kind: gputracebpf.KindCaptureEnd, API: apiOf("cudaStreamEndCapture"), A: [6]uint64{stream, graph}}),
+		rec(gputracebpf.Event{Kind: gputracebpf.KindGraphInstantiate, API: apiOf("cudaGraphInstantiate"), A: [6]uint64{graph, exec}}))
+	replay := rec(gputracebpf.Event{Kind: gputracebpf.KindGraphLaunch, API: apiOf("cudaGraphLaunch"), A: [6]uint64{exec, stream + 0x100}})
+	var errs int
+	for _, r := range setup {
+		benchHandle(s, r, &errs)
+	}
+	retime := func(r []byte) {
+		ts += 200
+		binary.LittleEndian.PutUint64(r, ts)
+	}
+	// Warm both paths: every series exists.
+	for range 2 {
+		retime(replay)
+		benchHandle(s, replay, &errs)
+		for _, r := range direct {
+			retime(r)
+			benchHandle(s, r, &errs)
+		}
+	}
+	require.Zero(b, errs)
+	var replayTime, directTime time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		retime(replay)
+		benchHandle(s, replay, &errs)
+		t1 := time.Now()
+		for _, r := range direct {
+			retime(r)
+			benchHandle(s, r, &errs)
+		}
+		replayTime, directTime = replayTime+t1.Sub(t0), directTime+time.Since(t1)
+	}
+	b.StopTimer()
+	require.Zero(b, errs)
+	require.Zero(b, s.agg.unknownReplays, "the graph is known")
+	b.ReportMetric(float64(replayTime.Nanoseconds())/float64(b.N), "ns/replay")
+	b.ReportMetric(float64(directTime.Nanoseconds())/float64(b.N)/benchGraphKernels, "ns/direct-launch")
+	b.ReportMetric(replayTime.Seconds()/directTime.Seconds(), "replay/direct")
+	// Every replayed kernel counted, under the graph launch's API.
+	s.publish()
+	var graphLaunched float64
+	for _, p := range testutil.Collect(b, reader).Find(semconv.CUDAKernelLaunches.Name, semconv.CUDAAPIName.String("cudaGraphLaunch")) {
+		graphLaunched += p.Value
+	}
+	require.Equal(b, float64((b.N+2)*benchGraphKernels), graphLaunched)
+}
+
 // benchCheckCollect checks that the benchmark fed the series: the
 // launches counted add up, and the histograms were collected.
 func benchCheckCollect(b *testing.B, s *Source, reader *sdkmetric.ManualReader) {
