@@ -37,12 +37,11 @@ type graphKernel struct {
 	smem        uint64
 }
 
-// capture is a stream capture under way: its kernels so far and the
-// streams taking part.
+// capture is a stream capture under way: the graph's kernels so far and
+// the streams taking part.
 type capture struct {
-	kernels []graphKernel
+	nodes   graphNodes
 	streams []uint64
-	full    bool // a kernel found no room: the graph will not be known
 	ended   bool
 }
 
@@ -90,13 +89,14 @@ func (a *aggregator) captured(p *proc, e *gputracebpf.Event) bool {
 	if c == nil {
 		return false
 	}
-	if g.kernels >= maxGraphKernels {
-		c.full = true
-		return true
-	}
-	c.kernels = append(c.kernels, graphKernel{fn: e.Func(), handle: e.API.Handle(), grid: e.Grid(), block: e.Block(), smem: e.SharedMem()})
-	g.kernels++
+	g.add(&c.nodes, kernelOf(e))
 	return true
+}
+
+// kernelOf is the kernel a KindLaunch or KindGraphKernelNode record
+// names.
+func kernelOf(e *gputracebpf.Event) graphKernel {
+	return graphKernel{fn: e.Func(), handle: e.API.Handle(), grid: e.Grid(), block: e.Block(), smem: e.SharedMem()}
 }
 
 // graphCall follows a call that builds, joins or frees graphs.
@@ -145,12 +145,11 @@ func (a *aggregator) graphCall(p *proc, e *gputracebpf.Event) {
 				delete(g.joins, ev)
 			}
 		}
-		graph := e.Graph()
-		if graph == 0 || c.full {
-			g.kernels -= len(c.kernels)
+		if e.Graph() == 0 { // the capture failed
+			g.kernels -= len(c.nodes.kernels)
 			return
 		}
-		g.bind(g.graphs, graph, &graphNodes{kernels: c.kernels})
+		g.bind(g.graphs, e.Graph(), &c.nodes)
 	case gputracebpf.KindGraphInstantiate:
 		if g := p.graphs; g != nil && e.GraphExec() != 0 {
 			g.bind(g.execs, e.GraphExec(), g.graphs[e.Graph()])
@@ -166,13 +165,13 @@ func (a *aggregator) graphCall(p *proc, e *gputracebpf.Event) {
 		}
 	case gputracebpf.KindGraphKernelNode:
 		if n := p.graphs.own(e.Graph()); n != nil {
-			p.graphs.add(n, graphKernel{fn: e.Func(), handle: e.API.Handle(), grid: e.Grid(), block: e.Block(), smem: e.SharedMem()})
+			p.graphs.add(n, kernelOf(e))
 		}
 	case gputracebpf.KindGraphChildNode:
 		if n := p.graphs.own(e.Graph()); n != nil {
 			child := p.graphs.graphs[e.SourceGraph()]
 			if child == nil || child.partial {
-				n.partial = true
+				p.graphs.forget(n)
 				return
 			}
 			p.graphs.add(n, child.kernels...)
@@ -235,17 +234,26 @@ func (g *procGraphs) own(graph uint64) *graphNodes {
 	return mine
 }
 
-// add appends kernels to n, or marks it partial past maxGraphKernels.
+// add appends kernels to n, which no other graph shares; past
+// maxGraphKernels n is forgotten instead.
 func (g *procGraphs) add(n *graphNodes, kernels ...graphKernel) {
 	if n.partial {
 		return
 	}
 	if g.kernels+len(kernels) > maxGraphKernels {
-		n.partial = true
+		g.forget(n)
 		return
 	}
 	n.kernels = append(n.kernels, kernels...)
 	g.kernels += len(kernels)
+}
+
+// forget makes n, which no other graph shares, partial: some of its
+// kernels are not known, so its replays use none, and it lets go of those
+// it held.
+func (g *procGraphs) forget(n *graphNodes) {
+	g.kernels -= len(n.kernels)
+	n.kernels, n.partial = nil, true
 }
 
 // replay counts the kernels of the executable graph a KindGraphLaunch

@@ -306,7 +306,7 @@ func FuzzGraphs(f *testing.F) {
 		for _, c := range g.capturing {
 			if !seen[c] {
 				seen[c] = true
-				held += len(c.kernels)
+				held += len(c.nodes.kernels)
 			}
 		}
 		nodes := map[*graphNodes]int{}
@@ -317,6 +317,9 @@ func FuzzGraphs(f *testing.F) {
 		}
 		for n, refs := range nodes {
 			require.Equal(t, refs, n.refs, "a graph's references")
+			if n.partial {
+				require.Empty(t, n.kernels, "a graph not known holds no kernel")
+			}
 			held += len(n.kernels)
 		}
 		require.Equal(t, held, g.kernels, "the kernels held")
