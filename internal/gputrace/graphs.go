@@ -42,7 +42,6 @@ type graphKernel struct {
 type capture struct {
 	nodes   graphNodes
 	streams []uint64
-	ended   bool
 }
 
 // graphNodes are the kernels of a graph, shared by the graph, its clones
@@ -57,7 +56,7 @@ type graphNodes struct {
 // procGraphs is what a process's graphs are known to hold.
 type procGraphs struct {
 	capturing map[uint64]*capture // stream → its capture
-	joins     map[uint64]*capture // event recorded on a capturing stream → the capture
+	joins     map[uint64]*capture // event recorded on a capturing stream → the capture, until it ends
 	graphs    map[uint64]*graphNodes
 	execs     map[uint64]*graphNodes
 	kernels   int // held by the captures and the graphNodes, for maxGraphKernels
@@ -122,7 +121,7 @@ func (a *aggregator) graphCall(p *proc, e *gputracebpf.Event) {
 	case gputracebpf.KindStreamWait:
 		if g := p.graphs; g != nil && len(g.joins) > 0 {
 			s := stream(e, e.Stream())
-			if c := g.joins[e.EventHandle()]; c != nil && !c.ended && g.capturing[s] == nil {
+			if c := g.joins[e.EventHandle()]; c != nil && g.capturing[s] == nil {
 				g.capturing[s] = c
 				c.streams = append(c.streams, s)
 			}
@@ -136,7 +135,6 @@ func (a *aggregator) graphCall(p *proc, e *gputracebpf.Event) {
 		if c == nil {
 			return
 		}
-		c.ended = true
 		for _, s := range c.streams {
 			delete(g.capturing, s)
 		}

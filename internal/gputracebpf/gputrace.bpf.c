@@ -713,30 +713,29 @@ int driver_launch_kernel_ex(struct pt_regs *ctx)
 	return submit_driver_launch(ctx, a);
 }
 
-// first_report marks a runtime call of kind on c's thread, so that the
-// driver call it makes is not reported again, and says whether the call
-// is to be recorded: a driver call inside a runtime call of its kind is
-// not.
-static __always_inline int first_report(const struct caller *c, __u32 api, __u32 kind)
+// reserve_call reserves the record of kind for the call ctx probes, for
+// the caller to fill and submit: NULL when it finds no room (counted) or
+// when the call is a driver call inside a runtime call of its kind. A
+// runtime call marks its thread, so that the driver call it makes is not
+// reported again.
+static __always_inline struct event *reserve_call(struct pt_regs *ctx, __u16 kind, struct lane_slot *s)
 {
-	if (!IS_DRIVER(api)) {
-		enter_runtime(c->t, kind, 0);
-		return 1;
-	}
-	return !nested(c->t, kind);
+	__u32 api = api_of(ctx);
+	struct caller c;
+	whoami(&c);
+	if (!IS_DRIVER(api))
+		enter_runtime(c.t, kind, 0);
+	else if (nested(c.t, kind))
+		return 0;
+	return reserve(s, api, kind, &c);
 }
 
 // cudaGraphLaunch(exec, stream), cuGraphLaunch(exec, stream)
 SEC("uprobe")
 int graph_launch(struct pt_regs *ctx)
 {
-	__u32 api = api_of(ctx);
-	struct caller c;
-	whoami(&c);
-	if (!first_report(&c, api, KIND_GRAPH_LAUNCH))
-		return 0;
 	struct lane_slot s;
-	struct event *e = reserve(&s, api, KIND_GRAPH_LAUNCH, &c);
+	struct event *e = reserve_call(ctx, KIND_GRAPH_LAUNCH, &s);
 	if (!e)
 		return 0;
 	e->a[0] = PT_REGS_PARM1(ctx);
@@ -746,17 +745,11 @@ int graph_launch(struct pt_regs *ctx)
 }
 
 // submit_handle_call records a call of kind whose first argument is all
-// that is needed: a stream, a graph or a graph exec. A runtime call marks
-// the thread, so that the driver call it makes is not reported again.
+// that is needed: a stream, a graph or a graph exec.
 static __always_inline int submit_handle_call(struct pt_regs *ctx, __u16 kind)
 {
-	__u32 api = api_of(ctx);
-	struct caller c;
-	whoami(&c);
-	if (!first_report(&c, api, kind))
-		return 0;
 	struct lane_slot s;
-	struct event *e = reserve(&s, api, kind, &c);
+	struct event *e = reserve_call(ctx, kind, &s);
 	if (!e)
 		return 0;
 	e->a[0] = PT_REGS_PARM1(ctx);
@@ -847,18 +840,13 @@ struct kernel_node_params {
 SEC("uprobe")
 int graph_kernel_node(struct pt_regs *ctx)
 {
-	__u32 api = api_of(ctx);
-	struct caller c;
-	whoami(&c);
-	if (!first_report(&c, api, KIND_GRAPH_KERNEL_NODE))
+	struct lane_slot s;
+	struct event *e = reserve_call(ctx, KIND_GRAPH_KERNEL_NODE, &s);
+	if (!e)
 		return 0;
 	struct kernel_node_params p = {};
 	if (bpf_probe_read_user(&p, sizeof(p), (void *)PT_REGS_PARM5(ctx)))
 		__builtin_memset(&p, 0, sizeof(p));
-	struct lane_slot s;
-	struct event *e = reserve(&s, api, KIND_GRAPH_KERNEL_NODE, &c);
-	if (!e)
-		return 0;
 	pack_launch(e->a, p.func, p.grid, p.block, p.smem, PT_REGS_PARM2(ctx));
 	submit(&s, e);
 	return 0;
@@ -869,13 +857,8 @@ int graph_kernel_node(struct pt_regs *ctx)
 SEC("uprobe")
 int graph_child_node(struct pt_regs *ctx)
 {
-	__u32 api = api_of(ctx);
-	struct caller c;
-	whoami(&c);
-	if (!first_report(&c, api, KIND_GRAPH_CHILD_NODE))
-		return 0;
 	struct lane_slot s;
-	struct event *e = reserve(&s, api, KIND_GRAPH_CHILD_NODE, &c);
+	struct event *e = reserve_call(ctx, KIND_GRAPH_CHILD_NODE, &s);
 	if (!e)
 		return 0;
 	e->a[0] = PT_REGS_PARM2(ctx);
@@ -1043,13 +1026,8 @@ int malloc_return(struct pt_regs *ctx)
 SEC("uprobe")
 int free_enter(struct pt_regs *ctx)
 {
-	__u32 api = api_of(ctx);
-	struct caller c;
-	whoami(&c);
-	if (!first_report(&c, api, KIND_FREE))
-		return 0;
 	struct lane_slot s;
-	struct event *e = reserve(&s, api, KIND_FREE, &c);
+	struct event *e = reserve_call(ctx, KIND_FREE, &s);
 	if (!e)
 		return 0;
 	e->a[0] = PT_REGS_PARM1(ctx);
