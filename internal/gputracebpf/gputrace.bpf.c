@@ -55,6 +55,13 @@ enum kind {
 	KIND_GRAPH_CLONE = 21,       // a0 graph copied, a1 the copy left in the output; ret
 	KIND_GRAPH_KERNEL_NODE = 22, // a0-a4 as KIND_LAUNCH's (the node's kernel), a5 graph
 	KIND_GRAPH_CHILD_NODE = 23,  // a0 graph, a1 the child graph it embeds
+	// NCCL (libnccl): the api says which call.
+	KIND_NCCL_COLL = 24,       // a collective or point-to-point call: a0 count, a1 ncclDataType_t, a2 ncclRedOp_t (~0: none), a3 root or peer (~0: none), a4 comm, a5 stream
+	KIND_NCCL_GROUP = 25,      // ncclGroupStart or ncclGroupEnd
+	KIND_NCCL_COMM_ID = 26,    // a communicator's making begins: a0-a5 the first 48 bytes of its ncclUniqueId; for ncclCommSplit a0 parent comm, a1 color, a2 key
+	KIND_NCCL_COMM = 27,       // it returned: a0 nranks | rank<<32 (~0: not known), a1 the comm left in the output; ret
+	KIND_NCCL_COMM_QUERY = 28, // ncclCommCount, ncclCommUserRank returned: a0 comm, a1 the int left in the output (low 32 bits); ret
+	KIND_NCCL_COMM_END = 29,   // ncclCommDestroy, ncclCommAbort, ncclCommFinalize: a0 comm
 };
 
 // Which function a probe is attached to: the attach cookie.
@@ -174,6 +181,37 @@ enum api {
 	API_hipGraphInstantiateWithFlags,
 	API_hipGraphDestroy,
 	API_hipGraphExecDestroy,
+	API_ncclAllReduce,
+	API_ncclBroadcast,
+	API_ncclBcast,
+	API_ncclReduce,
+	API_ncclAllGather,
+	API_ncclReduceScatter,
+	API_ncclAlltoAll,
+	API_ncclGather,
+	API_ncclScatter,
+	API_ncclSend,
+	API_ncclRecv,
+	API_ncclAllReduceConfig,
+	API_ncclBroadcastConfig,
+	API_ncclReduceConfig,
+	API_ncclAllGatherConfig,
+	API_ncclReduceScatterConfig,
+	API_ncclAlltoAllConfig,
+	API_ncclGatherConfig,
+	API_ncclScatterConfig,
+	API_ncclGroupStart,
+	API_ncclGroupEnd,
+	API_ncclCommInitRank,
+	API_ncclCommInitRankConfig,
+	API_ncclCommInitRankScalable,
+	API_ncclCommInitAll,
+	API_ncclCommSplit,
+	API_ncclCommCount,
+	API_ncclCommUserRank,
+	API_ncclCommDestroy,
+	API_ncclCommAbort,
+	API_ncclCommFinalize,
 	API_MAX,
 };
 
@@ -189,6 +227,10 @@ enum counter {
 // them. HIP's entry points take their CUDA counterparts' arguments
 // (hip_runtime_api.h, HIP 5.2), so the same programs probe them.
 #define IS_DRIVER(api) ((api) >= API_cuLaunchKernel && (api) < API_hipLaunchKernel)
+// NCCL's come last. NCCL calls the CUDA runtime inside them (its own
+// static copy, or libcudart), so a call of NCCL's waiting for its return
+// probe has a slot of its own, and marks no runtime call.
+#define IS_NCCL(api) ((api) >= API_ncclAllReduce)
 
 // cudaMemcpyKind values.
 #define MEMCPY_H2H 0
@@ -265,6 +307,7 @@ struct thread {
 	struct runtime_call call;
 	struct pending runtime; // a runtime call waiting for its return probe
 	struct pending driver;  // the same for a driver call: a runtime call runs driver calls inside
+	struct pending nccl;    // the same for an NCCL call: it runs runtime calls inside
 	__s32 device;           // as set by cudaSetDevice; 0 before
 	__u32 _pad;
 };
@@ -399,7 +442,7 @@ static __always_inline int nested(struct thread *t, __u32 kind)
 static __always_inline void drop(__u32 pid, __u32 api, __u16 kind)
 {
 	count(COUNTER_DROPS);
-	if (kind != KIND_COPY_DONE) // the return of a call already counted
+	if (kind != KIND_COPY_DONE && kind != KIND_NCCL_COMM) // the return of a call already counted
 		count_unrecorded(pid, api);
 }
 
@@ -492,6 +535,8 @@ static __always_inline int copy_kind_of(struct pt_regs *ctx)
 // pending_slot is where a call's entry state waits for its return probe.
 static __always_inline struct pending *pending_slot(struct thread *t, __u32 api)
 {
+	if (IS_NCCL(api))
+		return &t->nccl;
 	return IS_DRIVER(api) ? &t->driver : &t->runtime;
 }
 
@@ -510,7 +555,7 @@ static __always_inline int take(__u32 api, struct caller *c, struct pending *out
 	}
 	*out = *p;
 	p->api = 0;
-	if (!IS_DRIVER(api))
+	if (!IS_DRIVER(api) && !IS_NCCL(api))
 		t->call.kind = 0; // the runtime call is over
 	return 1;
 }
@@ -522,7 +567,7 @@ static __always_inline int begin(struct thread *t, __u32 kind, struct pending *p
 	if (IS_DRIVER(p->api)) {
 		if (nested(t, kind))
 			return 0;
-	} else {
+	} else if (!IS_NCCL(p->api)) {
 		enter_runtime_sig(t, kind, 1, 0, p->ts);
 	}
 	if (t)
@@ -1254,6 +1299,209 @@ int get_kernel_return(struct pt_regs *ctx)
 	e->a[1] = in.arg1;
 	// Needed before the launches that use it.
 	lane_submit(&s, e, 1);
+	return 0;
+}
+
+// NCCL (libnccl.so.2). Arguments as nccl.h declares them; the *Config
+// forms append a config pointer to the plain form's arguments, so the
+// plain form's program probes them.
+
+#define NCCL_NONE (~0ULL)
+
+// submit_nccl records an NCCL collective or point-to-point call.
+static __always_inline int submit_nccl(struct pt_regs *ctx, __u64 count, __u64 type, __u64 op, __u64 root,
+				       __u64 comm, __u64 stream)
+{
+	struct caller c;
+	whoami(&c);
+	struct lane_slot s;
+	struct event *e = reserve(&s, api_of(ctx), KIND_NCCL_COLL, &c);
+	if (!e)
+		return 0;
+	e->a[0] = count;
+	e->a[1] = type & 0xffffffff;
+	e->a[2] = op;
+	e->a[3] = root;
+	e->a[4] = comm;
+	e->a[5] = stream;
+	submit(&s, e);
+	return 0;
+}
+
+// ncclAllReduce(send, recv, count, type, op, comm, stream) and
+// ncclReduceScatter(send, recv, recvcount, type, op, comm, stream).
+SEC("uprobe")
+int nccl_reduction(struct pt_regs *ctx)
+{
+	__u64 st[2];
+	stack_args(ctx, st);
+	return submit_nccl(ctx, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx) & 0xffffffff, NCCL_NONE,
+			   ARG6(ctx), st[0]);
+}
+
+// ncclBroadcast, ncclGather and ncclScatter(send, recv, count, type, root,
+// comm, stream).
+SEC("uprobe")
+int nccl_rooted(struct pt_regs *ctx)
+{
+	__u64 st[2];
+	stack_args(ctx, st);
+	return submit_nccl(ctx, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), NCCL_NONE, PT_REGS_PARM5(ctx) & 0xffffffff,
+			   ARG6(ctx), st[0]);
+}
+
+// ncclReduce(send, recv, count, type, op, root, comm, stream).
+SEC("uprobe")
+int nccl_reduce(struct pt_regs *ctx)
+{
+	__u64 st[2];
+	stack_args(ctx, st);
+	return submit_nccl(ctx, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx) & 0xffffffff,
+			   ARG6(ctx) & 0xffffffff, st[0], st[1]);
+}
+
+// ncclAllGather(send, recv, sendcount, type, comm, stream) and
+// ncclAlltoAll(send, recv, count, type, comm, stream).
+SEC("uprobe")
+int nccl_all(struct pt_regs *ctx)
+{
+	return submit_nccl(ctx, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), NCCL_NONE, NCCL_NONE, PT_REGS_PARM5(ctx),
+			   ARG6(ctx));
+}
+
+// ncclSend(send, count, type, peer, comm, stream), ncclRecv(recv, …) and
+// ncclBcast(buff, count, type, root, comm, stream).
+SEC("uprobe")
+int nccl_peer(struct pt_regs *ctx)
+{
+	return submit_nccl(ctx, PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), NCCL_NONE, PT_REGS_PARM4(ctx) & 0xffffffff,
+			   PT_REGS_PARM5(ctx), ARG6(ctx));
+}
+
+// submit_nccl_plain records an NCCL call of kind with a0 = arg (the
+// group calls, the ends of a communicator).
+static __always_inline int submit_nccl_plain(struct pt_regs *ctx, __u16 kind, __u64 arg)
+{
+	struct caller c;
+	whoami(&c);
+	struct lane_slot s;
+	struct event *e = reserve(&s, api_of(ctx), kind, &c);
+	if (!e)
+		return 0;
+	e->a[0] = arg;
+	submit(&s, e);
+	return 0;
+}
+
+// ncclGroupStart(), ncclGroupEnd()
+SEC("uprobe")
+int nccl_group(struct pt_regs *ctx)
+{
+	return submit_nccl_plain(ctx, KIND_NCCL_GROUP, 0);
+}
+
+// ncclCommDestroy(comm), ncclCommAbort(comm), ncclCommFinalize(comm)
+SEC("uprobe")
+int nccl_comm_end(struct pt_regs *ctx)
+{
+	return submit_nccl_plain(ctx, KIND_NCCL_COMM_END, PT_REGS_PARM1(ctx));
+}
+
+// nccl_comm_begin records what the call making a communicator was given:
+// the first 48 bytes at id when id is not NULL, else a[]. It keeps, for
+// the return probe (handle_out_return), where the comm will be and in.
+static __always_inline int nccl_comm_begin(struct pt_regs *ctx, const void *id, const __u64 *a, __u64 in, __u64 out)
+{
+	struct caller c;
+	whoami(&c);
+	struct lane_slot s;
+	struct event *e = reserve(&s, api_of(ctx), KIND_NCCL_COMM_ID, &c);
+	if (e) {
+		if (!id || bpf_probe_read_user(e->a, sizeof(e->a), id)) {
+			for (int i = 0; i < 6; i++)
+				e->a[i] = a ? a[i] : 0;
+		}
+		submit(&s, e);
+	}
+	struct pending p = {.ts = bpf_ktime_get_ns(), .arg0 = out, .arg1 = in, .arg2 = KIND_NCCL_COMM, .api = api_of(ctx)};
+	begin(c.t, KIND_NCCL_COMM, &p);
+	return 0;
+}
+
+// ncclCommInitRank(comm *, nranks, ncclUniqueId id, rank) and
+// ncclCommInitRankConfig(…, config): the 128-byte id is passed in memory,
+// at [rsp+8], so the rank is the third register argument.
+SEC("uprobe")
+int nccl_init_rank(struct pt_regs *ctx)
+{
+	return nccl_comm_begin(ctx, (void *)(PT_REGS_SP(ctx) + 8), 0,
+			       (PT_REGS_PARM2(ctx) & 0xffffffff) | (PT_REGS_PARM3(ctx) << 32), PT_REGS_PARM1(ctx));
+}
+
+// ncclCommInitRankScalable(comm *, nranks, rank, nId, ncclUniqueId *ids,
+// config): the first of the ids.
+SEC("uprobe")
+int nccl_init_rank_scalable(struct pt_regs *ctx)
+{
+	return nccl_comm_begin(ctx, (void *)PT_REGS_PARM5(ctx), 0,
+			       (PT_REGS_PARM2(ctx) & 0xffffffff) | (PT_REGS_PARM3(ctx) << 32), PT_REGS_PARM1(ctx));
+}
+
+// ncclCommSplit(comm, color, key, ncclComm_t *newcomm, config): the new
+// communicator's rank and size are not known here.
+SEC("uprobe")
+int nccl_split(struct pt_regs *ctx)
+{
+	__u64 a[6] = {PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx) & 0xffffffff, PT_REGS_PARM3(ctx) & 0xffffffff};
+	return nccl_comm_begin(ctx, 0, a, NCCL_NONE, PT_REGS_PARM4(ctx));
+}
+
+// Entry of ncclCommCount(comm, int *count) and ncclCommUserRank(comm, int
+// *rank): the int is known on return (handle_out_return).
+SEC("uprobe")
+int nccl_comm_query(struct pt_regs *ctx)
+{
+	return begin_handle_out(ctx, KIND_NCCL_COMM_QUERY, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
+}
+
+// The communicators of one ncclCommInitAll that its return reports: a
+// process drives at most this many devices this way.
+#define NCCL_INIT_ALL_MAX 8
+
+// Entry of ncclCommInitAll(ncclComm_t *comms, ndev, devlist).
+SEC("uprobe")
+int nccl_init_all_enter(struct pt_regs *ctx)
+{
+	__u64 ndev = PT_REGS_PARM2(ctx) & 0xffffffff;
+	__u64 a[6] = {ndev};
+	return nccl_comm_begin(ctx, 0, a, ndev, PT_REGS_PARM1(ctx));
+}
+
+// Its return: a record per communicator made, rank i being comms[i], up to
+// NCCL_INIT_ALL_MAX.
+SEC("uretprobe")
+int nccl_init_all_return(struct pt_regs *ctx)
+{
+	struct caller c;
+	struct pending in;
+	if (!take(api_of(ctx), &c, &in))
+		return 0;
+	__u64 comms[NCCL_INIT_ALL_MAX] = {};
+	__u32 n = in.arg1 < NCCL_INIT_ALL_MAX ? in.arg1 : NCCL_INIT_ALL_MAX;
+	__u32 size = n * sizeof(comms[0]);
+	if (size > sizeof(comms) || bpf_probe_read_user(comms, size, (void *)in.arg0))
+		return 0;
+	__s32 ret = (__s32)PT_REGS_RC(ctx);
+	for (__u32 i = 0; i < NCCL_INIT_ALL_MAX && i < n; i++) {
+		struct lane_slot s;
+		struct event *e = reserve(&s, in.api, KIND_NCCL_COMM, &c);
+		if (!e)
+			return 0;
+		e->ret = ret;
+		e->a[0] = in.arg1 | ((__u64)i << 32);
+		e->a[1] = comms[i];
+		submit(&s, e);
+	}
 	return 0;
 }
 

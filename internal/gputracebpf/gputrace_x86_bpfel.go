@@ -131,7 +131,38 @@ const (
 	gputraceApiAPI_hipGraphInstantiateWithFlags  gputraceApi = 113
 	gputraceApiAPI_hipGraphDestroy               gputraceApi = 114
 	gputraceApiAPI_hipGraphExecDestroy           gputraceApi = 115
-	gputraceApiAPI_MAX                           gputraceApi = 116
+	gputraceApiAPI_ncclAllReduce                 gputraceApi = 116
+	gputraceApiAPI_ncclBroadcast                 gputraceApi = 117
+	gputraceApiAPI_ncclBcast                     gputraceApi = 118
+	gputraceApiAPI_ncclReduce                    gputraceApi = 119
+	gputraceApiAPI_ncclAllGather                 gputraceApi = 120
+	gputraceApiAPI_ncclReduceScatter             gputraceApi = 121
+	gputraceApiAPI_ncclAlltoAll                  gputraceApi = 122
+	gputraceApiAPI_ncclGather                    gputraceApi = 123
+	gputraceApiAPI_ncclScatter                   gputraceApi = 124
+	gputraceApiAPI_ncclSend                      gputraceApi = 125
+	gputraceApiAPI_ncclRecv                      gputraceApi = 126
+	gputraceApiAPI_ncclAllReduceConfig           gputraceApi = 127
+	gputraceApiAPI_ncclBroadcastConfig           gputraceApi = 128
+	gputraceApiAPI_ncclReduceConfig              gputraceApi = 129
+	gputraceApiAPI_ncclAllGatherConfig           gputraceApi = 130
+	gputraceApiAPI_ncclReduceScatterConfig       gputraceApi = 131
+	gputraceApiAPI_ncclAlltoAllConfig            gputraceApi = 132
+	gputraceApiAPI_ncclGatherConfig              gputraceApi = 133
+	gputraceApiAPI_ncclScatterConfig             gputraceApi = 134
+	gputraceApiAPI_ncclGroupStart                gputraceApi = 135
+	gputraceApiAPI_ncclGroupEnd                  gputraceApi = 136
+	gputraceApiAPI_ncclCommInitRank              gputraceApi = 137
+	gputraceApiAPI_ncclCommInitRankConfig        gputraceApi = 138
+	gputraceApiAPI_ncclCommInitRankScalable      gputraceApi = 139
+	gputraceApiAPI_ncclCommInitAll               gputraceApi = 140
+	gputraceApiAPI_ncclCommSplit                 gputraceApi = 141
+	gputraceApiAPI_ncclCommCount                 gputraceApi = 142
+	gputraceApiAPI_ncclCommUserRank              gputraceApi = 143
+	gputraceApiAPI_ncclCommDestroy               gputraceApi = 144
+	gputraceApiAPI_ncclCommAbort                 gputraceApi = 145
+	gputraceApiAPI_ncclCommFinalize              gputraceApi = 146
+	gputraceApiAPI_MAX                           gputraceApi = 147
 )
 
 type gputraceCallKey struct {
@@ -188,6 +219,12 @@ const (
 	gputraceKindKIND_GRAPH_CLONE        gputraceKind = 21
 	gputraceKindKIND_GRAPH_KERNEL_NODE  gputraceKind = 22
 	gputraceKindKIND_GRAPH_CHILD_NODE   gputraceKind = 23
+	gputraceKindKIND_NCCL_COLL          gputraceKind = 24
+	gputraceKindKIND_NCCL_GROUP         gputraceKind = 25
+	gputraceKindKIND_NCCL_COMM_ID       gputraceKind = 26
+	gputraceKindKIND_NCCL_COMM          gputraceKind = 27
+	gputraceKindKIND_NCCL_COMM_QUERY    gputraceKind = 28
+	gputraceKindKIND_NCCL_COMM_END      gputraceKind = 29
 )
 
 type gputraceLaneStage struct {
@@ -226,6 +263,15 @@ type gputraceThread struct {
 		Pad  uint32
 	}
 	Driver struct {
+		_    structs.HostLayout
+		Ts   uint64
+		Arg0 uint64
+		Arg1 uint64
+		Arg2 uint64
+		Api  uint32
+		Pad  uint32
+	}
+	Nccl struct {
 		_    structs.HostLayout
 		Ts   uint64
 		Arg0 uint64
@@ -282,6 +328,19 @@ const (
 	gputraceProgMallocReturn                   = "malloc_return"
 	gputraceProgModuleGetFunctionEnter         = "module_get_function_enter"
 	gputraceProgModuleGetFunctionReturn        = "module_get_function_return"
+	gputraceProgNcclAll                        = "nccl_all"
+	gputraceProgNcclCommEnd                    = "nccl_comm_end"
+	gputraceProgNcclCommQuery                  = "nccl_comm_query"
+	gputraceProgNcclGroup                      = "nccl_group"
+	gputraceProgNcclInitAllEnter               = "nccl_init_all_enter"
+	gputraceProgNcclInitAllReturn              = "nccl_init_all_return"
+	gputraceProgNcclInitRank                   = "nccl_init_rank"
+	gputraceProgNcclInitRankScalable           = "nccl_init_rank_scalable"
+	gputraceProgNcclPeer                       = "nccl_peer"
+	gputraceProgNcclReduce                     = "nccl_reduce"
+	gputraceProgNcclReduction                  = "nccl_reduction"
+	gputraceProgNcclRooted                     = "nccl_rooted"
+	gputraceProgNcclSplit                      = "nccl_split"
 	gputraceProgRegisterFunction               = "register_function"
 	gputraceProgRuntimeLaunchCooperativeKernel = "runtime_launch_cooperative_kernel"
 	gputraceProgRuntimeLaunchKernel            = "runtime_launch_kernel"
@@ -379,6 +438,19 @@ type gputraceProgramSpecs struct {
 	MallocReturn                   *ebpf.ProgramSpec `ebpf:"malloc_return"`
 	ModuleGetFunctionEnter         *ebpf.ProgramSpec `ebpf:"module_get_function_enter"`
 	ModuleGetFunctionReturn        *ebpf.ProgramSpec `ebpf:"module_get_function_return"`
+	NcclAll                        *ebpf.ProgramSpec `ebpf:"nccl_all"`
+	NcclCommEnd                    *ebpf.ProgramSpec `ebpf:"nccl_comm_end"`
+	NcclCommQuery                  *ebpf.ProgramSpec `ebpf:"nccl_comm_query"`
+	NcclGroup                      *ebpf.ProgramSpec `ebpf:"nccl_group"`
+	NcclInitAllEnter               *ebpf.ProgramSpec `ebpf:"nccl_init_all_enter"`
+	NcclInitAllReturn              *ebpf.ProgramSpec `ebpf:"nccl_init_all_return"`
+	NcclInitRank                   *ebpf.ProgramSpec `ebpf:"nccl_init_rank"`
+	NcclInitRankScalable           *ebpf.ProgramSpec `ebpf:"nccl_init_rank_scalable"`
+	NcclPeer                       *ebpf.ProgramSpec `ebpf:"nccl_peer"`
+	NcclReduce                     *ebpf.ProgramSpec `ebpf:"nccl_reduce"`
+	NcclReduction                  *ebpf.ProgramSpec `ebpf:"nccl_reduction"`
+	NcclRooted                     *ebpf.ProgramSpec `ebpf:"nccl_rooted"`
+	NcclSplit                      *ebpf.ProgramSpec `ebpf:"nccl_split"`
 	RegisterFunction               *ebpf.ProgramSpec `ebpf:"register_function"`
 	RuntimeLaunchCooperativeKernel *ebpf.ProgramSpec `ebpf:"runtime_launch_cooperative_kernel"`
 	RuntimeLaunchKernel            *ebpf.ProgramSpec `ebpf:"runtime_launch_kernel"`
@@ -517,6 +589,19 @@ type gputracePrograms struct {
 	MallocReturn                   *ebpf.Program `ebpf:"malloc_return"`
 	ModuleGetFunctionEnter         *ebpf.Program `ebpf:"module_get_function_enter"`
 	ModuleGetFunctionReturn        *ebpf.Program `ebpf:"module_get_function_return"`
+	NcclAll                        *ebpf.Program `ebpf:"nccl_all"`
+	NcclCommEnd                    *ebpf.Program `ebpf:"nccl_comm_end"`
+	NcclCommQuery                  *ebpf.Program `ebpf:"nccl_comm_query"`
+	NcclGroup                      *ebpf.Program `ebpf:"nccl_group"`
+	NcclInitAllEnter               *ebpf.Program `ebpf:"nccl_init_all_enter"`
+	NcclInitAllReturn              *ebpf.Program `ebpf:"nccl_init_all_return"`
+	NcclInitRank                   *ebpf.Program `ebpf:"nccl_init_rank"`
+	NcclInitRankScalable           *ebpf.Program `ebpf:"nccl_init_rank_scalable"`
+	NcclPeer                       *ebpf.Program `ebpf:"nccl_peer"`
+	NcclReduce                     *ebpf.Program `ebpf:"nccl_reduce"`
+	NcclReduction                  *ebpf.Program `ebpf:"nccl_reduction"`
+	NcclRooted                     *ebpf.Program `ebpf:"nccl_rooted"`
+	NcclSplit                      *ebpf.Program `ebpf:"nccl_split"`
 	RegisterFunction               *ebpf.Program `ebpf:"register_function"`
 	RuntimeLaunchCooperativeKernel *ebpf.Program `ebpf:"runtime_launch_cooperative_kernel"`
 	RuntimeLaunchKernel            *ebpf.Program `ebpf:"runtime_launch_kernel"`
@@ -564,6 +649,19 @@ func (p *gputracePrograms) Close() error {
 		p.MallocReturn,
 		p.ModuleGetFunctionEnter,
 		p.ModuleGetFunctionReturn,
+		p.NcclAll,
+		p.NcclCommEnd,
+		p.NcclCommQuery,
+		p.NcclGroup,
+		p.NcclInitAllEnter,
+		p.NcclInitAllReturn,
+		p.NcclInitRank,
+		p.NcclInitRankScalable,
+		p.NcclPeer,
+		p.NcclReduce,
+		p.NcclReduction,
+		p.NcclRooted,
+		p.NcclSplit,
 		p.RegisterFunction,
 		p.RuntimeLaunchCooperativeKernel,
 		p.RuntimeLaunchKernel,

@@ -57,6 +57,15 @@ const (
 	KindGraphClone      = Kind(gputraceKindKIND_GRAPH_CLONE)
 	KindGraphKernelNode = Kind(gputraceKindKIND_GRAPH_KERNEL_NODE)
 	KindGraphChildNode  = Kind(gputraceKindKIND_GRAPH_CHILD_NODE)
+	// NCCL (nccl.go): a collective or point-to-point call, a group's
+	// start or end, a communicator's making (its id, then its handle on
+	// return), a query of its size or rank, its end.
+	KindNCCLColl      = Kind(gputraceKindKIND_NCCL_COLL)
+	KindNCCLGroup     = Kind(gputraceKindKIND_NCCL_GROUP)
+	KindNCCLCommID    = Kind(gputraceKindKIND_NCCL_COMM_ID)
+	KindNCCLComm      = Kind(gputraceKindKIND_NCCL_COMM)
+	KindNCCLCommQuery = Kind(gputraceKindKIND_NCCL_COMM_QUERY)
+	KindNCCLCommEnd   = Kind(gputraceKindKIND_NCCL_COMM_END)
 )
 
 // cudaMemcpyKind values, as a KindMemcpy record's MemcpyKind.
@@ -139,8 +148,9 @@ func Decode(b []byte, e *Event) error {
 }
 
 // IsCall reports whether the record stands for one call of its API: every
-// record does but KindCopyDone, the return of a copy already recorded.
-func (e *Event) IsCall() bool { return e.Kind != KindCopyDone }
+// record does but the returns of calls already recorded at entry,
+// KindCopyDone and KindNCCLComm.
+func (e *Event) IsCall() bool { return e.Kind != KindCopyDone && e.Kind != KindNCCLComm }
 
 // The fields of the records, by kind, as enum kind in gputrace.bpf.c lays
 // them out in A. Nothing outside this file indexes A.

@@ -16,6 +16,8 @@ const (
 	Driver
 	// HIP is libamdhip64, the HIP runtime of ROCm.
 	HIP
+	// NCCL is libnccl, NVIDIA's collective communication library.
+	NCCL
 )
 
 func (l Library) String() string {
@@ -26,6 +28,8 @@ func (l Library) String() string {
 		return "driver"
 	case HIP:
 		return "hip"
+	case NCCL:
+		return "nccl"
 	}
 	return "library(?)"
 }
@@ -109,6 +113,19 @@ const (
 	kernelNode     = gputraceProgGraphKernelNode
 	childNode      = gputraceProgGraphChildNode
 	execDestroy    = gputraceProgGraphExecDestroy
+	ncclReduction  = gputraceProgNcclReduction
+	ncclRooted     = gputraceProgNcclRooted
+	ncclReduce     = gputraceProgNcclReduce
+	ncclAll        = gputraceProgNcclAll
+	ncclPeer       = gputraceProgNcclPeer
+	ncclGroup      = gputraceProgNcclGroup
+	ncclInitRank   = gputraceProgNcclInitRank
+	ncclScalable   = gputraceProgNcclInitRankScalable
+	ncclInitAll    = gputraceProgNcclInitAllEnter
+	ncclInitAllRet = gputraceProgNcclInitAllReturn
+	ncclSplit      = gputraceProgNcclSplit
+	ncclQuery      = gputraceProgNcclCommQuery
+	ncclCommEnd    = gputraceProgNcclCommEnd
 	none           = ""
 )
 
@@ -118,6 +135,7 @@ var Anchors = map[Library]string{
 	Runtime: "cudaLaunchKernel",
 	Driver:  "cuLaunchKernel",
 	HIP:     "hipLaunchKernel",
+	NCCL:    "ncclAllReduce",
 }
 
 // Probes lists every probed function.
@@ -269,6 +287,54 @@ var Probes = []Probe{
 	hip("hipGraphInstantiateWithFlags", gputraceApiAPI_hipGraphInstantiateWithFlags, instantiate, handleOut, 0),
 	hip("hipGraphDestroy", gputraceApiAPI_hipGraphDestroy, graphDestroy, none, 0),
 	hip("hipGraphExecDestroy", gputraceApiAPI_hipGraphExecDestroy, execDestroy, none, 0),
+
+	// NCCL (libnccl.so.2), as nccl.h declares it. The *Config forms
+	// append a config pointer to the plain form's arguments. Each
+	// function's pnccl* alias is the same code, at the same address, and
+	// is not probed again.
+	nccl("ncclAllReduce", gputraceApiAPI_ncclAllReduce, ncclReduction, none),
+	nccl("ncclAllReduceConfig", gputraceApiAPI_ncclAllReduceConfig, ncclReduction, none),
+	nccl("ncclReduceScatter", gputraceApiAPI_ncclReduceScatter, ncclReduction, none),
+	nccl("ncclReduceScatterConfig", gputraceApiAPI_ncclReduceScatterConfig, ncclReduction, none),
+	nccl("ncclBroadcast", gputraceApiAPI_ncclBroadcast, ncclRooted, none),
+	nccl("ncclBroadcastConfig", gputraceApiAPI_ncclBroadcastConfig, ncclRooted, none),
+	nccl("ncclGather", gputraceApiAPI_ncclGather, ncclRooted, none),
+	nccl("ncclGatherConfig", gputraceApiAPI_ncclGatherConfig, ncclRooted, none),
+	nccl("ncclScatter", gputraceApiAPI_ncclScatter, ncclRooted, none),
+	nccl("ncclScatterConfig", gputraceApiAPI_ncclScatterConfig, ncclRooted, none),
+	nccl("ncclReduce", gputraceApiAPI_ncclReduce, ncclReduce, none),
+	nccl("ncclReduceConfig", gputraceApiAPI_ncclReduceConfig, ncclReduce, none),
+	nccl("ncclAllGather", gputraceApiAPI_ncclAllGather, ncclAll, none),
+	nccl("ncclAllGatherConfig", gputraceApiAPI_ncclAllGatherConfig, ncclAll, none),
+	nccl("ncclAlltoAll", gputraceApiAPI_ncclAlltoAll, ncclAll, none),
+	nccl("ncclAlltoAllConfig", gputraceApiAPI_ncclAlltoAllConfig, ncclAll, none),
+	nccl("ncclSend", gputraceApiAPI_ncclSend, ncclPeer, none),
+	nccl("ncclRecv", gputraceApiAPI_ncclRecv, ncclPeer, none),
+	nccl("ncclBcast", gputraceApiAPI_ncclBcast, ncclPeer, none),
+	nccl("ncclGroupStart", gputraceApiAPI_ncclGroupStart, ncclGroup, none),
+	nccl("ncclGroupEnd", gputraceApiAPI_ncclGroupEnd, ncclGroup, none),
+	// Communicators: made by ncclCommInitRank(comm *, nranks, id, rank)
+	// and its Config and Scalable forms, ncclCommInitAll(comms, ndev,
+	// devlist) and ncclCommSplit(comm, color, key, newcomm *, config);
+	// asked for their size and rank; ended.
+	nccl("ncclCommInitRank", gputraceApiAPI_ncclCommInitRank, ncclInitRank, handleOut),
+	nccl("ncclCommInitRankConfig", gputraceApiAPI_ncclCommInitRankConfig, ncclInitRank, handleOut),
+	nccl("ncclCommInitRankScalable", gputraceApiAPI_ncclCommInitRankScalable, ncclScalable, handleOut),
+	nccl("ncclCommInitAll", gputraceApiAPI_ncclCommInitAll, ncclInitAll, ncclInitAllRet),
+	nccl("ncclCommSplit", gputraceApiAPI_ncclCommSplit, ncclSplit, handleOut),
+	nccl("ncclCommCount", gputraceApiAPI_ncclCommCount, ncclQuery, handleOut),
+	nccl("ncclCommUserRank", gputraceApiAPI_ncclCommUserRank, ncclQuery, handleOut),
+	nccl("ncclCommDestroy", gputraceApiAPI_ncclCommDestroy, ncclCommEnd, none),
+	nccl("ncclCommAbort", gputraceApiAPI_ncclCommAbort, ncclCommEnd, none),
+	nccl("ncclCommFinalize", gputraceApiAPI_ncclCommFinalize, ncclCommEnd, none),
+}
+
+// nccl is an NCCL function: its programs read its stream themselves
+// (the 7th and 8th arguments are on the stack).
+func nccl(sym string, api gputraceApi, entry, ret string) Probe {
+	p := rt(sym, api, entry, ret, 0)
+	p.Library = NCCL
+	return p
 }
 
 func hip(sym string, api gputraceApi, entry, ret string, stream uint8) Probe {
