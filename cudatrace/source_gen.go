@@ -25,6 +25,8 @@ const (
 	TargetRuntime = gputrace.TargetRuntime
 	// TargetDriver is the CUDA driver library (libcuda).
 	TargetDriver = gputrace.TargetDriver
+	// TargetNCCL is NCCL, NVIDIA's collective communication library (libnccl, or a program that links it statically).
+	TargetNCCL = gputrace.TargetNCCL
 )
 
 // Defaults.
@@ -37,11 +39,11 @@ const (
 	DefaultRescan         = gputrace.DefaultRescan
 )
 
-// Source traces the CUDA runtime and driver APIs of every process on the host. Create it with
+// Source traces the CUDA runtime and driver APIs and NCCL of every process on the host. Create it with
 // New.
 type Source struct{ s *gputrace.Source }
 
-// New loads the probes, attaches them to every CUDA runtime and driver library mapped on the
+// New loads the probes, attaches them to every CUDA runtime, driver or NCCL library mapped on the
 // host (and to every new copy as it is loaded), and starts aggregating.
 // Missing privilege (CAP_BPF, CAP_PERFMON, or root) or kernel support is
 // xpuscope.ErrUnavailable; finding no process using the library is not an
@@ -70,7 +72,7 @@ type Status struct {
 	// Attachments are the files the probes are attached to, one per file
 	// (by device and inode), whichever process first mapped it.
 	Attachments []xpuscope.Attachment
-	// Rejections are the files that looked like a CUDA runtime and driver library but could
+	// Rejections are the files that looked like a CUDA runtime, driver or NCCL library but could
 	// not be probed, with why.
 	Rejections []xpuscope.Rejection
 }

@@ -307,7 +307,7 @@ var cudaMetrics = []Metric{
 
 // metrics is the registry: each area's list, in order. An area defined in
 // a file of its own adds its list here.
-var metrics = slices.Concat(gpuMetrics, amdMetrics, cudaMetrics, occupancyMetrics, genaiMetrics, captureMetrics, bpfMetrics, uprobeMetrics, agentMetrics, podjoinMetrics)
+var metrics = slices.Concat(gpuMetrics, amdMetrics, cudaMetrics, ncclMetrics, occupancyMetrics, genaiMetrics, captureMetrics, bpfMetrics, uprobeMetrics, agentMetrics, podjoinMetrics)
 
 // Metrics returns every registered metric, in registry order.
 func Metrics() []Metric {
@@ -338,7 +338,7 @@ var cudaSpans = []Span{
 }
 
 // spans is the span registry: each area's list, in order.
-var spans = slices.Concat(cudaSpans, []Span{SpanGenAIClient, SpanGenAIServer})
+var spans = slices.Concat(cudaSpans, ncclSpans, []Span{SpanGenAIClient, SpanGenAIServer})
 
 // Spans returns every registered span, in registry order.
 func Spans() []Span {

@@ -79,6 +79,8 @@ type proc struct {
 	// graphs are the process's CUDA graphs (graphs.go); nil until it
 	// captures one.
 	graphs *procGraphs
+	// nccl is what its NCCL calls told (nccl.go); nil until it makes one.
+	nccl *procNCCL
 }
 
 // allocKey is an outstanding allocation: its process and address.
@@ -546,6 +548,9 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 			p.registered[fn] = string(e.Name)
 		}
 		delete(p.kernels[driverIndex(driver)], fn)
+	case gputracebpf.KindNCCLColl, gputracebpf.KindNCCLGroup, gputracebpf.KindNCCLCommID,
+		gputracebpf.KindNCCLComm, gputracebpf.KindNCCLCommQuery, gputracebpf.KindNCCLCommEnd:
+		a.nccl(ctx, p, e)
 	case gputracebpf.KindKernelHandle:
 		if p != a.other && e.Ret == 0 && len(p.kernelHandles) < maxLearned {
 			kernel, hostFunc := e.KernelHandle()
@@ -736,6 +741,9 @@ const (
 func (a *aggregator) forget(alive func(pid uint32) bool, now, collected uint64) {
 	retiring := map[uint32]bool{}
 	for pid, p := range a.procs {
+		if p.nccl != nil {
+			p.nccl.forgetComms(collected)
+		}
 		if alive(pid) {
 			continue
 		}

@@ -21,6 +21,8 @@ type instruments struct {
 	launches, graphs, memcpy, allocated, freed, calls, errors metric.Int64ObservableCounter
 	dropped, unresolved, overflow, suppressed, ringErrors     metric.Int64ObservableCounter
 	unknownReplays                                            metric.Int64ObservableCounter
+	ncclCalls, ncclBytes                                      metric.Int64ObservableCounter
+	ncclSequence, ncclAge                                     metric.Float64ObservableGauge
 	processOverflow, attachedLate                             metric.Int64ObservableCounter
 	outstanding, attached                                     metric.Int64ObservableUpDownCounter
 	oldestAge                                                 metric.Float64ObservableGauge
@@ -56,6 +58,10 @@ func (in *instruments) create(m metric.Meter) error {
 	in.outstanding = b.UpDownCounter(semconv.CUDAMemoryOutstanding)
 	in.attached = b.UpDownCounter(semconv.XpuscopeCUDAAttachedFiles)
 	in.oldestAge = b.Gauge(semconv.CUDAMemoryOldestAge)
+	in.ncclCalls = b.Counter(semconv.GPUNCCLCalls)
+	in.ncclBytes = b.Counter(semconv.GPUNCCLBytes)
+	in.ncclSequence = b.Gauge(semconv.GPUNCCLSequence)
+	in.ncclAge = b.Gauge(semconv.GPUNCCLLastCollectiveAge)
 	return b.Err()
 }
 
@@ -64,6 +70,7 @@ func (in *instruments) observables() []metric.Observable {
 		in.launches, in.graphs, in.memcpy, in.allocated, in.freed, in.calls, in.errors,
 		in.dropped, in.unresolved, in.overflow, in.unknownReplays, in.suppressed, in.processOverflow, in.ringErrors, in.attachedLate, in.outstanding, in.attached, in.oldestAge,
 		in.threadTime, in.threadUtilization, in.smActive, in.capacity, in.occupancyDropped,
+		in.ncclCalls, in.ncclBytes, in.ncclSequence, in.ncclAge,
 	}
 }
 
@@ -79,6 +86,8 @@ type snapshot struct {
 	// oldest are the processes' oldest outstanding allocations: their
 	// age is taken at collection.
 	oldest []allocPoint
+	// ncclLast are the NCCL ranks' last collectives: their age too.
+	ncclLast []allocPoint
 	// The histograms the aggregator keeps (with a Producer), and their
 	// bucket counts.
 	intHists   []histPoint[int64]
@@ -116,7 +125,7 @@ func (sn *snapshot) float(inst metric.Float64Observable, v float64, attrs ...met
 // and at housekeeping.
 func (s *Source) publish() {
 	sn := &s.back
-	sn.ints, sn.floats, sn.oldest = sn.ints[:0], sn.floats[:0], sn.oldest[:0]
+	sn.ints, sn.floats, sn.oldest, sn.ncclLast = sn.ints[:0], sn.floats[:0], sn.oldest[:0], sn.ncclLast[:0]
 	sn.intHists, sn.floatHists, sn.buckets = sn.intHists[:0], sn.floatHists[:0], sn.buckets[:0]
 	s.mu.Lock()
 	sn.at = s.mono()
@@ -154,6 +163,9 @@ func (s *Source) fill(sn *snapshot) {
 	}
 	for _, p := range a.procs {
 		sn.proc(in, p)
+		if p.nccl != nil {
+			sn.fillNCCL(in, p.nccl)
+		}
 	}
 	if len(a.folded) > 0 || a.other.outstanding != 0 {
 		sn.proc(in, a.other)
@@ -220,6 +232,9 @@ func (s *Source) observe(_ context.Context, o metric.Observer) error {
 		if now > p.at {
 			o.ObserveFloat64(s.inst.oldestAge, float64(now-p.at)/1e9, p.attrs...)
 		}
+	}
+	for _, p := range sn.ncclLast {
+		o.ObserveFloat64(s.inst.ncclAge, float64(now-min(now, p.at))/1e9, p.attrs...)
 	}
 	if r := s.kernel.Ring; r != nil {
 		r.Observe(o, s.inst.ringErrors)

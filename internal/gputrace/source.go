@@ -31,6 +31,7 @@ const (
 	TargetRuntime = "libcudart"
 	TargetDriver  = "libcuda"
 	TargetHIP     = "libamdhip64"
+	TargetNCCL    = "libnccl"
 )
 
 // Runtime is a GPU runtime a Source traces: the files it probes, and the
@@ -58,12 +59,14 @@ type Target struct {
 }
 
 // The runtimes: CUDA's runtime (libcudart, or anything defining
-// cudaLaunchKernel, such as a statically linked application) and driver
-// (libcuda), and HIP's (libamdhip64).
+// cudaLaunchKernel, such as a statically linked application), driver
+// (libcuda) and collectives (libnccl, or anything defining ncclAllReduce),
+// and HIP's (libamdhip64).
 var (
 	CUDA = Runtime{Name: "cudatrace", Targets: []Target{
 		{Name: TargetRuntime, Library: gputracebpf.Runtime, Prefix: "libcudart.so"},
 		{Name: TargetDriver, Library: gputracebpf.Driver, Prefix: "libcuda.so"},
+		{Name: TargetNCCL, Library: gputracebpf.NCCL, Prefix: "libnccl.so"},
 	}}
 	HIP = Runtime{Name: "hiptrace", Targets: []Target{
 		{Name: TargetHIP, Library: gputracebpf.HIP, Prefix: "libamdhip64.so"},

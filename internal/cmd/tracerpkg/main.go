@@ -42,10 +42,11 @@ type target struct{ Const, Doc, Value string }
 var tracers = []tracer{
 	{
 		Package: "cudatrace", Runtime: "CUDA",
-		Traces: "the CUDA runtime and driver APIs", Files: "CUDA runtime and driver library",
+		Traces: "the CUDA runtime and driver APIs and NCCL", Files: "CUDA runtime, driver or NCCL library",
 		Targets: []target{
 			{"TargetRuntime", "the CUDA runtime (libcudart, or a program that links it statically)", "TargetRuntime"},
 			{"TargetDriver", "the CUDA driver library (libcuda)", "TargetDriver"},
+			{"TargetNCCL", "NCCL, NVIDIA's collective communication library (libnccl, or a program that links it statically)", "TargetNCCL"},
 		},
 		Program: "cudaprog.RuntimeLaunch.Program", Args: "cudaprog.RuntimeLaunch.Name", RealLib: "RealCudart",
 		Target: "TargetRuntime", NoAlloc: "every cudaMalloc failed (no GPU)",
