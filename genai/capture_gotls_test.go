@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -27,20 +27,11 @@ import (
 //	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o testdata/capture/goclient-stripped ./testdata/capture/goclient
 const committedStripped = "testdata/capture/goclient-stripped"
 
-// otherGo is the Go release the tests build with beside the machine's
-// (scripts/install-test-deps.sh fetches it).
-const otherGo = "go1.27.3"
-
 // buildGoClient builds testdata/capture/goclient with the Go toolchain
 // (GOTOOLCHAIN: "local" is the machine's), with ldflags.
 func buildGoClient(t *testing.T, toolchain, ldflags string) string {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "goclient")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", exe, "./testdata/capture/goclient")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN="+toolchain)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return exe
+	return testutil.BuildGo(t, "testdata/capture/goclient", toolchain, "goclient", ldflags)
 }
 
 // runGoClient runs a goclient binary against s once the capture has
@@ -87,22 +78,26 @@ func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Serve
 func TestCaptureGoTLS(t *testing.T) {
 	s := llmserver.Start(t, llmserver.Options{TLS: true, HTTP2: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
 	h := startCapture(t, WithGoTLS(true))
-	full, stripped, other := buildGoClient(t, "local", ""), buildGoClient(t, "local", "-s -w"), buildGoClient(t, otherGo, "-s -w")
-	calls := 0
-	for _, tc := range []struct {
+	full, stripped := buildGoClient(t, "local", ""), buildGoClient(t, "local", "-s -w")
+	type clientCase struct {
 		name  string
 		exe   string
 		args  []string
 		proto string
-	}{
+	}
+	cases := []clientCase{
 		{"http2", full, nil, "HTTP/2.0"},
 		{"http2, anthropic", full, []string{"-anthropic"}, "HTTP/2.0"},
 		{"http1.1", full, []string{"-http1"}, "HTTP/1.1"},
 		{"http2, a connection per call", full, []string{"-fresh"}, "HTTP/2.0"},
 		{"stripped", stripped, nil, "HTTP/2.0"},
-		{otherGo + ", stripped", other, []string{"-fresh"}, "HTTP/2.0"},
 		{"committed stripped", committedStripped, []string{"-http1", "-fresh"}, "HTTP/1.1"},
-	} {
+	}
+	for _, release := range testutil.OtherGoReleases {
+		cases = append(cases, clientCase{release + ", stripped", buildGoClient(t, release, "-s -w"), []string{"-fresh"}, "HTTP/2.0"})
+	}
+	calls := 0
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			const n = 3
 			started := time.Now()

@@ -17,10 +17,13 @@ packages=(
 	prometheus                # promtool for deploy/prometheus/rules.yml, and the server the agent's end-to-end test scrapes with
 )
 
-# A second Go release, for the tests that build Go programs with each
-# toolchain they have (the genai capture of crypto/tls): the go command
-# takes it from the Go module proxy as it takes a module.
-GOTOOLCHAIN=go1.27.3 "${GO:-go}" version >/dev/null
+# The Go releases the tests build Go programs with beside the machine's
+# own, so that the last three releases are covered (the genai capture of
+# crypto/tls; testutil.OtherGoReleases lists the same): the go command
+# takes each from the Go module proxy as it takes a module.
+for release in go1.25.14 go1.27.4; do
+	GOTOOLCHAIN=$release "${GO:-go}" version >/dev/null
+done
 
 missing=()
 for p in "${packages[@]}"; do

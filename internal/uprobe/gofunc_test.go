@@ -3,17 +3,13 @@ package uprobe
 import (
 	"debug/elf"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-)
 
-// otherGoTLS is the Go release the tests build with beside the machine's
-// (scripts/install-test-deps.sh fetches it).
-const otherGoTLS = "go1.27.3"
+	"github.com/xpuscope/xpuscope/internal/testutil"
+)
 
 // buildGo builds testdata/gotls with the machine's Go and ldflags.
 func buildGo(t *testing.T, ldflags string) string {
@@ -25,12 +21,7 @@ func buildGo(t *testing.T, ldflags string) string {
 // "local" is the machine's) and ldflags.
 func buildGoWith(t *testing.T, toolchain, ldflags string) string {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "gotls")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", exe, "./testdata/gotls")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN="+toolchain)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return exe
+	return testutil.BuildGo(t, "testdata/gotls", toolchain, "gotls", ldflags)
 }
 
 // A Go program's crypto/tls methods are found by symbol and, stripped of

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 // The pclntab reader finds every function debug/gosym's table holds, at
@@ -20,11 +22,14 @@ import (
 // with each toolchain the machine has, stripped. (Go 1.16–1.19 tables are
 // read by the same code with other offsets; no such toolchain is here.)
 func TestPclntabAgreesWithGosym(t *testing.T) {
-	for name, exe := range map[string]string{
-		"test binary":             os.Args[0],
-		"gotls, stripped":         buildGo(t, "-s -w"),
-		otherGoTLS + ", stripped": buildGoWith(t, otherGoTLS, "-s -w"),
-	} {
+	exes := map[string]string{
+		"test binary":     os.Args[0],
+		"gotls, stripped": buildGo(t, "-s -w"),
+	}
+	for _, release := range testutil.OtherGoReleases {
+		exes[release+", stripped"] = buildGoWith(t, release, "-s -w")
+	}
+	for name, exe := range exes {
 		t.Run(name, func(t *testing.T) {
 			f, err := os.Open(exe)
 			require.NoError(t, err)
