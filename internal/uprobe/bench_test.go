@@ -3,8 +3,11 @@ package uprobe
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,4 +104,87 @@ func BenchmarkLoaderWalk(b *testing.B) {
 	b.ReportMetric(watchedExec/n, "ns/exec-watched")
 	b.ReportMetric(watchedExec/bareExec, "exec-watched/unwatched")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkNewProgram: what a program no Tracer has seen pays at its
+// first exec (each exec here runs a new copy of true, a file of its own):
+// without a Tracer, with a holding Tracer whose target only libraries
+// carry (the program is classified while it runs), and with one whose
+// target programs can carry (Target.InPrograms: the program is held from
+// its exec until classified), in one run: 7 interleaved rounds of 100
+// execs each, the median round of each. The difference between the last
+// two is the hold: the watcher's record, user space's classification of
+// the program, and the stop and continue. A program's later execs pay
+// none of it.
+//
+//	go test -run '^$' -bench NewProgram -benchtime 1x ./internal/uprobe
+func BenchmarkNewProgram(b *testing.B) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(b, "attaching uprobes needs root")
+	}
+	trueBin, err := exec.LookPath("true")
+	require.NoError(b, err)
+	const execs, rounds = 100, 7
+	dir := b.TempDir()
+	copies := 0
+	// start runs execs new copies of true, each once, and returns the ns
+	// an exec took.
+	start := func() float64 {
+		paths := make([]string, execs)
+		for i := range paths {
+			paths[i] = filepath.Join(dir, "true"+strconv.Itoa(copies))
+			copies++
+			copyFile(b, trueBin, paths[i])
+		}
+		t0 := time.Now()
+		for _, p := range paths {
+			cmd := exec.Command(p)
+			// No controlling terminal: such a process is never held.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			require.NoError(b, cmd.Run())
+		}
+		ns := float64(time.Since(t0).Nanoseconds()) / execs
+		for _, p := range paths {
+			_ = os.Remove(p)
+		}
+		return ns
+	}
+	hits, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	require.NoError(b, err)
+	defer hits.Close()
+	watched := func(inPrograms bool) float64 {
+		tr, err := New(Config{Rescan: time.Hour, Hold: true, Targets: []Target{{
+			Name: "none", Anchor: "xpu_no_such_anchor", Names: []string{"libxpunone.so"}, InPrograms: inPrograms,
+			Probes: []Probe{{Symbol: "xpu_no_such_anchor", Entry: hitCounter(b, hits, 0, ebpf.AttachNone)}},
+		}}})
+		require.NoError(b, err)
+		defer func() { require.NoError(b, tr.Close()) }()
+		return start()
+	}
+	median := func(v []float64) float64 {
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	var bare, libs, progs []float64
+	for range b.N * rounds {
+		bare = append(bare, start())
+		libs = append(libs, watched(false))
+		progs = append(progs, watched(true))
+	}
+	mb, ml, mp := median(bare), median(libs), median(progs)
+	b.ReportMetric(mb, "ns/exec-unwatched")
+	b.ReportMetric(ml, "ns/exec-watched")
+	b.ReportMetric(mp, "ns/exec-held")
+	b.ReportMetric(ml/mb, "watched/unwatched")
+	b.ReportMetric(mp/ml, "held/watched")
+	b.ReportMetric(mp-ml, "ns/hold")
+	b.ReportMetric(0, "ns/op")
+}
+
+// copyFile copies the file src to a new executable file dst.
+func copyFile(tb testing.TB, src, dst string) {
+	tb.Helper()
+	b, err := os.ReadFile(src)
+	require.NoError(tb, err)
+	require.NoError(tb, os.WriteFile(dst, b, 0o755))
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -142,6 +143,161 @@ func TestHoldSeesTheFirstCall(t *testing.T) {
 	require.Empty(t, tr.Late())
 	attached, _ := tr.Status()
 	require.Len(t, attached, 3, "one attachment per copy")
+}
+
+// holdExeSrc defines the function a test probes in the program itself,
+// calls it as main's first act, and exits once stdin closes.
+const holdExeSrc = `
+#include <stdio.h>
+__attribute__((noipa, used)) int xpu_prog_anchor(void) { return 42; }
+int main(void) {
+	printf("CALLED %d\n", xpu_prog_anchor());
+	fflush(stdout);
+	while (getchar() != EOF) {}
+	return 0;
+}
+`
+
+// launcherSrc forks argv[2] processes that wait on one pipe, then lets
+// them all exec argv[1] at once (with argv[3] as its argument, if
+// given), with stdin closed, and exits 0 if each did and exited 0.
+const launcherSrc = `
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/wait.h>
+int main(int argc, char **argv) {
+	int n = atoi(argv[2]), p[2];
+	if (pipe(p))
+		return 2;
+	for (int i = 0; i < n; i++) {
+		if (fork() == 0) {
+			char c;
+			close(p[1]);
+			close(0);
+			if (read(p[0], &c, 1) < 0)
+				_exit(126);
+			execl(argv[1], argv[1], argc > 3 ? argv[3] : (char *)0, (char *)0);
+			_exit(127);
+		}
+	}
+	close(p[0]);
+	close(p[1]);
+	int st, bad = 0;
+	while (wait(&st) > 0)
+		bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	return bad != 0;
+}
+`
+
+// TestHoldSeesAProgramsFirstCall: a program no Tracer has seen, which
+// calls a target function linked into it from its first instructions,
+// is held from its exec until the probe is attached, where the target is
+// InPrograms: each new copy's call is seen, and nothing counts as late.
+// Where it is not, the program runs on while it is classified, and the
+// file counts as attached late.
+func TestHoldSeesAProgramsFirstCall(t *testing.T) {
+	c := newHoldCase(t)
+	prog := buildELF(t, holdExeSrc, "-O2")
+	tracer := func(slot int32, inPrograms bool) *Tracer {
+		tr, err := New(Config{Rescan: time.Hour, Hold: true, Targets: []Target{{
+			Name: "xpuprog", Anchor: "xpu_prog_anchor", InPrograms: inPrograms,
+			Probes: []Probe{{Symbol: "xpu_prog_anchor", Entry: hitCounter(t, c.hits, slot, ebpf.AttachNone)}},
+		}}})
+		require.NoError(t, err)
+		return tr
+	}
+	// run execs a new copy of the program, with no controlling terminal
+	// (a process job control watches is never held), and lets it exit
+	// once it called and until holds.
+	run := func(until func() bool) {
+		exe := filepath.Join(t.TempDir(), "prog")
+		copyFile(t, prog, exe)
+		cmd := exec.Command(exe)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		in, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		sc := bufio.NewScanner(out)
+		require.True(t, sc.Scan(), "no CALLED line")
+		require.Equal(t, "CALLED 42", sc.Text())
+		if until != nil {
+			require.Eventually(t, until, 10*time.Second, 10*time.Millisecond)
+		}
+		require.NoError(t, in.Close())
+		require.NoError(t, cmd.Wait())
+	}
+	tr := tracer(0, true)
+	for i := range 5 {
+		run(nil)
+		require.Equal(t, uint64(i+1), c.count(t, 0), "calls seen after copy %d", i)
+	}
+	require.Empty(t, tr.Late())
+	attached, _ := tr.Status()
+	require.Len(t, attached, 5, "one attachment per copy")
+
+	// Processes that run one new program together, forked by a launcher
+	// and let go at once: each waits for the program's one
+	// classification, though the watcher tells user space of the new
+	// file once.
+	const together = 16
+	exe := filepath.Join(t.TempDir(), "prog")
+	copyFile(t, prog, exe)
+	cmd := exec.Command(buildELF(t, launcherSrc, "-O2"), exe, strconv.Itoa(together))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, strings.Repeat("CALLED 42\n", together), string(out))
+	require.Equal(t, uint64(5+together), c.count(t, 0), "calls seen of %d processes of one new program", together)
+	require.Empty(t, tr.Late())
+	require.NoError(t, tr.Close())
+
+	tr = tracer(1, false)
+	defer tr.Close()
+	want := Late{Target: "xpuprog", Reason: semconv.LateReasonUnmatched, Files: 1}
+	run(func() bool { return slices.Contains(tr.Late(), want) })
+	require.Equal(t, []Late{want}, tr.Late())
+}
+
+// dlopenAtOnceSrc dlopens the library named by argv[1] and calls its
+// function the instruction after dlopen returns.
+const dlopenAtOnceSrc = `
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+	void *h = dlopen(argv[1], RTLD_NOW);
+	if (!h) {
+		fprintf(stderr, "%s\n", dlerror());
+		return 1;
+	}
+	int (*f)(void) = (int (*)(void))dlsym(h, "xpu_hold_anchor");
+	printf("CALLED %d\n", f());
+	return 0;
+}
+`
+
+// TestHoldSeesTheFirstCallsTogether: processes that load one new library
+// together, each calling it at once, are each held until it is probed,
+// though the watcher tells user space of the file once: every call is
+// seen.
+func TestHoldSeesTheFirstCallsTogether(t *testing.T) {
+	c := newHoldCase(t)
+	tr := c.tracer(t, procfs.DefaultRoot, 0, true)
+	prog := buildELF(t, dlopenAtOnceSrc, "-O2", "-ldl")
+	launcher := buildELF(t, launcherSrc, "-O2")
+	const together = 16
+	for round := range 3 {
+		lib := filepath.Join(t.TempDir(), holdLibName+".1")
+		copyFile(t, c.lib, lib)
+		cmd := exec.Command(launcher, prog, strconv.Itoa(together), lib)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Equal(t, strings.Repeat("CALLED 42\n", together), string(out))
+		require.Equal(t, uint64((round+1)*together), c.count(t, 0), "calls seen after round %d", round)
+	}
+	require.Empty(t, tr.Late())
 }
 
 // TestHoldsAreShared: two watchers (two procfs roots, as two agents on a

@@ -605,9 +605,10 @@ func (h *hub) members() []*Tracer {
 }
 
 // writePatterns gives the watcher the base-name prefixes of every
-// Tracer's targets, and of the loaders; h.mu held.
+// Tracer's targets, and of the loaders, and whether a new program is held
+// (a holding Tracer has a target linked into programs); h.mu held.
 func (h *hub) writePatterns() error {
-	holds := false
+	holds, holdPrograms := false, false
 	var ps []watchPattern
 	add := func(names []string, hold bool) error {
 		for _, n := range names {
@@ -626,7 +627,15 @@ func (h *hub) writePatterns() error {
 			if err := add(tg.Names, hold); err != nil {
 				return err
 			}
+			holdPrograms = holdPrograms || hold && tg.InPrograms
 		}
+	}
+	settings := watchSettings{}
+	if holdPrograms {
+		settings.HoldNewExe = 1
+	}
+	if err := h.maps.WatchSettings.Update(uint32(0), settings, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("uprobe: write the watcher's settings: %w", err)
 	}
 	// A new loader is held for whoever holds: its first process maps
 	// its libraries before the loader is probed otherwise.

@@ -16,9 +16,10 @@
 //     files are all known costs user space nothing;
 //   - a process that maps a new file named like a target, or a new file
 //     while it maps a captured one (a file a Tracer with Config.Capture
-//     probes), is held (SIGSTOP) until its files are classified and
-//     probed (hold.go), so that its first calls into a library it just
-//     loaded are seen;
+//     probes), or runs a new program where a target can be linked into
+//     programs (Target.InPrograms), is held (SIGSTOP) until its files are
+//     classified and probed (hold.go), so that its first calls into a
+//     library it just loaded, or into a program it just ran, are seen;
 //   - the executable mappings of a process that maps a captured file are
 //     captured as it maps them (captured.go), so that a Source names its
 //     code after it exited;
@@ -113,6 +114,13 @@ type Target struct {
 	// reported as rejected (stripped, say), and a process that maps a new
 	// file so named is held until it is probed (Config.Hold).
 	Names []string
+	// InPrograms says the target's code may be linked into any program,
+	// whatever its name (a Go program's crypto/tls, a statically linked
+	// runtime): with Config.Hold, a process that runs a program no Tracer
+	// has classified yet is held until the program is classified and
+	// probed, as one that maps a new file named like a target, so that
+	// its first calls are seen too.
+	InPrograms bool
 	// Probes are attached to every target file.
 	Probes []Probe
 	// Multi says the programs were loaded for uprobe_multi links
@@ -132,9 +140,10 @@ type Config struct {
 	// a file the Tracer probes, as they map them (Mappings, OpenMapped,
 	// Executable): their code can be named after they exit.
 	Capture bool
-	// Hold stops a process that maps a new file named like a target
-	// (and, with Capture, a process that maps a new file while it maps a
-	// file the Tracer probes) until the files are classified and probed,
+	// Hold stops a process that maps a new file named like a target,
+	// or runs a new program where a target is InPrograms (and, with
+	// Capture, a process that maps a new file while it maps a file the
+	// Tracer probes) until the files are classified and probed,
 	// 500 ms at most: its first calls into them are seen, and, with
 	// Capture, its mappings captured before it can exit. Without it such
 	// a process runs on, and what is attached for it counts as late

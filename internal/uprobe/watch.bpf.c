@@ -165,6 +165,23 @@ struct {
 	__type(value, struct pattern);
 } watch_patterns SEC(".maps");
 
+// What user space asks of the watcher beyond the patterns (hub.go,
+// writePatterns).
+struct settings {
+	// hold_new_exe: hold a process that runs a program no Tracer has
+	// classified yet, as one that maps a new file named like a target
+	// (some targets are linked into programs: a Go program's crypto/tls,
+	// a statically linked runtime).
+	__u32 hold_new_exe;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct settings);
+} watch_settings SEC(".maps");
+
 // The holds, by process. Every watcher on the host shares this map
 // (hold.go finds it by name), so that a process several watchers hold
 // runs again only once all of them are done.
@@ -468,6 +485,22 @@ __noinline int tell_file(__u32 tgid, struct seen *s, __u32 flags, __u32 reason)
 	return 1;
 }
 
+// retell_file tells user space again of the file s maps, which another
+// process's walk told of and user space is classifying: a held process
+// waits for that classification too. It returns 1 if it did.
+__noinline int retell_file(__u32 tgid, struct seen *s, __u32 flags)
+{
+	if (!s)
+		return 0;
+	struct watch_event *e = reserve(tgid, WATCH_FILE);
+	if (!e)
+		return 0;
+	e->flags = flags;
+	fill(e, s);
+	bpf_ringbuf_submit(e, 0);
+	return 1;
+}
+
 // tell_mapping tells user space of mapping s of a captured process, unless
 // it did for this address space already.
 __noinline int tell_mapping(__u32 tgid, struct seen *s)
@@ -522,6 +555,9 @@ static __always_inline void walk(void)
 	if (!w)
 		return;
 	__builtin_memset(w, 0, sizeof(*w));
+	struct settings *cfg = bpf_map_lookup_elem(&watch_settings, &zero);
+	struct file___k *exe = BPF_CORE_READ(task, mm, exe_file);
+	struct file___k *hold_exe = cfg && cfg->hold_new_exe ? exe : 0;
 
 	// First what the process maps: most often nothing new, nothing captured.
 	if (bpf_iter_task_vma_new(&it, task, 0)) {
@@ -536,13 +572,23 @@ static __always_inline void walk(void)
 		__u32 *st = bpf_map_lookup_elem(&watch_files, &s.key);
 		if (!st) {
 			name_of(f, &s.name);
-			if (match(&s.name) & MATCHED_HOLD)
+			if ((hold_exe && f == hold_exe) || (match(&s.name) & MATCHED_HOLD))
 				w->hold_named = 1;
 			w->fresh = 1;
 			continue;
 		}
-		if (*st & FILE_PENDING)
+		if (*st & FILE_PENDING) {
+			// Told of by another process's walk, and not classified
+			// yet: this process is held for it as for a new file.
 			w->pending = 1;
+			if (hold_exe && f == hold_exe) {
+				w->hold_named = 1;
+			} else {
+				name_of(f, &s.name);
+				if (match(&s.name) & MATCHED_HOLD)
+					w->hold_named = 1;
+			}
+		}
 		if (*st & FILE_CAPTURED) {
 			w->captured = 1;
 			if (*st & FILE_HOLDS)
@@ -552,7 +598,7 @@ static __always_inline void walk(void)
 	bpf_iter_task_vma_destroy(&it);
 	__u32 fresh = w->fresh, pending = w->pending, captured = w->captured;
 	__u32 hold_named = w->hold_named, holds = w->holds;
-	if (!fresh && !captured)
+	if (!fresh && !captured && !hold_named)
 		return;
 
 	__u32 reason = REASON_OFF;
@@ -581,19 +627,31 @@ static __always_inline void walk(void)
 	}
 
 	// Then tell user space.
-	struct file___k *exe = BPF_CORE_READ(task, mm, exe_file);
 	if (bpf_iter_task_vma_new(&it, task, 0) == 0) {
 		while ((vma = bpf_iter_task_vma_next(&it))) {
 			if (!file_of(vma, &s.key, &f))
 				continue;
 			__u32 *st = bpf_map_lookup_elem(&watch_files, &s.key);
-			if (st && !captured)
+			__u32 pending = st && (*st & FILE_PENDING);
+			if (st && !captured && !(h && pending))
 				continue;
 			see(vma, f, exe, &s);
-			if (st)
-				tell_mapping(tgid, &s);
-			else if (tell_file(tgid, &s, flags, reason) && h)
+			if (!st) {
+				// A held process waits for every file of its
+				// walk not classified yet: the new ones, told
+				// here, and those another walk told of first
+				// (one can have won the race since the first
+				// pass), told again.
+				if (tell_file(tgid, &s, flags, reason) || (h && retell_file(tgid, &s, flags))) {
+					if (h)
+						h->start++;
+				}
+				continue;
+			}
+			if (h && pending && retell_file(tgid, &s, flags))
 				h->start++;
+			if (captured)
+				tell_mapping(tgid, &s);
 		}
 	}
 	bpf_iter_task_vma_destroy(&it);

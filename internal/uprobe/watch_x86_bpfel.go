@@ -50,6 +50,11 @@ type watchPattern struct {
 	Hold uint32
 }
 
+type watchSettings struct {
+	_          structs.HostLayout
+	HoldNewExe uint32
+}
+
 type watchWalkFound struct {
 	_         structs.HostLayout
 	Fresh     uint32
@@ -126,6 +131,7 @@ const (
 	watchMapWatchEvents        = "watch_events"
 	watchMapWatchFiles         = "watch_files"
 	watchMapWatchPatterns      = "watch_patterns"
+	watchMapWatchSettings      = "watch_settings"
 	watchMapWatchTold          = "watch_told"
 	watchMapXpuscopeHolds      = "xpuscope_holds"
 	watchProgMark              = "mark"
@@ -208,6 +214,7 @@ type watchMapSpecs struct {
 	WatchEvents   *ebpf.MapSpec `ebpf:"watch_events"`
 	WatchFiles    *ebpf.MapSpec `ebpf:"watch_files"`
 	WatchPatterns *ebpf.MapSpec `ebpf:"watch_patterns"`
+	WatchSettings *ebpf.MapSpec `ebpf:"watch_settings"`
 	WatchTold     *ebpf.MapSpec `ebpf:"watch_told"`
 	XpuscopeHolds *ebpf.MapSpec `ebpf:"xpuscope_holds"`
 }
@@ -254,6 +261,7 @@ type watchMaps struct {
 	WatchEvents   *ebpf.Map `ebpf:"watch_events"`
 	WatchFiles    *ebpf.Map `ebpf:"watch_files"`
 	WatchPatterns *ebpf.Map `ebpf:"watch_patterns"`
+	WatchSettings *ebpf.Map `ebpf:"watch_settings"`
 	WatchTold     *ebpf.Map `ebpf:"watch_told"`
 	XpuscopeHolds *ebpf.Map `ebpf:"xpuscope_holds"`
 }
@@ -266,6 +274,7 @@ func (m *watchMaps) Close() error {
 		m.WatchEvents,
 		m.WatchFiles,
 		m.WatchPatterns,
+		m.WatchSettings,
 		m.WatchTold,
 		m.XpuscopeHolds,
 	)
