@@ -203,7 +203,8 @@ func WithRingBufferSize(n uint32) Option { return option{gputrace.WithRingBuffer
 func WithRescanInterval(d time.Duration) Option { return option{gputrace.WithRescanInterval(d)} }
 
 // WithLoadHold says whether a process that maps a copy of the runtime the
-// Source has not probed yet (or a new file while it uses a probed one) is
+// Source has not probed yet (or a new file while it uses a probed one), or
+// that runs a program not seen yet (which may link the runtime or NCCL in), is
 // stopped until the probes are live (default true): its first calls are
 // then seen, and its kernels named after it exits at once. Off, its calls
 // before the probes are live are lost, counted in

@@ -237,9 +237,10 @@ func WithResolver(r xpuscope.ProcessResolver) CaptureOption {
 }
 
 // WithLoadHold says whether a process that maps an OpenSSL the capture has
-// not probed yet (or a new file while it uses a probed one) is stopped
-// until the probes are live (default true), so that its first TLS calls
-// are captured. Off, they are lost, and the file counted in
+// not probed yet (or a new file while it uses a probed one), or runs a
+// program the capture has not classified yet (a Go program, one with
+// OpenSSL linked in), is stopped until the probes are live (default
+// true), so that its first TLS calls are captured. Off, they are lost, and the file counted in
 // xpuscope.uprobe.attached_late. A hold lasts 500 ms at most, comes once
 // per new file on the host, and never stops a process under ptrace, one
 // with a controlling terminal, or one stopped already.
@@ -356,10 +357,13 @@ func (c *Capture) start(multi bool) error {
 	c.conns.serve = c.serve
 	c.goes = newGoCounter(cc.procfs)
 	var err error
+	// OpenSSL is linked into programs too (Node's), and a Go program's
+	// crypto/tls always is.
 	targets := []uprobe.Target{{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: c.probes(httpbpf.TLSProbes), Multi: multi,
-		Names: []string{"libssl.so"}}}
+		Names: []string{"libssl.so"}, InPrograms: true}}
 	if cc.goTLS {
-		targets = append(targets, uprobe.Target{Name: TargetGoTLS, Anchor: httpbpf.GoTLSAnchor, Probes: c.probes(httpbpf.GoTLSProbes), Multi: multi})
+		targets = append(targets, uprobe.Target{Name: TargetGoTLS, Anchor: httpbpf.GoTLSAnchor, Probes: c.probes(httpbpf.GoTLSProbes), Multi: multi,
+			InPrograms: true})
 	}
 	c.tracer, err = uprobe.New(uprobe.Config{Procfs: cc.procfs, Targets: targets, Hold: cc.loadHold})
 	if err != nil {

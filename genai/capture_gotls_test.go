@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,6 +129,48 @@ func TestCaptureGoTLS(t *testing.T) {
 		resp.Body.Close()
 	}
 	h.spansTo(t, s.Port, calls)
+	h.requireNoSecret(t)
+}
+
+// TestCaptureGoTLSAtOnce: a Go program no capture has seen, which calls
+// from its first instructions (its first request is written a few ms
+// after its exec, over a new TLS connection to the local mock), has every
+// call captured: the discovery holds it from its exec until its
+// crypto/tls is probed, and its file is not counted as attached late.
+// Without the hold (a terminal, or WithLoadHold(false)) the first call is
+// lost.
+func TestCaptureGoTLSAtOnce(t *testing.T) {
+	s := llmserver.Start(t, llmserver.Options{TLS: true, HTTP2: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
+	h := startCapture(t, WithGoTLS(true))
+	const n, model = 3, "gpt-4o-mini"
+	for round := range 3 {
+		// A new build each round: a file no capture has classified.
+		exe := buildGoClient(t, "local", "-s -w")
+		started := time.Now()
+		cmd := exec.Command(exe, "-at-once", "-fresh", s.URL, s.CAFile, model, strconv.Itoa(n))
+		cmd.Env = append(os.Environ(), "CAPTURE_SECRET="+captureSecret)
+		// No controlling terminal: a process job control watches is
+		// never held.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Equal(t, strings.Repeat("HTTP/2.0\n", n), string(out))
+		got := 0
+		for _, sp := range h.spansTo(t, s.Port, (round+1)*n) {
+			if sp.StartTime.After(started) {
+				checkStreamedCall(t, h, sp, semconv.GenAIProviderOpenAICompatible, model, "stop")
+				got++
+			}
+		}
+		require.Equal(t, n, got, "round %d: the calls of this run", round)
+		fi, err := os.Stat(exe)
+		require.NoError(t, err)
+		i := slices.IndexFunc(h.c.Status().Attachments, func(a xpuscope.Attachment) bool {
+			return a.Target == TargetGoTLS && sameFile(fi, a.Dev, a.Inode)
+		})
+		require.GreaterOrEqual(t, i, 0, "round %d: %s not probed", round, exe)
+		require.Empty(t, h.c.Status().Attachments[i].Late, "round %d: held from its exec until probed", round)
+	}
 	h.requireNoSecret(t)
 }
 

@@ -27,18 +27,22 @@ import (
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
-// lateStarter is how a late starter is run: the late program (dlopen) or
-// the linked one, with n launches gap apart from the first instruction
-// after the load.
+// lateStarter is how a late starter is run: the late program (dlopen),
+// the linked one, or, static, a copy of the staticlate program (the
+// runtime linked in), with n launches gap apart from the first
+// instruction after the load (static: after the exec).
 type lateStarter struct {
-	linked bool
-	n      int
-	gap    time.Duration
+	linked, static bool
+	n              int
+	gap            time.Duration
 }
 
 func (l lateStarter) String() string {
 	how := "dlopen"
-	if l.linked {
+	switch {
+	case l.static:
+		how = "static"
+	case l.linked:
 		how = "linked"
 	}
 	return fmt.Sprintf("%s/%d launches %v apart", how, l.n, l.gap)
@@ -47,9 +51,11 @@ func (l lateStarter) String() string {
 // start runs l in a mount namespace of its own, with a copy of the real
 // runtime on a tmpfs mounted there: a file no tracer has seen, at a path
 // only that namespace has, found through LD_LIBRARY_PATH (linked) or
-// dlopened by path (late). It returns the process and the library's path
-// as the process sees it. attrs, if set, is the process's SysProcAttr
-// (the default: a session of its own, without a controlling terminal).
+// dlopened by path (late); static, a copy of the program itself there. It
+// returns the process and the path of the file that defines
+// cudaLaunchKernel as the process sees it. attrs, if set, is the
+// process's SysProcAttr (the default: a session of its own, without a
+// controlling terminal).
 func (l lateStarter) start(t *testing.T, attrs *syscall.SysProcAttr, extra ...*os.File) (*cudaprog.Proc, string) {
 	t.Helper()
 	unshare, err := exec.LookPath("unshare")
@@ -60,11 +66,16 @@ func (l lateStarter) start(t *testing.T, attrs *syscall.SysProcAttr, extra ...*o
 	linger := buildLinger(t)
 	mnt := t.TempDir() // empty on the host; a tmpfs in the program's namespace
 	var exe, lib, script string
-	if l.linked {
+	switch {
+	case l.static:
+		exe = cudaprog.Build(t, "staticlate")
+		lib = filepath.Join(mnt, "app")
+		script = `mount -t tmpfs none "$1" && cp "$4" "$3" && export LD_PRELOAD="$5" && exec "$3" "$6" "$7"`
+	case l.linked:
 		exe = cudaprog.Build(t, "linked")
 		lib = filepath.Join(mnt, soname(t, real))
 		script = `mount -t tmpfs none "$1" && cp "$2" "$3" && export LD_LIBRARY_PATH="$1" LD_PRELOAD="$5" && exec "$4" "$6" "$7"`
-	} else {
+	default:
 		exe = cudaprog.Build(t, "late")
 		lib = filepath.Join(mnt, pipWheelPath)
 		script = `mount -t tmpfs none "$1" && mkdir -p "$(dirname "$3")" && cp "$2" "$3" && export LD_PRELOAD="$5" && exec "$4" "$3" "$6" "$7"`
@@ -205,7 +216,9 @@ func requireLate(t *testing.T, tr *traced, lib uprobe.Attachment, reason string)
 // has seen, linked or dlopened, in a mount namespace of its own, and calls
 // it from the first instruction after the load, back to back or 1 ms
 // apart, has every call counted: the discovery holds it from the load
-// until the probes are live. The fallback sweep is an hour away: only the
+// until the probes are live. So has a program no tracer has seen that
+// links the runtime in (a copy of staticlate, launching from main's first
+// instruction): it is held from its exec. The fallback sweep is an hour away: only the
 // exec and loader hooks find the copies. Every call has its record, but
 // where the ring was full (another program on the host flooding it), the
 // calls that found no room are counted without one.
@@ -217,6 +230,8 @@ func TestLateStarters(t *testing.T) {
 		{linked: false, n: 100, gap: time.Millisecond},
 		{linked: true, n: 1000, gap: 0},
 		{linked: true, n: 100, gap: time.Millisecond},
+		{static: true, n: 1000, gap: 0},
+		{static: true, n: 100, gap: time.Millisecond},
 	} {
 		t.Run(l.String(), func(t *testing.T) {
 			r := l.run(t, tr, false, nil)

@@ -213,7 +213,8 @@ func WithRescanInterval(d time.Duration) Option {
 }
 
 // WithLoadHold says whether a process that maps a copy of the runtime the
-// Source has not probed yet (or a new file while it uses a probed one) is
+// Source has not probed yet (or a new file while it uses a probed one, or
+// runs a program not classified yet where a Target is InPrograms) is
 // stopped until the probes are live (default true): its first calls into
 // it are then seen, and its kernels named after it exits at once. Off, the
 // process runs on, and its calls before the probes are live (attaching

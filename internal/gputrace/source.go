@@ -56,6 +56,9 @@ type Target struct {
 	// Prefix is how the base names of its files start: a file named so
 	// that lacks the anchor is reported as rejected.
 	Prefix string
+	// InPrograms says the library is linked into programs too, so that
+	// with the load hold a new program is held until it is classified.
+	InPrograms bool
 }
 
 // The runtimes: CUDA's runtime (libcudart, or anything defining
@@ -64,9 +67,11 @@ type Target struct {
 // and HIP's (libamdhip64).
 var (
 	CUDA = Runtime{Name: "cudatrace", Targets: []Target{
-		{Name: TargetRuntime, Library: gputracebpf.Runtime, Prefix: "libcudart.so"},
+		// nvcc links the runtime statically by default; NCCL has a
+		// static library too. The driver is a library of its own.
+		{Name: TargetRuntime, Library: gputracebpf.Runtime, Prefix: "libcudart.so", InPrograms: true},
 		{Name: TargetDriver, Library: gputracebpf.Driver, Prefix: "libcuda.so"},
-		{Name: TargetNCCL, Library: gputracebpf.NCCL, Prefix: "libnccl.so"},
+		{Name: TargetNCCL, Library: gputracebpf.NCCL, Prefix: "libnccl.so", InPrograms: true},
 	}}
 	HIP = Runtime{Name: "hiptrace", Targets: []Target{
 		{Name: TargetHIP, Library: gputracebpf.HIP, Prefix: "libamdhip64.so"},
@@ -203,7 +208,7 @@ func targets(rt Runtime, o *gputracebpf.Objects, multi bool) []uprobe.Target {
 			probes = append(probes, up)
 		}
 		out = append(out, uprobe.Target{Name: t.Name, Anchor: gputracebpf.Anchors[t.Library], Probes: probes, Multi: multi,
-			Names: []string{t.Prefix}})
+			Names: []string{t.Prefix}, InPrograms: t.InPrograms})
 	}
 	return out
 }

@@ -31,6 +31,10 @@ type tracer struct {
 	Traces, Files string
 	// Targets are the package's constants for gputrace's target names.
 	Targets []target
+	// Held is whom WithLoadHold's doc says the load hold stops: lines
+	// of a comment, the first to follow "a process that maps a copy of
+	// the runtime the".
+	Held string
 	// The test's program (a cudaprog.Build name and its arguments), the
 	// cudaprog function that locates the library it loads, its target,
 	// and why its allocations fail here.
@@ -48,6 +52,8 @@ var tracers = []tracer{
 			{"TargetDriver", "the CUDA driver library (libcuda)", "TargetDriver"},
 			{"TargetNCCL", "NCCL, NVIDIA's collective communication library (libnccl, or a program that links it statically)", "TargetNCCL"},
 		},
+		Held: "// Source has not probed yet (or a new file while it uses a probed one), or\n" +
+			"// that runs a program not seen yet (which may link the runtime or NCCL in), is",
 		Program: "cudaprog.RuntimeLaunch.Program", Args: "cudaprog.RuntimeLaunch.Name", RealLib: "RealCudart",
 		Target: "TargetRuntime", NoAlloc: "every cudaMalloc failed (no GPU)",
 	},
@@ -57,6 +63,7 @@ var tracers = []tracer{
 		Targets: []target{
 			{"TargetHIP", "the HIP runtime library (libamdhip64)", "TargetHIP"},
 		},
+		Held:    "// Source has not probed yet (or a new file while it uses a probed one) is",
 		Program: `"hip"`, RealLib: "RealHIP", Target: "TargetHIP", NoAlloc: "hipMalloc failed (no /dev/kfd)",
 	},
 }

@@ -211,17 +211,18 @@ type target struct {
 // without -rdynamic: the kernel stubs (and static's cudaLaunchKernel) are
 // in .symtab only, as in an unstripped nvcc-built application.
 var targets = map[string]target{
-	"runtime":  {src: "runtime.c", out: "runtime", lib: locateCudart, pkg: CudartPackage},
-	"driver":   {src: "driver.c", out: "driver", lib: locateLibcuda, pkg: LibcudaPackage},
-	"static":   {src: "static.c", out: "static"},
-	"dlopen":   {src: "dlopen.c", out: "dlopen"},
-	"hip":      {src: "hip.c", out: "hipprog", lib: locateHIP, pkg: HIPPackage},
-	"forward":  {src: "forward.c", out: "libcudart.so.12", shared: true, lib: locateLibcuda, pkg: LibcudaPackage},
-	"recorder": {src: "recorder.c", out: "librecorder.so", shared: true},
-	"linger":   {src: "linger.c", out: "liblinger.so", shared: true},
-	"late":     {src: "late.c", out: "late"},
-	"linked":   {src: "late.c", out: "linked", lib: locateCudart, pkg: CudartPackage, defines: []string{"CUDAPROG_LINKED"}},
-	"short":    {src: "short.c", out: "short", lib: locateCudart, pkg: CudartPackage},
+	"runtime":    {src: "runtime.c", out: "runtime", lib: locateCudart, pkg: CudartPackage},
+	"driver":     {src: "driver.c", out: "driver", lib: locateLibcuda, pkg: LibcudaPackage},
+	"static":     {src: "static.c", out: "static"},
+	"dlopen":     {src: "dlopen.c", out: "dlopen"},
+	"hip":        {src: "hip.c", out: "hipprog", lib: locateHIP, pkg: HIPPackage},
+	"forward":    {src: "forward.c", out: "libcudart.so.12", shared: true, lib: locateLibcuda, pkg: LibcudaPackage},
+	"recorder":   {src: "recorder.c", out: "librecorder.so", shared: true},
+	"linger":     {src: "linger.c", out: "liblinger.so", shared: true},
+	"late":       {src: "late.c", out: "late"},
+	"linked":     {src: "late.c", out: "linked", lib: locateCudart, pkg: CudartPackage, defines: []string{"CUDAPROG_LINKED"}},
+	"staticlate": {src: "late.c", out: "staticlate", defines: []string{"CUDAPROG_LINKED", "CUDAPROG_STATIC"}},
+	"short":      {src: "short.c", out: "short", lib: locateCudart, pkg: CudartPackage},
 }
 
 type built struct {

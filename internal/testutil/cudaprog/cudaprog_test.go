@@ -300,12 +300,13 @@ func TestForward(t *testing.T) {
 // unstripped nvcc-built or statically linked application.
 func TestSymbols(t *testing.T) {
 	for prog, want := range map[string][]string{
-		"runtime": {KernelVectorAdd, KernelMatmul, KernelReduce},
-		"static":  {KernelVectorAdd, KernelMatmul, KernelReduce, "cudaLaunchKernel"},
-		"dlopen":  {KernelSaxpy},
-		"late":    {KernelSaxpy},
-		"linked":  {KernelSaxpy},
-		"short":   ShortKernels,
+		"runtime":    {KernelVectorAdd, KernelMatmul, KernelReduce},
+		"static":     {KernelVectorAdd, KernelMatmul, KernelReduce, "cudaLaunchKernel"},
+		"dlopen":     {KernelSaxpy},
+		"late":       {KernelSaxpy},
+		"linked":     {KernelSaxpy},
+		"staticlate": {KernelSaxpy, "cudaLaunchKernel"},
+		"short":      ShortKernels,
 	} {
 		f, err := elf.Open(Build(t, prog))
 		require.NoError(t, err)

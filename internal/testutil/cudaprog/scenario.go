@@ -568,7 +568,7 @@ struct scenario { const char *program, *name; const struct seq *threads; int nth
 		p("\t{%q, %s},\n", prog, lit(*loops[prog]))
 	}
 	p("};\n#define NLOOPS %d\n\n", len(loops))
-	p("static const struct call dlopen_launch __attribute__((unused)) = %s;\n\n", lit(DlopenLaunch))
+	p("static const struct call dlopen_launch __attribute__((unused)) = %s;\n#define DLOPEN_LAUNCH_RET %d\n\n", lit(DlopenLaunch), DlopenLaunch.Ret)
 	p("#define SHORT_KERNELS(X)")
 	for _, k := range ShortKernels {
 		p(" X(%s)", k)

@@ -27,9 +27,10 @@ func main() {
 	http1 := flag.Bool("http1", false, "HTTP/1.1 only")
 	fresh := flag.Bool("fresh", false, "a new connection for each call")
 	anthropic := flag.Bool("anthropic", false, "the Anthropic Messages API")
+	atOnce := flag.Bool("at-once", false, "call at once: no READY line, no wait for a line on stdin")
 	flag.Parse()
 	if flag.NArg() != 4 {
-		fail(fmt.Errorf("usage: goclient [-http1] [-fresh] [-anthropic] base cafile model n"))
+		fail(fmt.Errorf("usage: goclient [-http1] [-fresh] [-anthropic] [-at-once] base cafile model n"))
 	}
 	base, caFile, model := flag.Arg(0), flag.Arg(1), flag.Arg(2)
 	n, err := strconv.Atoi(flag.Arg(3))
@@ -47,9 +48,11 @@ func main() {
 		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	}
 	client := &http.Client{Transport: tr}
-	fmt.Println("READY")
-	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
-		fail(err)
+	if !*atOnce {
+		fmt.Println("READY")
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			fail(err)
+		}
 	}
 	path, body := "/v1/chat/completions",
 		fmt.Sprintf(`{"model":%q,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, model)

@@ -5,15 +5,21 @@
  * never saw that copy of the library must hold the process until its
  * probes are live to count every call.
  *
- * Built twice:
+ * Built three times:
  *   late    dlopen()s the library named on its command line after the go
  *           line, and launches through dlsym's cudaLaunchKernel at once;
  *   linked  (CUDAPROG_LINKED) is linked against libcudart (DT_NEEDED, found
  *           through LD_LIBRARY_PATH when set): the launches are main's first
- *           act, before READY.
+ *           act, before READY;
+ *   staticlate (CUDAPROG_LINKED and CUDAPROG_STATIC) defines
+ *           cudaLaunchKernel itself, as a program that links the runtime
+ *           statically does (in .symtab only, as static.c's): the launches
+ *           are main's first act, so a tracer that never saw the program
+ *           must hold it from its exec to count them all.
  *
  * Usage: late <library> <n> <gap_us>
  *        linked <n> <gap_us>
+ *        staticlate <n> <gap_us>
  *
  * Protocol (stdout): STUB _Z5saxpyifPfS_ 0x..., READY <pid>; one stdin line
  * (late: then the load and the launches); RET cudaLaunchKernel <code>
@@ -25,7 +31,16 @@
 
 #include <dlfcn.h>
 
-#ifdef CUDAPROG_LINKED
+#if defined(CUDAPROG_STATIC)
+const char program_name[] = "staticlate";
+/* What the real runtime answers on a node without a GPU. */
+__attribute__((noipa, used)) int cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
+						   void *stream)
+{
+	sink = (uintptr_t)func ^ grid.x ^ block.x ^ (uintptr_t)args ^ smem ^ (uintptr_t)stream;
+	return DLOPEN_LAUNCH_RET;
+}
+#elif defined(CUDAPROG_LINKED)
 const char program_name[] = "linked";
 int cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem, void *stream);
 #else
