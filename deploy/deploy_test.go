@@ -227,8 +227,9 @@ func TestDaemonSetPrivileges(t *testing.T) {
 		assert.True(t, strings.Contains(string(readme), "| `CAP_"+cp+"` |"), "README.md's capability table has no row for CAP_%s", cp)
 	}
 
-	// Every host path is mounted read-only, and the procfs mount is where
-	// -proc-root points.
+	// Every host path is mounted read-only but the BPF file system, where
+	// the hold map is pinned, and the procfs mount is where -proc-root
+	// points.
 	hostPaths := map[string]string{} // volume name -> host path
 	for _, v := range pod.Volumes {
 		if v.HostPath != nil {
@@ -236,18 +237,30 @@ func TestDaemonSetPrivileges(t *testing.T) {
 		}
 	}
 	mounts := map[string]string{} // host path -> mount path
+	access := map[string]string{} // host path -> "read-only" or "read-write"
 	for _, m := range c.VolumeMounts {
-		assert.True(t, m.ReadOnly, "volume %s at %s must be read-only", m.Name, m.MountPath)
-		if hp, ok := hostPaths[m.Name]; ok {
-			mounts[hp] = m.MountPath
+		hp, ok := hostPaths[m.Name]
+		if !ok {
+			continue
 		}
+		mounts[hp] = m.MountPath
+		access[hp] = "read-only"
+		if !m.ReadOnly {
+			access[hp] = "read-write"
+		}
+		if hp == "/sys/fs/bpf" {
+			assert.Equal(t, hp, m.MountPath, "the hold map is pinned in the BPF file system at %s", hp)
+			assert.False(t, m.ReadOnly, "the BPF file system must be writable: the hold map is pinned there")
+			continue
+		}
+		assert.True(t, m.ReadOnly, "volume %s at %s must be read-only", m.Name, m.MountPath)
 	}
-	for _, hp := range []string{"/proc", "/sys", "/var/lib/kubelet/pod-resources", "/var/log"} {
+	for _, hp := range []string{"/proc", "/sys", "/var/lib/kubelet/pod-resources", "/var/log", "/sys/fs/bpf"} {
 		assert.Contains(t, mounts, hp, "the node's %s is not mounted", hp)
 	}
 	for hp, mp := range mounts {
-		assert.True(t, strings.Contains(string(readme), "| host `"+hp+"` at `"+mp+"` (read-only)"),
-			"README.md's privilege table has no row for the node's %s at %s", hp, mp)
+		assert.True(t, strings.Contains(string(readme), "| host `"+hp+"` at `"+mp+"` ("+access[hp]+")"),
+			"README.md's privilege table has no row for the node's %s at %s (%s)", hp, mp, access[hp])
 	}
 	// podjoin reads the kubelet's socket and log directories where they
 	// are on the node: no flag names them.

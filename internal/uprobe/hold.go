@@ -3,11 +3,15 @@ package uprobe
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/xpuscope/xpuscope/internal/procfs"
 )
@@ -22,13 +26,27 @@ import (
 //
 // Every watcher on the host (in this process or another agent) shares
 // one hold map, found by its name: a process several of them hold runs
-// again only when the last of them is done. A watcher that died holding
-// is noticed by its process being gone, and its share dropped. The
-// process of a watcher is marked in the map, and never held: two agents
-// that held each other would wait for ever.
+// again only when the last of them is done. The process of a watcher is
+// marked in the map while it has one, and never held: two agents that
+// held each other would wait for ever.
+//
+// A watcher that is gone while it holds (its process killed, or ended,
+// or its hub closed while a hold was being taken) must not leave the
+// process stopped. A holder is live while its hub is open in this
+// process, or, in another process, while that process is alive and
+// marked; every live hub looks for the holds of holders that are not,
+// at its start and once a second (orphanCheck), drops their shares, and
+// resumes a process none is left to hold. A hub detaches its hooks
+// before it resumes its own holds at close, so that none is taken after.
 
 // holdsMapName is the name of the shared hold map in the kernel.
 const holdsMapName = watchMapXpuscopeHolds
+
+// defaultHoldsDir is where the hold map is pinned, where it is a BPF file
+// system (a DaemonSet mounts the node's): the map, and the holds in it,
+// then outlive every watcher, so that one started after a watcher was
+// killed while it held resumes the process it left stopped.
+const defaultHoldsDir = "/sys/fs/bpf"
 
 // holdsMaps are the hold maps of the hubs of this process, by watcher
 // map: a hub finds the one another process made, or makes its own, and
@@ -39,16 +57,20 @@ var holdsMaps = struct {
 	hubs int
 }{}
 
-// sharedHolds returns the host's hold map (made by another watcher, or
-// nil: the watcher makes it as it loads), and counts a hub more.
-func sharedHolds() (*ebpf.Map, error) {
+// sharedHolds returns the host's hold map (the one pinned in dir, or one
+// another watcher made; nil: the watcher makes it as it loads), and
+// counts a hub more.
+func sharedHolds(dir string) (*ebpf.Map, error) {
 	holdsMaps.Lock()
 	defer holdsMaps.Unlock()
 	holdsMaps.hubs++
 	if holdsMaps.m != nil {
 		return holdsMaps.m.Clone()
 	}
-	m, err := findHolds()
+	m, err := pinnedHolds(dir)
+	if err == nil && m == nil {
+		m, err = findHolds()
+	}
 	if err != nil || m == nil {
 		return nil, err
 	}
@@ -56,19 +78,74 @@ func sharedHolds() (*ebpf.Map, error) {
 	return m.Clone()
 }
 
-// keepHolds makes m, the hold map a hub loaded, the one the next hubs of
-// this process share.
-func keepHolds(m *ebpf.Map) error {
+// keepHolds makes m, the hold map a hub loaded (its own, or the one it
+// shares), the one the next hubs of this process share, and pins it in
+// dir where that is a BPF file system (elsewhere it lives while a watcher
+// does).
+func keepHolds(m *ebpf.Map, dir string) error {
 	holdsMaps.Lock()
 	defer holdsMaps.Unlock()
-	if holdsMaps.m != nil {
+	if holdsMaps.m == nil {
+		c, err := m.Clone()
+		if err != nil {
+			return fmt.Errorf("uprobe: keep the hold map: %w", err)
+		}
+		holdsMaps.m = c
+	}
+	return pinHolds(m, dir)
+}
+
+// holdsLayout says whether m has the layout of this watcher's hold map.
+func holdsLayout(info *ebpf.MapInfo) bool {
+	spec, err := loadWatch()
+	if err != nil {
+		return false
+	}
+	want := spec.Maps[holdsMapName]
+	return info.Name == holdsMapName && info.Type == want.Type && info.KeySize == want.KeySize &&
+		info.ValueSize == want.ValueSize && info.MaxEntries == want.MaxEntries
+}
+
+// pinnedHolds returns the hold map pinned in dir, or nil if there is none
+// of this layout.
+func pinnedHolds(dir string) (*ebpf.Map, error) {
+	m, err := ebpf.LoadPinnedMap(filepath.Join(dir, holdsMapName), nil)
+	if err != nil {
+		return nil, nil // none, or no BPF file system there
+	}
+	if info, err := m.Info(); err != nil || !holdsLayout(info) {
+		m.Close()
+		return nil, nil
+	}
+	return m, nil
+}
+
+// pinHolds pins m in dir, where dir is a BPF file system the watcher may
+// write, in place of a map of another layout (an older watcher's).
+func pinHolds(m *ebpf.Map, dir string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil || st.Type != unix.BPF_FS_MAGIC || unix.Access(dir, unix.W_OK) != nil {
 		return nil
 	}
-	c, err := m.Clone()
-	if err != nil {
-		return fmt.Errorf("uprobe: keep the hold map: %w", err)
+	path := filepath.Join(dir, holdsMapName)
+	if old, err := ebpf.LoadPinnedMap(path, nil); err == nil {
+		info, err1 := old.Info()
+		mine, err2 := m.Info()
+		old.Close()
+		if err1 == nil && err2 == nil {
+			oldID, _ := info.ID()
+			myID, _ := mine.ID()
+			if oldID == myID {
+				return nil
+			}
+		}
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("uprobe: replace the hold map pinned at %s: %w", path, err)
+		}
 	}
-	holdsMaps.m = c
+	if err := m.Pin(path); err != nil {
+		return fmt.Errorf("uprobe: pin the hold map at %s: %w", path, err)
+	}
 	return nil
 }
 
@@ -92,11 +169,6 @@ func dropHolds() (last bool) {
 // maps: one named holdsMapName with the layout of this one. It returns
 // nil when there is none.
 func findHolds() (*ebpf.Map, error) {
-	spec, err := loadWatch()
-	if err != nil {
-		return nil, err
-	}
-	want := spec.Maps[holdsMapName]
 	var id ebpf.MapID
 	for {
 		next, err := ebpf.MapGetNextID(id)
@@ -111,9 +183,7 @@ func findHolds() (*ebpf.Map, error) {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		info, err := m.Info()
-		if err == nil && info.Name == holdsMapName && info.Type == want.Type &&
-			info.KeySize == want.KeySize && info.ValueSize == want.ValueSize && info.MaxEntries == want.MaxEntries {
+		if info, err := m.Info(); err == nil && holdsLayout(info) {
 			return m, nil
 		}
 		m.Close()
@@ -131,17 +201,67 @@ type holder struct {
 	id   uint64
 }
 
-// holderSerials numbers the hubs of this process.
+// holderSerials numbers the hubs of this process, and keeps the ids of
+// those that are open.
 var holderSerials struct {
 	sync.Mutex
 	next uint32
+	open map[uint64]bool
 }
 
 func newHolderID(self int) uint64 {
 	holderSerials.Lock()
 	defer holderSerials.Unlock()
 	holderSerials.next++
-	return uint64(self)<<32 | uint64(holderSerials.next)
+	id := uint64(self)<<32 | uint64(holderSerials.next)
+	if holderSerials.open == nil {
+		holderSerials.open = map[uint64]bool{}
+	}
+	holderSerials.open[id] = true
+	return id
+}
+
+// retireHolderID notes that the hub of id is closed.
+func retireHolderID(id uint64) {
+	holderSerials.Lock()
+	defer holderSerials.Unlock()
+	delete(holderSerials.open, id)
+}
+
+// openHolderID says whether the hub of id, of this process, is open.
+func openHolderID(id uint64) bool {
+	holderSerials.Lock()
+	defer holderSerials.Unlock()
+	return holderSerials.open[id]
+}
+
+// live says whether holder who still holds: a hub of this process that
+// is open, or one of a process that is alive and marked (marks: the
+// processes marked in the map).
+func (h *holder) live(who uint64, marks map[uint32]bool) bool {
+	pid := int(who >> 32)
+	if pid == h.self {
+		return openHolderID(who)
+	}
+	return marks[uint32(pid)] && h.procfs.Proc(pid).Alive()
+}
+
+// entries reads the hold map: the holds, and the processes marked.
+func (h *holder) entries() (holds map[uint32]watchHold, marks map[uint32]bool, err error) {
+	holds, marks = map[uint32]watchHold{}, map[uint32]bool{}
+	var (
+		pid  uint32
+		hold watchHold
+	)
+	it := h.m.Iterate()
+	for it.Next(&pid, &hold) {
+		if hold.Agent != 0 {
+			marks[pid] = true
+		} else {
+			holds[pid] = hold
+		}
+	}
+	return holds, marks, it.Err()
 }
 
 // markAgent marks this process in the hold map: no watcher holds it.
@@ -175,52 +295,105 @@ func (h *holder) drop(pid int, who uint64) (int, error) {
 // before the hub closed, whose news the hub never read, would otherwise
 // stay stopped for ever.
 func (h *holder) resumeOwn() error {
-	var (
-		pid  uint32
-		hold watchHold
-		pids []int
-	)
-	it := h.m.Iterate()
-	for it.Next(&pid, &hold) {
+	holds, _, err := h.entries()
+	errs := []error{err}
+	for pid, hold := range holds {
 		if slices.Contains(hold.Holders[:], h.id) {
-			pids = append(pids, int(pid))
-		}
-	}
-	errs := []error{it.Err()}
-	for _, p := range pids {
-		if _, err := h.resume(p); err != nil {
-			errs = append(errs, err)
+			if _, err := h.resume(int(pid)); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// resume gives up this hub's hold of pid, the shares of holders whose
-// process is gone too, and sends SIGCONT when no holder is left. It
-// reports whether it did.
+// resume gives up this hub's hold of pid, the shares of holders that are
+// not live too, and sends SIGCONT when no holder is left. It reports
+// whether it did.
 func (h *holder) resume(pid int) (bool, error) {
 	left, err := h.drop(pid, h.id)
 	if err != nil {
 		return false, err
 	}
 	if left > 0 {
-		var hold watchHold
-		if h.m.Lookup(uint32(pid), &hold) != nil {
-			left = 0 // dropped meanwhile
-		}
-		for _, who := range hold.Holders {
-			if left > 0 && who != 0 && !h.procfs.Proc(int(who>>32)).Alive() {
-				if left, err = h.drop(pid, who); err != nil {
-					return false, err
-				}
-			}
-		}
+		return h.dropGone(pid)
 	}
-	if left > 0 {
-		return false, nil
-	}
-	if err := h.procfs.Proc(pid).Signal(syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) && !errors.Is(err, syscall.ENOENT) {
+	return true, h.cont(pid)
+}
+
+// dropGone drops the shares of pid's holders that are not live, and
+// sends SIGCONT when no holder is left. It reports whether it did.
+func (h *holder) dropGone(pid int) (bool, error) {
+	holds, marks, err := h.entries()
+	if err != nil {
 		return false, err
 	}
-	return true, nil
+	hold, ok := holds[uint32(pid)]
+	left := 0
+	for _, who := range hold.Holders {
+		if !ok || who == 0 {
+			continue
+		}
+		if h.live(who, marks) {
+			left++
+			continue
+		}
+		if left, err = h.drop(pid, who); err != nil {
+			return false, err
+		}
+		if left == 0 {
+			break
+		}
+	}
+	if ok && left > 0 {
+		return false, nil
+	}
+	return true, h.cont(pid)
+}
+
+// cont sends pid SIGCONT; a process that is gone needs none.
+func (h *holder) cont(pid int) error {
+	if err := h.procfs.Proc(pid).Signal(syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) && !errors.Is(err, syscall.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// orphanCheck is how often a hub looks for the holds of holders that are
+// not live.
+const orphanCheck = time.Second
+
+// resumeOrphans drops, in every hold of the map, the shares of holders
+// that are not live, and resumes each process none is left to hold; it
+// removes the marks of processes that are gone. It returns the
+// processes it resumed.
+func (h *holder) resumeOrphans() ([]int, error) {
+	holds, marks, err := h.entries()
+	errs := []error{err}
+	for pid := range marks {
+		if !h.procfs.Proc(int(pid)).Alive() {
+			if err := h.m.Delete(pid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				errs = append(errs, err)
+			}
+			delete(marks, pid)
+		}
+	}
+	var resumed []int
+	for pid, hold := range holds {
+		orphaned := false
+		for _, who := range hold.Holders {
+			orphaned = orphaned || who != 0 && !h.live(who, marks)
+		}
+		if !orphaned {
+			continue
+		}
+		ok, err := h.dropGone(int(pid))
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			resumed = append(resumed, int(pid))
+		}
+	}
+	return resumed, errors.Join(errs...)
 }

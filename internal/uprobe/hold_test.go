@@ -16,6 +16,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/testutil"
@@ -204,6 +205,9 @@ func TestHoldSeesAProgramsFirstCall(t *testing.T) {
 			Probes: []Probe{{Symbol: "xpu_prog_anchor", Entry: hitCounter(t, c.hits, slot, ebpf.AttachNone)}},
 		}}})
 		require.NoError(t, err)
+		// Whatever happens: a Tracer left open when the test binary
+		// exits leaves the processes it holds then stopped.
+		t.Cleanup(func() { require.NoError(t, tr.Close()) })
 		return tr
 	}
 	// run execs a new copy of the program, with no controlling terminal
@@ -254,7 +258,6 @@ func TestHoldSeesAProgramsFirstCall(t *testing.T) {
 	require.NoError(t, tr.Close())
 
 	tr = tracer(1, false)
-	defer tr.Close()
 	want := Late{Target: "xpuprog", Reason: semconv.LateReasonUnmatched, Files: 1}
 	run(func() bool { return slices.Contains(tr.Late(), want) })
 	require.Equal(t, []Late{want}, tr.Late())
@@ -402,4 +405,157 @@ func TestCloseResumesUnheardHolds(t *testing.T) {
 	require.NoError(t, tr.Close())
 	closed = true
 	require.Eventually(t, func() bool { return !stopped() }, 5*time.Second, time.Millisecond, "still stopped after Close")
+}
+
+// A process held by a watcher that is gone runs again: a live hub finds
+// the hold within a second and resumes it, whether the holder's process
+// is gone (killed while it held) or it was a hub of this process since
+// closed (a hook still running when it closed took the hold). A process a
+// live hub holds stays stopped, and the mark of a process that is gone is
+// removed.
+func TestOrphanedHoldsResume(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "the watcher needs root")
+	}
+	tr, err := New(Config{Rescan: time.Hour, Targets: []Target{{Name: "xpu_anchor_a", Anchor: "xpu_anchor_a"}}})
+	require.NoError(t, err)
+	defer tr.Close()
+	hd := tr.hub.holder
+	require.NotNil(t, hd, "processes are held here")
+
+	// A process that is gone, and an id of this process no hub has.
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run())
+	goneID := uint64(gone.Process.Pid)<<32 | 1
+	closedID := newHolderID(hd.self)
+	retireHolderID(closedID)
+
+	stopped := func(pid int) bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		require.NoError(t, err)
+		_, rest, _ := strings.Cut(string(b), ") ")
+		return strings.HasPrefix(rest, "T")
+	}
+	hold := func(holders ...uint64) int {
+		cmd := exec.Command("sleep", "30")
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		pid := cmd.Process.Pid
+		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+		var h watchHold
+		copy(h.Holders[:], holders)
+		require.NoError(t, hd.m.Update(uint32(pid), h, ebpf.UpdateAny))
+		require.Eventually(t, func() bool { return stopped(pid) }, 5*time.Second, time.Millisecond)
+		return pid
+	}
+	byGone, byClosed, byBoth := hold(goneID), hold(closedID), hold(goneID, closedID)
+	byLive := hold(goneID, hd.id) // this hub holds it still
+	require.NoError(t, hd.m.Update(uint32(gone.Process.Pid), watchHold{Agent: 1}, ebpf.UpdateAny))
+
+	for _, pid := range []int{byGone, byClosed, byBoth} {
+		require.Eventually(t, func() bool { return !stopped(pid) }, 5*time.Second, time.Millisecond, "pid %d still stopped", pid)
+	}
+	require.Eventually(t, func() bool {
+		var h watchHold
+		return hd.m.Lookup(uint32(gone.Process.Pid), &h) != nil
+	}, 5*time.Second, time.Millisecond, "the mark of a process that is gone")
+	require.True(t, stopped(byLive), "a process a live hub holds stays stopped")
+	var h watchHold
+	require.NoError(t, hd.m.Lookup(uint32(byLive), &h))
+	require.Equal(t, [4]uint64{0, hd.id}, h.Holders, "the gone holder's share dropped, the live one's kept")
+	ok, err := hd.resume(byLive)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Eventually(t, func() bool { return !stopped(byLive) }, 5*time.Second, time.Millisecond)
+}
+
+// TestHoldsOutliveTheWatcher: a watcher killed while it holds a process
+// leaves the hold map pinned in the BPF file system, with the hold in it;
+// the next watcher started finds it there and resumes the process at
+// once. The watchers are this test binary run again, each in a process of
+// its own: the first stops a process as the watcher does, notes the hold,
+// and is killed; the second starts a Tracer and exits.
+func TestHoldsOutliveTheWatcher(t *testing.T) {
+	switch os.Getenv("XPUSCOPE_HOLDS_CHILD") {
+	case "hold":
+		holdsChild(t, true)
+		return
+	case "start":
+		holdsChild(t, false)
+		return
+	}
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "the watcher and a BPF file system need root")
+	}
+	dir := t.TempDir()
+	require.NoError(t, unix.Mount("bpf", dir, "bpf", 0, "mode=0700"))
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+
+	child := func(what string) (*exec.Cmd, *bufio.Scanner) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHoldsOutliveTheWatcher$", "-test.v")
+		cmd.Env = append(os.Environ(), "XPUSCOPE_HOLDS_CHILD="+what, "XPUSCOPE_HOLDS_DIR="+dir)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd, bufio.NewScanner(out)
+	}
+	line := func(sc *bufio.Scanner, prefix string) string {
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+				return v
+			}
+		}
+		t.Fatalf("no %q line", prefix)
+		return ""
+	}
+
+	holder, out := child("hold")
+	pid, err := strconv.Atoi(line(out, "HELD "))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	require.NoError(t, holder.Process.Kill())
+	_ = holder.Wait()
+	_, err = os.Stat(filepath.Join(dir, holdsMapName))
+	require.NoError(t, err, "the hold map is pinned")
+	require.True(t, processStopped(t, pid), "the held process is still stopped")
+
+	starter, out := child("start")
+	line(out, "STARTED")
+	require.NoError(t, starter.Wait())
+	require.Eventually(t, func() bool { return !processStopped(t, pid) }, 5*time.Second, time.Millisecond,
+		"the next watcher resumed the process")
+}
+
+// holdsChild is a watcher of TestHoldsOutliveTheWatcher: with hold, it
+// stops a sleep as the watcher does, notes its hold, says HELD <pid> and
+// waits to be killed; without, it starts a Tracer, says STARTED and ends.
+func holdsChild(t *testing.T, hold bool) {
+	tr, err := New(Config{Rescan: time.Hour, holdsDir: os.Getenv("XPUSCOPE_HOLDS_DIR"),
+		Targets: []Target{{Name: "xpu_anchor_a", Anchor: "xpu_anchor_a"}}})
+	require.NoError(t, err)
+	defer tr.Close()
+	if !hold {
+		fmt.Println("STARTED")
+		return
+	}
+	hd := tr.hub.holder
+	require.NotNil(t, hd)
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	require.NoError(t, cmd.Start())
+	require.NoError(t, syscall.Kill(cmd.Process.Pid, syscall.SIGSTOP))
+	require.NoError(t, hd.m.Update(uint32(cmd.Process.Pid), watchHold{Holders: [4]uint64{hd.id}}, ebpf.UpdateAny))
+	require.Eventually(t, func() bool { return processStopped(t, cmd.Process.Pid) }, 5*time.Second, time.Millisecond)
+	fmt.Printf("HELD %d\n", cmd.Process.Pid)
+	select {}
+}
+
+// processStopped says whether pid is in the stopped state.
+func processStopped(t *testing.T, pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(t, err)
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "T")
 }

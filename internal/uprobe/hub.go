@@ -1,6 +1,7 @@
 package uprobe
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -37,13 +38,16 @@ type hub struct {
 	watcher *bpfsource.Ring
 	loader  *Tracer
 	holder  *holder // nil where processes are not held (a procfs root without a self link)
-	procs   *captured
+	// holderID is this hub among the holders, open until closeObjects.
+	holderID uint64
+	procs    *captured
 
 	records chan record // for the worker: WATCH_FILE, WATCH_HOLD, WATCH_RESCAN
 	sweeps  chan sweepRequest
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	tick    *time.Ticker
+	orphans *time.Ticker // resumeOrphans, where this hub holds
 
 	mu      sync.Mutex                // guards tracers
 	tracers map[*Tracer]time.Duration // each one's sweep period
@@ -107,7 +111,7 @@ func join(t *Tracer) (*hub, error) {
 	h := hubs.byRoot[t.cfg.Procfs]
 	if h == nil {
 		var err error
-		if h, err = newHub(t.cfg.Procfs, !t.cfg.noWalks && kernelWalks()); err != nil {
+		if h, err = newHub(t.cfg.Procfs, !t.cfg.noWalks && kernelWalks(), cmp.Or(t.cfg.holdsDir, defaultHoldsDir)); err != nil {
 			return nil, err
 		}
 		hubs.byRoot[t.cfg.Procfs] = h
@@ -178,7 +182,7 @@ func kernelWalks() bool {
 // starts the worker; walks says the kernel walks the processes' mappings
 // (else user space reads them at each exec and load). Missing privilege
 // or kernel support is xpuscope.ErrUnavailable.
-func newHub(fs procfs.FS, walks bool) (*hub, error) {
+func newHub(fs procfs.FS, walks bool, holdsDir string) (*hub, error) {
 	h := &hub{
 		procfs:  fs,
 		procs:   newCaptured(),
@@ -194,7 +198,8 @@ func newHub(fs procfs.FS, walks bool) (*hub, error) {
 	if !walks {
 		onExec, onLoader = watchProgOnExecRescan, watchProgOnLoaderRescan
 	}
-	if err := h.load(onExec, onLoader, walks); err != nil {
+	if err := h.load(onExec, onLoader, walks, holdsDir); err != nil {
+		retireHolderID(h.holderID)
 		return nil, err
 	}
 	var err error
@@ -218,15 +223,22 @@ func newHub(fs procfs.FS, walks bool) (*hub, error) {
 		return nil, errors.Join(fmt.Errorf("uprobe: watcher: %w", err), h.sweeper.Close(), h.execRT.Close(), h.closeObjects())
 	}
 	h.tick = time.NewTicker(defaultRescan)
+	h.orphans = time.NewTicker(orphanCheck)
+	if h.holder != nil {
+		// Processes that watchers which are gone left stopped: now,
+		// and once a second.
+		_, _ = h.holder.resumeOrphans()
+	}
 	h.wg.Add(1)
 	go h.work()
 	return h, nil
 }
 
 // load loads the watcher's programs (onExec and onLoader its hooks), with
-// the host's shared hold map where there is one, and marks this process
-// in it; it holds processes where walks and the procfs has a self link.
-func (h *hub) load(onExec, onLoader string, walks bool) error {
+// the host's shared hold map where there is one (pinned in holdsDir, or
+// another watcher's), and marks this process in it; it holds processes
+// where walks and the procfs has a self link.
+func (h *hub) load(onExec, onLoader string, walks bool, holdsDir string) error {
 	spec, err := loadWatch()
 	if err != nil {
 		return fmt.Errorf("uprobe: parse the embedded watcher object: %w", err)
@@ -239,7 +251,8 @@ func (h *hub) load(onExec, onLoader string, walks bool) error {
 		self = os.Getpid()
 	}
 	id := newHolderID(self)
-	shared, err := sharedHolds()
+	h.holderID = id
+	shared, err := sharedHolds(holdsDir)
 	if err != nil {
 		dropHolds()
 		return err
@@ -261,7 +274,7 @@ func (h *hub) load(onExec, onLoader string, walks bool) error {
 		return bpfsource.Classify("uprobe: load the process watcher", err)
 	}
 	hd := &holder{m: h.maps.XpuscopeHolds, release: h.progs.Program(watchProgReleaseHold), procfs: h.procfs, self: self, id: id}
-	if err := errors.Join(keepHolds(h.maps.XpuscopeHolds), hd.markAgent()); err != nil {
+	if err := errors.Join(keepHolds(h.maps.XpuscopeHolds, holdsDir), hd.markAgent()); err != nil {
 		return errors.Join(err, h.closeObjects())
 	}
 	if canHold {
@@ -273,6 +286,10 @@ func (h *hub) load(onExec, onLoader string, walks bool) error {
 // closeObjects frees the watcher's programs and maps, and, with the last
 // hub of this process, its mark in the hold map.
 func (h *hub) closeObjects() error {
+	// From here a hold of this hub's (one a hook still running took
+	// after close's look at the map) is an orphan, which other hubs
+	// resume.
+	retireHolderID(h.holderID)
 	var errs []error
 	if dropHolds() {
 		hd := holder{m: h.maps.XpuscopeHolds, self: os.Getpid()}
@@ -378,6 +395,10 @@ func (h *hub) work() {
 			return
 		case req := <-h.sweeps:
 			req.done <- h.sweepNow(req.clear, req.how)
+		case <-h.orphans.C:
+			if h.holder != nil {
+				_, _ = h.holder.resumeOrphans() // a failure waits for the next tick
+			}
 		case <-h.tick.C:
 			_ = h.sweepNow(false, notice{late: lateSweep}) // a failed sweep waits for the next tick
 			h.procs.retire(func(pid int) bool { return h.procfs.Proc(pid).Alive() })
@@ -769,10 +790,14 @@ func (h *hub) close() error {
 	h.closeMu.Lock()
 	h.closed = true
 	h.closeMu.Unlock()
+	// The hooks first: a hold taken after resumeOwn's look at the map
+	// would be no one's to end.
+	errs := []error{h.execRT.Close(), h.loader.closeLinks()}
 	close(h.stop)
-	errs := []error{h.watcher.Close()}
+	errs = append(errs, h.watcher.Close())
 	h.wg.Wait()
 	h.tick.Stop()
+	h.orphans.Stop()
 	h.heldMu.Lock()
 	held := make([]*hold, 0, len(h.held))
 	for _, hd := range h.held {
@@ -786,6 +811,6 @@ func (h *hub) close() error {
 		errs = append(errs, h.holder.resumeOwn()) // stops it never heard of
 	}
 	h.procs.close()
-	errs = append(errs, h.loader.closeLinks(), h.sweeper.Close(), h.execRT.Close(), h.closeObjects())
+	errs = append(errs, h.sweeper.Close(), h.closeObjects())
 	return errors.Join(errs...)
 }

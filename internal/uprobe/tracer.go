@@ -156,6 +156,9 @@ type Config struct {
 	// exec and load instead of walking them in the kernel, as on kernels
 	// without the VMA iterator (tests).
 	noWalks bool
+	// holdsDir is the BPF file system a hub this Tracer starts pins the
+	// hold map in (defaultHoldsDir when empty; tests mount their own).
+	holdsDir string
 }
 
 // Attachment is a file the Tracer probes; Rejection a file that looks
