@@ -18,8 +18,9 @@ import (
 // first bytes of the ncclUniqueId, the same in every rank, which names
 // the communicator on every node (gpu.nccl.comm.id); its return gives the
 // handle, with the rank and size the call was given. A split is named by
-// its parent and color, and learns its rank and size from ncclCommUserRank
-// and ncclCommCount if the process asks. Each collective and
+// its parent, its place among the parent's splits and its color, and
+// learns its rank and size from ncclCommUserRank and ncclCommCount if the
+// process asks. Each collective and
 // point-to-point call then counts, with its bytes, under its
 // communicator's identity (id, rank, size), and each collective moves the
 // identity's sequence (gpu.nccl.collective.sequence) and the time of its
@@ -65,6 +66,7 @@ type rankState struct {
 type comm struct {
 	identity commIdentity
 	state    *rankState
+	splits   uint64 // the ncclCommSplit calls made of it so far
 }
 
 type ncclSeriesKey struct {
@@ -207,8 +209,16 @@ func (a *aggregator) nccl(ctx context.Context, p *proc, e *gputracebpf.Event) {
 		var id string
 		switch e.API {
 		case gputracebpf.APINCCLCommSplit:
+			// Every rank of the parent makes its splits in the same
+			// order (the call is collective): the parent's id, the
+			// split's place among them and the color name the new
+			// communicator alike in each of its ranks, and apart from
+			// another split's of the same color (a job's tensor- and
+			// data-parallel groups, both of color 0 in rank 0).
 			parent, color, _ := e.NCCLSplit()
-			id = commID([]byte(a.comm(p, n, parent, e.TS).identity.id), u64(uint64(uint32(color))))
+			pc := a.comm(p, n, parent, e.TS)
+			id = commID([]byte(pc.identity.id), u64(pc.splits), u64(uint64(uint32(color))))
+			pc.splits++
 		case gputracebpf.APINCCLCommInitAll:
 			id = commID([]byte("all"), u64(uint64(p.pid)), u64(e.TS))
 		default:
