@@ -46,6 +46,16 @@ import (
 //	... a second line (or EOF) is read from stdin; the communicators are still alive ...
 //	DONE                                    every handle destroyed; exit status 0
 //
+// "nccl single" is one thread's NCCL: after READY and the go line, the
+// two communicators of ncclCommInitAll(comms, 2, NULL) ("all") and one of
+// ncclCommInitRankScalable(&comm, 1, 0, 1, &id, NULL) ("scalable"), with
+// their COMM lines and the latter's UID line; a group of an
+// ncclAllReduce of NCCLSingleCount float32 on each of the first two
+// (rank i's on NCCLLoopStream + i*0x100), then an ncclAllGather of
+// NCCLSingleCount int8 on the third (NCCLLoopStream); then calls NCCL
+// refuses, each printed as "INVALID <what> <ncclResult_t>" (and one it
+// takes, "valid"), the ends, and DONE.
+//
 // "nccl loop <n> [<threads>]" is the benchmark's: each thread makes a
 // communicator of one rank of its own, then, after READY and the go line,
 // calls ncclAllReduce (NCCLLoopCall) n times; it prints NS_PER_CALL (the
@@ -180,6 +190,8 @@ const (
 	NCCLLaggingRank = 3
 	// NCCLSplitCount is the count of NCCLSplitCall.
 	NCCLSplitCount = 4096
+	// NCCLSingleCount is the count of the calls of "nccl single".
+	NCCLSingleCount = 300
 )
 
 // The buffers the nccl program passes: fake device pointers, never
@@ -883,6 +895,7 @@ struct nccl_comm_spec {
 	p("};\n#define NCCL_NCOMMS %d\n\n", len(NCCLComms))
 	p("static const struct nccl_op nccl_split_op = %s;\n", lit(NCCLSplitCall))
 	p("static const struct nccl_op nccl_loop_op = %s;\n", lit(NCCLLoopCall))
-	p("#define NCCL_LOOP_STREAM 0x%xULL\n\n#endif\n", NCCLLoopStream)
+	p("#define NCCL_LOOP_STREAM 0x%xULL\n", NCCLLoopStream)
+	p("#define NCCL_SINGLE_COUNT %d\n\n#endif\n", NCCLSingleCount)
 	return b.String()
 }

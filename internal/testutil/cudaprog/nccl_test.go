@@ -166,13 +166,17 @@ func TestNCCLSplitOrder(t *testing.T) {
 	assert.Equal(t, []string{"0:2/3", "1:0/1", "0:0/3", "-1:-1/-1", "0:1/3"}, got)
 }
 
-// TestNCCLInvalid: the stub refuses what NCCL refuses, with NCCL's
-// result codes, and takes a valid call.
-func TestNCCLInvalid(t *testing.T) {
-	p := Start(t, Build(t, "nccl"), "invalid")
+// TestNCCLSingle: one thread's communicators (ncclCommInitAll's and
+// ncclCommInitRankScalable's) and calls; the stub refuses what NCCL
+// refuses, with NCCL's result codes, and takes a valid call.
+func TestNCCLSingle(t *testing.T) {
+	cmd := exec.Command(Build(t, "nccl"), "single")
+	cmd.Env = append(os.Environ(), "CUDAPROG_NCCL_ECHO=1")
+	p := StartCmd(t, cmd)
 	p.Go()
+	lines := p.Wait()
 	got := map[string]int{}
-	for _, l := range p.Wait() {
+	for _, l := range lines {
 		if f := strings.Fields(l); len(f) == 3 && f[0] == "INVALID" {
 			v, err := strconv.Atoi(f[2])
 			require.NoError(t, err, l)
@@ -185,6 +189,26 @@ func TestNCCLInvalid(t *testing.T) {
 		"collconfig": NCCLInvalidArgument, "group_end": NCCLInvalidUsage, "rank": NCCLInvalidArgument,
 		"config": NCCLInvalidArgument, "finalized": NCCLInvalidUsage, "destroyed": NCCLInvalidArgument,
 	}, got)
+
+	nl, err := ReadNCCLLines(lines)
+	require.NoError(t, err)
+	a0, ok0 := nl.Comm("all", 0)
+	a1, ok1 := nl.Comm("all", 1)
+	sc, ok2 := nl.Comm("scalable", 0)
+	require.True(t, ok0 && ok1 && ok2, "COMM lines: %+v", nl.Comms)
+	assert.Equal(t, []int{2, 2, 1}, []int{a0.NRanks, a1.NRanks, sc.NRanks})
+	assert.Equal(t, p.Pid, a0.Tid, "the main thread")
+	assert.Contains(t, nl.UIDs, "scalable")
+	require.GreaterOrEqual(t, len(nl.Calls), 5)
+	start := NCCLCallLine{Tid: p.Pid, API: "ncclGroupStart", DataType: NCCLNone, Op: NCCLNone, Root: NCCLNone, Peer: NCCLNone}
+	end := start
+	end.API = "ncclGroupEnd"
+	assert.Equal(t, []NCCLCallLine{start,
+		{p.Pid, "ncclAllReduce", a0.Comm, NCCLSingleCount, NCCLFloat32, NCCLSum, NCCLNone, NCCLNone, NCCLLoopStream},
+		{p.Pid, "ncclAllReduce", a1.Comm, NCCLSingleCount, NCCLFloat32, NCCLSum, NCCLNone, NCCLNone, NCCLLoopStream + 0x100},
+		end,
+		{p.Pid, "ncclAllGather", sc.Comm, NCCLSingleCount, NCCLInt8, NCCLNone, NCCLNone, NCCLNone, NCCLLoopStream},
+	}, nl.Calls[:5])
 }
 
 // TestNCCLLoop: every thread of the loop makes its n calls.

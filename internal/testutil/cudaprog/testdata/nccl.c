@@ -7,8 +7,8 @@
  * Usage: nccl                       the scenario
  *        nccl loop <n> [<threads>]  each thread a communicator of one
  *                                   rank, n ncclAllReduce calls on it
- *        nccl invalid               calls the stub must refuse, each
- *                                   printed as INVALID <what> <result>
+ *        nccl single                one thread's NCCL, then calls the stub
+ *                                   must refuse (see single())
  *
  * Every return is checked: one the program does not expect ends it with
  * status 1, saying which call on stderr.
@@ -272,18 +272,42 @@ static int loop(long n, int nthreads)
 
 static void refused(const char *what, ncclResult_t r) { say("INVALID %s %d\n", what, (int)r); }
 
-/* invalid makes, on a communicator of two ranks of one thread
- * (ncclCommInitAll), the calls NCCL refuses, and one it takes. */
-static int invalid(void)
+/* single is one thread's NCCL: the communicators of ncclCommInitAll (2
+ * ranks, "all") and of ncclCommInitRankScalable (1 rank, "scalable"), a
+ * group across the first two, a call on the third, then the calls NCCL
+ * refuses, and one it takes. */
+static int single(void)
 {
-	ncclComm_t comms[2] = {NULL, NULL};
-	check(ncclCommInitAll(comms, 2, NULL), "ncclCommInitAll", "invalid", -1);
 	printf("READY %d\n", (int)getpid());
 	fflush(stdout);
 	read_line(0);
+	long tid = (long)syscall(SYS_gettid);
+	ncclComm_t comms[2] = {NULL, NULL};
+	check(ncclCommInitAll(comms, 2, NULL), "ncclCommInitAll", "all", -1);
+	for (int i = 0; i < 2; i++)
+		say("COMM all %d 2 %ld 0x%lx\n", i, tid, (unsigned long)(uintptr_t)comms[i]);
+	ncclUniqueId sid;
+	check(ncclGetUniqueId(&sid), "ncclGetUniqueId", "scalable", -1);
+	char hex[2 * NCCL_UNIQUE_ID_BYTES + 1];
+	for (int i = 0; i < NCCL_UNIQUE_ID_BYTES; i++)
+		sprintf(hex + 2 * i, "%02x", (unsigned char)sid.internal[i]);
+	say("UID scalable %s\n", hex);
+	ncclComm_t sc = NULL;
+	check(ncclCommInitRankScalable(&sc, 1, 0, 1, &sid, NULL), "ncclCommInitRankScalable", "scalable", 0);
+	say("COMM scalable 0 1 %ld 0x%lx\n", tid, (unsigned long)(uintptr_t)sc);
+
 	const void *send = H(NCCL_SEND_BUFF);
 	void *recv = H(NCCL_RECV_BUFF);
 	cudaStream_t s = H(NCCL_LOOP_STREAM);
+	/* A process driving two devices: one group, a rank per device. */
+	check(ncclGroupStart(), "ncclGroupStart", "all", -1);
+	for (int i = 0; i < 2; i++)
+		check(ncclAllReduce(send, recv, NCCL_SINGLE_COUNT, ncclFloat32, ncclSum, comms[i],
+				    H(NCCL_LOOP_STREAM + 0x100 * i)),
+		      "ncclAllReduce", "all", i);
+	check(ncclGroupEnd(), "ncclGroupEnd", "all", -1);
+	check(ncclAllGather(send, recv, NCCL_SINGLE_COUNT, ncclInt8, sc, s), "ncclAllGather", "scalable", 0);
+
 	ncclComm_t c = comms[0];
 	refused("valid", ncclAllReduce(send, recv, 1, ncclFloat32, ncclSum, c, s));
 	refused("datatype", ncclAllReduce(send, recv, 1, ncclNumTypes, ncclSum, c, s));
@@ -302,23 +326,24 @@ static int invalid(void)
 	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 	config.magic = 0;
 	refused("config", ncclCommInitRankConfig(&x, 1, id, 0, &config));
-	check(ncclCommFinalize(comms[1]), "ncclCommFinalize", "invalid", 1);
+	check(ncclCommFinalize(comms[1]), "ncclCommFinalize", "all", 1);
 	refused("finalized", ncclAllReduce(send, recv, 1, ncclFloat32, ncclSum, comms[1], s));
-	check(ncclCommDestroy(comms[1]), "ncclCommDestroy", "invalid", 1);
+	check(ncclCommDestroy(comms[1]), "ncclCommDestroy", "all", 1);
 	refused("destroyed", ncclAllReduce(send, recv, 1, ncclFloat32, ncclSum, comms[1], s));
-	check(ncclCommDestroy(c), "ncclCommDestroy", "invalid", 0);
+	check(ncclCommDestroy(c), "ncclCommDestroy", "all", 0);
+	check(ncclCommDestroy(sc), "ncclCommDestroy", "scalable", 0);
 	say("DONE\n");
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc == 2 && strcmp(argv[1], "invalid") == 0)
-		return invalid();
+	if (argc == 2 && strcmp(argv[1], "single") == 0)
+		return single();
 	if (argc >= 3 && strcmp(argv[1], "loop") == 0)
 		return loop(atol(argv[2]), argc > 3 ? atoi(argv[3]) : 1);
 	if (argc != 1) {
-		fprintf(stderr, "usage: %s | %s loop <n> [<threads>] | %s invalid\n", argv[0], argv[0], argv[0]);
+		fprintf(stderr, "usage: %s | %s loop <n> [<threads>] | %s single\n", argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	return scenario();
