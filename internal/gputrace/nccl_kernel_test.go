@@ -90,11 +90,12 @@ func testTraceNCCL(t *testing.T) {
 		byTid[int(e.TID)] = append(byTid[int(e.TID)], e)
 	}
 
+	// Each communicator's id is NCCL's commHash of it, which the stub
+	// computes as NCCL does and the program prints.
 	idOf := func(name string) string {
-		uid := got.UIDs[name]
-		var id [48]byte
-		copy(id[:], uid[:])
-		return NCCLCommID(id)
+		line, ok := got.Comm(name, 0)
+		require.True(t, ok)
+		return fmt.Sprintf("%#x", line.Hash)
 	}
 	require.NotEqual(t, idOf("A"), idOf("B"))
 
@@ -170,26 +171,16 @@ func testTraceNCCL(t *testing.T) {
 	}
 	assert.Less(t, lag(cudaprog.NCCLLaggingRank), lag(0), "the lagging rank is behind")
 
-	// The split communicators: one id per split and color, the same in
-	// the ranks of one, each rank with the rank and size it asked for.
-	// Their ids are opaque here: what the ranks of each id are is
-	// compared with what the splits made.
-	var wantSplits []string
-	for _, c := range cudaprog.NCCLComms {
-		for i := range c.Splits {
-			members := map[int][]string{}
-			for r := range c.NRanks {
-				if color, sr, size := c.Split(i, r); color != cudaprog.NCCLNone {
-					members[color] = append(members[color], fmt.Sprintf("%d/%d", sr, size))
-				}
-			}
-			for _, m := range members {
-				slices.Sort(m)
-				wantSplits = append(wantSplits, strings.Join(m, " "))
-			}
+	// The split communicators: NCCL's commHash of each (one per split and
+	// color, the same in the ranks of one), each rank with the rank and
+	// size it asked for.
+	wantSplits := map[string][]string{}
+	for _, sl := range got.Splits {
+		if sl.Comm != 0 {
+			id := fmt.Sprintf("%#x", sl.Hash)
+			wantSplits[id] = append(wantSplits[id], fmt.Sprintf("%d/%d", sl.Rank, sl.NRanks))
 		}
 	}
-	slices.Sort(wantSplits)
 	splitRanks := map[string][]string{}
 	for _, pt := range pts.Find(semconv.GPUNCCLCalls.Name, semconv.GPUNCCLCollective.String("AllReduce"),
 		semconv.GPUNCCLDataType.String("float32")) {
@@ -209,13 +200,13 @@ func testTraceNCCL(t *testing.T) {
 		}
 		assert.Equal(t, 1.0, pts.One(t, semconv.GPUNCCLSequence.Name, semconv.GPUNCCLCommID.String(id), semconv.GPUNCCLRank.Int(rk)).Value)
 	}
-	var gotSplits []string
+	for _, m := range wantSplits {
+		slices.Sort(m)
+	}
 	for _, m := range splitRanks {
 		slices.Sort(m)
-		gotSplits = append(gotSplits, strings.Join(m, " "))
 	}
-	slices.Sort(gotSplits)
-	assert.Equal(t, wantSplits, gotSplits, "the ranks (rank/size) of each split communicator's id: %v", splitRanks)
+	assert.Equal(t, wantSplits, splitRanks, "the ranks (rank/size) of each split communicator, by NCCL's commHash")
 
 	// cuda.api.calls: each call once (ncclBcast's inner ncclBroadcast is
 	// not a call of its own), the splits and their queries included.
@@ -526,8 +517,8 @@ func TestTraceNCCLSingleThread(t *testing.T) {
 		return len(ofPid(pts, p.Pid).Find(semconv.CUDAAPIErrors.Name)) == 2
 	}), p.Pid)
 	allID := all()
-	scID := NCCLCommID([48]byte(uid[:48]))
-	assert.NotEqual(t, allID, scID)
+	assert.True(t, strings.HasPrefix(allID, "local-"), "ncclCommInitAll makes its ncclUniqueId inside: %s", allID)
+	scID := fmt.Sprintf("%#x", sc.Hash)
 	calls := func(id string, rank int, coll, dt string) float64 {
 		t.Helper()
 		return pts.One(t, semconv.GPUNCCLCalls.Name, semconv.GPUNCCLCommID.String(id), semconv.GPUNCCLRank.Int(rank),

@@ -40,8 +40,12 @@ import (
 //	READY <pid>
 //	... one line is read from stdin ...
 //	UID <comm name> <256 hex digits>        once per communicator, before its ranks start
-//	COMM <comm name> <rank> <nranks> <tid> 0x<comm>   each rank after its init
-//	SPLIT <comm name> <i> <parent rank> <color> <sub rank> <sub size> 0x<sub comm>   each rank's split i
+//	COMM <comm name> <rank> <nranks> <tid> 0x<comm> 0x<commHash>   each rank after its init
+//	SPLIT <comm name> <i> <parent rank> <color> <sub rank> <sub size> 0x<sub comm> 0x<commHash>   each rank's split i
+//
+// (commHash: NCCL's name of the communicator, which NCCL's logs print as
+// its commId and the NCCL Inspector as its id: the stub computes it as
+// NCCL does and exports cudaprogNcclCommHash, not NCCL's, to give it.)
 //	ISSUED                                  every thread has finished
 //	... a second line (or EOF) is read from stdin; the communicators are still alive ...
 //	DONE                                    every handle destroyed; exit status 0
@@ -475,6 +479,7 @@ type NCCLCommLine struct {
 	Rank, NRanks int
 	Tid          int    // the rank's thread
 	Comm         uint64 // the ncclComm_t
+	Hash         uint64 // NCCL's commHash of it
 }
 
 // NCCLSplitLine is a SPLIT line: what split Index of the communicator
@@ -486,6 +491,7 @@ type NCCLSplitLine struct {
 	ParentRank, Color int
 	Rank, NRanks      int    // in the new communicator
 	Comm              uint64 // the new ncclComm_t (0 for NCCL_SPLIT_NOCOLOR)
+	Hash              uint64 // NCCL's commHash of it (0 for NCCL_SPLIT_NOCOLOR)
 }
 
 // NCCLCallLine is a CALL line of the stub's echo (CUDAPROG_NCCL_ECHO=1).
@@ -561,12 +567,13 @@ func ReadNCCLLines(lines []string) (NCCLLines, error) {
 				out.UIDs[name] = id
 			}
 		case "COMM":
-			r.want(6)
-			out.Comms = append(out.Comms, NCCLCommLine{Name: r.str(), Rank: r.int(), NRanks: r.int(), Tid: r.int(), Comm: r.ptr()})
+			r.want(7)
+			out.Comms = append(out.Comms, NCCLCommLine{Name: r.str(), Rank: r.int(), NRanks: r.int(), Tid: r.int(), Comm: r.ptr(),
+				Hash: r.ptr()})
 		case "SPLIT":
-			r.want(8)
+			r.want(9)
 			out.Splits = append(out.Splits, NCCLSplitLine{Name: r.str(), Index: r.int(), ParentRank: r.int(), Color: r.int(),
-				Rank: r.int(), NRanks: r.int(), Comm: r.ptr()})
+				Rank: r.int(), NRanks: r.int(), Comm: r.ptr(), Hash: r.ptr()})
 		case "CALL":
 			r.want(10)
 			out.Calls = append(out.Calls, NCCLCallLine{Tid: r.int(), API: r.str(), Comm: r.ptr(), Count: r.uint(),
@@ -787,6 +794,8 @@ typedef struct ncclCollConfig_v23100 {
 	for _, f := range NCCLFunctions {
 		p("ncclResult_t  %s(%s);\nncclResult_t p%s(%s);\n", f.Name, f.Params, f.Name, f.Params)
 	}
+	p("\n/* Not NCCL's: the stub's commHash of comm, as NCCL computes it. */\n")
+	p("uint64_t cudaprogNcclCommHash(ncclComm_t comm);\n")
 	p("\n#endif\n")
 	return b.String()
 }

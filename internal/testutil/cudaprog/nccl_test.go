@@ -107,11 +107,16 @@ func TestNCCLScenario(t *testing.T) {
 	// end, and the splits', until all are made. (A split's freed handle
 	// may come back as a late rank's of B.)
 	handles, subHandles := map[uint64]bool{}, map[uint64]bool{}
+	commHashes, splitHashes := map[string]uint64{}, map[string]uint64{}
 	for _, c := range NCCLComms {
 		for r := range c.NRanks {
 			line, ok := got.Comm(c.Name, r)
 			require.True(t, ok, "no COMM line of %s rank %d", c.Name, r)
 			assert.Equal(t, c.NRanks, line.NRanks)
+			if h, ok := commHashes[c.Name]; ok {
+				assert.Equal(t, h, line.Hash, "the commHash of %s in each of its ranks", c.Name)
+			}
+			commHashes[c.Name] = line.Hash
 			assert.False(t, handles[line.Comm], "handle %#x twice", line.Comm)
 			handles[line.Comm] = true
 			type on struct {
@@ -127,7 +132,14 @@ func TestNCCLScenario(t *testing.T) {
 				split, ok := got.Split(c.Name, i, r)
 				require.True(t, ok, "no SPLIT line of split %d of rank %d", i, r)
 				assert.Equal(t, NCCLSplitLine{Name: c.Name, Index: i, ParentRank: r, Color: color, Rank: subRank, NRanks: subSize,
-					Comm: split.Comm}, split)
+					Comm: split.Comm, Hash: split.Hash}, split)
+				if color != NCCLNone {
+					k := fmt.Sprintf("%s/%d/%d", c.Name, i, color)
+					if h, ok := splitHashes[k]; ok {
+						assert.Equal(t, h, split.Hash, "the commHash of %s in each of its ranks", k)
+					}
+					splitHashes[k] = split.Hash
+				}
 				if color == NCCLNone {
 					assert.Zero(t, split.Comm, "a communicator for NCCL_SPLIT_NOCOLOR")
 					continue
@@ -150,6 +162,14 @@ func TestNCCLScenario(t *testing.T) {
 		}
 	}
 	assert.Len(t, got.Comms, 6)
+	hashes := map[uint64]bool{}
+	for _, h := range commHashes {
+		hashes[h] = true
+	}
+	for _, h := range splitHashes {
+		hashes[h] = true
+	}
+	assert.Len(t, hashes, len(commHashes)+len(splitHashes), "a commHash per communicator: %v %v", commHashes, splitHashes)
 	assert.Len(t, got.Splits, 8)
 }
 

@@ -130,7 +130,8 @@ static void *rank_main(void *p)
 		check(ncclCommInitRank(&comm, s->nranks, *a->id, r), "ncclCommInitRank", s->name, r);
 	}
 	a->comm = comm;
-	say("COMM %s %d %d %ld %p\n", s->name, r, s->nranks, (long)syscall(SYS_gettid), (void *)comm);
+	say("COMM %s %d %d %ld %p 0x%lx\n", s->name, r, s->nranks, (long)syscall(SYS_gettid), (void *)comm,
+	    (unsigned long)cudaprogNcclCommHash(comm));
 	cudaStream_t stream = H(s->streams[r]);
 	for (int it = 0; it < s->iterations[r]; it++)
 		for (int i = 0; i < s->nops; i++)
@@ -156,8 +157,8 @@ static void *rank_main(void *p)
 			check(ncclCommCount(subs[i], &sub_sizes[i]), "ncclCommCount", s->name, r);
 			check(ncclCommUserRank(subs[i], &sub_ranks[i]), "ncclCommUserRank", s->name, r);
 		}
-		say("SPLIT %s %d %d %d %d %d 0x%lx\n", s->name, i, r, color, sub_ranks[i], sub_sizes[i],
-		    (unsigned long)(uintptr_t)subs[i]);
+		say("SPLIT %s %d %d %d %d %d 0x%lx 0x%lx\n", s->name, i, r, color, sub_ranks[i], sub_sizes[i],
+		    (unsigned long)(uintptr_t)subs[i], (unsigned long)cudaprogNcclCommHash(subs[i]));
 	}
 	for (int i = 0; i < s->nsplits; i++)
 		if (subs[i])
@@ -285,7 +286,8 @@ static int single(void)
 	ncclComm_t comms[2] = {NULL, NULL};
 	check(ncclCommInitAll(comms, 2, NULL), "ncclCommInitAll", "all", -1);
 	for (int i = 0; i < 2; i++)
-		say("COMM all %d 2 %ld 0x%lx\n", i, tid, (unsigned long)(uintptr_t)comms[i]);
+		say("COMM all %d 2 %ld 0x%lx 0x%lx\n", i, tid, (unsigned long)(uintptr_t)comms[i],
+		    (unsigned long)cudaprogNcclCommHash(comms[i]));
 	ncclUniqueId sid;
 	check(ncclGetUniqueId(&sid), "ncclGetUniqueId", "scalable", -1);
 	char hex[2 * NCCL_UNIQUE_ID_BYTES + 1];
@@ -294,7 +296,8 @@ static int single(void)
 	say("UID scalable %s\n", hex);
 	ncclComm_t sc = NULL;
 	check(ncclCommInitRankScalable(&sc, 1, 0, 1, &sid, NULL), "ncclCommInitRankScalable", "scalable", 0);
-	say("COMM scalable 0 1 %ld 0x%lx\n", tid, (unsigned long)(uintptr_t)sc);
+	say("COMM scalable 0 1 %ld 0x%lx 0x%lx\n", tid, (unsigned long)(uintptr_t)sc,
+	    (unsigned long)cudaprogNcclCommHash(sc));
 
 	const void *send = H(NCCL_SEND_BUFF);
 	void *recv = H(NCCL_RECV_BUFF);

@@ -66,8 +66,50 @@ struct ncclComm {
 	uint64_t magic;
 	int rank;
 	int finalized;
+	int childCount;    /* the splits made of it, as NCCL counts them */
+	uint64_t commHash; /* as NCCL computes it */
 	struct clique *clique;
 };
+
+/* NCCL's hash (src/include/bitops.h: eatHash, digestHash), with which it
+ * names its communicators: commHash. */
+static void eat_hash(uint64_t acc[2], const void *bytes, size_t size)
+{
+	const char *p = bytes;
+	acc[0] ^= size;
+	while (size != 0) {
+		acc[0] += acc[1];
+		acc[1] ^= acc[0];
+		acc[0] ^= acc[0] >> 31;
+		acc[0] *= 0x9de62bbc8cef3ce3ULL;
+		acc[1] ^= acc[1] >> 32;
+		acc[1] *= 0x485cd6311b599e79ULL;
+		size_t n = size < sizeof(uint64_t) ? size : sizeof(uint64_t);
+		uint64_t x = 0;
+		memcpy(&x, p, n);
+		p += n;
+		size -= n;
+		acc[0] += x;
+	}
+}
+
+static uint64_t digest_hash(const uint64_t acc[2])
+{
+	uint64_t h = acc[0];
+	h ^= h >> 31;
+	h *= 0xbac3bd562846de6bULL;
+	h += acc[1];
+	h ^= h >> 32;
+	h *= 0x995a187a14e7b445ULL;
+	return h;
+}
+
+/* Not NCCL's: the commHash NCCL gives comm, for the tests (NCCL prints it
+ * in its logs as "commId", the Inspector in its records as "id"). */
+__attribute__((visibility("default"))) uint64_t cudaprogNcclCommHash(ncclComm_t comm)
+{
+	return comm ? comm->commHash : 0;
+}
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
@@ -219,6 +261,11 @@ static ncclResult_t init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *
 		pthread_mutex_unlock(&mu);
 		return ncclSystemError;
 	}
+	/* NCCL names it by a hash of the whole id (the first, for the
+	 * Scalable form). */
+	uint64_t acc[2] = {1, 1};
+	eat_hash(acc, id->internal, NCCL_UNIQUE_ID_BYTES);
+	c->commHash = digest_hash(acc);
 	cl->members[rank] = c;
 	if (++cl->arrived == nranks) {
 		for (struct clique **p = &pending; *p; p = &(*p)->next)
@@ -280,6 +327,8 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 		return r;
 	}
 	cl->nranks = cl->arrived = ndev;
+	uint64_t acc[2] = {1, 1};
+	eat_hash(acc, cl->id.internal, NCCL_UNIQUE_ID_BYTES);
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < ndev; i++) {
 		comm[i] = cl->members[i] = new_comm(cl, i);
@@ -287,6 +336,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 			pthread_mutex_unlock(&mu);
 			return ncclSystemError;
 		}
+		comm[i]->commHash = digest_hash(acc);
 	}
 	pthread_mutex_unlock(&mu);
 	return ncclSuccess;
@@ -327,6 +377,9 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
 	*newcomm = NULL;
 	struct clique *cl = comm->clique;
 	pthread_mutex_lock(&mu);
+	/* Each split of a communicator names a new one, whatever its color:
+	 * NCCL counts them from 1. */
+	int child = ++comm->childCount;
 	unsigned round = cl->split_round;
 	cl->colors[comm->rank] = color;
 	cl->keys[comm->rank] = key;
@@ -372,6 +425,14 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
 	}
 	*newcomm = cl->split_out[comm->rank];
 	r = cl->split_ret[comm->rank];
+	if (*newcomm) {
+		/* NCCL's child hash: the parent's, the child's count, the color. */
+		uint64_t acc[2] = {1, 1};
+		eat_hash(acc, &comm->commHash, sizeof comm->commHash);
+		eat_hash(acc, &child, sizeof child);
+		eat_hash(acc, &color, sizeof color);
+		(*newcomm)->commHash = digest_hash(acc);
+	}
 	pthread_mutex_unlock(&mu);
 	return r;
 }
