@@ -129,6 +129,13 @@ type procNCCL struct {
 	making   map[uint32]making
 	groups   map[uint32]*ncclGroup
 	overflow *comm // the communicators past maxComms
+	// named are the communicators the process made, by NCCL's name
+	// (commHash), with its ranks in each (-1: one not known; a process
+	// can hold several ranks of one communicator, a thread or a device
+	// each): what the NCCL Inspector's records are joined to. insp are
+	// their series.
+	named map[uint64][]int32
+	insp  map[inspKey]*inspSeries
 }
 
 func (a *aggregator) procNCCL(p *proc) *procNCCL {
@@ -322,6 +329,9 @@ func (a *aggregator) nccl(ctx context.Context, p *proc, e *gputracebpf.Event) {
 			return
 		}
 		a.newComm(p, n, h, m.name, commIdentity{id: m.name.id(), rank: rank, size: size}, e.TS)
+		if !m.name.local {
+			n.name(m.name.hash, rank)
+		}
 	case gputracebpf.KindNCCLCommQuery:
 		if e.Ret != 0 {
 			a.apiError(p, e)
@@ -340,6 +350,9 @@ func (a *aggregator) nccl(ctx context.Context, p *proc, e *gputracebpf.Event) {
 		}
 		if id != c.identity {
 			a.bind(p, n, c, id, e.TS)
+		}
+		if !c.name.local {
+			n.name(c.name.hash, id.rank)
 		}
 	case gputracebpf.KindNCCLCommEnd:
 		a.endComm(n, e.NCCLComm(), e.TS)
