@@ -10,6 +10,15 @@
 // from __cudaRegisterFunction and cuModuleGetFunction, or else from the
 // ELF symbol of the launched host stub, C++-demangled.
 //
+// It probes NCCL too (libnccl.so.2, or a program that links it): each
+// collective and point-to-point call with its bytes, by communicator,
+// named by NCCL's own commHash (the same on every node, in NCCL's logs
+// and in the NCCL Inspector's records), and rank; a sequence per rank for
+// finding the one a hung job waits for; a span per group. Where a traced
+// job loads NVIDIA's NCCL Inspector, the time and bus bandwidth it
+// measured of each operation are read from its dump and joined to the
+// same series (docs/cudatrace.md, "NCCL collectives").
+//
 // # Cost to the workload
 //
 // Each probe writes one fixed-size record to its CPU's ring buffer (a lane:

@@ -18,11 +18,11 @@ const (
 const NCCLCollectiveMixed = "mixed"
 
 var ncclAttributes = []Attribute{
-	{GPUNCCLCollective, "string", "The NCCL call, nccl.h's name without nccl (ncclBcast and the *Config forms under their collective's name); on a group span, the group's collective, or " + NCCLCollectiveMixed + ".", Extension,
-		[]string{"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AlltoAll", "Gather", "Scatter", "Send", "Recv", NCCLCollectiveMixed}},
+	{GPUNCCLCollective, "string", "The NCCL call, nccl.h's name without nccl (ncclBcast and the *Config forms under their collective's name); on a group span, the group's collective, or " + NCCLCollectiveMixed + "; on what the NCCL Inspector timed, its name of the operation, " + Other + " for one NCCL's API does not name so (its SendRecv, PutSignal, ...).", Extension,
+		[]string{"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AlltoAll", "Gather", "Scatter", "Send", "Recv", NCCLCollectiveMixed, Other}},
 	{GPUNCCLDataType, "string", "The call's ncclDataType_t, nccl.h's name without nccl, in lower case; " + Other + " for a value nccl.h does not define.", Extension,
 		[]string{"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2", Other}},
-	{GPUNCCLCommID, "string", "The communicator, as 16 hexadecimal digits the same in every rank of it on every node: a hash of the first 48 bytes of the ncclUniqueId it was made from (a random magic and the root's address); of a split, its parent's id and the color. A communicator made before the Source started, or by ncclCommInitAll, has an id local to its process. " + Other + " past 256 communicators in a process.", Extension, nil},
+	{GPUNCCLCommID, "string", "The communicator, by NCCL's own name of it, its commHash, as NCCL's logs (commId) and the NCCL Inspector (id) print it (0x and hexadecimal digits): the same in every rank of it on every node. NCCL hashes the 128-byte ncclUniqueId the communicator is made from (of which the Source reads the first 48 bytes, the rest being zero in every id ncclGetUniqueId makes), and a split's from its parent's, its place among the parent's splits and its color. A communicator made before the Source started, or by ncclCommInitAll (which makes its id inside), has an id local to its process, local-0x…. " + Other + " past 256 communicators in a process.", Extension, nil},
 	{GPUNCCLRank, "int", "The process's rank in the communicator; absent where not known (a split whose ranks the process never asked for with ncclCommUserRank).", Extension, nil},
 	{GPUNCCLCommSize, "int", "The communicator's ranks; absent where not known (a split whose size the process never asked for with ncclCommCount).", Extension, nil},
 	{GPUNCCLGroupCalls, "int", "The NCCL calls a group (ncclGroupStart to ncclGroupEnd) enqueued. Span attribute only.", Extension, nil},
@@ -56,7 +56,45 @@ var (
 	}
 )
 
-var ncclMetrics = []Metric{GPUNCCLCalls, GPUNCCLBytes, GPUNCCLSequence, GPUNCCLLastCollectiveAge}
+// What the NCCL Inspector (NCCL's profiler plugin, where a job loads it)
+// timed of each operation, joined to the rank's series: the same
+// communicator, rank and size attributes as gpu.nccl.calls.
+const inspectorNote = "Only where the job loads NVIDIA's NCCL Inspector (NCCL_PROFILER_PLUGIN with NCCL_INSPECTOR_ENABLE=1) and it writes its JSON dump (not NCCL_INSPECTOR_PROM_DUMP=1): read from the dump of each traced process, as it grows. The Inspector times only the operations of at least NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES (default 8192) and, by default, only with GPU timing."
+
+var (
+	GPUNCCLOpTime = Metric{
+		Name: "gpu.nccl.operation.time", Kind: Counter, Unit: "s", Origin: Extension,
+		Description: "Time the NCCL operations the NCCL Inspector timed ran on the GPU (its exec time), by collective (or Send, Recv) and communicator: rate(gpu.nccl.operation.time) / rate(gpu.nccl.operation.timed) is their mean duration.",
+		Attributes:  with(ncclRankAttrs, GPUNCCLCollective),
+		Note:        inspectorNote,
+	}
+	GPUNCCLOpTimed = Metric{
+		Name: "gpu.nccl.operation.timed", Kind: Counter, Unit: "{operation}", Origin: Extension,
+		Description: "NCCL operations the NCCL Inspector timed, by collective (or Send, Recv) and communicator.",
+		Attributes:  with(ncclRankAttrs, GPUNCCLCollective),
+		Note:        inspectorNote,
+	}
+	GPUNCCLBusBytes = Metric{
+		Name: "gpu.nccl.bus.bytes", Kind: Counter, Unit: "By", Origin: Extension,
+		Description: "NCCL's bus bandwidth of each operation the NCCL Inspector timed (busBw: the algorithm bandwidth, bytes over time, times the collective's factor, 2(n-1)/n for AllReduce) times its time: rate(gpu.nccl.bus.bytes) / rate(gpu.nccl.operation.time) is their time-weighted mean bus bandwidth, comparable across collectives and sizes of communicator.",
+		Attributes:  with(ncclRankAttrs, GPUNCCLCollective),
+		Note:        inspectorNote + " An operation whose bandwidth the Inspector wrote as nan counts in time but not here.",
+	}
+	XpuscopeNCCLInspectorErrors = Metric{
+		Name: "xpuscope.nccl.inspector.errors", Kind: Counter, Unit: "{error}", Origin: Self,
+		Description: "NCCL Inspector dumps that could not be read, and lines in them that are not records of the Inspector's, by error.type (" + InspectorErrorRead + ", " + InspectorErrorRecord + ").",
+		Attributes:  []attribute.Key{ErrorType},
+	}
+)
+
+// Values of ErrorType on XpuscopeNCCLInspectorErrors.
+const (
+	InspectorErrorRead   = "read"
+	InspectorErrorRecord = "record"
+)
+
+var ncclMetrics = []Metric{GPUNCCLCalls, GPUNCCLBytes, GPUNCCLSequence, GPUNCCLLastCollectiveAge,
+	GPUNCCLOpTime, GPUNCCLOpTimed, GPUNCCLBusBytes, XpuscopeNCCLInspectorErrors}
 
 // SpanNCCLGroup is an NCCL group: from ncclGroupStart to ncclGroupEnd,
 // which enqueues its calls; a call outside a group is a group of its own.

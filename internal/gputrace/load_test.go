@@ -18,3 +18,12 @@ func TestTraceUnderLoad(t *testing.T) {
 	testutil.Hogs(t, 2*runtime.NumCPU())
 	runScenarios(t, startTracing(t, WithRescanInterval(time.Hour)), recordExact)
 }
+
+// TestTraceNCCLUnderLoad is TestTraceNCCL with two busy loops per core:
+// the ranks' threads, the reader and the test wait for a core, and every
+// record, series and span is still exact.
+func TestTraceNCCLUnderLoad(t *testing.T) {
+	requireRoot(t)
+	testutil.Hogs(t, 2*runtime.NumCPU())
+	testTraceNCCL(t)
+}

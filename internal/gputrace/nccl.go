@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"maps"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -15,17 +16,20 @@ import (
 
 // NCCL. A process's communicators are learnt as it makes them: the entry
 // of ncclCommInitRank (and its Config and Scalable forms) records the
-// first bytes of the ncclUniqueId, the same in every rank, which names
-// the communicator on every node (gpu.nccl.comm.id); its return gives the
-// handle, with the rank and size the call was given. A split is named by
-// its parent and color, and learns its rank and size from ncclCommUserRank
-// and ncclCommCount if the process asks. Each collective and
-// point-to-point call then counts, with its bytes, under its
-// communicator's identity (id, rank, size), and each collective moves the
-// identity's sequence (gpu.nccl.collective.sequence) and the time of its
-// last one. A call on a communicator made before the Source started
-// counts under an id local to its process. The fold of processes past the
-// cap keeps no NCCL state: its calls count in cuda.api.calls only.
+// first bytes of the ncclUniqueId, the same in every rank, from which the
+// communicator is named as NCCL names it, by its commHash
+// (gpu.nccl.comm.id: the same on every node, in NCCL's logs and in the
+// NCCL Inspector's records); its return gives the handle, with the rank
+// and size the call was given. A split is named as NCCL names it, from
+// its parent, its place among the parent's splits and its color, and
+// learns its rank and size from ncclCommUserRank and ncclCommCount if the
+// process asks. Each collective and point-to-point call then counts, with
+// its bytes, under its communicator's identity (id, rank, size), and each
+// collective moves the identity's sequence (gpu.nccl.collective.sequence)
+// and the time of its last one. A call on a communicator made before the
+// Source started counts under an id local to its process. The fold of
+// processes past the cap keeps no NCCL state: its calls count in
+// cuda.api.calls only.
 
 // Bounds of a process's NCCL state.
 const (
@@ -65,6 +69,26 @@ type rankState struct {
 type comm struct {
 	identity commIdentity
 	state    *rankState
+	name     commName
+	splits   int32 // the ncclCommSplit calls made of it so far
+}
+
+// commName is what names a communicator: NCCL's commHash of it, and
+// whether the hash is the process's own (a communicator whose making was
+// not seen), not NCCL's.
+type commName struct {
+	hash  uint64
+	local bool
+}
+
+// id is the gpu.nccl.comm.id of n: its hash as NCCL's logs and the
+// Inspector print it (0x%lx), a local one with a "local-" prefix.
+func (n commName) id() string {
+	id := "0x" + strconv.FormatUint(n.hash, 16)
+	if n.local {
+		return "local-" + id
+	}
+	return id
 }
 
 type ncclSeriesKey struct {
@@ -89,11 +113,12 @@ type ncclGroup struct {
 	mixed bool
 }
 
-// making is a communicator being made on a thread: its id, known at the
-// call's entry, waits for the handle its return gives.
+// making is a communicator being made on a thread: its name, known at
+// the call's entry, waits for the handle its return gives.
 type making struct {
-	api gputracebpf.API
-	id  string
+	api   gputracebpf.API
+	name  commName
+	known bool
 }
 
 // procNCCL is what a process's NCCL calls have told.
@@ -104,6 +129,13 @@ type procNCCL struct {
 	making   map[uint32]making
 	groups   map[uint32]*ncclGroup
 	overflow *comm // the communicators past maxComms
+	// named are the communicators the process made, by NCCL's name
+	// (commHash), with its ranks in each (-1: one not known; a process
+	// can hold several ranks of one communicator, a thread or a device
+	// each): what the NCCL Inspector's records are joined to. insp are
+	// their series.
+	named map[uint64][]int32
+	insp  map[inspKey]*inspSeries
 }
 
 func (a *aggregator) procNCCL(p *proc) *procNCCL {
@@ -114,27 +146,74 @@ func (a *aggregator) procNCCL(p *proc) *procNCCL {
 	return p.nccl
 }
 
-// commID is a communicator id: 16 hexadecimal digits of a hash of parts.
-func commID(parts ...[]byte) string {
-	h := fnv.New64a()
-	for _, b := range parts {
-		h.Write(b)
+// ncclHash is NCCL's hash (src/include/bitops.h: eatHash, digestHash),
+// with which NCCL names each communicator (commHash): of the 128 bytes of
+// the ncclUniqueId it is made from, of a split its parent's commHash, its
+// place among the parent's children (1 for the first) and its color.
+type ncclHash [2]uint64
+
+func newNCCLHash() ncclHash { return ncclHash{1, 1} }
+
+// eat takes b into h, as one call of NCCL's eatHash.
+func (h *ncclHash) eat(b []byte) {
+	h[0] ^= uint64(len(b))
+	for len(b) > 0 {
+		h[0] += h[1]
+		h[1] ^= h[0]
+		h[0] ^= h[0] >> 31
+		h[0] *= 0x9de62bbc8cef3ce3
+		h[1] ^= h[1] >> 32
+		h[1] *= 0x485cd6311b599e79
+		var x [8]byte
+		b = b[copy(x[:], b):]
+		h[0] += binary.LittleEndian.Uint64(x[:])
 	}
-	var out [16]byte
-	const digits = "0123456789abcdef"
-	v := h.Sum64()
-	for i := 15; i >= 0; i-- {
-		out[i] = digits[v&0xf]
-		v >>= 4
-	}
-	return string(out[:])
 }
 
-// NCCLCommID is the gpu.nccl.comm.id of a communicator made from an
-// ncclUniqueId whose first 48 bytes are id.
-func NCCLCommID(id [48]byte) string { return commID(id[:]) }
+func (h ncclHash) digest() uint64 {
+	v := h[0]
+	v ^= v >> 31
+	v *= 0xbac3bd562846de6b
+	v += h[1]
+	v ^= v >> 32
+	v *= 0x995a187a14e7b445
+	return v
+}
 
-func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+// NCCLCommHash is NCCL's commHash of a communicator made from an
+// ncclUniqueId whose first 48 bytes are id and whose other 80 are zero, as
+// ncclGetUniqueId makes them (a 40-byte bootstrap handle, the rest
+// zeroed): the same on every rank and node, and the "commId" of NCCL's
+// logs and the "id" of the NCCL Inspector's records.
+func NCCLCommHash(id [48]byte) uint64 {
+	var all [128]byte
+	copy(all[:], id[:])
+	h := newNCCLHash()
+	h.eat(all[:])
+	return h.digest()
+}
+
+// ncclChildHash is NCCL's commHash of the child'th communicator made of
+// the one of hash parent (ncclCommSplit: child counts from 1), of color.
+func ncclChildHash(parent uint64, child, color int32) uint64 {
+	h := newNCCLHash()
+	h.eat(binary.LittleEndian.AppendUint64(nil, parent))
+	h.eat(binary.LittleEndian.AppendUint32(nil, uint32(child)))
+	h.eat(binary.LittleEndian.AppendUint32(nil, uint32(color)))
+	return h.digest()
+}
+
+// localHash names a communicator of process pid by parts: one whose
+// making the Source did not see (its handle), or of ncclCommInitAll,
+// which makes its ncclUniqueId inside.
+func localHash(pid uint32, parts ...uint64) uint64 {
+	h := fnv.New64a()
+	h.Write(binary.LittleEndian.AppendUint32(nil, pid))
+	for _, v := range parts {
+		h.Write(binary.LittleEndian.AppendUint64(nil, v))
+	}
+	return h.Sum64()
+}
 
 // identity returns the state of identity id in n, creating it at ktime ts.
 func (a *aggregator) rank(p *proc, n *procNCCL, id commIdentity, ts uint64) *rankState {
@@ -165,21 +244,22 @@ func (a *aggregator) comm(p *proc, n *procNCCL, h uint64, ts uint64) *comm {
 	if c := n.comms[h]; c != nil {
 		return c
 	}
-	return a.newComm(p, n, h, commIdentity{id: commID([]byte("local"), u64(uint64(p.pid)), u64(h)), rank: -1, size: -1}, ts)
+	name := commName{hash: localHash(p.pid, h), local: true}
+	return a.newComm(p, n, h, name, commIdentity{id: name.id(), rank: -1, size: -1}, ts)
 }
 
-func (a *aggregator) newComm(p *proc, n *procNCCL, h uint64, id commIdentity, ts uint64) *comm {
+func (a *aggregator) newComm(p *proc, n *procNCCL, h uint64, name commName, id commIdentity, ts uint64) *comm {
 	if old := n.comms[h]; old != nil { // its end was not seen
 		a.endComm(n, h, ts)
 	}
 	if len(n.comms) >= maxComms {
 		if n.overflow == nil {
-			n.overflow = &comm{}
+			n.overflow = &comm{name: commName{local: true}}
 			a.bind(p, n, n.overflow, commIdentity{id: semconv.Other, rank: -1, size: -1}, ts)
 		}
 		return n.overflow
 	}
-	c := &comm{}
+	c := &comm{name: name}
 	a.bind(p, n, c, id, ts)
 	n.comms[h] = c
 	return c
@@ -204,24 +284,33 @@ func (a *aggregator) nccl(ctx context.Context, p *proc, e *gputracebpf.Event) {
 	n := a.procNCCL(p)
 	switch e.Kind {
 	case gputracebpf.KindNCCLCommID:
-		var id string
+		var name commName
 		switch e.API {
 		case gputracebpf.APINCCLCommSplit:
+			// As NCCL names a split: every rank of the parent makes its
+			// splits in the same order (the call is collective), so the
+			// parent's hash, the split's place among them and the color
+			// name the new communicator alike in each of its ranks, and
+			// apart from another split's of the same color (a job's
+			// tensor- and data-parallel groups, both of color 0 in rank
+			// 0).
 			parent, color, _ := e.NCCLSplit()
-			id = commID([]byte(a.comm(p, n, parent, e.TS).identity.id), u64(uint64(uint32(color))))
+			pc := a.comm(p, n, parent, e.TS)
+			pc.splits++
+			name = commName{hash: ncclChildHash(pc.name.hash, pc.splits, color), local: pc.name.local}
 		case gputracebpf.APINCCLCommInitAll:
-			id = commID([]byte("all"), u64(uint64(p.pid)), u64(e.TS))
+			name = commName{hash: localHash(p.pid, e.TS), local: true}
 		default:
-			id = NCCLCommID(e.NCCLUniqueID())
+			name = commName{hash: NCCLCommHash(e.NCCLUniqueID())}
 		}
 		if len(n.making) >= maxNCCLThread {
 			clear(n.making)
 		}
-		n.making[e.TID] = making{e.API, id}
+		n.making[e.TID] = making{e.API, name, true}
 	case gputracebpf.KindNCCLComm:
 		m, ok := n.making[e.TID]
 		if !ok || m.api != e.API {
-			m = making{e.API, ""}
+			m = making{api: e.API}
 		}
 		if e.API != gputracebpf.APINCCLCommInitAll {
 			delete(n.making, e.TID)
@@ -235,11 +324,14 @@ func (a *aggregator) nccl(ctx context.Context, p *proc, e *gputracebpf.Event) {
 		if h == 0 {
 			return // NCCL_SPLIT_NOCOLOR: no communicator
 		}
-		if m.id == "" {
+		if !m.known {
 			a.comm(p, n, h, e.TS)
 			return
 		}
-		a.newComm(p, n, h, commIdentity{id: m.id, rank: rank, size: size}, e.TS)
+		a.newComm(p, n, h, m.name, commIdentity{id: m.name.id(), rank: rank, size: size}, e.TS)
+		if !m.name.local {
+			n.name(m.name.hash, rank)
+		}
 	case gputracebpf.KindNCCLCommQuery:
 		if e.Ret != 0 {
 			a.apiError(p, e)
@@ -258,6 +350,9 @@ func (a *aggregator) nccl(ctx context.Context, p *proc, e *gputracebpf.Event) {
 		}
 		if id != c.identity {
 			a.bind(p, n, c, id, e.TS)
+		}
+		if !c.name.local {
+			n.name(c.name.hash, id.rank)
 		}
 	case gputracebpf.KindNCCLCommEnd:
 		a.endComm(n, e.NCCLComm(), e.TS)

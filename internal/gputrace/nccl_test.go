@@ -4,12 +4,15 @@ package gputrace
 // the probes' records); nccl_kernel_test.go runs the real probes.
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -48,7 +51,7 @@ func (b *ncclEvents) coll(tid uint32, api string, count, dataType, op, root, com
 func TestNCCLAggregate(t *testing.T) {
 	h := newHarness(t)
 	id := [48]byte{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 2, 0, 0x1f, 0x90, 10, 0, 0, 1}
-	commA := NCCLCommID(id)
+	commA := fmt.Sprintf("%#x", NCCLCommHash(id))
 	const f32, i32 = 7, 2
 	var b ncclEvents
 	b.init(1, id, 1, 4, 0xc1).init(2, id, 3, 4, 0xc3)
@@ -69,6 +72,18 @@ func TestNCCLAggregate(t *testing.T) {
 		add(1, gputracebpf.KindNCCLCommQuery, "ncclCommUserRank", 0xd1, 0).
 		coll(1, "ncclBroadcast", 8, 8, ncclNone, 0, 0xd1).
 		coll(3, "ncclAllReduce", 4, f32, 0, ncclNone, 0xee)
+	// The same split in rank 3, then a second split of A of the same
+	// color, alive with the first: another communicator.
+	b.add(2, gputracebpf.KindNCCLCommID, "ncclCommSplit", 0xc3, 1, 7).
+		add(2, gputracebpf.KindNCCLComm, "ncclCommSplit", ncclNone, 0xd3).
+		add(2, gputracebpf.KindNCCLCommQuery, "ncclCommCount", 0xd3, 2).
+		add(2, gputracebpf.KindNCCLCommQuery, "ncclCommUserRank", 0xd3, 1).
+		coll(2, "ncclBroadcast", 8, 8, ncclNone, 0, 0xd3).
+		add(1, gputracebpf.KindNCCLCommID, "ncclCommSplit", 0xc1, 1, 0).
+		add(1, gputracebpf.KindNCCLComm, "ncclCommSplit", ncclNone, 0xd2).
+		add(1, gputracebpf.KindNCCLCommQuery, "ncclCommCount", 0xd2, 2).
+		add(1, gputracebpf.KindNCCLCommQuery, "ncclCommUserRank", 0xd2, 1).
+		coll(1, "ncclAllGather", 3, i32, ncclNone, ncclNone, 0xd2)
 	h.feed(b.evs...)
 	last := b.ts
 	h.now = last + 5e9
@@ -83,7 +98,7 @@ func TestNCCLAggregate(t *testing.T) {
 		semconv.NetworkIODir.String(semconv.DirectionTransmit))
 	assert.Equal(t, 1200.0, sent.Value)
 	gathered := pts.One(t, semconv.GPUNCCLBytes.Name, semconv.GPUNCCLCollective.String("AllGather"),
-		semconv.NetworkIODir.String(semconv.DirectionReceive))
+		semconv.GPUNCCLCommID.String(commA), semconv.NetworkIODir.String(semconv.DirectionReceive))
 	assert.Equal(t, 4*10*4.0, gathered.Value, "AllGather receives nranks × sendcount")
 	assert.Equal(t, 1.0, pts.One(t, semconv.GPUNCCLCalls.Name, semconv.GPUNCCLRank.Int(3),
 		semconv.GPUNCCLCollective.String("AllReduce")).Value, "the Config form counts as its collective")
@@ -102,26 +117,39 @@ func TestNCCLAggregate(t *testing.T) {
 	age := pts.One(t, semconv.GPUNCCLLastCollectiveAge.Name, semconv.GPUNCCLCommID.String(commA), semconv.GPUNCCLRank.Int(3))
 	assert.InDelta(t, float64(h.now-b.evs[8].TS)/1e9, age.Value, 1e-9, "since rank 3's AllReduce")
 
-	// The split: named by its parent and color, the same in every rank
-	// of it; rank and size from the queries.
-	split := pts.One(t, semconv.GPUNCCLCalls.Name, semconv.GPUNCCLCollective.String("Broadcast"))
-	assert.Equal(t, commID([]byte(commA), u64(1)), split.Get(semconv.GPUNCCLCommID))
-	assert.Equal(t, "0", split.Get(semconv.GPUNCCLRank))
+	// The split: one id in every rank of it, its own, whatever the
+	// color; rank and size from the queries.
+	split := pts.One(t, semconv.GPUNCCLCalls.Name, semconv.GPUNCCLCollective.String("Broadcast"), semconv.GPUNCCLRank.Int(0))
+	splitID := split.Get(semconv.GPUNCCLCommID)
+	assert.NotEqual(t, commA, splitID)
+	assert.True(t, strings.HasPrefix(splitID, "0x"), "a split of a communicator NCCL named is named as NCCL names it: %s", splitID)
 	assert.Equal(t, "2", split.Get(semconv.GPUNCCLCommSize))
 	assert.Equal(t, 8*8.0, pts.One(t, semconv.GPUNCCLBytes.Name, semconv.GPUNCCLCollective.String("Broadcast"),
-		semconv.NetworkIODir.String(semconv.DirectionTransmit)).Value, "rank 0 is the root")
+		semconv.GPUNCCLRank.Int(0), semconv.NetworkIODir.String(semconv.DirectionTransmit)).Value, "rank 0 is the root")
+	other := pts.One(t, semconv.GPUNCCLCalls.Name, semconv.GPUNCCLCollective.String("Broadcast"), semconv.GPUNCCLRank.Int(1))
+	assert.Equal(t, splitID, other.Get(semconv.GPUNCCLCommID), "the split's id in its other rank")
+	second := pts.One(t, semconv.GPUNCCLCalls.Name, semconv.GPUNCCLCollective.String("AllGather"), semconv.GPUNCCLDataType.String("int32"))
+	assert.NotEqual(t, splitID, second.Get(semconv.GPUNCCLCommID), "a second split of the same color is another communicator")
+	assert.NotEqual(t, commA, second.Get(semconv.GPUNCCLCommID))
+	assert.Equal(t, "1", second.Get(semconv.GPUNCCLRank))
 
 	// Made before the Source started: a local id, no rank or size, and
 	// only the bytes that need neither.
-	local := pts.One(t, semconv.GPUNCCLCalls.Name, semconv.GPUNCCLDataType.String("float32"), semconv.GPUNCCLCollective.String("AllReduce"),
-		semconv.GPUNCCLCommID.String(commID([]byte("local"), u64(100), u64(0xee))))
+	var local testutil.Point
+	for _, pt := range pts.Find(semconv.GPUNCCLCalls.Name, semconv.GPUNCCLDataType.String("float32"),
+		semconv.GPUNCCLCollective.String("AllReduce")) {
+		if strings.HasPrefix(pt.Get(semconv.GPUNCCLCommID), "local-") {
+			local = pt
+		}
+	}
+	assert.Equal(t, 1.0, local.Value, "the call on a communicator made before the Source started, under a local id")
 	assert.False(t, local.Has(semconv.GPUNCCLRank))
 	assert.False(t, local.Has(semconv.GPUNCCLCommSize))
 
 	// The calls count in cuda.api.calls too, once each: a making's return
 	// is not a call.
 	assert.Equal(t, 2.0, pts.One(t, semconv.CUDAAPICalls.Name, semconv.CUDAAPIName.String("ncclCommInitRank")).Value)
-	assert.Equal(t, 1.0, pts.One(t, semconv.CUDAAPICalls.Name, semconv.CUDAAPIName.String("ncclCommSplit")).Value)
+	assert.Equal(t, 3.0, pts.One(t, semconv.CUDAAPICalls.Name, semconv.CUDAAPIName.String("ncclCommSplit")).Value)
 
 	// Spans: one per group; a call outside a group is a group of its own.
 	var groups []map[string]string
@@ -135,7 +163,7 @@ func TestNCCLAggregate(t *testing.T) {
 		}
 		groups = append(groups, m)
 	}
-	require.Len(t, groups, 8, "five calls alone on A, its group of two, the broadcast and the local AllReduce")
+	require.Len(t, groups, 10, "five calls alone on A, its group of two, the local AllReduce and a call on each split's handle")
 	var mixed int
 	for _, g := range groups {
 		if g[string(semconv.GPUNCCLCollective)] == semconv.NCCLCollectiveMixed {
@@ -157,7 +185,9 @@ func TestNCCLAggregate(t *testing.T) {
 	pts = h.collect(t)
 	assert.Empty(t, pts.Find(semconv.GPUNCCLSequence.Name, semconv.GPUNCCLRank.Int(3)))
 	assert.Empty(t, pts.Find(semconv.GPUNCCLCalls.Name, semconv.GPUNCCLRank.Int(3)))
-	assert.Len(t, pts.Find(semconv.GPUNCCLSequence.Name, semconv.GPUNCCLRank.Int(1)), 1, "rank 1's lives on")
+	assert.Len(t, pts.Find(semconv.GPUNCCLSequence.Name, semconv.GPUNCCLCommID.String(commA), semconv.GPUNCCLRank.Int(1)), 1,
+		"rank 1's lives on")
+	assert.Len(t, pts.Find(semconv.GPUNCCLSequence.Name, semconv.GPUNCCLCommID.String(splitID)), 2, "the split's, alive, live on")
 }
 
 // The communicators of a process that makes more than the bound share one

@@ -23,6 +23,8 @@ type instruments struct {
 	unknownReplays                                            metric.Int64ObservableCounter
 	ncclCalls, ncclBytes                                      metric.Int64ObservableCounter
 	ncclSequence, ncclAge                                     metric.Float64ObservableGauge
+	ncclTimed, inspErrors                                     metric.Int64ObservableCounter
+	ncclTime, ncclBusBytes                                    metric.Float64ObservableCounter
 	processOverflow, attachedLate                             metric.Int64ObservableCounter
 	outstanding, attached                                     metric.Int64ObservableUpDownCounter
 	oldestAge                                                 metric.Float64ObservableGauge
@@ -62,6 +64,10 @@ func (in *instruments) create(m metric.Meter) error {
 	in.ncclBytes = b.Counter(semconv.GPUNCCLBytes)
 	in.ncclSequence = b.Gauge(semconv.GPUNCCLSequence)
 	in.ncclAge = b.Gauge(semconv.GPUNCCLLastCollectiveAge)
+	in.ncclTimed = b.Counter(semconv.GPUNCCLOpTimed)
+	in.ncclTime = b.FloatCounter(semconv.GPUNCCLOpTime)
+	in.ncclBusBytes = b.FloatCounter(semconv.GPUNCCLBusBytes)
+	in.inspErrors = b.Counter(semconv.XpuscopeNCCLInspectorErrors)
 	return b.Err()
 }
 
@@ -71,6 +77,7 @@ func (in *instruments) observables() []metric.Observable {
 		in.dropped, in.unresolved, in.overflow, in.unknownReplays, in.suppressed, in.processOverflow, in.ringErrors, in.attachedLate, in.outstanding, in.attached, in.oldestAge,
 		in.threadTime, in.threadUtilization, in.smActive, in.capacity, in.occupancyDropped,
 		in.ncclCalls, in.ncclBytes, in.ncclSequence, in.ncclAge,
+		in.ncclTimed, in.ncclTime, in.ncclBusBytes, in.inspErrors,
 	}
 }
 
@@ -165,6 +172,7 @@ func (s *Source) fill(sn *snapshot) {
 		sn.proc(in, p)
 		if p.nccl != nil {
 			sn.fillNCCL(in, p.nccl)
+			sn.fillInspector(in, p.nccl)
 		}
 	}
 	if len(a.folded) > 0 || a.other.outstanding != 0 {
@@ -179,6 +187,8 @@ func (s *Source) fill(sn *snapshot) {
 	sn.int(in.unknownReplays, a.unknownReplays)
 	sn.int(in.suppressed, a.spans.suppressed)
 	sn.int(in.processOverflow, a.procOverflow)
+	sn.int(in.inspErrors, s.inspReadErrors, inspReadAttrs...)
+	sn.int(in.inspErrors, s.inspRecordErrors, inspRecordAttrs...)
 	for _, sr := range a.occ.series {
 		sn.float(in.threadTime, sr.threadSeconds, sr.attrs.Observe...)
 		sn.int(in.capacity, sr.threads, sr.capacity.Observe...)

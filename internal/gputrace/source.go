@@ -103,6 +103,14 @@ type Source struct {
 	bpfCounters      [gputracebpf.NumCounters]uint64
 	attachedByTarget map[string]int64
 	targetAttrs      map[string]meterx.Attrs
+	// The NCCL Inspector's dumps read and not (inspector.go).
+	inspReadErrors, inspRecordErrors int64
+
+	// The reader's alone (housekeeping): the NCCL Inspector's state per
+	// process, and buffers reused.
+	insp     map[uint32]*inspected
+	inspPIDs []uint32
+	inspRecs []inspRecord
 }
 
 // New loads the probes, attaches them to every file of rt mapped on the
@@ -130,6 +138,7 @@ func newSource(rt Runtime, opts []Option) (*Source, error) {
 		names:            newSymbolizer(cfg.procfs),
 		attachedByTarget: map[string]int64{},
 		targetAttrs:      map[string]meterx.Attrs{},
+		insp:             map[uint32]*inspected{},
 	}
 	for _, t := range rt.Targets {
 		s.targetAttrs[t.Name] = meterx.NewAttrs(semconv.XpuscopeTarget.String(t.Name))
@@ -230,7 +239,8 @@ func (s *Source) decode(raw []byte) error {
 // housekeep reads the kernel-side counters and the unrecorded call
 // counts, counts the attached files, forgets exited processes and
 // publishes the result.
-func (s *Source) housekeep(time.Time) {
+func (s *Source) housekeep(now time.Time) {
+	s.readInspectors(now)
 	s.refresh()
 	s.publish()
 }
@@ -327,5 +337,7 @@ func (s *Source) Close() error {
 	if p := s.cfg.producer; p != nil {
 		p.remove(s)
 	}
-	return s.kernel.Close()
+	err := s.kernel.Close()
+	s.closeInspectors() // the reader, which reads them, has stopped
+	return err
 }

@@ -217,7 +217,7 @@ enum api {
 
 enum counter {
 	COUNTER_DROPS = 0,        // records the ring buffer had no room for
-	COUNTER_NESTED = 1,       // driver launches inside a runtime launch, not reported twice
+	COUNTER_NESTED = 1,       // driver launches inside a runtime launch (and ncclBcast's ncclBroadcast), not reported twice
 	COUNTER_LOST_RETURNS = 2, // return probes whose entry state was evicted
 	COUNTER_MAX,
 };
@@ -307,7 +307,7 @@ struct thread {
 	struct runtime_call call;
 	struct pending runtime; // a runtime call waiting for its return probe
 	struct pending driver;  // the same for a driver call: a runtime call runs driver calls inside
-	struct pending nccl;    // the same for an NCCL call: it runs runtime calls inside
+	struct pending nccl;    // the same for an NCCL call: it runs runtime calls inside; or an ncclBcast (nccl_inner)
 	__s32 device;           // as set by cudaSetDevice; 0 before
 	__u32 _pad;
 };
@@ -1308,14 +1308,50 @@ int get_kernel_return(struct pt_regs *ctx)
 
 #define NCCL_NONE (~0ULL)
 
+// nccl_inner reports whether the call of api on c's thread is the
+// ncclBroadcast that an ncclBcast just entered calls with its arguments:
+// NCCL's ncclBcast calls the exported ncclBroadcast (through the PLT, the
+// symbol being weak), whose probe must not count the call again. The
+// ncclBcast leaves its signature in the thread's NCCL slot, which the
+// next NCCL collective on the thread takes, whatever it is; a slot no
+// ncclBroadcast takes (NCCL built with the call inlined) is taken by the
+// next one, or goes after launch_window_ns. An NCCL call waiting for its
+// return probe replaces it (none calls ncclBcast).
+static __always_inline int nccl_inner(struct caller *c, __u32 api, __u64 n, __u64 type, __u64 root, __u64 comm,
+				      __u64 stream)
+{
+	struct thread *t = c->t;
+	if (!t)
+		return 0;
+	__u64 sig = (n ^ (type * 0x9e3779b97f4a7c15ULL) ^ (root * 0xc2b2ae3d27d4eb4fULL) ^
+		     (comm * 0x165667b19e3779f9ULL) ^ (stream * 0x27d4eb2f165667c5ULL)) | 1;
+	if (t->nccl.api == API_ncclBcast) {
+		t->nccl.api = 0;
+		if (api == API_ncclBroadcast && t->nccl.arg0 == sig &&
+		    bpf_ktime_get_ns() - t->nccl.ts <= launch_window_ns) {
+			count(COUNTER_NESTED);
+			return 1;
+		}
+	}
+	if (api == API_ncclBcast) {
+		t->nccl.api = API_ncclBcast;
+		t->nccl.arg0 = sig;
+		t->nccl.ts = bpf_ktime_get_ns();
+	}
+	return 0;
+}
+
 // submit_nccl records an NCCL collective or point-to-point call.
 static __always_inline int submit_nccl(struct pt_regs *ctx, __u64 count, __u64 type, __u64 op, __u64 root,
 				       __u64 comm, __u64 stream)
 {
 	struct caller c;
 	whoami(&c);
+	__u32 api = api_of(ctx);
+	if (nccl_inner(&c, api, count, type & 0xffffffff, root, comm, stream))
+		return 0;
 	struct lane_slot s;
-	struct event *e = reserve(&s, api_of(ctx), KIND_NCCL_COLL, &c);
+	struct event *e = reserve(&s, api, KIND_NCCL_COLL, &c);
 	if (!e)
 		return 0;
 	e->a[0] = count;

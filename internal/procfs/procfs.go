@@ -187,3 +187,52 @@ func (p Proc) Environ(scan func(io.Reader) error) error {
 	}
 	return nil
 }
+
+// Dir is the process's directory, <root>/<pid>: for the readers that
+// resolve paths in it themselves (its root, cwd).
+func (p Proc) Dir() string { return p.path() }
+
+// NSPid reads the process's id in its own PID namespace (the last field
+// of the NSpid line of its status; its id here where there is no such
+// line, before Linux 4.1).
+func (p Proc) NSPid() (int, error) {
+	f, err := os.Open(p.path("status"))
+	if err != nil {
+		return 0, fmt.Errorf("procfs: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxStatus))
+	if err != nil {
+		return 0, fmt.Errorf("procfs: read %s: %w", f.Name(), err)
+	}
+	if pid, ok := ParseNSPid(b); ok {
+		return pid, nil
+	}
+	return p.PID, nil
+}
+
+// maxStatus bounds what is read of a status file (a few KiB).
+const maxStatus = 64 << 10
+
+// ParseNSPid returns the last field of the NSpid line of a status file:
+// the process's id in the innermost PID namespace it is in.
+func ParseNSPid(status []byte) (int, bool) {
+	for len(status) > 0 {
+		var line []byte
+		line, status, _ = bytes.Cut(status, []byte{'\n'})
+		rest, ok := bytes.CutPrefix(line, []byte("NSpid:"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) == 0 {
+			return 0, false
+		}
+		pid, err := strconv.Atoi(string(f[len(f)-1]))
+		if err != nil || pid < 1 {
+			return 0, false
+		}
+		return pid, true
+	}
+	return 0, false
+}

@@ -268,3 +268,28 @@ func TestSignal(t *testing.T) {
 	assert.Equal(t, syscall.SIGKILL, exit.Sys().(syscall.WaitStatus).Signal())
 	assert.Error(t, p.Signal(syscall.SIGKILL), "the process is gone")
 }
+
+func TestParseNSPid(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		pid    int
+		ok     bool
+	}{
+		{"Name:\tpython3\nPid:\t4242\nNSpid:\t4242\t17\nPPid:\t1\n", 17, true},
+		{"Pid:\t4242\nNSpid:\t4242\n", 4242, true},
+		{"Pid:\t4242\n", 0, false},
+		{"NSpid:\n", 0, false},
+		{"NSpid:\t4242\tx\n", 0, false},
+		{"NSpid:\t-1\n", 0, false},
+		{"", 0, false},
+	} {
+		pid, ok := ParseNSPid([]byte(tc.status))
+		if pid != tc.pid || ok != tc.ok {
+			t.Errorf("ParseNSPid(%q) = %d, %v; want %d, %v", tc.status, pid, ok, tc.pid, tc.ok)
+		}
+	}
+	self, err := FS{Root: DefaultRoot}.Proc(os.Getpid()).NSPid()
+	if err != nil || self < 1 {
+		t.Errorf("NSPid of this process: %d, %v", self, err)
+	}
+}

@@ -38,6 +38,10 @@
 //	          first thing main does
 //	short     PIE linked against the real libcudart that launches each of
 //	          ShortKernels once and exits at once, waiting for nothing
+//	libnccl   a stand-in libnccl.so.2 with NCCL's signatures (Debian has
+//	          no NCCL; see nccl.go)
+//	nccl      PIE linked against libnccl, the ranks of two communicators
+//	          as threads (see nccl.go for its lines); loop <n> [<threads>]
 //
 // Every program but linked and short prints "READY <pid>" and then waits
 // for a line on stdin before its first CUDA call, so a tracer can attach
@@ -205,6 +209,9 @@ type target struct {
 	lib     func() (lib, error)
 	pkg     string   // Debian package providing lib
 	defines []string // -D flags
+	// needs is the shared library target the program is linked against
+	// (built first), instead of lib.
+	needs string
 }
 
 // targets are the programs Build knows. The executables are PIEs linked
@@ -223,6 +230,8 @@ var targets = map[string]target{
 	"linked":     {src: "late.c", out: "linked", lib: locateCudart, pkg: CudartPackage, defines: []string{"CUDAPROG_LINKED"}},
 	"staticlate": {src: "late.c", out: "staticlate", defines: []string{"CUDAPROG_LINKED", "CUDAPROG_STATIC"}},
 	"short":      {src: "short.c", out: "short", lib: locateCudart, pkg: CudartPackage},
+	"libnccl":    {src: "nccl_stub.c", out: "libnccl.so.2", shared: true},
+	"nccl":       {src: "nccl.c", out: "nccl", needs: "libnccl"},
 }
 
 type built struct {
@@ -253,9 +262,7 @@ func Build(t testing.TB, name string) string {
 	if !ok {
 		t.Fatalf("cudaprog: no program %q", name)
 	}
-	v, _ := builds.LoadOrStore(name, new(built))
-	b := v.(*built)
-	b.once.Do(func() { b.path, b.warn, b.skip, b.err = build(name, tg) })
+	b := buildOnce(name, tg)
 	if b.warn != "" {
 		t.Logf("cudaprog: gcc warned building %s:\n%s", name, b.warn)
 	}
@@ -268,6 +275,15 @@ func Build(t testing.TB, name string) string {
 	return b.path
 }
 
+// buildOnce builds the target name once for the life of the test
+// binary.
+func buildOnce(name string, tg target) *built {
+	v, _ := builds.LoadOrStore(name, new(built))
+	b := v.(*built)
+	b.once.Do(func() { b.path, b.warn, b.skip, b.err = build(name, tg) })
+	return b
+}
+
 func build(name string, tg target) (path, warn, skip string, err error) {
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
@@ -278,6 +294,13 @@ func build(name string, tg target) (path, warn, skip string, err error) {
 		if l, err = tg.lib(); err != nil {
 			return "", "", fmt.Sprintf("Debian package %s (non-free) is needed: %v", tg.pkg, err), nil
 		}
+	}
+	if tg.needs != "" {
+		dep := buildOnce(tg.needs, targets[tg.needs])
+		if dep.skip != "" || dep.err != nil {
+			return "", "", dep.skip, dep.err
+		}
+		l = lib{link: dep.path, real: dep.path}
 	}
 	root, err := buildRoot()
 	if err != nil {
@@ -319,7 +342,7 @@ func build(name string, tg target) (path, warn, skip string, err error) {
 }
 
 // buildRoot creates this process's build directory with the generated
-// scenarios.h, removing the directories of test binaries that are gone.
+// scenarios.h, nccl.h and nccl_scenario.h, removing the directories of test binaries that are gone.
 func buildRoot() (string, error) {
 	rootOnce.Do(func() {
 		parent := filepath.Join(os.TempDir(), fmt.Sprintf("xpuscope-cudaprog-%d", os.Getuid()))
@@ -338,7 +361,10 @@ func buildRoot() (string, error) {
 		if rootDir, rootErr = os.MkdirTemp(parent, fmt.Sprintf("%d-", os.Getpid())); rootErr != nil {
 			return
 		}
-		rootErr = os.WriteFile(filepath.Join(rootDir, "scenarios.h"), []byte(header()), 0o644)
+		if rootErr = os.WriteFile(filepath.Join(rootDir, "scenarios.h"), []byte(header()), 0o644); rootErr != nil {
+			return
+		}
+		rootErr = writeNCCLHeaders(rootDir)
 	})
 	return rootDir, rootErr
 }
