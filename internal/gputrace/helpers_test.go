@@ -439,7 +439,11 @@ func checkEvent(e gputracebpf.Event, c cudaprog.Call, dev int32, stubs map[strin
 		eq("stream", e.Stream(), c.Stream)
 	case gputracebpf.KindCaptureEnd:
 		eq("stream", e.Stream(), c.Stream)
-		eq("graph", e.Graph(), c.Out)
+		if c.OutNull {
+			eq("graph", e.Graph(), uint64(0))
+		} else {
+			eq("graph", e.Graph(), c.Out)
+		}
 	case gputracebpf.KindGraphInstantiate:
 		eq("graph", e.Graph(), c.Handle)
 		eq("graph exec", e.GraphExec(), c.Out)
@@ -454,8 +458,12 @@ func checkEvent(e gputracebpf.Event, c cudaprog.Call, dev int32, stubs map[strin
 		eq("graph", e.Graph(), c.Out)
 		eq("original", e.SourceGraph(), c.Handle)
 	case gputracebpf.KindGraphKernelNode:
+		fn := c.Function // a driver node's CUfunction
+		if c.Func != "" {
+			fn = stubs[c.Func]
+		}
 		eq("graph", e.Graph(), c.Handle)
-		eq("func", e.Func(), stubs[c.Func])
+		eq("func", e.Func(), fn)
 		eq("grid", e.Grid(), [3]uint32(c.Grid))
 		eq("block", e.Block(), [3]uint32(c.Block))
 		eq("shared memory", e.SharedMem(), uint64(c.SharedMem))

@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func TestTrace(t *testing.T) {
 		{"RuntimeRegister", testRuntimeRegister},
 		{"Occupancy", testOccupancy},
 		{"RuntimeGraphs", testRuntimeGraphs},
+		{"DriverGraphs", testDriverGraphs},
 		{"StrippedLibrary", testStrippedLibrary},
 	}))
 }
@@ -216,6 +218,130 @@ func testRuntimeGraphs(t *testing.T, tr *traced) {
 	// Other processes' graph launches count here too: at least this one's
 	// two replays of graphs not known.
 	require.GreaterOrEqual(t, pts.One(t, semconv.XpuscopeCUDAGraphReplaysUnknown.Name).Value, 2.0)
+}
+
+// testDriverGraphs: graphs through the real libcuda 535: graphs made by
+// cuGraphCreate and cuGraphClone, with kernel nodes added by
+// cuGraphAddKernelNode and its _v2 (whose parameters differ in size and
+// start alike) and a child graph node, instantiated by the three
+// instantiate calls and replayed. Each executable graph holds exactly its
+// graph's kernels, in order, and every replay counts each of them once,
+// under cuGraphLaunch: N replays of a graph of k nodes count N × k
+// kernels, each kernel N times (the driver's kernels are unnamed here, as
+// no cuModuleGetFunction can succeed: each kernel has a grid size in a
+// histogram bucket of its own, so the grid size histogram's buckets count
+// each kernel's launches). The two captures (both forms of
+// cuStreamBeginCapture) end in the NULL graph that libcuda writes without
+// a GPU: they make no graph, and their launches count as neither runs nor
+// kernels of a graph. Each record's arguments are checked by runScenario.
+func testDriverGraphs(t *testing.T, tr *traced) {
+	s := cudaprog.DriverGraphs
+	p, _ := runScenario(t, tr, s, TargetDriver, cudaprog.RealLibcuda(t))
+	kernel := func(c cudaprog.Call) graphKernel {
+		return graphKernel{fn: c.Function, handle: true, grid: c.Grid, block: c.Block, smem: uint64(c.SharedMem)}
+	}
+	nodes := func(graph uint64) []graphKernel {
+		var out []graphKernel
+		for _, c := range s.Calls() {
+			if strings.Contains(c.API, "GraphAddKernelNode") && c.Handle == graph {
+				out = append(out, kernel(c))
+			}
+		}
+		return out
+	}
+	// From the table: GraphA's nodes; GraphB, GraphA's clone, and its
+	// own node; GraphC, GraphA as a child and its own node.
+	graphA := nodes(cudaprog.GraphA)
+	graphB := slices.Concat(graphA, nodes(cudaprog.GraphB))
+	graphC := slices.Concat(graphA, nodes(cudaprog.GraphC))
+	require.Len(t, graphA, 3)
+	require.Len(t, graphB, 4)
+	require.Len(t, graphC, 4)
+	// The runs: the launches outside the captures, from each capture's
+	// begin to its end on its stream.
+	var runs []cudaprog.Call
+	capturing := map[uint64]bool{}
+	for _, c := range s.Calls() {
+		switch {
+		case strings.Contains(c.API, "BeginCapture"):
+			capturing[c.Stream] = true
+		case strings.Contains(c.API, "EndCapture"):
+			capturing[c.Stream] = false
+		case strings.Contains(c.API, "LaunchKernel") && !capturing[c.Stream]:
+			runs = append(runs, c)
+		}
+	}
+	require.Len(t, runs, 2)
+	replays := map[uint64]int{}
+	for _, c := range s.Filter("cuGraphLaunch") {
+		replays[c.Handle]++
+	}
+	require.Equal(t, map[uint64]int{cudaprog.GraphExecA: cudaprog.DriverGraphReplays + 1, cudaprog.GraphExecB: 2, cudaprog.GraphExecC: 2}, replays)
+
+	// The engine's executable graphs: GraphExecA was destroyed, B and C
+	// hold their graphs' kernels; the captures left nothing.
+	tr.mu.Lock()
+	g := tr.agg.procs[uint32(p.Pid)].graphs
+	require.NotNil(t, g)
+	execs := map[uint64][]graphKernel{}
+	for h, n := range g.execs {
+		execs[h] = slices.Clone(n.kernels)
+	}
+	capturingNow := len(g.capturing)
+	tr.mu.Unlock()
+	require.Equal(t, map[uint64][]graphKernel{cudaprog.GraphExecB: graphB, cudaprog.GraphExecC: graphC}, execs)
+	require.Zero(t, capturingNow, "the captures ended")
+
+	// Each replay of a known executable graph counts each of its kernels
+	// once; the last launch of GraphExecA, destroyed, counts none.
+	counted := map[graphKernel]int{}
+	for graph, n := range map[*[]graphKernel]int{&graphA: cudaprog.DriverGraphReplays, &graphB: 2, &graphC: 2} {
+		for _, k := range *graph {
+			counted[k] += n
+		}
+	}
+	replayed := cudaprog.DriverGraphReplays*len(graphA) + 2*len(graphB) + 2*len(graphC)
+	pid := semconv.ProcessPID.Int(p.Pid)
+	launches := func(pts testutil.Points, api string) float64 {
+		var n float64
+		for _, pt := range pts.Find(semconv.CUDAKernelLaunches.Name, pid, semconv.CUDAAPIName.String(api)) {
+			require.Equal(t, semconv.Unknown, pt.Get(semconv.CUDAKernelName))
+			n += pt.Value
+		}
+		return n
+	}
+	pts := tr.waitPoints(t, func(pts testutil.Points) bool { return launches(pts, "cuGraphLaunch") == float64(replayed) })
+	require.Equal(t, float64(replayed), launches(pts, "cuGraphLaunch"), "N replays of k nodes: N × k kernels")
+	require.Equal(t, float64(len(runs)), launches(pts, "cuLaunchKernel"), "the captured launches are no runs")
+	require.Zero(t, launches(pts, "cuLaunchKernelEx")+launches(pts, "cuLaunchKernel_ptsz"), "the captured launches are no runs")
+	require.Equal(t, float64(len(s.Filter("cuGraphLaunch"))), pts.One(t, semconv.CUDAGraphLaunches.Name, pid).Value)
+	for _, api := range []string{"cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchKernel_ptsz"} {
+		require.Equal(t, float64(len(s.Filter(api))), pts.One(t, semconv.CUDAAPICalls.Name, pid, semconv.CUDAAPIName.String(api)).Value,
+			"a captured launch is still a call")
+	}
+
+	// Per kernel: the grid sizes' buckets.
+	bounds := semconv.CUDAKernelGridSize.Buckets
+	want := make([]uint64, len(bounds)+1)
+	bucket := func(d [3]uint32) int {
+		i, _ := slices.BinarySearch(bounds, float64(d[0])*float64(d[1])*float64(d[2])) // buckets are (lower, upper]
+		return i
+	}
+	seen := map[int]bool{}
+	for k, n := range counted {
+		b := bucket(k.grid)
+		require.False(t, seen[b], "two kernels in bucket %d: the check would not tell them apart", b)
+		seen[b] = true
+		want[b] += uint64(n)
+	}
+	for _, c := range runs {
+		b := bucket(c.Grid)
+		require.False(t, seen[b], "a run in a kernel's bucket %d", b)
+		seen[b] = true
+		want[b]++
+	}
+	h := pts.One(t, semconv.CUDAKernelGridSize.Name, semconv.ContainerID.String(containerOf(p.Pid)))
+	require.Equal(t, want, h.Buckets, "launches per grid-size bucket: each kernel's replays")
 }
 
 // testRuntimeThreads: each thread's records carry the device its own

@@ -185,6 +185,8 @@ func match(g got, c Call, stubs map[string]uint64) error {
 			want = hex(c.Out)
 		case "child":
 			want = hex(c.Child)
+		case "function":
+			want = hex(c.Function)
 		case "value":
 			want = strconv.Itoa(c.Value)
 		default:

@@ -111,16 +111,24 @@ type Call struct {
 	// graph exec of cudaGraphLaunch / cuGraphLaunch and
 	// cudaGraphExecDestroy, or the graph of cudaGraphInstantiate,
 	// cudaGraphDestroy, cudaGraphAddKernelNode and
-	// cudaGraphAddChildGraphNode (cudaGraphClone's original).
+	// cudaGraphAddChildGraphNode (cudaGraphClone's original), and the
+	// same of the driver's cuGraph* calls.
 	Handle uint64
 	// Child is cudaGraphAddChildGraphNode's child graph.
 	Child uint64
+	// Function is the CUfunction of a driver kernel node
+	// (cuGraphAddKernelNode), whose Handle is the graph.
+	Function uint64
 	// Out is what the program puts in a call's output handle before the
 	// call (cudaStreamEndCapture's, cudaGraphCreate's and cudaGraphClone's
-	// graph, cudaGraphInstantiate's exec):
+	// graph, cudaGraphInstantiate's exec, and the driver's):
 	// without a GPU the libraries fail and leave it as it was, so the
 	// return probes read a known value.
-	Out         uint64
+	Out uint64
+	// OutNull: the library writes NULL to the output instead (libcuda
+	// 535's cuStreamEndCapture does without a GPU, as for a capture that
+	// was invalidated), so the return probe reads 0.
+	OutNull     bool
 	Grid, Block Dim3
 	SharedMem   uint32
 	Stream      uint64
@@ -145,7 +153,8 @@ type Call struct {
 	// copies, memset and cuCtxSynchronize (and from cuLaunchKernel when
 	// cuInit was not called: DriverLoop), 400 (CUDA_ERROR_INVALID_HANDLE)
 	// from calls taking a stream or CUfunction: launches,
-	// cuStreamSynchronize, cuGraphLaunch, cuMemAllocAsync, cuMemFreeAsync.
+	// cuStreamSynchronize, cuGraphLaunch, cuMemAllocAsync, cuMemFreeAsync,
+	// a capture's begin and end; 3 from the other graph calls.
 	// The static program's own cudaLaunchKernel returns 0.
 	// Unused (NoRet) for void functions (__cudaRegister*).
 	Ret int
@@ -468,7 +477,78 @@ var RuntimeGraphs = Scenario{Program: "runtime", Name: "graphs", Threads: [][]Ca
 	)
 }()}}
 
-var Scenarios = []*Scenario{&RuntimeLaunch, &RuntimeThreads, &RuntimeRegister, &RuntimeOccupancy, &RuntimeGraphs, &DriverLaunch, &StaticLaunch}
+// DriverGraphReplays is how many times DriverGraphs replays GraphExecA.
+const DriverGraphReplays = 6
+
+// DriverGraphs is "driver graphs": graphs through the driver API. First a
+// stream capture on StreamA (cuStreamBeginCapture_v2) of a cuLaunchKernel
+// and a cuLaunchKernelEx, with a run on StreamB meanwhile; without a GPU
+// libcuda 535's cuStreamEndCapture writes NULL to its output (as for a
+// capture that was invalidated), so the capture makes no graph, and the
+// launch on StreamA after it is a run. Then GraphA made by cuGraphCreate,
+// with three kernel nodes added by cuGraphAddKernelNode
+// (CUDA_KERNEL_NODE_PARAMS v1) and cuGraphAddKernelNode_v2 (v2),
+// instantiated (cuGraphInstantiate, CUDA 11's form) as GraphExecA and
+// replayed DriverGraphReplays times on StreamB. A capture on StreamC with
+// cuStreamBeginCapture (the first form, without a mode) of one
+// cuLaunchKernel_ptsz, which makes no graph either. GraphB, a
+// cuGraphClone of GraphA with one kernel node more; GraphC, made by
+// cuGraphCreate, with GraphA as a child graph node
+// (cuGraphAddChildGraphNode) and a kernel node; GraphB instantiated with
+// cuGraphInstantiateWithFlags as GraphExecB, GraphC with
+// cuGraphInstantiate_v2 as GraphExecC, each replayed twice. Last
+// GraphExecA and GraphA destroyed, and GraphExecA launched once more (not
+// known any more). Without a GPU cuInit returns 100, the calls taking a
+// stream 400 and the others 3; cuGraphCreate, cuGraphClone, the
+// instantiations and the node calls leave their pre-filled outputs as they
+// were. Every kernel's grid size is in a power-of-two bucket of its own.
+var DriverGraphs = Scenario{Program: "driver", Name: "graphs", Threads: [][]Call{func() []Call {
+	node := func(api string, graph, fn uint64, grid, block Dim3, smem uint32) Call {
+		return Call{API: api, Handle: graph, Function: fn, Grid: grid, Block: block, SharedMem: smem, Ret: 3}
+	}
+	seq := []Call{
+		{API: "cuInit", Value: 0, Ret: noDevice},
+		{API: "cuStreamBeginCapture_v2", Stream: StreamA, Value: 0, Ret: 400},
+		drvLaunch("cuLaunchKernel", Function1, Dim3{64, 1, 1}, Dim3{128, 1, 1}, 0, StreamA),
+		drvLaunch("cuLaunchKernelEx", Function2, Dim3{16, 16, 1}, Dim3{16, 16, 1}, 2048, StreamA),
+		drvLaunch("cuLaunchKernel", Function2, Dim3{2, 1, 1}, Dim3{32, 1, 1}, 0, StreamB),
+		{API: "cuStreamEndCapture", Stream: StreamA, Out: GraphA, OutNull: true, Ret: 400},
+		drvLaunch("cuLaunchKernel", Function1, Dim3{3, 1, 1}, Dim3{32, 1, 1}, 0, StreamA),
+		{API: "cuGraphCreate", Out: GraphA, Value: 0, Ret: 3},
+		node("cuGraphAddKernelNode", GraphA, Function1, Dim3{3, 2, 1}, Dim3{256, 1, 1}, 512),
+		node("cuGraphAddKernelNode_v2", GraphA, Function2, Dim3{1024, 1, 1}, Dim3{32, 32, 1}, 49152),
+		node("cuGraphAddKernelNode", GraphA, Function1, Dim3{5, 8, 1}, Dim3{64, 1, 1}, 0),
+		{API: "cuGraphInstantiate", Handle: GraphA, Out: GraphExecA, Ret: 3},
+	}
+	for range DriverGraphReplays {
+		seq = append(seq, Call{API: "cuGraphLaunch", Handle: GraphExecA, Stream: StreamB, Ret: 400})
+	}
+	seq = append(seq,
+		Call{API: "cuStreamBeginCapture", Stream: StreamC, Ret: 400},
+		drvLaunch("cuLaunchKernel_ptsz", Function1, Dim3{12, 1, 1}, Dim3{64, 2, 1}, 256, StreamC),
+		Call{API: "cuStreamEndCapture", Stream: StreamC, Out: GraphB, OutNull: true, Ret: 400},
+		Call{API: "cuGraphClone", Handle: GraphA, Out: GraphB, Ret: 3},
+		node("cuGraphAddKernelNode_v2", GraphB, Function2, Dim3{12, 1, 1}, Dim3{128, 1, 1}, 1024),
+		Call{API: "cuGraphCreate", Out: GraphC, Value: 0, Ret: 3},
+		Call{API: "cuGraphAddChildGraphNode", Handle: GraphC, Child: GraphA, Ret: 3},
+		node("cuGraphAddKernelNode", GraphC, Function2, Dim3{10, 20, 1}, Dim3{96, 1, 1}, 4096),
+		Call{API: "cuGraphInstantiateWithFlags", Handle: GraphB, Out: GraphExecB, Ret: 3},
+		Call{API: "cuGraphInstantiate_v2", Handle: GraphC, Out: GraphExecC, Ret: 3},
+	)
+	for range 2 {
+		seq = append(seq,
+			Call{API: "cuGraphLaunch", Handle: GraphExecB, Stream: StreamB, Ret: 400},
+			Call{API: "cuGraphLaunch", Handle: GraphExecC, Stream: StreamB, Ret: 400})
+	}
+	return append(seq,
+		Call{API: "cuGraphExecDestroy", Handle: GraphExecA, Ret: 3},
+		Call{API: "cuGraphDestroy", Handle: GraphA, Ret: 3},
+		Call{API: "cuGraphLaunch", Handle: GraphExecA, Stream: StreamB, Ret: 400},
+	)
+}()}}
+
+var Scenarios = []*Scenario{&RuntimeLaunch, &RuntimeThreads, &RuntimeRegister, &RuntimeOccupancy, &RuntimeGraphs, &DriverLaunch,
+	&DriverGraphs, &StaticLaunch}
 
 // loops maps a program to the call of its "loop <n>" scenario.
 var loops = map[string]*Call{"runtime": &RuntimeLoop, "driver": &DriverLoop, "static": &StaticLoop}
@@ -518,7 +598,7 @@ func header() string {
 	int kind;
 	unsigned long long size, dst, src, ptr;
 	int value;
-	unsigned long long out, child;
+	unsigned long long out, child, function;
 };
 
 struct seq { const struct call *calls; int n; };
@@ -534,9 +614,9 @@ struct scenario { const char *program, *name; const struct seq *threads; int nth
 		if c.ViaStub {
 			via = 1
 		}
-		return fmt.Sprintf("{API_%s, %s, %d, 0x%xULL, {%d, %d, %d}, {%d, %d, %d}, %d, 0x%xULL, %d, %dULL, 0x%xULL, 0x%xULL, 0x%xULL, %d, 0x%xULL, 0x%xULL}",
+		return fmt.Sprintf("{API_%s, %s, %d, 0x%xULL, {%d, %d, %d}, {%d, %d, %d}, %d, 0x%xULL, %d, %dULL, 0x%xULL, 0x%xULL, 0x%xULL, %d, 0x%xULL, 0x%xULL, 0x%xULL}",
 			c.API, fn, via, c.Handle, c.Grid[0], c.Grid[1], c.Grid[2], c.Block[0], c.Block[1], c.Block[2],
-			c.SharedMem, c.Stream, c.Kind, c.Size, c.Dst, c.Src, c.Ptr, c.Value, c.Out, c.Child)
+			c.SharedMem, c.Stream, c.Kind, c.Size, c.Dst, c.Src, c.Ptr, c.Value, c.Out, c.Child, c.Function)
 	}
 	for si, s := range Scenarios {
 		for ti, seq := range s.Threads {

@@ -1,7 +1,7 @@
 /*
  * driver.c: calls the REAL CUDA driver API (Debian's libcuda.so.1 535,
  * linked by cudaprog.Build) with the known arguments of the "driver"
- * scenarios in scenario.go: launch, and loop <n>. Without a GPU cuInit
+ * scenarios in scenario.go: launch, graphs, and loop <n>. Without a GPU cuInit
  * returns 100 and the other calls 3 or 400, after entering the exported
  * entry point. libcuda dereferences CUfunction, CUstream and CUgraphExec
  * handles even then, so all of them point into the zeroed handle region.
@@ -9,7 +9,7 @@
 #include "common.h"
 
 typedef unsigned long long CUdeviceptr;
-typedef void *CUfunction, *CUstream, *CUgraphExec;
+typedef void *CUfunction, *CUstream, *CUgraph, *CUgraphExec, *CUgraphNode;
 
 typedef struct {
 	unsigned gridDimX, gridDimY, gridDimZ;
@@ -40,6 +40,33 @@ int cuStreamSynchronize(CUstream s);
 int cuCtxSynchronize(void);
 int cuGraphLaunch(CUgraphExec g, CUstream s);
 
+/* Graphs, as cuda.h declares them (CUDA 12.6; the CUDA 11 forms are the
+ * unsuffixed v1 symbols). CUDA_KERNEL_NODE_PARAMS v1 ends at extra, v2
+ * adds kern and ctx. */
+typedef struct {
+	CUfunction func;
+	unsigned gridDimX, gridDimY, gridDimZ;
+	unsigned blockDimX, blockDimY, blockDimZ;
+	unsigned sharedMemBytes;
+	void **kernelParams, **extra;
+	void *kern, *ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+int cuStreamBeginCapture(CUstream s);
+int cuStreamBeginCapture_v2(CUstream s, int mode);
+int cuStreamEndCapture(CUstream s, CUgraph *g);
+int cuGraphAddKernelNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+			 const CUDA_KERNEL_NODE_PARAMS *p);
+int cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+			    const CUDA_KERNEL_NODE_PARAMS *p);
+int cuGraphInstantiate(CUgraphExec *e, CUgraph g, CUgraphNode *errNode, char *log, size_t logSize);
+int cuGraphInstantiate_v2(CUgraphExec *e, CUgraph g, CUgraphNode *errNode, char *log, size_t logSize);
+int cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags);
+int cuGraphExecDestroy(CUgraphExec e);
+int cuGraphDestroy(CUgraph g);
+int cuGraphCreate(CUgraph *g, unsigned flags);
+int cuGraphClone(CUgraph *clone, CUgraph original);
+int cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps, CUgraph child);
+
 const char program_name[] = "driver";
 const struct stub stubs[] = {{"", NULL, NULL}};
 const int nstubs = 0;
@@ -48,6 +75,14 @@ static int n = 4;
 static void *params[] = {&n};
 
 #define DEV(v, slot) ((CUdeviceptr)(uintptr_t)host_buf((v), c->size, (slot)))
+
+/* kernel_node is a call's kernel node parameters. */
+static CUDA_KERNEL_NODE_PARAMS kernel_node(const struct call *c)
+{
+	CUDA_KERNEL_NODE_PARAMS p = {H(c->function), c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+				     c->block[2], c->smem, params, NULL, NULL, NULL};
+	return p;
+}
 
 static long do_call(const struct call *c)
 {
@@ -92,6 +127,52 @@ static long do_call(const struct call *c)
 		return cuCtxSynchronize();
 	case API_cuGraphLaunch:
 		return cuGraphLaunch(H(c->handle), H(c->stream));
+	case API_cuStreamBeginCapture:
+		return cuStreamBeginCapture(H(c->stream));
+	case API_cuStreamBeginCapture_v2:
+		return cuStreamBeginCapture_v2(H(c->stream), c->value);
+	case API_cuStreamEndCapture: {
+		CUgraph g = H(c->out); /* the failing library leaves it */
+		return cuStreamEndCapture(H(c->stream), &g);
+	}
+	case API_cuGraphAddKernelNode: {
+		CUgraphNode node = H(c->out);
+		CUDA_KERNEL_NODE_PARAMS p = kernel_node(c);
+		return cuGraphAddKernelNode(&node, H(c->handle), NULL, 0, &p);
+	}
+	case API_cuGraphAddKernelNode_v2: {
+		CUgraphNode node = H(c->out);
+		CUDA_KERNEL_NODE_PARAMS p = kernel_node(c);
+		return cuGraphAddKernelNode_v2(&node, H(c->handle), NULL, 0, &p);
+	}
+	case API_cuGraphInstantiate: {
+		CUgraphExec e = H(c->out);
+		return cuGraphInstantiate(&e, H(c->handle), NULL, NULL, 0);
+	}
+	case API_cuGraphInstantiate_v2: {
+		CUgraphExec e = H(c->out);
+		return cuGraphInstantiate_v2(&e, H(c->handle), NULL, NULL, 0);
+	}
+	case API_cuGraphInstantiateWithFlags: {
+		CUgraphExec e = H(c->out);
+		return cuGraphInstantiateWithFlags(&e, H(c->handle), 0);
+	}
+	case API_cuGraphCreate: {
+		CUgraph g = H(c->out);
+		return cuGraphCreate(&g, c->value);
+	}
+	case API_cuGraphClone: {
+		CUgraph g = H(c->out);
+		return cuGraphClone(&g, H(c->handle));
+	}
+	case API_cuGraphAddChildGraphNode: {
+		CUgraphNode node = H(c->out);
+		return cuGraphAddChildGraphNode(&node, H(c->handle), NULL, 0, H(c->child));
+	}
+	case API_cuGraphExecDestroy:
+		return cuGraphExecDestroy(H(c->handle));
+	case API_cuGraphDestroy:
+		return cuGraphDestroy(H(c->handle));
 	default:
 		fprintf(stderr, "driver: cannot call %s\n", api_name[c->api]);
 		exit(2);
