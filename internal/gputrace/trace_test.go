@@ -49,6 +49,8 @@ func TestTrace(t *testing.T) {
 		{"Occupancy", testOccupancy},
 		{"RuntimeGraphs", testRuntimeGraphs},
 		{"DriverGraphs", testDriverGraphs},
+		{"RuntimeGraphUpdates", testRuntimeGraphUpdates},
+		{"DriverGraphUpdates", testDriverGraphUpdates},
 		{"StrippedLibrary", testStrippedLibrary},
 	}))
 }
@@ -342,6 +344,151 @@ func testDriverGraphs(t *testing.T, tr *traced) {
 	}
 	h := pts.One(t, semconv.CUDAKernelGridSize.Name, semconv.ContainerID.String(containerOf(p.Pid)))
 	require.Equal(t, want, h.Buckets, "launches per grid-size bucket: each kernel's replays")
+}
+
+// expectedGridBuckets is the grid-size histogram's bucket counts for launches of
+// the grid sizes given, each the number of times given.
+func expectedGridBuckets(launches map[uint32]int) []uint64 {
+	bounds := semconv.CUDAKernelGridSize.Buckets
+	out := make([]uint64, len(bounds)+1)
+	for grid, n := range launches {
+		i, _ := slices.BinarySearch(bounds, float64(grid)) // buckets are (lower, upper]
+		out[i] += uint64(n)
+	}
+	return out
+}
+
+// launchesOf returns pid's cuda.kernel.launches under api, by kernel
+// name.
+func launchesOf(pts testutil.Points, pid int, api string) map[string]float64 {
+	out := map[string]float64{}
+	for _, pt := range pts.Find(semconv.CUDAKernelLaunches.Name, semconv.ProcessPID.Int(pid), semconv.CUDAAPIName.String(api)) {
+		out[pt.Get(semconv.CUDAKernelName)] += pt.Value
+	}
+	return out
+}
+
+// testRuntimeGraphUpdates: a graph's kernels changed through the real
+// libcudart, node by node (the nodes named by their making's return, read
+// from the pre-filled outputs): cudaGraphKernelNodeSetParams before the
+// instantiation changes what every replay counts, after it only the
+// executable graphs made later; cudaGraphExecKernelNodeSetParams changes
+// the one executable graph; cudaGraphExecUpdate, failing (no GPU),
+// changes nothing; a graph destroyed and made anew under the same handle,
+// with a node of the same handle, is the new one. Every kernel has a grid
+// size of its own, so the grid-size buckets count each kernel.
+func testRuntimeGraphUpdates(t *testing.T, tr *traced) {
+	s := cudaprog.RuntimeGraphUpdates
+	p, _ := runScenario(t, tr, s, TargetRuntime, cudaprog.RealCudart(t))
+	const r = cudaprog.UpdateReplays
+	// The stages of the table (RuntimeGraphUpdates' comment), by grid:
+	// GraphExecB {vectorAdd 2, reduce 8} r times; {matmul 16, reduce 8}
+	// 2r + 1 times (its NodeA set; B's NodeA set after, and the failed
+	// update, change nothing); GraphExecC {vectorAdd 32, reduce 8} r
+	// times; the new GraphExecC {reduce 64} once.
+	byGrid := map[uint32]int{2: r, 8: r + 2*r + 1 + r, 16: 2*r + 1, 32: r, 64: 1}
+	want := map[string]float64{"vectorAdd(float*, float*, float*, int)": 2 * r,
+		"matmul(float const*, float const*, float*, int)": 2*r + 1, "void reduce<float>(float*, int)": 4*r + 2}
+	for _, c := range s.Calls() {
+		if c.Func != "" {
+			require.Contains(t, want, demangled(c))
+		}
+	}
+	pts := tr.waitPoints(t, func(pts testutil.Points) bool { return maps.Equal(launchesOf(pts, p.Pid, "cudaGraphLaunch"), want) })
+	require.Equal(t, want, launchesOf(pts, p.Pid, "cudaGraphLaunch"))
+	h := pts.One(t, semconv.CUDAKernelGridSize.Name, semconv.ContainerID.String(containerOf(p.Pid)))
+	require.Equal(t, expectedGridBuckets(byGrid), h.Buckets, "launches per grid-size bucket: each kernel's replays")
+	pid := semconv.ProcessPID.Int(p.Pid)
+	require.Equal(t, float64(len(s.Filter("cudaGraphAddKernelNode"))), pts.One(t, semconv.CUDAAPIErrors.Name, pid,
+		semconv.CUDAAPIName.String("cudaGraphAddKernelNode")).Value, "the nodes' makings' errors, from their returns")
+	require.Equal(t, 1.0, pts.One(t, semconv.CUDAAPIErrors.Name, pid, semconv.CUDAAPIName.String("cudaGraphExecUpdate")).Value)
+}
+
+// testDriverGraphUpdates: the same through the real libcuda 535, with
+// both versions of the driver's calls and CUDA 12.2's generic node calls
+// (cuGraphAddNode of a kernel, an empty node and a child graph,
+// cuGraphNodeSetParams, cuGraphExecNodeSetParams). Each kernel has a grid
+// size of its own.
+func testDriverGraphUpdates(t *testing.T, tr *traced) {
+	s := cudaprog.DriverGraphUpdates
+	p, _ := runScenario(t, tr, s, TargetDriver, cudaprog.RealLibcuda(t))
+	const r = cudaprog.UpdateReplays
+	// GraphExecA (DriverGraphUpdates' comment): {16, 32, 64, 1} r times,
+	// its three nodes set before its instantiation; {128, 256, 512, 1}
+	// r + 1 times, after its own three were set (the failed updates
+	// change nothing). The empty node is no kernel; the child graph's
+	// kernel (1) is in every replay.
+	byGrid := map[uint32]int{16: r, 32: r, 64: r, 128: r + 1, 256: r + 1, 512: r + 1, 1: 2*r + 1}
+	// The calls that made no record count once the BPF side's counts
+	// are read (every second).
+	x := expect(t, s.Threads, func(cudaprog.Call) string { return semconv.Unknown })
+	require.Equal(t, 3.0, x.calls["cuGraphAddNode"])
+	pts := tr.waitPoints(t, func(pts testutil.Points) bool {
+		return launchesOf(pts, p.Pid, "cuGraphLaunch")[semconv.Unknown] == float64(4*(2*r+1)) && x.callsMatch(ofPid(pts, p.Pid))
+	})
+	require.Equal(t, map[string]float64{semconv.Unknown: 4 * (2*r + 1)}, launchesOf(pts, p.Pid, "cuGraphLaunch"))
+	h := pts.One(t, semconv.CUDAKernelGridSize.Name, semconv.ContainerID.String(containerOf(p.Pid)))
+	require.Equal(t, expectedGridBuckets(byGrid), h.Buckets, "launches per grid-size bucket: each kernel's replays")
+	require.Equal(t, x.calls, gather(ofPid(pts, p.Pid), semconv.CUDAAPICalls.Name, sum, string(semconv.CUDAAPIName)),
+		"every call, the empty node's making, which makes no record, among them")
+
+	// The engine's executable graph: the kernels its nodes were last
+	// set to, named by GraphA's nodes, and the child graph's.
+	tr.mu.Lock()
+	var got []graphKernel
+	if n := tr.agg.procs[uint32(p.Pid)].graphs.execs[cudaprog.GraphExecA]; n != nil {
+		got = slices.Clone(n.kernels)
+	}
+	tr.mu.Unlock()
+	set := func(c cudaprog.Call) graphKernel {
+		return graphKernel{fn: c.Function, handle: true, grid: c.Grid, block: c.Block, smem: uint64(c.SharedMem), node: c.Node}
+	}
+	var wantKernels []graphKernel
+	for _, c := range s.Calls() {
+		if strings.HasPrefix(c.API, "cuGraphExec") && strings.Contains(c.API, "NodeSetParams") {
+			wantKernels = append(wantKernels, set(c))
+		}
+	}
+	child := s.Filter("cuGraphAddKernelNode")[0]
+	require.Equal(t, cudaprog.GraphC, child.Handle)
+	wantKernels = append(wantKernels, graphKernel{fn: child.Function, handle: true, grid: child.Grid, block: child.Block})
+	require.Equal(t, wantKernels, got)
+}
+
+// TestGraphsBuiltBeforeAttach: graphs a process made before the Source
+// started (a capture, and a graph made node by node, both instantiated),
+// replayed after, through the real libcudart: their replays count no
+// kernel and count as unknown, as do those of executable graphs made
+// after of the graph made before, and of a graph that embeds the capture
+// made before; the one graph wholly made after is known.
+func TestGraphsBuiltBeforeAttach(t *testing.T) {
+	requireRoot(t)
+	s := cudaprog.RuntimeGraphsBefore
+	p := startLingering(t, cudaprog.Build(t, s.Program), s.Name) // READY: Before's calls were made
+	tr := startTracing(t, WithRescanInterval(time.Hour))
+	tr.waitAttached(t, TargetRuntime, cudaprog.RealCudart(t))
+	tr.rec.Watch(p.Pid)
+	p.Go()
+	waitPrinted(t, p, "DONE")
+	evs := tr.waitEvents(t, p.Pid, len(traceable(s.Threads[0])))
+	lines := p.Wait()
+	require.Equal(t, s.Rets(), cudaprog.Rets(lines), "return codes")
+	checkThreads(t, evs, p.Pid, s.Threads, map[int]int{0: p.Pid}, cudaprog.Stubs(lines))
+
+	const r = cudaprog.BeforeReplays
+	replays := len(s.Filter("cudaGraphLaunch"))
+	require.Equal(t, 5*r, replays)
+	// GraphExecD, captured after, replays its reduce; the four others
+	// are unknown.
+	want := map[string]float64{"void reduce<float>(float*, int)": r}
+	pts := tr.waitPoints(t, func(pts testutil.Points) bool { return maps.Equal(launchesOf(pts, p.Pid, "cudaGraphLaunch"), want) })
+	require.Equal(t, want, launchesOf(pts, p.Pid, "cudaGraphLaunch"))
+	require.Empty(t, launchesOf(pts, p.Pid, "cudaLaunchKernel"), "the launch captured after is no run")
+	pid := semconv.ProcessPID.Int(p.Pid)
+	require.Equal(t, float64(replays), pts.One(t, semconv.CUDAGraphLaunches.Name, pid).Value)
+	// The self-metric is the Source's: other processes' replays of
+	// graphs not known count in it too.
+	require.GreaterOrEqual(t, pts.One(t, semconv.XpuscopeCUDAGraphReplaysUnknown.Name).Value, float64(4*r))
 }
 
 // testRuntimeThreads: each thread's records carry the device its own

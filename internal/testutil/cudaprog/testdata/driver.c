@@ -64,6 +64,36 @@ int cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long fl
 int cuGraphExecDestroy(CUgraphExec e);
 int cuGraphDestroy(CUgraph g);
 int cuGraphCreate(CUgraph *g, unsigned flags);
+int cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p);
+int cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p);
+int cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p);
+int cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p);
+int cuGraphExecUpdate(CUgraphExec e, CUgraph g, CUgraphNode *errNode, int *result);
+typedef struct {
+	int result;
+	CUgraphNode errorNode, errorFromNode;
+} CUgraphExecUpdateResultInfo;
+int cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info);
+
+/* CUDA 12.2's generic node calls: CUgraphNodeParams, a type, then the
+ * type's parameters (CUDA_KERNEL_NODE_PARAMS_v3, laid out as v2;
+ * CUDA_CHILD_GRAPH_NODE_PARAMS, the graph) in a union of 232 bytes. */
+typedef struct {
+	int type;
+	int reserved0[3];
+	union {
+		long long reserved1[29];
+		CUDA_KERNEL_NODE_PARAMS kernel;
+		struct {
+			CUgraph graph;
+		} graph;
+	};
+	long long reserved2;
+} CUgraphNodeParams;
+_Static_assert(sizeof(CUgraphNodeParams) == 256, "CUgraphNodeParams");
+int cuGraphAddNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps, CUgraphNodeParams *p);
+int cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams *p);
+int cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode node, CUgraphNodeParams *p);
 int cuGraphClone(CUgraph *clone, CUgraph original);
 int cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps, CUgraph child);
 
@@ -81,6 +111,19 @@ static CUDA_KERNEL_NODE_PARAMS kernel_node(const struct call *c)
 {
 	CUDA_KERNEL_NODE_PARAMS p = {H(c->function), c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
 				     c->block[2], c->smem, params, NULL, NULL, NULL};
+	return p;
+}
+
+/* node_params is a call's generic node parameters. */
+static CUgraphNodeParams node_params(const struct call *c)
+{
+	CUgraphNodeParams p;
+	memset(&p, 0, sizeof p);
+	p.type = c->node_type;
+	if (c->node_type == 0)
+		p.kernel = kernel_node(c);
+	else if (c->node_type == 4)
+		p.graph.graph = H(c->child);
 	return p;
 }
 
@@ -156,6 +199,44 @@ static long do_call(const struct call *c)
 	case API_cuGraphInstantiateWithFlags: {
 		CUgraphExec e = H(c->out);
 		return cuGraphInstantiateWithFlags(&e, H(c->handle), 0);
+	}
+	case API_cuGraphAddNode: {
+		CUgraphNode node = H(c->out);
+		CUgraphNodeParams p = node_params(c);
+		return cuGraphAddNode(&node, H(c->handle), NULL, 0, &p);
+	}
+	case API_cuGraphKernelNodeSetParams: {
+		CUDA_KERNEL_NODE_PARAMS p = kernel_node(c);
+		return cuGraphKernelNodeSetParams(H(c->node), &p);
+	}
+	case API_cuGraphKernelNodeSetParams_v2: {
+		CUDA_KERNEL_NODE_PARAMS p = kernel_node(c);
+		return cuGraphKernelNodeSetParams_v2(H(c->node), &p);
+	}
+	case API_cuGraphNodeSetParams: {
+		CUgraphNodeParams p = node_params(c);
+		return cuGraphNodeSetParams(H(c->node), &p);
+	}
+	case API_cuGraphExecKernelNodeSetParams: {
+		CUDA_KERNEL_NODE_PARAMS p = kernel_node(c);
+		return cuGraphExecKernelNodeSetParams(H(c->handle), H(c->node), &p);
+	}
+	case API_cuGraphExecKernelNodeSetParams_v2: {
+		CUDA_KERNEL_NODE_PARAMS p = kernel_node(c);
+		return cuGraphExecKernelNodeSetParams_v2(H(c->handle), H(c->node), &p);
+	}
+	case API_cuGraphExecNodeSetParams: {
+		CUgraphNodeParams p = node_params(c);
+		return cuGraphExecNodeSetParams(H(c->handle), H(c->node), &p);
+	}
+	case API_cuGraphExecUpdate: {
+		CUgraphNode err = NULL;
+		int result = 0;
+		return cuGraphExecUpdate(H(c->handle), H(c->graph), &err, &result);
+	}
+	case API_cuGraphExecUpdate_v2: {
+		CUgraphExecUpdateResultInfo info = {0, NULL, NULL};
+		return cuGraphExecUpdate_v2(H(c->handle), H(c->graph), &info);
 	}
 	case API_cuGraphCreate: {
 		CUgraph g = H(c->out);
