@@ -487,10 +487,11 @@ func (a *aggregator) handle(ctx context.Context, e *gputracebpf.Event) {
 		c.n++
 		a.spans.graph(ctx, p, e, a.replay(ctx, p, e))
 	case gputracebpf.KindCaptureBegin, gputracebpf.KindGraphDestroy, gputracebpf.KindGraphExecDestroy,
-		gputracebpf.KindGraphKernelNode, gputracebpf.KindGraphChildNode,
-		gputracebpf.KindEventRecord, gputracebpf.KindStreamWait:
+		gputracebpf.KindGraphKernelNode, gputracebpf.KindGraphChildNode, gputracebpf.KindGraphNodeParams,
+		gputracebpf.KindGraphExecNodeParams, gputracebpf.KindEventRecord, gputracebpf.KindStreamWait:
 		a.graphCall(p, e)
-	case gputracebpf.KindCaptureEnd, gputracebpf.KindGraphInstantiate, gputracebpf.KindGraphCreate, gputracebpf.KindGraphClone:
+	case gputracebpf.KindCaptureEnd, gputracebpf.KindGraphInstantiate, gputracebpf.KindGraphCreate, gputracebpf.KindGraphClone,
+		gputracebpf.KindGraphNode, gputracebpf.KindGraphExecUpdate:
 		if e.Ret != 0 {
 			a.apiError(p, e)
 		}

@@ -902,3 +902,200 @@ func BenchmarkSymbolizeCached(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGraphLaunchOverhead measures what a traced cudaGraphLaunch of
+// a graph of cudaprog.GraphLoopKernels (100) kernels costs the workload,
+// through the REAL libcudart: the cudaprog "runtime graphloop N" program
+// captures the graph and instantiates it, then times N replays
+// (NS_PER_CALL), in interleaved rounds:
+//
+//   - untraced;
+//   - floor: the empty bench_empty program on a uprobe on cudaGraphLaunch;
+//   - alone: the Source's graph_launch program alone on it (with its
+//     cookie), its lanes drained by a reader that only decodes: the
+//     probe's own cost, without the expansion of the replays;
+//   - ours: the real Source (New, every probe on libcudart and libcuda),
+//     with the OpenTelemetry SDK's MeterProvider and the Producer on its
+//     reader, as the agent runs it: it learns the graph from the capture,
+//     and its reader counts each replay's 100 kernels (checked).
+//
+// It reports the median of the rounds per variant, ours/floor and
+// ours−floor in ns per call (the workload's cost: the probe's program,
+// and what the reader, on the other core, takes from it), the share of
+// replays whose records the reader handled (replays past what it keeps up
+// with are counted dropped, in xpuscope.cuda.events.dropped and
+// cuda.api.calls: a loop of replays of a graph that does nothing outruns
+// it), and this process's CPU time per replay handled (mostly the reader
+// expanding the replays; BenchmarkGraphReplay has the expansion alone).
+//
+// XPUSCOPE_BENCH_GRAPH_CALLS (default 50000) and XPUSCOPE_BENCH_ROUNDS
+// (default 5) size it. Run it once: -benchtime=1x.
+func BenchmarkGraphLaunchOverhead(b *testing.B) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(b, "uprobes need root")
+	}
+	lib := cudaprog.RealCudart(b)
+	exe := cudaprog.Build(b, "runtime")
+	drvExe := cudaprog.Build(b, "driver")
+	calls := benchEnvInt("XPUSCOPE_BENCH_GRAPH_CALLS", 50_000)
+	rounds := benchEnvInt("XPUSCOPE_BENCH_ROUNDS", 5)
+	loop := cudaprog.RuntimeGraphLoop
+	require.Equal(b, cudaprog.GraphLoopKernels, len(loop.Setup)-3, "the graph's kernels: the setup less the capture's begin and end and the instantiation")
+
+	objs, err := gputracebpf.Load(gputracebpf.LoadOptions{RingBytes: DefaultRingBytes, Bench: true})
+	require.NoError(b, err)
+	defer objs.Close()
+	cudart, err := link.OpenExecutable(lib)
+	require.NoError(b, err)
+
+	// run runs the loop; attach (may be nil) runs at READY, before the
+	// setup, and returns what to do after the run.
+	run := func(attach func(pid int) func()) float64 {
+		p := cudaprog.Start(b, exe, loop.Name, strconv.Itoa(calls))
+		var after func()
+		if attach != nil {
+			after = attach(p.Pid)
+		}
+		p.Go()
+		lines := p.Wait()
+		if after != nil {
+			after()
+		}
+		ns, ok := cudaprog.NsPerCall(lines)
+		require.True(b, ok, "no NS_PER_CALL line in %q", lines)
+		require.Equal(b, map[int]int{loop.Call.Ret: calls}, cudaprog.Rets(lines)[loop.Call.API], "the replays' return codes")
+		return ns
+	}
+	floor := func(int) func() {
+		l, err := cudart.Uprobe(loop.Call.API, objs.Program("bench_empty"), nil)
+		require.NoError(b, err)
+		return func() { _ = l.Close() }
+	}
+	cookie := func() uint64 {
+		for _, p := range gputracebpf.Probes {
+			if p.Symbol == loop.Call.API {
+				return p.Cookie()
+			}
+		}
+		require.Fail(b, "no probe of "+loop.Call.API)
+		return 0
+	}()
+	var aloneRecords, aloneRuns atomic.Int64
+	alone := func(int) func() {
+		var n atomic.Int64
+		var ev gputracebpf.Event
+		ring, err := objs.NewRing(bpfsource.RingConfig{Poll: DefaultPollInterval, Decode: func(raw []byte) error {
+			if err := gputracebpf.Decode(raw, &ev); err != nil {
+				return err
+			}
+			if ev.Kind == gputracebpf.KindGraphLaunch {
+				n.Add(1)
+			}
+			return nil
+		}})
+		require.NoError(b, err)
+		l, err := cudart.Uprobe(loop.Call.API, objs.Program("graph_launch"), &link.UprobeOptions{Cookie: cookie})
+		require.NoError(b, err)
+		return func() {
+			_ = l.Close()
+			for deadline := time.Now().Add(time.Second); n.Load() < int64(calls) && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			require.NoError(b, ring.Close())
+			aloneRecords.Add(n.Load())
+			aloneRuns.Add(1)
+		}
+	}
+	var handled, dropped, oursRuns atomic.Int64
+	var cpu time.Duration
+	ours := func(pid int) func() {
+		// New attaches to the files mapped now (libcudart; libcuda,
+		// which cudart loads at its first call, through a helper that
+		// maps it), so that nothing is attached during the run.
+		helper := cudaprog.Start(b, drvExe, "loop", "1")
+		defer helper.Kill()
+		producer := NewProducer()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader(sdkmetric.WithProducer(producer))))
+		var replays atomic.Int64
+		src, err := New(CUDA, WithMeterProvider(mp), WithProducer(producer), WithTracerProvider(tracenoop.NewTracerProvider()),
+			withEventHook(func(e *gputracebpf.Event) {
+				if e.PID == uint32(pid) && e.Kind == gputracebpf.KindGraphLaunch {
+					replays.Add(1)
+				}
+			}))
+		require.NoError(b, err)
+		for _, target := range []string{TargetRuntime, TargetDriver} {
+			if _, ok := benchAttachment(src, target); !ok {
+				st := src.Status()
+				src.Close()
+				require.Failf(b, "not attached", "ours: %s not attached: %+v", target, st)
+			}
+		}
+		before := benchCPU(b)
+		return func() {
+			// Let the reader drain: until the replays stop coming.
+			for n := int64(-1); n != replays.Load(); {
+				n = replays.Load()
+				time.Sleep(4 * DefaultPollInterval)
+			}
+			cpu += benchCPU(b) - before
+			c, err := src.objs.Counters()
+			require.NoError(b, err)
+			src.mu.Lock()
+			var kernels int64
+			for k, c := range src.agg.launches {
+				if k.pid == uint32(pid) && k.api == apiOf(loop.Call.API) {
+					kernels += c.n
+				}
+			}
+			src.mu.Unlock()
+			require.Equal(b, replays.Load()*cudaprog.GraphLoopKernels, kernels, "every replay handled counts the graph's kernels")
+			handled.Add(replays.Load())
+			dropped.Add(int64(c[gputracebpf.CounterDrops]))
+			oursRuns.Add(1)
+			assert.NoError(b, src.Close())
+		}
+	}
+	variants := []struct {
+		name   string
+		attach func(pid int) func()
+	}{{"untraced", nil}, {"floor", floor}, {"alone", alone}, {"ours", ours}}
+	results := map[string][]float64{}
+	for r := range rounds {
+		var line []string
+		for i := range variants {
+			v := variants[(i+r)%len(variants)]
+			ns := run(v.attach)
+			results[v.name] = append(results[v.name], ns)
+			line = append(line, fmt.Sprintf("%s %.0f", v.name, ns))
+		}
+		b.Logf("round %d, ns per cudaGraphLaunch: %s", r, strings.Join(line, ", "))
+	}
+	med := func(name string) float64 {
+		v := slices.Clone(results[name])
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	untraced, floorNs, aloneNs, oursNs := med("untraced"), med("floor"), med("alone"), med("ours")
+	b.ReportMetric(0, "ns/op") // the wall time of the whole run says nothing
+	b.ReportMetric(untraced, "untraced-ns/call")
+	b.ReportMetric(floorNs, "floor-ns/call")
+	b.ReportMetric(aloneNs, "alone-ns/call")
+	b.ReportMetric(aloneNs/floorNs, "alone/floor")
+	b.ReportMetric(float64(aloneRecords.Load())/float64(aloneRuns.Load()*int64(calls)), "alone-records/call")
+	b.ReportMetric(oursNs, "ours-ns/call")
+	b.ReportMetric(oursNs/floorNs, "ours/floor")
+	b.ReportMetric(oursNs-floorNs, "ours-floor-ns")
+	b.ReportMetric(float64(handled.Load())/float64(oursRuns.Load()*int64(calls)), "ours-replays-handled/call")
+	b.ReportMetric(float64(dropped.Load())/float64(oursRuns.Load()*int64(calls)), "ours-drops/call")
+	if handled.Load() > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(handled.Load()), "ours-cpu-ns/replay")
+	}
+}
+
+// benchCPU is the CPU time this process has used, user and system.
+func benchCPU(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	require.NoError(b, unix.Getrusage(unix.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

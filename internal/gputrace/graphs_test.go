@@ -214,6 +214,223 @@ func TestGraphBuiltNodeByNode(t *testing.T) {
 	assert.Equal(t, float64(3*256), pts.One(t, semconv.CUDAKernelSharedMemory.Name).Value, "the node's own shared memory, at each replay")
 }
 
+// nodeRecords adds the records of a kernel node's making to r: the
+// entry's (the kernel, on graph) and, unless node is 0 (its return lost),
+// the return's, which names it.
+func (r *graphRecords) kernelNode(api string, graph, node, fn uint64, grid uint32) *graphRecords {
+	e := gputracebpf.Event{API: apiOf(api)}
+	e.SetLaunch(fn, [3]uint32{grid, 1, 1}, [3]uint32{64, 1, 1}, 0, 0)
+	e.Kind, e.A[5] = gputracebpf.KindGraphKernelNode, graph
+	r.add(e)
+	if node != 0 {
+		r.call(gputracebpf.KindGraphNode, api, graph, node)
+	}
+	return r
+}
+
+// setNode adds a cudaGraphKernelNodeSetParams record; setExecNode a
+// cudaGraphExecKernelNodeSetParams one.
+func (r *graphRecords) setNode(node, fn uint64, grid uint32) *graphRecords {
+	e := gputracebpf.Event{API: apiOf("cudaGraphKernelNodeSetParams")}
+	e.SetLaunch(fn, [3]uint32{grid, 1, 1}, [3]uint32{64, 1, 1}, 0, 0)
+	e.Kind, e.A[5] = gputracebpf.KindGraphNodeParams, node
+	return r.add(e)
+}
+
+func (r *graphRecords) setExecNode(exec, node, fn uint64, grid uint32) *graphRecords {
+	e := gputracebpf.Event{API: apiOf("cudaGraphExecKernelNodeSetParams")}
+	e.SetLaunch(fn, [3]uint32{grid, 1, 1}, [3]uint32{64, 1, 1}, 0, 0)
+	e.Kind, e.A[5], e.Wide = gputracebpf.KindGraphExecNodeParams, exec, node
+	return r.add(e)
+}
+
+// replays feeds r's records, then one replay of each exec, and returns
+// the kernels those replays counted, by name and grid size ("gemm()/8"),
+// and how many of them were unknown.
+func replays(t *testing.T, h *harness, r *graphRecords, execs ...uint64) (map[string]float64, float64) {
+	t.Helper()
+	count := func() (map[string]float64, float64) {
+		out := map[string]float64{}
+		pts := h.collect(t)
+		for _, p := range pts.Find(semconv.CUDAKernelLaunches.Name, semconv.CUDAAPIName.String("cudaGraphLaunch")) {
+			out[p.Get(semconv.CUDAKernelName)] += p.Value
+		}
+		return out, pts.One(t, semconv.XpuscopeCUDAGraphReplaysUnknown.Name).Value
+	}
+	h.feed(r.out...)
+	r.out = nil
+	before, unknown0 := count()
+	for _, x := range execs {
+		r.call(gputracebpf.KindGraphLaunch, "cudaGraphLaunch", x, streamRun)
+	}
+	h.feed(r.out...)
+	r.out = nil
+	after, unknown1 := count()
+	for k, v := range before {
+		if after[k] -= v; after[k] == 0 {
+			delete(after, k)
+		}
+	}
+	return after, unknown1 - unknown0
+}
+
+// TestGraphNodeChanges: a kernel node named by its making's return can be
+// changed: in its graph (cudaGraphKernelNodeSetParams), which changes the
+// executable graphs made after but not those made before, and in an
+// executable graph (cudaGraphExecKernelNodeSetParams, named by the
+// graph's node), which changes that one only. An update that succeeded
+// (cudaGraphExecUpdate) gives an executable graph another graph's kernels,
+// known or not before; a refused one leaves it. A node no call named says
+// not which kernel changed: the executable graph, or every graph that may
+// hold it, counts its replays as unknown.
+func TestGraphNodeChanges(t *testing.T) {
+	h := newHarness(t)
+	for fn, name := range map[uint64]string{0x1000: "vectorAdd()", 0x2000: "gemm()", 0x3000: "reduce()", 0x4000: "softmax()"} {
+		h.names.symbols[fn] = name
+	}
+	const (
+		graphB, graphC, graphD  = 0x6300, 0x6400, 0x6500
+		execE1, execE2, execE3  = 0x7200, 0x7300, 0x7400
+		execOld, execE4         = 0x7500, 0x7600
+		node1, node2, nodeLost  = 0x9100, 0x9200, 0x9300
+		unnamedNode             = 0x9f00
+		graphExecUpdateFailure  = 910 // cudaErrorGraphExecUpdateFailure, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
+		vectorAdd, gemm, reduce = 0x1000, 0x2000, 0x3000
+		softmax                 = 0x4000
+	)
+	one := [3]uint32{1, 1, 1}
+	r := &graphRecords{}
+	r.call(gputracebpf.KindGraphCreate, "cudaGraphCreate", 0, graphB)
+	r.kernelNode("cudaGraphAddKernelNode", graphB, node1, vectorAdd, 1)
+	r.kernelNode("cudaGraphAddKernelNode", graphB, node2, gemm, 1)
+	r.setNode(node2, reduce, 2) // before the instantiation: B = {vectorAdd, reduce}
+	r.call(gputracebpf.KindGraphInstantiate, "cudaGraphInstantiate", graphB, execE1)
+	got, unknown := replays(t, h, r, execE1)
+	assert.Equal(t, map[string]float64{"vectorAdd()": 1, "reduce()": 1}, got)
+	assert.Zero(t, unknown)
+
+	// B changes after E1 was made: E1 is as it was; E2, made after, has
+	// the change.
+	r.setNode(node1, gemm, 4)
+	r.call(gputracebpf.KindGraphInstantiate, "cudaGraphInstantiate", graphB, execE2)
+	got, _ = replays(t, h, r, execE1, execE2)
+	assert.Equal(t, map[string]float64{"vectorAdd()": 1, "reduce()": 2, "gemm()": 1}, got)
+
+	// E1's node2 changes; E2 and B are as they were (E3 is made of B).
+	r.setExecNode(execE1, node2, softmax, 8)
+	r.call(gputracebpf.KindGraphInstantiate, "cudaGraphInstantiate", graphB, execE3)
+	got, _ = replays(t, h, r, execE1, execE2, execE3)
+	assert.Equal(t, map[string]float64{"vectorAdd()": 1, "softmax()": 1, "gemm()": 2, "reduce()": 2}, got)
+	pts := h.collect(t)
+	// Grid sizes: E1 {1, 2} twice and {1, 8} once, E2 {4, 2} twice, E3
+	// {4, 2} once.
+	assert.Equal(t, float64(2*(1+2)+(1+8)+3*(4+2)), pts.One(t, semconv.CUDAKernelGridSize.Name).Value,
+		"each replay's kernels with their grids")
+
+	// Graph C, captured: its nodes have no names. An update refused
+	// leaves E1 as it was; one made gives E1 C's kernels, and so to
+	// execOld, not known before.
+	r.call(gputracebpf.KindCaptureBegin, "cudaStreamBeginCapture", streamS, 0)
+	r.launchOn("cudaLaunchKernel", softmax, one, one, 0, streamS)
+	r.launchOn("cudaLaunchKernel", softmax, one, one, 0, streamS)
+	r.call(gputracebpf.KindCaptureEnd, "cudaStreamEndCapture", streamS, graphC)
+	update := func(exec, graph uint64, ret int32) {
+		r.add(gputracebpf.Event{Kind: gputracebpf.KindGraphExecUpdate, API: apiOf("cudaGraphExecUpdate"), Ret: ret, A: [6]uint64{exec, graph}})
+	}
+	update(execE1, graphC, graphExecUpdateFailure)
+	got, _ = replays(t, h, r, execE1)
+	assert.Equal(t, map[string]float64{"vectorAdd()": 1, "softmax()": 1}, got, "a refused update changes nothing")
+	update(execE1, graphC, 0)
+	update(execOld, graphC, 0)
+	got, unknown = replays(t, h, r, execE1, execOld)
+	assert.Equal(t, map[string]float64{"softmax()": 4}, got, "an update made gives the graph's kernels")
+	assert.Zero(t, unknown)
+	// E1's nodes are named by B's handles still, but which of C's
+	// kernels pairs with which is not known: a change makes E1 unknown.
+	r.setExecNode(execE1, node1, gemm, 1)
+	got, unknown = replays(t, h, r, execE1, execOld)
+	assert.Equal(t, map[string]float64{"softmax()": 2}, got)
+	assert.Equal(t, 1.0, unknown)
+	// A node E2 does not hold: E2 unknown too.
+	r.setExecNode(execE2, unnamedNode, gemm, 1)
+	got, unknown = replays(t, h, r, execE2, execE3)
+	assert.Equal(t, map[string]float64{"gemm()": 1, "reduce()": 1}, got)
+	assert.Equal(t, 1.0, unknown)
+	// An update from a graph not known: execOld is no longer known.
+	update(execOld, 0x6f00, 0)
+	_, unknown = replays(t, h, r, execOld)
+	assert.Equal(t, 1.0, unknown)
+
+	// Graph D, one node of which lost its return: its node is not named.
+	// A node no call named may be C's or D's, not B's: C and D are
+	// forgotten, and the executable graphs made of them after.
+	r.call(gputracebpf.KindGraphCreate, "cudaGraphCreate", 0, graphD)
+	r.kernelNode("cudaGraphAddKernelNode", graphD, node1+0x10, vectorAdd, 1)
+	r.kernelNode("cudaGraphAddKernelNode", graphD, 0, gemm, 1) // the return lost
+	r.setNode(unnamedNode, reduce, 1)
+	r.call(gputracebpf.KindGraphInstantiate, "cudaGraphInstantiate", graphB, execE4)
+	r.call(gputracebpf.KindGraphInstantiate, "cudaGraphInstantiate", graphC, execE1)
+	r.call(gputracebpf.KindGraphInstantiate, "cudaGraphInstantiate", graphD, execE2)
+	got, unknown = replays(t, h, r, execE4, execE1, execE2, execE3)
+	assert.Equal(t, map[string]float64{"gemm()": 2, "reduce()": 2}, got, "B's executable graphs")
+	assert.Equal(t, 2.0, unknown, "C's and D's")
+
+	// A named node's return that comes with no node being added names
+	// nothing; a node handle made anew after its graph is destroyed names
+	// the new graph's node.
+	r.call(gputracebpf.KindGraphNode, "cudaGraphAddKernelNode", graphB, nodeLost)
+	r.call(gputracebpf.KindGraphDestroy, "cudaGraphDestroy", graphB, 0)
+	r.call(gputracebpf.KindGraphCreate, "cudaGraphCreate", 0, graphB)
+	r.kernelNode("cudaGraphAddKernelNode", graphB, node1, softmax, 1)
+	r.setNode(node1, vectorAdd, 3)
+	r.call(gputracebpf.KindGraphInstantiate, "cudaGraphInstantiate", graphB, execE4)
+	got, _ = replays(t, h, r, execE4)
+	assert.Equal(t, map[string]float64{"vectorAdd()": 1}, got)
+	g := h.s.agg.procs[100].graphs
+	assert.NotContains(t, g.nodes, uint64(nodeLost))
+	assert.NotContains(t, g.nodes, uint64(node2), "B's node went with B")
+	assert.Equal(t, nodeRef{graph: graphB, i: 0}, g.nodes[node1])
+	assert.Empty(t, g.adding)
+}
+
+// TestGraphCaptureToGraph: a capture begun by
+// cudaStreamBeginCaptureToGraph adds its kernels to a graph that exists;
+// one that fails leaves that graph not known; one into a graph not known
+// holds nothing after its end.
+func TestGraphCaptureToGraph(t *testing.T) {
+	h := newHarness(t)
+	h.names.symbols[0x1000] = "vectorAdd()"
+	h.names.symbols[0x2000] = "gemm()"
+	const (
+		graphB, graphOld = 0x6300, 0x6400
+		execB, execB2    = 0x7200, 0x7300
+		node1            = 0x9100
+	)
+	one := [3]uint32{1, 1, 1}
+	r := &graphRecords{}
+	capture := func(graph, end uint64, fn uint64) {
+		r.call(gputracebpf.KindCaptureBegin, "cudaStreamBeginCaptureToGraph", streamS, graph)
+		r.launchOn("cudaLaunchKernel", fn, one, one, 0, streamS)
+		r.launchOn("cudaLaunchKernel", fn, one, one, 0, streamS)
+		r.call(gputracebpf.KindCaptureEnd, "cudaStreamEndCapture", streamS, end)
+	}
+	r.call(gputracebpf.KindGraphCreate, "cudaGraphCreate", 0, graphB)
+	r.kernelNode("cudaGraphAddKernelNode", graphB, node1, 0x1000, 1)
+	capture(graphB, graphB, 0x2000)
+	r.call(gputracebpf.KindGraphInstantiate, "cudaGraphInstantiate", graphB, execB)
+	capture(graphOld, graphOld, 0x2000)
+	got, unknown := replays(t, h, r, execB)
+	assert.Equal(t, map[string]float64{"vectorAdd()": 1, "gemm()": 2}, got)
+	assert.Zero(t, unknown)
+	assert.Equal(t, 3, h.s.agg.procs[100].graphs.kernels, "B's three; the capture into a graph not known let go of its two")
+
+	capture(graphB, 0, 0x1000) // failed
+	r.call(gputracebpf.KindGraphInstantiate, "cudaGraphInstantiate", graphB, execB2)
+	got, unknown = replays(t, h, r, execB, execB2)
+	assert.Equal(t, map[string]float64{"vectorAdd()": 1, "gemm()": 2}, got, "the executable graph made before")
+	assert.Equal(t, 1.0, unknown, "the one made after the failed capture")
+}
+
 // TestGraphBounds: a capture past the kernels a process may hold makes no
 // graph (its replays are unknown, not short), and frees what it held.
 func TestGraphBounds(t *testing.T) {
@@ -234,13 +451,18 @@ func TestGraphBounds(t *testing.T) {
 }
 
 // FuzzGraphs feeds the engine any sequence of graph calls and launches
-// over a few streams, events and handles: it never panics, its count of
-// the kernels it holds is what its captures and graphs hold (so the
-// bound holds), and nothing it keeps passes its bounds.
+// over a few streams, events, graphs, nodes and threads: it never panics,
+// its count of the kernels it holds is what its captures and graphs hold
+// (so the bound holds), a node handle names one kernel of a graph at
+// most, every named node it looks up is where it says, a replay counts
+// exactly the kernels its executable graph holds, and nothing it keeps
+// passes its bounds.
 func FuzzGraphs(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 1, 2, 0, 3, 0, 4, 0})
 	f.Add([]byte{0, 0, 5, 0, 6, 1, 1, 1, 2, 0, 3, 0, 4, 0, 8, 0, 7, 0})
 	f.Add([]byte{9, 0, 11, 0, 12, 16, 10, 20, 11, 16, 3, 0, 4, 0})
+	f.Add([]byte{9, 0, 11, 0, 13, 0, 11, 4, 13, 5, 14, 1, 3, 0, 15, 0, 4, 0, 16, 16, 4, 0})
+	f.Add([]byte{0, 1, 1, 1, 2, 4, 17, 0, 3, 0, 16, 0, 4, 0, 14, 0, 4, 0})
 	kinds := []struct {
 		kind gputracebpf.Kind
 		api  string
@@ -258,6 +480,11 @@ func FuzzGraphs(f *testing.F) {
 		{gputracebpf.KindGraphClone, "cudaGraphClone"},
 		{gputracebpf.KindGraphKernelNode, "cudaGraphAddKernelNode"},
 		{gputracebpf.KindGraphChildNode, "cudaGraphAddChildGraphNode"},
+		{gputracebpf.KindGraphNode, "cudaGraphAddKernelNode"},
+		{gputracebpf.KindGraphNodeParams, "cudaGraphKernelNodeSetParams"},
+		{gputracebpf.KindGraphExecNodeParams, "cudaGraphExecKernelNodeSetParams"},
+		{gputracebpf.KindGraphExecUpdate, "cudaGraphExecUpdate"},
+		{gputracebpf.KindCaptureBegin, "cudaStreamBeginCaptureToGraph"},
 	}
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		h := newHarness(t)
@@ -265,12 +492,16 @@ func FuzzGraphs(f *testing.F) {
 			k := kinds[int(ops[i])%len(kinds)]
 			x := uint64(ops[i+1])
 			streamOf, handle := 0x5000+(x&3)*0x100, 0x6000+(x>>2&3)*0x100
-			e := gputracebpf.Event{TS: uint64(i), PID: 100, TID: 100, Kind: k.kind, API: apiOf(k.api)}
+			node := 0x9000 + (x>>4&7)*0x100 // 0x9000: none
+			e := gputracebpf.Event{TS: uint64(i), PID: 100, TID: 100 + uint32(x>>7), Kind: k.kind, API: apiOf(k.api)}
 			switch k.kind {
 			case gputracebpf.KindLaunch:
 				e.SetLaunch(0x1000+x, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, streamOf)
 			case gputracebpf.KindCaptureBegin:
 				e.A[0] = streamOf
+				if k.api == "cudaStreamBeginCaptureToGraph" {
+					e.A[1] = handle
+				}
 			case gputracebpf.KindCaptureEnd:
 				e.A[0], e.A[1] = streamOf, handle*(x>>4&1) // a failed capture now and then
 			case gputracebpf.KindGraphInstantiate:
@@ -289,12 +520,51 @@ func FuzzGraphs(f *testing.F) {
 			case gputracebpf.KindGraphKernelNode:
 				e.SetLaunch(0x1000+x, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, handle)
 				e.Kind = gputracebpf.KindGraphKernelNode
+			case gputracebpf.KindGraphNode:
+				e.A[0], e.A[1] = handle, node
+				if x>>4&7 == 0 {
+					e.A[1] = 0 // a failed making's NULL
+				}
+			case gputracebpf.KindGraphNodeParams:
+				e.SetLaunch(0x1000+x, [3]uint32{2, 1, 1}, [3]uint32{32, 1, 1}, 0, node)
+				e.Kind = gputracebpf.KindGraphNodeParams
+			case gputracebpf.KindGraphExecNodeParams:
+				e.SetLaunch(0x1000+x, [3]uint32{2, 1, 1}, [3]uint32{32, 1, 1}, 0, 0x7000+(x&3)*0x100)
+				e.Kind, e.Wide = gputracebpf.KindGraphExecNodeParams, node
+			case gputracebpf.KindGraphExecUpdate:
+				e.A[0], e.A[1] = 0x7000+(x>>4&3)*0x100, handle
+				if x&1 == 1 {
+					e.Ret = 910 // refused
+				}
 			case gputracebpf.KindEventRecord:
 				e.A[0], e.A[1] = 0x8000+(x>>4&3)*0x100, streamOf
 			case gputracebpf.KindStreamWait:
 				e.A[0], e.A[1] = streamOf, 0x8000+(x>>4&3)*0x100
 			}
+			if k.kind != gputracebpf.KindGraphLaunch {
+				h.feed(e)
+				continue
+			}
+			// A replay counts exactly its executable graph's kernels,
+			// or none and one unknown replay.
+			a := h.s.agg
+			launched := func() int64 {
+				var n int64
+				for _, c := range a.launches {
+					n += c.n
+				}
+				return n
+			}
+			want, unknown := int64(0), a.unknownReplays+1
+			if p := a.procs[100]; p != nil && p.graphs != nil {
+				if n := p.graphs.execs[e.GraphExec()]; n != nil && !n.partial {
+					want, unknown = int64(len(n.kernels)), a.unknownReplays
+				}
+			}
+			before := launched()
 			h.feed(e)
+			require.Equal(t, want, launched()-before, "kernels a replay counted")
+			require.Equal(t, unknown, a.unknownReplays, "unknown replays")
 		}
 		p := h.s.agg.procs[100]
 		if p == nil || p.graphs == nil {
@@ -324,6 +594,24 @@ func FuzzGraphs(f *testing.F) {
 		}
 		require.Equal(t, held, g.kernels, "the kernels held")
 		require.LessOrEqual(t, g.kernels, maxGraphKernels)
+		// Each node a graph holds by a handle is the one that handle
+		// names.
+		for h, n := range g.graphs {
+			for i, k := range n.kernels {
+				if k.node != 0 {
+					require.Equal(t, nodeRef{graph: h, i: i}, g.nodes[k.node], "where node %#x is", k.node)
+				}
+			}
+		}
+		for n := range nodes {
+			named := map[uint64]bool{}
+			for _, k := range n.kernels {
+				require.False(t, k.node != 0 && named[k.node], "node %#x twice in a graph", k.node)
+				named[k.node] = true
+			}
+		}
+		require.LessOrEqual(t, len(g.nodes), maxGraphKernels)
+		require.LessOrEqual(t, len(g.adding), maxAdding)
 		require.LessOrEqual(t, len(g.graphs), maxGraphs)
 		require.LessOrEqual(t, len(g.execs), maxGraphs)
 		require.LessOrEqual(t, len(g.joins), maxJoins)

@@ -242,7 +242,7 @@ func fmtEvent(e gputracebpf.Event) string {
 
 // probeOf returns the probe of the exported function symbol.
 func probeOf(symbol string) (gputracebpf.Probe, bool) {
-	symbol = strings.TrimSuffix(symbol, copyDone)
+	symbol = strings.TrimSuffix(strings.TrimSuffix(symbol, copyDone), nodeMade)
 	for _, p := range gputracebpf.Probes {
 		if p.Symbol == symbol {
 			return p, true
@@ -252,14 +252,42 @@ func probeOf(symbol string) (gputracebpf.Probe, bool) {
 }
 
 // copyDone marks, in an expected sequence, the second record of a
-// synchronous copy: the one its return probe makes.
-const copyDone = "#done"
+// synchronous copy: the one its return probe makes; nodeMade the record
+// of a graph node's making's return.
+const (
+	copyDone = "#done"
+	nodeMade = "#node"
+)
+
+// callKind is the kind of record c makes at entry (0: none): kindOf's,
+// but for a generic node's making, which makes a child graph node's
+// record or none.
+func callKind(c cudaprog.Call) gputracebpf.Kind {
+	if strings.Contains(c.API, "GraphAddNode") && !strings.HasSuffix(c.API, nodeMade) {
+		switch c.NodeType {
+		case cudaprog.NodeKernel:
+		case cudaprog.NodeGraph:
+			return gputracebpf.KindGraphChildNode
+		default:
+			return 0
+		}
+	}
+	return kindOf(c.API)
+}
 
 // kindOf is the kind of record a call of api makes.
 func kindOf(api string) gputracebpf.Kind {
 	switch {
 	case strings.HasSuffix(api, copyDone):
 		return gputracebpf.KindCopyDone
+	case strings.HasSuffix(api, nodeMade):
+		return gputracebpf.KindGraphNode
+	case strings.Contains(api, "GraphExecKernelNodeSetParams"), strings.Contains(api, "GraphExecNodeSetParams"):
+		return gputracebpf.KindGraphExecNodeParams
+	case strings.Contains(api, "GraphKernelNodeSetParams"), strings.Contains(api, "GraphNodeSetParams"):
+		return gputracebpf.KindGraphNodeParams
+	case strings.Contains(api, "GraphExecUpdate"):
+		return gputracebpf.KindGraphExecUpdate
 	case strings.Contains(api, "StreamBeginCapture"):
 		return gputracebpf.KindCaptureBegin
 	case strings.Contains(api, "StreamEndCapture"):
@@ -274,7 +302,7 @@ func kindOf(api string) gputracebpf.Kind {
 		return gputracebpf.KindGraphCreate
 	case strings.Contains(api, "GraphClone"):
 		return gputracebpf.KindGraphClone
-	case strings.Contains(api, "GraphAddKernelNode"):
+	case strings.Contains(api, "GraphAddKernelNode"), strings.Contains(api, "GraphAddNode"):
 		return gputracebpf.KindGraphKernelNode
 	case strings.Contains(api, "GraphAddChildGraphNode"):
 		return gputracebpf.KindGraphChildNode
@@ -312,12 +340,13 @@ func hasReturnValue(api string) bool {
 	k := kindOf(api)
 	return k == gputracebpf.KindMalloc || k == gputracebpf.KindSync || k == gputracebpf.KindEventQuery || k == gputracebpf.KindCopyDone ||
 		k == gputracebpf.KindCaptureEnd || k == gputracebpf.KindGraphInstantiate || k == gputracebpf.KindGraphCreate ||
-		k == gputracebpf.KindGraphClone
+		k == gputracebpf.KindGraphClone || k == gputracebpf.KindGraphNode || k == gputracebpf.KindGraphExecUpdate
 }
 
 // traceable lists the records the probes make for the calls of seq, in
 // order, as calls: a synchronous copy makes two, the second marked
-// copyDone.
+// copyDone; a graph node's making its entry's (none for a generic node of
+// neither a kernel nor a graph) and its return's, marked nodeMade.
 func traceable(seq []cudaprog.Call) []cudaprog.Call {
 	var out []cudaprog.Call
 	for _, c := range seq {
@@ -325,11 +354,18 @@ func traceable(seq []cudaprog.Call) []cudaprog.Call {
 		if !ok {
 			continue
 		}
-		out = append(out, c)
+		if callKind(c) != 0 {
+			out = append(out, c)
+		}
 		if p.SyncCopy {
 			done := c
 			done.API += copyDone
 			out = append(out, done)
+		}
+		if strings.Contains(c.API, "GraphAddKernelNode") || strings.Contains(c.API, "GraphAddNode") {
+			made := c
+			made.API += nodeMade
+			out = append(out, made)
 		}
 	}
 	return out
@@ -371,7 +407,7 @@ func checkEvent(e gputracebpf.Event, c cudaprog.Call, dev int32, stubs map[strin
 			eq(what, got, want)
 		}
 	}
-	kind := kindOf(c.API)
+	kind := callKind(c)
 	eq("api", e.API, p.API)
 	eq("kind", e.Kind, kind)
 	eq("device", e.Device, dev)
@@ -437,9 +473,14 @@ func checkEvent(e gputracebpf.Event, c cudaprog.Call, dev int32, stubs map[strin
 		eq("stream", e.Stream(), c.Stream)
 	case gputracebpf.KindCaptureBegin:
 		eq("stream", e.Stream(), c.Stream)
+		eq("graph", e.Graph(), uint64(0))
 	case gputracebpf.KindCaptureEnd:
 		eq("stream", e.Stream(), c.Stream)
-		eq("graph", e.Graph(), c.Out)
+		if c.OutNull {
+			eq("graph", e.Graph(), uint64(0))
+		} else {
+			eq("graph", e.Graph(), c.Out)
+		}
 	case gputracebpf.KindGraphInstantiate:
 		eq("graph", e.Graph(), c.Handle)
 		eq("graph exec", e.GraphExec(), c.Out)
@@ -454,14 +495,37 @@ func checkEvent(e gputracebpf.Event, c cudaprog.Call, dev int32, stubs map[strin
 		eq("graph", e.Graph(), c.Out)
 		eq("original", e.SourceGraph(), c.Handle)
 	case gputracebpf.KindGraphKernelNode:
+		fn := c.Function // a driver node's CUfunction
+		if c.Func != "" {
+			fn = stubs[c.Func]
+		}
 		eq("graph", e.Graph(), c.Handle)
-		eq("func", e.Func(), stubs[c.Func])
+		eq("func", e.Func(), fn)
 		eq("grid", e.Grid(), [3]uint32(c.Grid))
 		eq("block", e.Block(), [3]uint32(c.Block))
 		eq("shared memory", e.SharedMem(), uint64(c.SharedMem))
 	case gputracebpf.KindGraphChildNode:
 		eq("graph", e.Graph(), c.Handle)
 		eq("child", e.SourceGraph(), c.Child)
+	case gputracebpf.KindGraphNode:
+		eq("graph", e.Graph(), c.Handle)
+		eq("node", e.GraphNode(), c.Out)
+	case gputracebpf.KindGraphNodeParams, gputracebpf.KindGraphExecNodeParams:
+		fn := c.Function // a driver node's CUfunction
+		if c.Func != "" {
+			fn = stubs[c.Func]
+		}
+		if kind == gputracebpf.KindGraphExecNodeParams {
+			eq("graph exec", e.GraphExec(), c.Handle)
+		}
+		eq("node", e.GraphNode(), c.Node)
+		eq("func", e.Func(), fn)
+		eq("grid", e.Grid(), [3]uint32(c.Grid))
+		eq("block", e.Block(), [3]uint32(c.Block))
+		eq("shared memory", e.SharedMem(), uint64(c.SharedMem))
+	case gputracebpf.KindGraphExecUpdate:
+		eq("graph exec", e.GraphExec(), c.Handle)
+		eq("graph", e.Graph(), c.Graph)
 	case gputracebpf.KindFuncName:
 		fn, driver := e.NamedFunc()
 		eq("host function", fn, stubs[c.Func])
@@ -543,18 +607,20 @@ func expect(t testing.TB, threads [][]cudaprog.Call, kernelName func(cudaprog.Ca
 	}
 	dim := func(d cudaprog.Dim3) float64 { return float64(d[0]) * float64(d[1]) * float64(d[2]) }
 	for _, seq := range threads {
+		for _, c := range seq {
+			if _, ok := probeOf(c.API); ok {
+				x.calls[c.API]++ // a return's record is not a call of its own
+			}
+		}
 		calls := traceable(seq)
 		devs := devices(calls)
 		for i, c := range calls {
 			dev := strconv.Itoa(int(devs[i]))
-			api := strings.TrimSuffix(c.API, copyDone)
-			if api == c.API {
-				x.calls[api]++ // a copy's return is not a call of its own
-			}
+			api := strings.TrimSuffix(strings.TrimSuffix(c.API, copyDone), nodeMade)
 			if hasReturnValue(c.API) && c.Ret != 0 {
 				x.errors[key(api, strconv.Itoa(c.Ret))]++
 			}
-			switch kindOf(c.API) {
+			switch callKind(c) {
 			case gputracebpf.KindLaunch:
 				x.launches[key(kernelName(c), dev, c.API)]++
 				x.gridCount[dev]++

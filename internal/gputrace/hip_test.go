@@ -1,6 +1,8 @@
 package gputrace
 
 import (
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,4 +155,82 @@ func TestHIPRuntime(t *testing.T) {
 	for _, a := range tr.Status().Attachments {
 		require.Equal(t, TargetHIP, a.Target, "a HIP Source probes HIP files only")
 	}
+}
+
+// TestHIPGraphs: HIP's graphs built node by node, through the real HIP
+// runtime: hipGraphCreate, hipGraphAddKernelNode (whose
+// hipKernelNodeParams orders its fields otherwise than CUDA's: each
+// record's kernel is the one the program passed), the node handles from
+// its return, hipGraphKernelNodeSetParams, a child graph node, a clone,
+// hipGraphExecKernelNodeSetParams and a failed hipGraphExecUpdate (see
+// hip.c's graphs()). Each replay counts its graph's kernels as they were
+// set: by grid size, 5 ×3, 17 ×5, 33 ×2 (9, replaced before the
+// instantiation, never).
+func TestHIPGraphs(t *testing.T) {
+	exe := cudaprog.Build(t, "hip")
+	tr := startTracingRuntime(t, HIP)
+	cmd := exec.Command(exe, "graphs")
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+buildLinger(t))
+	p := cudaprog.StartCmd(t, cmd)
+	tr.waitAttached(t, TargetHIP, cudaprog.RealHIP(t))
+	tr.rec.Watch(p.Pid)
+	p.Go()
+	lines := p.Wait()
+	stub := hexField(t, lines, "STUB hip_kernel", 2)
+	require.Equal(t, map[string]map[int]int{
+		"hipGraphCreate": {101: 2}, "hipGraphAddKernelNode": {101: 2}, "hipGraphKernelNodeSetParams": {101: 1},
+		"hipGraphAddChildGraphNode": {101: 1}, "hipGraphClone": {101: 1}, "hipGraphInstantiate": {101: 2},
+		"hipGraphLaunch": {101: 5}, "hipGraphExecKernelNodeSetParams": {101: 1}, "hipGraphExecUpdate": {101: 1},
+	}, cudaprog.Rets(lines))
+
+	const (
+		stream                 = 0x1234
+		graphB, graphC, graphD = 0xb00, 0xc00, 0xd00
+		nodeA, nodeB           = 0xa10, 0xa20
+		execB, execD           = 0xe00, 0xe10
+	)
+	type rec struct {
+		kind gputracebpf.Kind
+		api  string
+		ret  int32
+		a    [6]uint64
+		wide uint64
+	}
+	kernel := func(grid, block [2]uint64, smem, last uint64) [6]uint64 {
+		return [6]uint64{stub, grid[0] | grid[1]<<32, 1 | 1<<32, block[0] | block[1]<<32, smem, last}
+	}
+	launch := rec{gputracebpf.KindGraphLaunch, "hipGraphLaunch", 0, [6]uint64{execB, stream}, 0}
+	want := []rec{
+		{gputracebpf.KindGraphCreate, "hipGraphCreate", 101, [6]uint64{0, graphB}, 0},
+		{gputracebpf.KindGraphKernelNode, "hipGraphAddKernelNode", 0, kernel([2]uint64{5, 1}, [2]uint64{64, 2}, 96, graphB), 0},
+		{gputracebpf.KindGraphNode, "hipGraphAddKernelNode", 101, [6]uint64{graphB, nodeA}, 0},
+		{gputracebpf.KindGraphKernelNode, "hipGraphAddKernelNode", 0, kernel([2]uint64{9, 1}, [2]uint64{32, 1}, 0, graphB), 0},
+		{gputracebpf.KindGraphNode, "hipGraphAddKernelNode", 101, [6]uint64{graphB, nodeB}, 0},
+		{gputracebpf.KindGraphNodeParams, "hipGraphKernelNodeSetParams", 0, kernel([2]uint64{17, 1}, [2]uint64{128, 1}, 64, nodeB), 0},
+		{gputracebpf.KindGraphCreate, "hipGraphCreate", 101, [6]uint64{0, graphC}, 0},
+		{gputracebpf.KindGraphChildNode, "hipGraphAddChildGraphNode", 0, [6]uint64{graphC, graphB}, 0},
+		{gputracebpf.KindGraphClone, "hipGraphClone", 101, [6]uint64{graphC, graphD}, 0},
+		{gputracebpf.KindGraphInstantiate, "hipGraphInstantiate", 101, [6]uint64{graphB, execB}, 0},
+		launch, launch,
+		{gputracebpf.KindGraphExecNodeParams, "hipGraphExecKernelNodeSetParams", 0, kernel([2]uint64{33, 1}, [2]uint64{256, 1}, 32, execB), nodeA},
+		launch,
+		{gputracebpf.KindGraphInstantiate, "hipGraphInstantiate", 101, [6]uint64{graphD, execD}, 0},
+		{gputracebpf.KindGraphLaunch, "hipGraphLaunch", 0, [6]uint64{execD, stream}, 0},
+		{gputracebpf.KindGraphExecUpdate, "hipGraphExecUpdate", 101, [6]uint64{execB, graphC}, 0},
+		launch,
+	}
+	var got []rec
+	for _, e := range tr.waitEvents(t, p.Pid, len(want)) {
+		got = append(got, rec{e.Kind, e.API.String(), e.Ret, e.A, e.Wide})
+	}
+	require.Equal(t, want, got)
+
+	pts := ofPid(tr.waitPoints(t, func(pts testutil.Points) bool {
+		return gather(ofPid(pts, p.Pid), semconv.CUDAKernelLaunches.Name, sum, string(semconv.CUDAAPIName))["hipGraphLaunch"] == 10
+	}), p.Pid)
+	require.Equal(t, series{"hipGraphLaunch": 10}, gather(pts, semconv.CUDAKernelLaunches.Name, sum, string(semconv.CUDAAPIName)))
+	h := pts.One(t, semconv.CUDAKernelGridSize.Name)
+	require.Equal(t, expectedGridBuckets(map[uint32]int{5: 3, 17: 5, 33: 2}), h.Buckets, "launches per grid-size bucket")
+	require.Equal(t, float64(3*96+5*64+2*32), pts.One(t, semconv.CUDAKernelSharedMemory.Name).Value)
+	require.Equal(t, float64(3*64*2+5*128+2*256), pts.One(t, semconv.CUDAKernelBlockSize.Name).Value)
 }

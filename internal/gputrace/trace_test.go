@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -47,6 +48,9 @@ func TestTrace(t *testing.T) {
 		{"RuntimeRegister", testRuntimeRegister},
 		{"Occupancy", testOccupancy},
 		{"RuntimeGraphs", testRuntimeGraphs},
+		{"DriverGraphs", testDriverGraphs},
+		{"RuntimeGraphUpdates", testRuntimeGraphUpdates},
+		{"DriverGraphUpdates", testDriverGraphUpdates},
 		{"StrippedLibrary", testStrippedLibrary},
 	}))
 }
@@ -216,6 +220,275 @@ func testRuntimeGraphs(t *testing.T, tr *traced) {
 	// Other processes' graph launches count here too: at least this one's
 	// two replays of graphs not known.
 	require.GreaterOrEqual(t, pts.One(t, semconv.XpuscopeCUDAGraphReplaysUnknown.Name).Value, 2.0)
+}
+
+// testDriverGraphs: graphs through the real libcuda 535: graphs made by
+// cuGraphCreate and cuGraphClone, with kernel nodes added by
+// cuGraphAddKernelNode and its _v2 (whose parameters differ in size and
+// start alike) and a child graph node, instantiated by the three
+// instantiate calls and replayed. Each executable graph holds exactly its
+// graph's kernels, in order, and every replay counts each of them once,
+// under cuGraphLaunch: N replays of a graph of k nodes count N × k
+// kernels, each kernel N times (the driver's kernels are unnamed here, as
+// no cuModuleGetFunction can succeed: each kernel has a grid size in a
+// histogram bucket of its own, so the grid size histogram's buckets count
+// each kernel's launches). The two captures (both forms of
+// cuStreamBeginCapture) end in the NULL graph that libcuda writes without
+// a GPU: they make no graph, and their launches count as neither runs nor
+// kernels of a graph. Each record's arguments are checked by runScenario.
+func testDriverGraphs(t *testing.T, tr *traced) {
+	s := cudaprog.DriverGraphs
+	p, _ := runScenario(t, tr, s, TargetDriver, cudaprog.RealLibcuda(t))
+	kernel := func(c cudaprog.Call) graphKernel {
+		return graphKernel{fn: c.Function, handle: true, grid: c.Grid, block: c.Block, smem: uint64(c.SharedMem)}
+	}
+	nodes := func(graph uint64) []graphKernel {
+		var out []graphKernel
+		for _, c := range s.Calls() {
+			if strings.Contains(c.API, "GraphAddKernelNode") && c.Handle == graph {
+				out = append(out, kernel(c))
+			}
+		}
+		return out
+	}
+	// From the table: GraphA's nodes; GraphB, GraphA's clone, and its
+	// own node; GraphC, GraphA as a child and its own node.
+	graphA := nodes(cudaprog.GraphA)
+	graphB := slices.Concat(graphA, nodes(cudaprog.GraphB))
+	graphC := slices.Concat(graphA, nodes(cudaprog.GraphC))
+	require.Len(t, graphA, 3)
+	require.Len(t, graphB, 4)
+	require.Len(t, graphC, 4)
+	// The runs: the launches outside the captures, from each capture's
+	// begin to its end on its stream.
+	var runs []cudaprog.Call
+	capturing := map[uint64]bool{}
+	for _, c := range s.Calls() {
+		switch {
+		case strings.Contains(c.API, "BeginCapture"):
+			capturing[c.Stream] = true
+		case strings.Contains(c.API, "EndCapture"):
+			capturing[c.Stream] = false
+		case strings.Contains(c.API, "LaunchKernel") && !capturing[c.Stream]:
+			runs = append(runs, c)
+		}
+	}
+	require.Len(t, runs, 2)
+	replays := map[uint64]int{}
+	for _, c := range s.Filter("cuGraphLaunch") {
+		replays[c.Handle]++
+	}
+	require.Equal(t, map[uint64]int{cudaprog.GraphExecA: cudaprog.DriverGraphReplays + 1, cudaprog.GraphExecB: 2, cudaprog.GraphExecC: 2}, replays)
+
+	// The engine's executable graphs: GraphExecA was destroyed, B and C
+	// hold their graphs' kernels; the captures left nothing.
+	tr.mu.Lock()
+	g := tr.agg.procs[uint32(p.Pid)].graphs
+	require.NotNil(t, g)
+	execs := map[uint64][]graphKernel{}
+	for h, n := range g.execs {
+		execs[h] = slices.Clone(n.kernels)
+	}
+	capturingNow := len(g.capturing)
+	tr.mu.Unlock()
+	require.Equal(t, map[uint64][]graphKernel{cudaprog.GraphExecB: graphB, cudaprog.GraphExecC: graphC}, execs)
+	require.Zero(t, capturingNow, "the captures ended")
+
+	// Each replay of a known executable graph counts each of its kernels
+	// once; the last launch of GraphExecA, destroyed, counts none.
+	counted := map[graphKernel]int{}
+	for graph, n := range map[*[]graphKernel]int{&graphA: cudaprog.DriverGraphReplays, &graphB: 2, &graphC: 2} {
+		for _, k := range *graph {
+			counted[k] += n
+		}
+	}
+	replayed := cudaprog.DriverGraphReplays*len(graphA) + 2*len(graphB) + 2*len(graphC)
+	pid := semconv.ProcessPID.Int(p.Pid)
+	launches := func(pts testutil.Points, api string) float64 {
+		var n float64
+		for _, pt := range pts.Find(semconv.CUDAKernelLaunches.Name, pid, semconv.CUDAAPIName.String(api)) {
+			require.Equal(t, semconv.Unknown, pt.Get(semconv.CUDAKernelName))
+			n += pt.Value
+		}
+		return n
+	}
+	pts := tr.waitPoints(t, func(pts testutil.Points) bool { return launches(pts, "cuGraphLaunch") == float64(replayed) })
+	require.Equal(t, float64(replayed), launches(pts, "cuGraphLaunch"), "N replays of k nodes: N × k kernels")
+	require.Equal(t, float64(len(runs)), launches(pts, "cuLaunchKernel"), "the captured launches are no runs")
+	require.Zero(t, launches(pts, "cuLaunchKernelEx")+launches(pts, "cuLaunchKernel_ptsz"), "the captured launches are no runs")
+	require.Equal(t, float64(len(s.Filter("cuGraphLaunch"))), pts.One(t, semconv.CUDAGraphLaunches.Name, pid).Value)
+	for _, api := range []string{"cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchKernel_ptsz"} {
+		require.Equal(t, float64(len(s.Filter(api))), pts.One(t, semconv.CUDAAPICalls.Name, pid, semconv.CUDAAPIName.String(api)).Value,
+			"a captured launch is still a call")
+	}
+
+	// Per kernel: the grid sizes' buckets.
+	bounds := semconv.CUDAKernelGridSize.Buckets
+	want := make([]uint64, len(bounds)+1)
+	bucket := func(d [3]uint32) int {
+		i, _ := slices.BinarySearch(bounds, float64(d[0])*float64(d[1])*float64(d[2])) // buckets are (lower, upper]
+		return i
+	}
+	seen := map[int]bool{}
+	for k, n := range counted {
+		b := bucket(k.grid)
+		require.False(t, seen[b], "two kernels in bucket %d: the check would not tell them apart", b)
+		seen[b] = true
+		want[b] += uint64(n)
+	}
+	for _, c := range runs {
+		b := bucket(c.Grid)
+		require.False(t, seen[b], "a run in a kernel's bucket %d", b)
+		seen[b] = true
+		want[b]++
+	}
+	h := pts.One(t, semconv.CUDAKernelGridSize.Name, semconv.ContainerID.String(containerOf(p.Pid)))
+	require.Equal(t, want, h.Buckets, "launches per grid-size bucket: each kernel's replays")
+}
+
+// expectedGridBuckets is the grid-size histogram's bucket counts for launches of
+// the grid sizes given, each the number of times given.
+func expectedGridBuckets(launches map[uint32]int) []uint64 {
+	bounds := semconv.CUDAKernelGridSize.Buckets
+	out := make([]uint64, len(bounds)+1)
+	for grid, n := range launches {
+		i, _ := slices.BinarySearch(bounds, float64(grid)) // buckets are (lower, upper]
+		out[i] += uint64(n)
+	}
+	return out
+}
+
+// launchesOf returns pid's cuda.kernel.launches under api, by kernel
+// name.
+func launchesOf(pts testutil.Points, pid int, api string) map[string]float64 {
+	out := map[string]float64{}
+	for _, pt := range pts.Find(semconv.CUDAKernelLaunches.Name, semconv.ProcessPID.Int(pid), semconv.CUDAAPIName.String(api)) {
+		out[pt.Get(semconv.CUDAKernelName)] += pt.Value
+	}
+	return out
+}
+
+// testRuntimeGraphUpdates: a graph's kernels changed through the real
+// libcudart, node by node (the nodes named by their making's return, read
+// from the pre-filled outputs): cudaGraphKernelNodeSetParams before the
+// instantiation changes what every replay counts, after it only the
+// executable graphs made later; cudaGraphExecKernelNodeSetParams changes
+// the one executable graph; cudaGraphExecUpdate, failing (no GPU),
+// changes nothing; a graph destroyed and made anew under the same handle,
+// with a node of the same handle, is the new one. Every kernel has a grid
+// size of its own, so the grid-size buckets count each kernel.
+func testRuntimeGraphUpdates(t *testing.T, tr *traced) {
+	s := cudaprog.RuntimeGraphUpdates
+	p, _ := runScenario(t, tr, s, TargetRuntime, cudaprog.RealCudart(t))
+	const r = cudaprog.UpdateReplays
+	// The stages of the table (RuntimeGraphUpdates' comment), by grid:
+	// GraphExecB {vectorAdd 2, reduce 8} r times; {matmul 16, reduce 8}
+	// 2r + 1 times (its NodeA set; B's NodeA set after, and the failed
+	// update, change nothing); GraphExecC {vectorAdd 32, reduce 8} r
+	// times; the new GraphExecC {reduce 64} once.
+	byGrid := map[uint32]int{2: r, 8: r + 2*r + 1 + r, 16: 2*r + 1, 32: r, 64: 1}
+	want := map[string]float64{"vectorAdd(float*, float*, float*, int)": 2 * r,
+		"matmul(float const*, float const*, float*, int)": 2*r + 1, "void reduce<float>(float*, int)": 4*r + 2}
+	for _, c := range s.Calls() {
+		if c.Func != "" {
+			require.Contains(t, want, demangled(c))
+		}
+	}
+	pts := tr.waitPoints(t, func(pts testutil.Points) bool { return maps.Equal(launchesOf(pts, p.Pid, "cudaGraphLaunch"), want) })
+	require.Equal(t, want, launchesOf(pts, p.Pid, "cudaGraphLaunch"))
+	h := pts.One(t, semconv.CUDAKernelGridSize.Name, semconv.ContainerID.String(containerOf(p.Pid)))
+	require.Equal(t, expectedGridBuckets(byGrid), h.Buckets, "launches per grid-size bucket: each kernel's replays")
+	pid := semconv.ProcessPID.Int(p.Pid)
+	require.Equal(t, float64(len(s.Filter("cudaGraphAddKernelNode"))), pts.One(t, semconv.CUDAAPIErrors.Name, pid,
+		semconv.CUDAAPIName.String("cudaGraphAddKernelNode")).Value, "the nodes' makings' errors, from their returns")
+	require.Equal(t, 1.0, pts.One(t, semconv.CUDAAPIErrors.Name, pid, semconv.CUDAAPIName.String("cudaGraphExecUpdate")).Value)
+}
+
+// testDriverGraphUpdates: the same through the real libcuda 535, with
+// both versions of the driver's calls and CUDA 12.2's generic node calls
+// (cuGraphAddNode of a kernel, an empty node and a child graph,
+// cuGraphNodeSetParams, cuGraphExecNodeSetParams). Each kernel has a grid
+// size of its own.
+func testDriverGraphUpdates(t *testing.T, tr *traced) {
+	s := cudaprog.DriverGraphUpdates
+	p, _ := runScenario(t, tr, s, TargetDriver, cudaprog.RealLibcuda(t))
+	const r = cudaprog.UpdateReplays
+	// GraphExecA (DriverGraphUpdates' comment): {16, 32, 64, 1} r times,
+	// its three nodes set before its instantiation; {128, 256, 512, 1}
+	// r + 1 times, after its own three were set (the failed updates
+	// change nothing). The empty node is no kernel; the child graph's
+	// kernel (1) is in every replay.
+	byGrid := map[uint32]int{16: r, 32: r, 64: r, 128: r + 1, 256: r + 1, 512: r + 1, 1: 2*r + 1}
+	// The calls that made no record count once the BPF side's counts
+	// are read (every second).
+	x := expect(t, s.Threads, func(cudaprog.Call) string { return semconv.Unknown })
+	require.Equal(t, 3.0, x.calls["cuGraphAddNode"])
+	pts := tr.waitPoints(t, func(pts testutil.Points) bool {
+		return launchesOf(pts, p.Pid, "cuGraphLaunch")[semconv.Unknown] == float64(4*(2*r+1)) && x.callsMatch(ofPid(pts, p.Pid))
+	})
+	require.Equal(t, map[string]float64{semconv.Unknown: 4 * (2*r + 1)}, launchesOf(pts, p.Pid, "cuGraphLaunch"))
+	h := pts.One(t, semconv.CUDAKernelGridSize.Name, semconv.ContainerID.String(containerOf(p.Pid)))
+	require.Equal(t, expectedGridBuckets(byGrid), h.Buckets, "launches per grid-size bucket: each kernel's replays")
+	require.Equal(t, x.calls, gather(ofPid(pts, p.Pid), semconv.CUDAAPICalls.Name, sum, string(semconv.CUDAAPIName)),
+		"every call, the empty node's making, which makes no record, among them")
+
+	// The engine's executable graph: the kernels its nodes were last
+	// set to, named by GraphA's nodes, and the child graph's.
+	tr.mu.Lock()
+	var got []graphKernel
+	if n := tr.agg.procs[uint32(p.Pid)].graphs.execs[cudaprog.GraphExecA]; n != nil {
+		got = slices.Clone(n.kernels)
+	}
+	tr.mu.Unlock()
+	set := func(c cudaprog.Call) graphKernel {
+		return graphKernel{fn: c.Function, handle: true, grid: c.Grid, block: c.Block, smem: uint64(c.SharedMem), node: c.Node}
+	}
+	var wantKernels []graphKernel
+	for _, c := range s.Calls() {
+		if strings.HasPrefix(c.API, "cuGraphExec") && strings.Contains(c.API, "NodeSetParams") {
+			wantKernels = append(wantKernels, set(c))
+		}
+	}
+	child := s.Filter("cuGraphAddKernelNode")[0]
+	require.Equal(t, cudaprog.GraphC, child.Handle)
+	wantKernels = append(wantKernels, graphKernel{fn: child.Function, handle: true, grid: child.Grid, block: child.Block})
+	require.Equal(t, wantKernels, got)
+}
+
+// TestGraphsBuiltBeforeAttach: graphs a process made before the Source
+// started (a capture, and a graph made node by node, both instantiated),
+// replayed after, through the real libcudart: their replays count no
+// kernel and count as unknown, as do those of executable graphs made
+// after of the graph made before, and of a graph that embeds the capture
+// made before; the one graph wholly made after is known.
+func TestGraphsBuiltBeforeAttach(t *testing.T) {
+	requireRoot(t)
+	s := cudaprog.RuntimeGraphsBefore
+	p := startLingering(t, cudaprog.Build(t, s.Program), s.Name) // READY: Before's calls were made
+	tr := startTracing(t, WithRescanInterval(time.Hour))
+	tr.waitAttached(t, TargetRuntime, cudaprog.RealCudart(t))
+	tr.rec.Watch(p.Pid)
+	p.Go()
+	waitPrinted(t, p, "DONE")
+	evs := tr.waitEvents(t, p.Pid, len(traceable(s.Threads[0])))
+	lines := p.Wait()
+	require.Equal(t, s.Rets(), cudaprog.Rets(lines), "return codes")
+	checkThreads(t, evs, p.Pid, s.Threads, map[int]int{0: p.Pid}, cudaprog.Stubs(lines))
+
+	const r = cudaprog.BeforeReplays
+	replays := len(s.Filter("cudaGraphLaunch"))
+	require.Equal(t, 5*r, replays)
+	// GraphExecD, captured after, replays its reduce; the four others
+	// are unknown.
+	want := map[string]float64{"void reduce<float>(float*, int)": r}
+	pts := tr.waitPoints(t, func(pts testutil.Points) bool { return maps.Equal(launchesOf(pts, p.Pid, "cudaGraphLaunch"), want) })
+	require.Equal(t, want, launchesOf(pts, p.Pid, "cudaGraphLaunch"))
+	require.Empty(t, launchesOf(pts, p.Pid, "cudaLaunchKernel"), "the launch captured after is no run")
+	pid := semconv.ProcessPID.Int(p.Pid)
+	require.Equal(t, float64(replays), pts.One(t, semconv.CUDAGraphLaunches.Name, pid).Value)
+	// The self-metric is the Source's: other processes' replays of
+	// graphs not known count in it too.
+	require.GreaterOrEqual(t, pts.One(t, semconv.XpuscopeCUDAGraphReplaysUnknown.Name).Value, float64(4*r))
 }
 
 // testRuntimeThreads: each thread's records carry the device its own

@@ -15,7 +15,9 @@
 // hot path. Per-thread state is task-local storage (`threads`), looked up
 // from the task, which also gives the ids. Return probes exist only
 // where the value matters: allocations (the pointer), syncs (duration and
-// error), and cuModuleGetFunction / __cudaGetKernel (the handle).
+// error), cuModuleGetFunction / __cudaGetKernel (the handle), the calls
+// that make a graph, an executable graph or a kernel node (the handle),
+// and a graph update (whether it was made).
 //
 // Arguments follow the x86-64 System V ABI: rdi, rsi, rdx, rcx, r8, r9,
 // then the stack ([rsp+8] is the 7th argument at function entry).
@@ -62,6 +64,12 @@ enum kind {
 	KIND_NCCL_COMM = 27,       // it returned: a0 nranks | rank<<32 (~0: not known), a1 the comm left in the output; ret
 	KIND_NCCL_COMM_QUERY = 28, // ncclCommCount, ncclCommUserRank returned: a0 comm, a1 the int left in the output (low 32 bits); ret
 	KIND_NCCL_COMM_END = 29,   // ncclCommDestroy, ncclCommAbort, ncclCommFinalize: a0 comm
+	// Graphs (continued): a kernel node's handle, the changes of a
+	// graph's and an executable graph's kernels.
+	KIND_GRAPH_NODE = 30,             // a kernel node's making returned: a0 graph, a1 the node left in the output; ret
+	KIND_GRAPH_NODE_PARAMS = 31,      // a kernel node's parameters set: a0-a4 as KIND_LAUNCH's (the new kernel), a5 node
+	KIND_GRAPH_EXEC_NODE_PARAMS = 32, // an executable graph's kernel node's set (struct wide_event): a0-a4 the new kernel, a5 graph exec, node
+	KIND_GRAPH_EXEC_UPDATE = 33,      // an executable graph updated from a graph: a0 graph exec, a1 graph; ret
 };
 
 // Which function a probe is attached to: the attach cookie.
@@ -111,6 +119,15 @@ enum api {
 	API_cudaGraphClone,
 	API_cudaGraphAddKernelNode,
 	API_cudaGraphAddChildGraphNode,
+	API_cudaGraphKernelNodeSetParams,
+	API_cudaGraphExecKernelNodeSetParams,
+	API_cudaGraphExecUpdate,
+	API_cudaGraphAddNode,
+	API_cudaGraphAddNode_v2,
+	API_cudaGraphNodeSetParams,
+	API_cudaGraphExecNodeSetParams,
+	API_cudaStreamBeginCaptureToGraph,
+	API_cudaStreamBeginCaptureToGraph_ptsz,
 	API_cuLaunchKernel,
 	API_cuLaunchKernelEx,
 	API_cuMemAlloc_v2,
@@ -160,6 +177,18 @@ enum api {
 	API_cuGraphAddKernelNode,
 	API_cuGraphAddKernelNode_v2,
 	API_cuGraphAddChildGraphNode,
+	API_cuGraphKernelNodeSetParams,
+	API_cuGraphKernelNodeSetParams_v2,
+	API_cuGraphExecKernelNodeSetParams,
+	API_cuGraphExecKernelNodeSetParams_v2,
+	API_cuGraphExecUpdate,
+	API_cuGraphExecUpdate_v2,
+	API_cuGraphAddNode,
+	API_cuGraphAddNode_v2,
+	API_cuGraphNodeSetParams,
+	API_cuGraphExecNodeSetParams,
+	API_cuStreamBeginCaptureToGraph,
+	API_cuStreamBeginCaptureToGraph_ptsz,
 	API_hipLaunchKernel,
 	API_hipExtLaunchKernel,
 	API_hipModuleLaunchKernel,
@@ -181,6 +210,13 @@ enum api {
 	API_hipGraphInstantiateWithFlags,
 	API_hipGraphDestroy,
 	API_hipGraphExecDestroy,
+	API_hipGraphCreate,
+	API_hipGraphClone,
+	API_hipGraphAddKernelNode,
+	API_hipGraphAddChildGraphNode,
+	API_hipGraphKernelNodeSetParams,
+	API_hipGraphExecKernelNodeSetParams,
+	API_hipGraphExecUpdate,
 	API_ncclAllReduce,
 	API_ncclBroadcast,
 	API_ncclBcast,
@@ -260,8 +296,17 @@ struct name_event {
 	char name[NAME_LEN];
 };
 
+// A record with one word more than struct event's six arguments
+// (KIND_GRAPH_EXEC_NODE_PARAMS: the node).
+struct wide_event {
+	struct event h;
+	__u64 node;
+	__u64 _pad;
+};
+
 #define EVENT_UNITS (sizeof(struct event) / LANE_UNIT)
 #define NAME_EVENT_UNITS (sizeof(struct name_event) / LANE_UNIT)
+#define WIDE_EVENT_UNITS (sizeof(struct wide_event) / LANE_UNIT)
 // The largest record, in lane units; launches wait in the lanes' stages
 // (lanes.bpf.h), a whole stage's worth at a time.
 #define LANE_MAX_UNITS 80
@@ -269,6 +314,7 @@ struct name_event {
 #include "../bpfsource/lanes.bpf.h"
 _Static_assert(sizeof(struct event) % LANE_UNIT == 0, "records are whole lane units");
 _Static_assert(sizeof(struct name_event) <= LANE_MAX_UNITS * LANE_UNIT, "the largest record");
+_Static_assert(sizeof(struct wide_event) % LANE_UNIT == 0, "records are whole lane units");
 _Static_assert(LANE_STAGE_RECORDS * LANE_STAGE_UNITS <= LANE_MAX_UNITS, "a stage's copy into the lane, in the slack");
 _Static_assert(__builtin_offsetof(struct event, units) == __builtin_offsetof(struct lane_record, units),
 	       "a record's length where the lane reader reads it");
@@ -442,7 +488,7 @@ static __always_inline int nested(struct thread *t, __u32 kind)
 static __always_inline void drop(__u32 pid, __u32 api, __u16 kind)
 {
 	count(COUNTER_DROPS);
-	if (kind != KIND_COPY_DONE && kind != KIND_NCCL_COMM) // the return of a call already counted
+	if (kind != KIND_COPY_DONE && kind != KIND_NCCL_COMM && kind != KIND_GRAPH_NODE) // the return of a call already counted
 		count_unrecorded(pid, api);
 }
 
@@ -804,7 +850,7 @@ static __always_inline int submit_handle_call(struct pt_regs *ctx, __u16 kind)
 
 // cudaStreamBeginCapture(stream, mode), cuStreamBeginCapture(_v2)(stream,
 // mode): user space takes the launches on the stream from here on as a
-// graph's members, not as runs.
+// graph's members, not as runs. (a1, the graph captured into, is 0.)
 SEC("uprobe")
 int capture_begin(struct pt_regs *ctx)
 {
@@ -869,8 +915,9 @@ int graph_clone_enter(struct pt_regs *ctx)
 
 // What the graph probes read of a kernel node's parameters: the first 36
 // bytes of cudaKernelNodeParams (func, dim3 gridDim, dim3 blockDim,
-// sharedMemBytes) and of CUDA_KERNEL_NODE_PARAMS (v1 and v2: CUfunction,
-// gridDimX..Z, blockDimX..Z, sharedMemBytes), which lay them out alike.
+// sharedMemBytes) and of CUDA_KERNEL_NODE_PARAMS (v1, v2 and v3:
+// CUfunction, gridDimX..Z, blockDimX..Z, sharedMemBytes), which lay them
+// out alike (cuda.h, driver_types.h).
 struct kernel_node_params {
 	__u64 func;
 	__u32 grid[3];
@@ -879,20 +926,246 @@ struct kernel_node_params {
 	__u32 _pad;
 };
 
+// HIP's hipKernelNodeParams (hip_runtime_api.h, HIP 5.2) orders its
+// fields otherwise: blockDim, extra, func, gridDim, kernelParams,
+// sharedMemBytes.
+struct hip_kernel_node_params {
+	__u32 block[3];
+	__u32 _pad0;
+	__u64 extra;
+	__u64 func;
+	__u32 grid[3];
+	__u32 _pad1;
+	__u64 kernel_params;
+	__u32 smem;
+	__u32 _pad2;
+};
+_Static_assert(sizeof(struct hip_kernel_node_params) == 64, "hipKernelNodeParams");
+
+// The generic node calls (CUDA 12.2's cuGraphAddNode, cuGraphNodeSetParams,
+// cuGraphExecNodeSetParams and the runtime's) take a CUgraphNodeParams
+// (cudaGraphNodeParams): the node's type, 12 reserved bytes, then the
+// type's parameters: a kernel's as CUDA_KERNEL_NODE_PARAMS_v3
+// (cudaKernelNodeParamsV2) starts, a child graph's as its graph.
+struct generic_node_params {
+	__s32 type;
+	__s32 reserved[3];
+	struct kernel_node_params kernel; // kernel.func is a child graph node's graph
+};
+
+// CUgraphNodeType (cudaGraphNodeType) values.
+#define NODE_KERNEL 0
+#define NODE_GRAPH 4
+
+// node_layout_of says how the node parameters of api are laid out.
+enum node_layout { LAYOUT_CUDA, LAYOUT_HIP, LAYOUT_GENERIC };
+static __always_inline enum node_layout node_layout_of(__u32 api)
+{
+	if (api >= API_hipLaunchKernel)
+		return LAYOUT_HIP; // HIP's graph calls; NCCL's do not come here
+	switch (api) {
+	case API_cudaGraphAddNode:
+	case API_cudaGraphAddNode_v2:
+	case API_cudaGraphNodeSetParams:
+	case API_cudaGraphExecNodeSetParams:
+	case API_cuGraphAddNode:
+	case API_cuGraphAddNode_v2:
+	case API_cuGraphNodeSetParams:
+	case API_cuGraphExecNodeSetParams:
+		return LAYOUT_GENERIC;
+	}
+	return LAYOUT_CUDA;
+}
+
+// read_node reads the node parameters at p, as api lays them out, into k
+// and returns the node's type: NODE_KERNEL for the calls that take a
+// kernel's parameters only. Unreadable parameters read as a kernel of
+// zeros (the call fails, and user space follows the calls made).
+static __always_inline __s32 read_node(__u32 api, const void *p, struct kernel_node_params *k)
+{
+	__builtin_memset(k, 0, sizeof(*k));
+	switch (node_layout_of(api)) {
+	case LAYOUT_HIP: {
+		struct hip_kernel_node_params h;
+		if (bpf_probe_read_user(&h, sizeof(h), p))
+			return NODE_KERNEL;
+		k->func = h.func;
+		for (int i = 0; i < 3; i++) {
+			k->grid[i] = h.grid[i];
+			k->block[i] = h.block[i];
+		}
+		k->smem = h.smem;
+		return NODE_KERNEL;
+	}
+	case LAYOUT_GENERIC: {
+		struct generic_node_params g;
+		if (bpf_probe_read_user(&g, sizeof(g), p))
+			return NODE_KERNEL;
+		*k = g.kernel;
+		return g.type;
+	}
+	default:
+		if (bpf_probe_read_user(k, sizeof(*k), p))
+			__builtin_memset(k, 0, sizeof(*k));
+		return NODE_KERNEL;
+	}
+}
+
+// enter_graph_call marks a runtime call of kind on c's thread (so that
+// the driver call it makes is not reported again), or reports whether a
+// driver call runs inside one (0: it does, and is not reported).
+static __always_inline int enter_graph_call(struct caller *c, __u32 api, __u16 kind)
+{
+	whoami(c);
+	if (!IS_DRIVER(api)) {
+		enter_runtime(c->t, kind, 0);
+		return 1;
+	}
+	return !nested(c->t, kind);
+}
+
 // cudaGraphAddKernelNode(cudaGraphNode_t *node, graph, deps, ndeps, const
-// cudaKernelNodeParams *params), cuGraphAddKernelNode(_v2) with the same
-// positions: the node's kernel as a launch would record it, and the graph.
+// cudaKernelNodeParams *params), cuGraphAddKernelNode(_v2) and
+// hipGraphAddKernelNode with the same positions, cudaGraphAddNode and
+// cuGraphAddNode (the same, with a CUgraphNodeParams) and their _v2 (the
+// parameters the 6th argument): a kernel node's kernel as a launch would
+// record it, and the graph; a child graph node as
+// cudaGraphAddChildGraphNode's; other nodes make no record. The node's
+// handle is known on return (handle_out_return: KIND_GRAPH_NODE).
 SEC("uprobe")
 int graph_kernel_node(struct pt_regs *ctx)
 {
+	__u32 api = api_of(ctx);
+	struct caller c;
+	whoami(&c);
+	struct pending p = {.ts = bpf_ktime_get_ns(), .arg0 = PT_REGS_PARM1(ctx), .arg1 = PT_REGS_PARM2(ctx),
+			    .arg2 = KIND_GRAPH_NODE, .api = api};
+	if (!begin(c.t, KIND_GRAPH_KERNEL_NODE, &p))
+		return 0; // a driver call inside the runtime's
+	__u64 at = arg(ctx, (api == API_cudaGraphAddNode_v2 || api == API_cuGraphAddNode_v2) ? 6 : 5);
+	struct kernel_node_params k;
+	__s32 type = read_node(api, (const void *)at, &k);
+	if (type != NODE_KERNEL && type != NODE_GRAPH) {
+		count_unrecorded(c.task->tgid, api); // a node of no kernel: a call, and no record
+		return 0;
+	}
 	struct lane_slot s;
-	struct event *e = reserve_call(ctx, KIND_GRAPH_KERNEL_NODE, &s);
+	struct event *e = reserve(&s, api, type == NODE_KERNEL ? KIND_GRAPH_KERNEL_NODE : KIND_GRAPH_CHILD_NODE, &c);
 	if (!e)
 		return 0;
-	struct kernel_node_params p = {};
-	if (bpf_probe_read_user(&p, sizeof(p), (void *)PT_REGS_PARM5(ctx)))
-		__builtin_memset(&p, 0, sizeof(p));
-	pack_launch(e->a, p.func, p.grid, p.block, p.smem, PT_REGS_PARM2(ctx));
+	if (type == NODE_KERNEL) {
+		pack_launch(e->a, k.func, k.grid, k.block, k.smem, PT_REGS_PARM2(ctx));
+	} else {
+		e->a[0] = PT_REGS_PARM2(ctx);
+		e->a[1] = k.func; // the child graph
+	}
+	submit(&s, e);
+	return 0;
+}
+
+// cudaGraphKernelNodeSetParams(node, const cudaKernelNodeParams *params),
+// cuGraphKernelNodeSetParams(_v2) and hipGraphKernelNodeSetParams, and
+// the generic cudaGraphNodeSetParams and cuGraphNodeSetParams (a
+// CUgraphNodeParams): a graph's kernel node changes kernel.
+SEC("uprobe")
+int graph_node_params(struct pt_regs *ctx)
+{
+	__u32 api = api_of(ctx);
+	struct caller c;
+	if (!enter_graph_call(&c, api, KIND_GRAPH_NODE_PARAMS))
+		return 0;
+	struct kernel_node_params k;
+	if (read_node(api, (const void *)PT_REGS_PARM2(ctx), &k) != NODE_KERNEL) {
+		count_unrecorded(c.task->tgid, api); // not a kernel's
+		return 0;
+	}
+	struct lane_slot s;
+	struct event *e = reserve(&s, api, KIND_GRAPH_NODE_PARAMS, &c);
+	if (!e)
+		return 0;
+	pack_launch(e->a, k.func, k.grid, k.block, k.smem, PT_REGS_PARM1(ctx));
+	submit(&s, e);
+	return 0;
+}
+
+// cudaGraphExecKernelNodeSetParams(exec, node, const cudaKernelNodeParams
+// *params), cuGraphExecKernelNodeSetParams(_v2),
+// hipGraphExecKernelNodeSetParams, and the generic
+// cudaGraphExecNodeSetParams and cuGraphExecNodeSetParams: an executable
+// graph's kernel node (named by the node of the graph it was made of)
+// changes kernel. The record is a wide one: the kernel, the exec and the
+// node do not fit in six words.
+SEC("uprobe")
+int graph_exec_node_params(struct pt_regs *ctx)
+{
+	__u32 api = api_of(ctx);
+	struct caller c;
+	if (!enter_graph_call(&c, api, KIND_GRAPH_EXEC_NODE_PARAMS))
+		return 0;
+	struct kernel_node_params k;
+	if (read_node(api, (const void *)PT_REGS_PARM3(ctx), &k) != NODE_KERNEL) {
+		count_unrecorded(c.task->tgid, api);
+		return 0;
+	}
+	struct lane_slot s;
+	struct wide_event *e = lane_reserve(&s, WIDE_EVENT_UNITS);
+	if (!e) {
+		drop(c.task->tgid, api, KIND_GRAPH_EXEC_NODE_PARAMS);
+		return 0;
+	}
+	header(&e->h, api, KIND_GRAPH_EXEC_NODE_PARAMS, &c);
+	pack_launch(e->h.a, k.func, k.grid, k.block, k.smem, PT_REGS_PARM1(ctx));
+	e->node = PT_REGS_PARM2(ctx);
+	e->_pad = 0;
+	lane_submit(&s, e, 0);
+	return 0;
+}
+
+// Entry of cudaGraphExecUpdate(exec, graph, …), cuGraphExecUpdate(_v2) and
+// hipGraphExecUpdate: whether the update was made is known on return. The
+// arguments after the graph differ between CUDA 11 and 12 and are not
+// read.
+SEC("uprobe")
+int graph_exec_update_enter(struct pt_regs *ctx)
+{
+	struct pending p = {.ts = bpf_ktime_get_ns(), .arg0 = PT_REGS_PARM1(ctx), .arg1 = PT_REGS_PARM2(ctx),
+			    .api = api_of(ctx)};
+	struct caller c;
+	whoami(&c);
+	begin(c.t, KIND_GRAPH_EXEC_UPDATE, &p);
+	return 0;
+}
+
+SEC("uretprobe")
+int graph_exec_update_return(struct pt_regs *ctx)
+{
+	struct caller c;
+	struct pending in;
+	if (!take(api_of(ctx), &c, &in))
+		return 0;
+	struct lane_slot s;
+	struct event *e = reserve(&s, in.api, KIND_GRAPH_EXEC_UPDATE, &c);
+	if (!e)
+		return 0;
+	e->ret = (__s32)PT_REGS_RC(ctx);
+	e->a[0] = in.arg0;
+	e->a[1] = in.arg1;
+	submit(&s, e);
+	return 0;
+}
+
+// cudaStreamBeginCaptureToGraph(stream, graph, deps, depData, ndeps, mode)
+// and cuStreamBeginCaptureToGraph (CUDA 12.3): a capture into a graph
+// that exists.
+SEC("uprobe")
+int capture_to_graph(struct pt_regs *ctx)
+{
+	struct lane_slot s;
+	struct event *e = reserve_call(ctx, KIND_CAPTURE_BEGIN, &s);
+	if (!e)
+		return 0;
+	e->a[0] = PT_REGS_PARM1(ctx);
+	e->a[1] = PT_REGS_PARM2(ctx);
 	submit(&s, e);
 	return 0;
 }
@@ -1629,3 +1902,4 @@ const enum kind *unused_kind __attribute__((unused));
 const enum api *unused_api __attribute__((unused));
 const enum counter *unused_counter __attribute__((unused));
 const struct name_event *unused_name_event __attribute__((unused));
+const struct wide_event *unused_wide_event __attribute__((unused));

@@ -16,153 +16,181 @@ import (
 type gputraceApi uint32
 
 const (
-	gputraceApiAPI_cudaLaunchKernel              gputraceApi = 1
-	gputraceApiAPI_cudaLaunchKernelPtsz          gputraceApi = 2
-	gputraceApiAPI_cudaLaunchKernelExC           gputraceApi = 3
-	gputraceApiAPI_cudaLaunchCooperativeKernel   gputraceApi = 4
-	gputraceApiAPI_cudaGraphLaunch               gputraceApi = 5
-	gputraceApiAPI_cudaMemcpy                    gputraceApi = 6
-	gputraceApiAPI_cudaMemcpyAsync               gputraceApi = 7
-	gputraceApiAPI_cudaMemcpyAsyncPtsz           gputraceApi = 8
-	gputraceApiAPI_cudaMemset                    gputraceApi = 9
-	gputraceApiAPI_cudaMemsetAsync               gputraceApi = 10
-	gputraceApiAPI_cudaMalloc                    gputraceApi = 11
-	gputraceApiAPI_cudaMallocAsync               gputraceApi = 12
-	gputraceApiAPI_cudaFree                      gputraceApi = 13
-	gputraceApiAPI_cudaFreeAsync                 gputraceApi = 14
-	gputraceApiAPI_cudaStreamSynchronize         gputraceApi = 15
-	gputraceApiAPI_cudaDeviceSynchronize         gputraceApi = 16
-	gputraceApiAPI_cudaEventRecord               gputraceApi = 17
-	gputraceApiAPI_cudaEventSynchronize          gputraceApi = 18
-	gputraceApiAPI_cudaStreamWaitEvent           gputraceApi = 19
-	gputraceApiAPI_cudaSetDevice                 gputraceApi = 20
-	gputraceApiAPI___cudaRegisterFunction        gputraceApi = 21
-	gputraceApiAPI___cudaGetKernel               gputraceApi = 22
-	gputraceApiAPI_cudaGetKernel                 gputraceApi = 23
-	gputraceApiAPI_cudaMemcpyPtds                gputraceApi = 24
-	gputraceApiAPI_cudaMemsetPtds                gputraceApi = 25
-	gputraceApiAPI_cudaMemsetAsyncPtsz           gputraceApi = 26
-	gputraceApiAPI_cudaMallocAsyncPtsz           gputraceApi = 27
-	gputraceApiAPI_cudaFreeAsyncPtsz             gputraceApi = 28
-	gputraceApiAPI_cudaStreamSynchronizePtsz     gputraceApi = 29
-	gputraceApiAPI_cudaEventRecordPtsz           gputraceApi = 30
-	gputraceApiAPI_cudaStreamWaitEventPtsz       gputraceApi = 31
-	gputraceApiAPI_cudaGraphLaunchPtsz           gputraceApi = 32
-	gputraceApiAPI_cudaEventQuery                gputraceApi = 33
-	gputraceApiAPI_cudaStreamBeginCapture        gputraceApi = 34
-	gputraceApiAPI_cudaStreamBeginCapturePtsz    gputraceApi = 35
-	gputraceApiAPI_cudaStreamEndCapture          gputraceApi = 36
-	gputraceApiAPI_cudaStreamEndCapturePtsz      gputraceApi = 37
-	gputraceApiAPI_cudaGraphInstantiate          gputraceApi = 38
-	gputraceApiAPI_cudaGraphInstantiateWithFlags gputraceApi = 39
-	gputraceApiAPI_cudaGraphDestroy              gputraceApi = 40
-	gputraceApiAPI_cudaGraphExecDestroy          gputraceApi = 41
-	gputraceApiAPI_cudaGraphCreate               gputraceApi = 42
-	gputraceApiAPI_cudaGraphClone                gputraceApi = 43
-	gputraceApiAPI_cudaGraphAddKernelNode        gputraceApi = 44
-	gputraceApiAPI_cudaGraphAddChildGraphNode    gputraceApi = 45
-	gputraceApiAPI_cuLaunchKernel                gputraceApi = 46
-	gputraceApiAPI_cuLaunchKernelEx              gputraceApi = 47
-	gputraceApiAPI_cuMemAllocV2                  gputraceApi = 48
-	gputraceApiAPI_cuMemFreeV2                   gputraceApi = 49
-	gputraceApiAPI_cuMemcpy                      gputraceApi = 50
-	gputraceApiAPI_cuMemcpyAsync                 gputraceApi = 51
-	gputraceApiAPI_cuMemcpyHtoD_v2               gputraceApi = 52
-	gputraceApiAPI_cuMemcpyDtoH_v2               gputraceApi = 53
-	gputraceApiAPI_cuMemcpyDtoD_v2               gputraceApi = 54
-	gputraceApiAPI_cuMemcpyHtoDAsyncV2           gputraceApi = 55
-	gputraceApiAPI_cuMemcpyDtoHAsyncV2           gputraceApi = 56
-	gputraceApiAPI_cuMemcpyDtoDAsyncV2           gputraceApi = 57
-	gputraceApiAPI_cuStreamSynchronize           gputraceApi = 58
-	gputraceApiAPI_cuCtxSynchronize              gputraceApi = 59
-	gputraceApiAPI_cuGraphLaunch                 gputraceApi = 60
-	gputraceApiAPI_cuModuleGetFunction           gputraceApi = 61
-	gputraceApiAPI_cuLaunchKernelPtsz            gputraceApi = 62
-	gputraceApiAPI_cuLaunchKernelExPtsz          gputraceApi = 63
-	gputraceApiAPI_cuLaunchCooperativeKernel     gputraceApi = 64
-	gputraceApiAPI_cuLaunchCooperativeKernelPtsz gputraceApi = 65
-	gputraceApiAPI_cuMemAllocAsync               gputraceApi = 66
-	gputraceApiAPI_cuMemAllocAsyncPtsz           gputraceApi = 67
-	gputraceApiAPI_cuMemFreeAsync                gputraceApi = 68
-	gputraceApiAPI_cuMemFreeAsyncPtsz            gputraceApi = 69
-	gputraceApiAPI_cuMemcpyAsyncPtsz             gputraceApi = 70
-	gputraceApiAPI_cuMemcpyHtoD_v2Ptds           gputraceApi = 71
-	gputraceApiAPI_cuMemcpyDtoH_v2Ptds           gputraceApi = 72
-	gputraceApiAPI_cuMemcpyDtoD_v2Ptds           gputraceApi = 73
-	gputraceApiAPI_cuMemcpyHtoDAsyncV2Ptsz       gputraceApi = 74
-	gputraceApiAPI_cuMemcpyDtoHAsyncV2Ptsz       gputraceApi = 75
-	gputraceApiAPI_cuMemcpyDtoDAsyncV2Ptsz       gputraceApi = 76
-	gputraceApiAPI_cuStreamSynchronizePtsz       gputraceApi = 77
-	gputraceApiAPI_cuGraphLaunchPtsz             gputraceApi = 78
-	gputraceApiAPI_cuStreamBeginCapture          gputraceApi = 79
-	gputraceApiAPI_cuStreamBeginCapturePtsz      gputraceApi = 80
-	gputraceApiAPI_cuStreamBeginCaptureV2        gputraceApi = 81
-	gputraceApiAPI_cuStreamBeginCaptureV2Ptsz    gputraceApi = 82
-	gputraceApiAPI_cuStreamEndCapture            gputraceApi = 83
-	gputraceApiAPI_cuStreamEndCapturePtsz        gputraceApi = 84
-	gputraceApiAPI_cuGraphInstantiate            gputraceApi = 85
-	gputraceApiAPI_cuGraphInstantiateV2          gputraceApi = 86
-	gputraceApiAPI_cuGraphInstantiateWithFlags   gputraceApi = 87
-	gputraceApiAPI_cuGraphDestroy                gputraceApi = 88
-	gputraceApiAPI_cuGraphExecDestroy            gputraceApi = 89
-	gputraceApiAPI_cuGraphCreate                 gputraceApi = 90
-	gputraceApiAPI_cuGraphClone                  gputraceApi = 91
-	gputraceApiAPI_cuGraphAddKernelNode          gputraceApi = 92
-	gputraceApiAPI_cuGraphAddKernelNodeV2        gputraceApi = 93
-	gputraceApiAPI_cuGraphAddChildGraphNode      gputraceApi = 94
-	gputraceApiAPI_hipLaunchKernel               gputraceApi = 95
-	gputraceApiAPI_hipExtLaunchKernel            gputraceApi = 96
-	gputraceApiAPI_hipModuleLaunchKernel         gputraceApi = 97
-	gputraceApiAPI_hipModuleGetFunction          gputraceApi = 98
-	gputraceApiAPI_hipMemcpy                     gputraceApi = 99
-	gputraceApiAPI_hipMemcpyAsync                gputraceApi = 100
-	gputraceApiAPI_hipMalloc                     gputraceApi = 101
-	gputraceApiAPI_hipFree                       gputraceApi = 102
-	gputraceApiAPI_hipStreamSynchronize          gputraceApi = 103
-	gputraceApiAPI_hipDeviceSynchronize          gputraceApi = 104
-	gputraceApiAPI_hipSetDevice                  gputraceApi = 105
-	gputraceApiAPI_hipGraphLaunch                gputraceApi = 106
-	gputraceApiAPI_hipEventRecord                gputraceApi = 107
-	gputraceApiAPI_hipEventSynchronize           gputraceApi = 108
-	gputraceApiAPI_hipStreamWaitEvent            gputraceApi = 109
-	gputraceApiAPI_hipStreamBeginCapture         gputraceApi = 110
-	gputraceApiAPI_hipStreamEndCapture           gputraceApi = 111
-	gputraceApiAPI_hipGraphInstantiate           gputraceApi = 112
-	gputraceApiAPI_hipGraphInstantiateWithFlags  gputraceApi = 113
-	gputraceApiAPI_hipGraphDestroy               gputraceApi = 114
-	gputraceApiAPI_hipGraphExecDestroy           gputraceApi = 115
-	gputraceApiAPI_ncclAllReduce                 gputraceApi = 116
-	gputraceApiAPI_ncclBroadcast                 gputraceApi = 117
-	gputraceApiAPI_ncclBcast                     gputraceApi = 118
-	gputraceApiAPI_ncclReduce                    gputraceApi = 119
-	gputraceApiAPI_ncclAllGather                 gputraceApi = 120
-	gputraceApiAPI_ncclReduceScatter             gputraceApi = 121
-	gputraceApiAPI_ncclAlltoAll                  gputraceApi = 122
-	gputraceApiAPI_ncclGather                    gputraceApi = 123
-	gputraceApiAPI_ncclScatter                   gputraceApi = 124
-	gputraceApiAPI_ncclSend                      gputraceApi = 125
-	gputraceApiAPI_ncclRecv                      gputraceApi = 126
-	gputraceApiAPI_ncclAllReduceConfig           gputraceApi = 127
-	gputraceApiAPI_ncclBroadcastConfig           gputraceApi = 128
-	gputraceApiAPI_ncclReduceConfig              gputraceApi = 129
-	gputraceApiAPI_ncclAllGatherConfig           gputraceApi = 130
-	gputraceApiAPI_ncclReduceScatterConfig       gputraceApi = 131
-	gputraceApiAPI_ncclAlltoAllConfig            gputraceApi = 132
-	gputraceApiAPI_ncclGatherConfig              gputraceApi = 133
-	gputraceApiAPI_ncclScatterConfig             gputraceApi = 134
-	gputraceApiAPI_ncclGroupStart                gputraceApi = 135
-	gputraceApiAPI_ncclGroupEnd                  gputraceApi = 136
-	gputraceApiAPI_ncclCommInitRank              gputraceApi = 137
-	gputraceApiAPI_ncclCommInitRankConfig        gputraceApi = 138
-	gputraceApiAPI_ncclCommInitRankScalable      gputraceApi = 139
-	gputraceApiAPI_ncclCommInitAll               gputraceApi = 140
-	gputraceApiAPI_ncclCommSplit                 gputraceApi = 141
-	gputraceApiAPI_ncclCommCount                 gputraceApi = 142
-	gputraceApiAPI_ncclCommUserRank              gputraceApi = 143
-	gputraceApiAPI_ncclCommDestroy               gputraceApi = 144
-	gputraceApiAPI_ncclCommAbort                 gputraceApi = 145
-	gputraceApiAPI_ncclCommFinalize              gputraceApi = 146
-	gputraceApiAPI_MAX                           gputraceApi = 147
+	gputraceApiAPI_cudaLaunchKernel                  gputraceApi = 1
+	gputraceApiAPI_cudaLaunchKernelPtsz              gputraceApi = 2
+	gputraceApiAPI_cudaLaunchKernelExC               gputraceApi = 3
+	gputraceApiAPI_cudaLaunchCooperativeKernel       gputraceApi = 4
+	gputraceApiAPI_cudaGraphLaunch                   gputraceApi = 5
+	gputraceApiAPI_cudaMemcpy                        gputraceApi = 6
+	gputraceApiAPI_cudaMemcpyAsync                   gputraceApi = 7
+	gputraceApiAPI_cudaMemcpyAsyncPtsz               gputraceApi = 8
+	gputraceApiAPI_cudaMemset                        gputraceApi = 9
+	gputraceApiAPI_cudaMemsetAsync                   gputraceApi = 10
+	gputraceApiAPI_cudaMalloc                        gputraceApi = 11
+	gputraceApiAPI_cudaMallocAsync                   gputraceApi = 12
+	gputraceApiAPI_cudaFree                          gputraceApi = 13
+	gputraceApiAPI_cudaFreeAsync                     gputraceApi = 14
+	gputraceApiAPI_cudaStreamSynchronize             gputraceApi = 15
+	gputraceApiAPI_cudaDeviceSynchronize             gputraceApi = 16
+	gputraceApiAPI_cudaEventRecord                   gputraceApi = 17
+	gputraceApiAPI_cudaEventSynchronize              gputraceApi = 18
+	gputraceApiAPI_cudaStreamWaitEvent               gputraceApi = 19
+	gputraceApiAPI_cudaSetDevice                     gputraceApi = 20
+	gputraceApiAPI___cudaRegisterFunction            gputraceApi = 21
+	gputraceApiAPI___cudaGetKernel                   gputraceApi = 22
+	gputraceApiAPI_cudaGetKernel                     gputraceApi = 23
+	gputraceApiAPI_cudaMemcpyPtds                    gputraceApi = 24
+	gputraceApiAPI_cudaMemsetPtds                    gputraceApi = 25
+	gputraceApiAPI_cudaMemsetAsyncPtsz               gputraceApi = 26
+	gputraceApiAPI_cudaMallocAsyncPtsz               gputraceApi = 27
+	gputraceApiAPI_cudaFreeAsyncPtsz                 gputraceApi = 28
+	gputraceApiAPI_cudaStreamSynchronizePtsz         gputraceApi = 29
+	gputraceApiAPI_cudaEventRecordPtsz               gputraceApi = 30
+	gputraceApiAPI_cudaStreamWaitEventPtsz           gputraceApi = 31
+	gputraceApiAPI_cudaGraphLaunchPtsz               gputraceApi = 32
+	gputraceApiAPI_cudaEventQuery                    gputraceApi = 33
+	gputraceApiAPI_cudaStreamBeginCapture            gputraceApi = 34
+	gputraceApiAPI_cudaStreamBeginCapturePtsz        gputraceApi = 35
+	gputraceApiAPI_cudaStreamEndCapture              gputraceApi = 36
+	gputraceApiAPI_cudaStreamEndCapturePtsz          gputraceApi = 37
+	gputraceApiAPI_cudaGraphInstantiate              gputraceApi = 38
+	gputraceApiAPI_cudaGraphInstantiateWithFlags     gputraceApi = 39
+	gputraceApiAPI_cudaGraphDestroy                  gputraceApi = 40
+	gputraceApiAPI_cudaGraphExecDestroy              gputraceApi = 41
+	gputraceApiAPI_cudaGraphCreate                   gputraceApi = 42
+	gputraceApiAPI_cudaGraphClone                    gputraceApi = 43
+	gputraceApiAPI_cudaGraphAddKernelNode            gputraceApi = 44
+	gputraceApiAPI_cudaGraphAddChildGraphNode        gputraceApi = 45
+	gputraceApiAPI_cudaGraphKernelNodeSetParams      gputraceApi = 46
+	gputraceApiAPI_cudaGraphExecKernelNodeSetParams  gputraceApi = 47
+	gputraceApiAPI_cudaGraphExecUpdate               gputraceApi = 48
+	gputraceApiAPI_cudaGraphAddNode                  gputraceApi = 49
+	gputraceApiAPI_cudaGraphAddNodeV2                gputraceApi = 50
+	gputraceApiAPI_cudaGraphNodeSetParams            gputraceApi = 51
+	gputraceApiAPI_cudaGraphExecNodeSetParams        gputraceApi = 52
+	gputraceApiAPI_cudaStreamBeginCaptureToGraph     gputraceApi = 53
+	gputraceApiAPI_cudaStreamBeginCaptureToGraphPtsz gputraceApi = 54
+	gputraceApiAPI_cuLaunchKernel                    gputraceApi = 55
+	gputraceApiAPI_cuLaunchKernelEx                  gputraceApi = 56
+	gputraceApiAPI_cuMemAllocV2                      gputraceApi = 57
+	gputraceApiAPI_cuMemFreeV2                       gputraceApi = 58
+	gputraceApiAPI_cuMemcpy                          gputraceApi = 59
+	gputraceApiAPI_cuMemcpyAsync                     gputraceApi = 60
+	gputraceApiAPI_cuMemcpyHtoD_v2                   gputraceApi = 61
+	gputraceApiAPI_cuMemcpyDtoH_v2                   gputraceApi = 62
+	gputraceApiAPI_cuMemcpyDtoD_v2                   gputraceApi = 63
+	gputraceApiAPI_cuMemcpyHtoDAsyncV2               gputraceApi = 64
+	gputraceApiAPI_cuMemcpyDtoHAsyncV2               gputraceApi = 65
+	gputraceApiAPI_cuMemcpyDtoDAsyncV2               gputraceApi = 66
+	gputraceApiAPI_cuStreamSynchronize               gputraceApi = 67
+	gputraceApiAPI_cuCtxSynchronize                  gputraceApi = 68
+	gputraceApiAPI_cuGraphLaunch                     gputraceApi = 69
+	gputraceApiAPI_cuModuleGetFunction               gputraceApi = 70
+	gputraceApiAPI_cuLaunchKernelPtsz                gputraceApi = 71
+	gputraceApiAPI_cuLaunchKernelExPtsz              gputraceApi = 72
+	gputraceApiAPI_cuLaunchCooperativeKernel         gputraceApi = 73
+	gputraceApiAPI_cuLaunchCooperativeKernelPtsz     gputraceApi = 74
+	gputraceApiAPI_cuMemAllocAsync                   gputraceApi = 75
+	gputraceApiAPI_cuMemAllocAsyncPtsz               gputraceApi = 76
+	gputraceApiAPI_cuMemFreeAsync                    gputraceApi = 77
+	gputraceApiAPI_cuMemFreeAsyncPtsz                gputraceApi = 78
+	gputraceApiAPI_cuMemcpyAsyncPtsz                 gputraceApi = 79
+	gputraceApiAPI_cuMemcpyHtoD_v2Ptds               gputraceApi = 80
+	gputraceApiAPI_cuMemcpyDtoH_v2Ptds               gputraceApi = 81
+	gputraceApiAPI_cuMemcpyDtoD_v2Ptds               gputraceApi = 82
+	gputraceApiAPI_cuMemcpyHtoDAsyncV2Ptsz           gputraceApi = 83
+	gputraceApiAPI_cuMemcpyDtoHAsyncV2Ptsz           gputraceApi = 84
+	gputraceApiAPI_cuMemcpyDtoDAsyncV2Ptsz           gputraceApi = 85
+	gputraceApiAPI_cuStreamSynchronizePtsz           gputraceApi = 86
+	gputraceApiAPI_cuGraphLaunchPtsz                 gputraceApi = 87
+	gputraceApiAPI_cuStreamBeginCapture              gputraceApi = 88
+	gputraceApiAPI_cuStreamBeginCapturePtsz          gputraceApi = 89
+	gputraceApiAPI_cuStreamBeginCaptureV2            gputraceApi = 90
+	gputraceApiAPI_cuStreamBeginCaptureV2Ptsz        gputraceApi = 91
+	gputraceApiAPI_cuStreamEndCapture                gputraceApi = 92
+	gputraceApiAPI_cuStreamEndCapturePtsz            gputraceApi = 93
+	gputraceApiAPI_cuGraphInstantiate                gputraceApi = 94
+	gputraceApiAPI_cuGraphInstantiateV2              gputraceApi = 95
+	gputraceApiAPI_cuGraphInstantiateWithFlags       gputraceApi = 96
+	gputraceApiAPI_cuGraphDestroy                    gputraceApi = 97
+	gputraceApiAPI_cuGraphExecDestroy                gputraceApi = 98
+	gputraceApiAPI_cuGraphCreate                     gputraceApi = 99
+	gputraceApiAPI_cuGraphClone                      gputraceApi = 100
+	gputraceApiAPI_cuGraphAddKernelNode              gputraceApi = 101
+	gputraceApiAPI_cuGraphAddKernelNodeV2            gputraceApi = 102
+	gputraceApiAPI_cuGraphAddChildGraphNode          gputraceApi = 103
+	gputraceApiAPI_cuGraphKernelNodeSetParams        gputraceApi = 104
+	gputraceApiAPI_cuGraphKernelNodeSetParamsV2      gputraceApi = 105
+	gputraceApiAPI_cuGraphExecKernelNodeSetParams    gputraceApi = 106
+	gputraceApiAPI_cuGraphExecKernelNodeSetParamsV2  gputraceApi = 107
+	gputraceApiAPI_cuGraphExecUpdate                 gputraceApi = 108
+	gputraceApiAPI_cuGraphExecUpdateV2               gputraceApi = 109
+	gputraceApiAPI_cuGraphAddNode                    gputraceApi = 110
+	gputraceApiAPI_cuGraphAddNodeV2                  gputraceApi = 111
+	gputraceApiAPI_cuGraphNodeSetParams              gputraceApi = 112
+	gputraceApiAPI_cuGraphExecNodeSetParams          gputraceApi = 113
+	gputraceApiAPI_cuStreamBeginCaptureToGraph       gputraceApi = 114
+	gputraceApiAPI_cuStreamBeginCaptureToGraphPtsz   gputraceApi = 115
+	gputraceApiAPI_hipLaunchKernel                   gputraceApi = 116
+	gputraceApiAPI_hipExtLaunchKernel                gputraceApi = 117
+	gputraceApiAPI_hipModuleLaunchKernel             gputraceApi = 118
+	gputraceApiAPI_hipModuleGetFunction              gputraceApi = 119
+	gputraceApiAPI_hipMemcpy                         gputraceApi = 120
+	gputraceApiAPI_hipMemcpyAsync                    gputraceApi = 121
+	gputraceApiAPI_hipMalloc                         gputraceApi = 122
+	gputraceApiAPI_hipFree                           gputraceApi = 123
+	gputraceApiAPI_hipStreamSynchronize              gputraceApi = 124
+	gputraceApiAPI_hipDeviceSynchronize              gputraceApi = 125
+	gputraceApiAPI_hipSetDevice                      gputraceApi = 126
+	gputraceApiAPI_hipGraphLaunch                    gputraceApi = 127
+	gputraceApiAPI_hipEventRecord                    gputraceApi = 128
+	gputraceApiAPI_hipEventSynchronize               gputraceApi = 129
+	gputraceApiAPI_hipStreamWaitEvent                gputraceApi = 130
+	gputraceApiAPI_hipStreamBeginCapture             gputraceApi = 131
+	gputraceApiAPI_hipStreamEndCapture               gputraceApi = 132
+	gputraceApiAPI_hipGraphInstantiate               gputraceApi = 133
+	gputraceApiAPI_hipGraphInstantiateWithFlags      gputraceApi = 134
+	gputraceApiAPI_hipGraphDestroy                   gputraceApi = 135
+	gputraceApiAPI_hipGraphExecDestroy               gputraceApi = 136
+	gputraceApiAPI_hipGraphCreate                    gputraceApi = 137
+	gputraceApiAPI_hipGraphClone                     gputraceApi = 138
+	gputraceApiAPI_hipGraphAddKernelNode             gputraceApi = 139
+	gputraceApiAPI_hipGraphAddChildGraphNode         gputraceApi = 140
+	gputraceApiAPI_hipGraphKernelNodeSetParams       gputraceApi = 141
+	gputraceApiAPI_hipGraphExecKernelNodeSetParams   gputraceApi = 142
+	gputraceApiAPI_hipGraphExecUpdate                gputraceApi = 143
+	gputraceApiAPI_ncclAllReduce                     gputraceApi = 144
+	gputraceApiAPI_ncclBroadcast                     gputraceApi = 145
+	gputraceApiAPI_ncclBcast                         gputraceApi = 146
+	gputraceApiAPI_ncclReduce                        gputraceApi = 147
+	gputraceApiAPI_ncclAllGather                     gputraceApi = 148
+	gputraceApiAPI_ncclReduceScatter                 gputraceApi = 149
+	gputraceApiAPI_ncclAlltoAll                      gputraceApi = 150
+	gputraceApiAPI_ncclGather                        gputraceApi = 151
+	gputraceApiAPI_ncclScatter                       gputraceApi = 152
+	gputraceApiAPI_ncclSend                          gputraceApi = 153
+	gputraceApiAPI_ncclRecv                          gputraceApi = 154
+	gputraceApiAPI_ncclAllReduceConfig               gputraceApi = 155
+	gputraceApiAPI_ncclBroadcastConfig               gputraceApi = 156
+	gputraceApiAPI_ncclReduceConfig                  gputraceApi = 157
+	gputraceApiAPI_ncclAllGatherConfig               gputraceApi = 158
+	gputraceApiAPI_ncclReduceScatterConfig           gputraceApi = 159
+	gputraceApiAPI_ncclAlltoAllConfig                gputraceApi = 160
+	gputraceApiAPI_ncclGatherConfig                  gputraceApi = 161
+	gputraceApiAPI_ncclScatterConfig                 gputraceApi = 162
+	gputraceApiAPI_ncclGroupStart                    gputraceApi = 163
+	gputraceApiAPI_ncclGroupEnd                      gputraceApi = 164
+	gputraceApiAPI_ncclCommInitRank                  gputraceApi = 165
+	gputraceApiAPI_ncclCommInitRankConfig            gputraceApi = 166
+	gputraceApiAPI_ncclCommInitRankScalable          gputraceApi = 167
+	gputraceApiAPI_ncclCommInitAll                   gputraceApi = 168
+	gputraceApiAPI_ncclCommSplit                     gputraceApi = 169
+	gputraceApiAPI_ncclCommCount                     gputraceApi = 170
+	gputraceApiAPI_ncclCommUserRank                  gputraceApi = 171
+	gputraceApiAPI_ncclCommDestroy                   gputraceApi = 172
+	gputraceApiAPI_ncclCommAbort                     gputraceApi = 173
+	gputraceApiAPI_ncclCommFinalize                  gputraceApi = 174
+	gputraceApiAPI_MAX                               gputraceApi = 175
 )
 
 type gputraceCallKey struct {
@@ -196,35 +224,39 @@ type gputraceEvent struct {
 type gputraceKind uint32
 
 const (
-	gputraceKindKIND_LAUNCH             gputraceKind = 1
-	gputraceKindKIND_MEMCPY             gputraceKind = 2
-	gputraceKindKIND_MEMSET             gputraceKind = 3
-	gputraceKindKIND_MALLOC             gputraceKind = 4
-	gputraceKindKIND_FREE               gputraceKind = 5
-	gputraceKindKIND_SYNC               gputraceKind = 6
-	gputraceKindKIND_EVENT_RECORD       gputraceKind = 7
-	gputraceKindKIND_STREAM_WAIT        gputraceKind = 8
-	gputraceKindKIND_SET_DEVICE         gputraceKind = 9
-	gputraceKindKIND_GRAPH_LAUNCH       gputraceKind = 10
-	gputraceKindKIND_FUNC_NAME          gputraceKind = 11
-	gputraceKindKIND_KERNEL_HANDLE      gputraceKind = 12
-	gputraceKindKIND_EVENT_QUERY        gputraceKind = 13
-	gputraceKindKIND_COPY_DONE          gputraceKind = 14
-	gputraceKindKIND_CAPTURE_BEGIN      gputraceKind = 15
-	gputraceKindKIND_CAPTURE_END        gputraceKind = 16
-	gputraceKindKIND_GRAPH_INSTANTIATE  gputraceKind = 17
-	gputraceKindKIND_GRAPH_DESTROY      gputraceKind = 18
-	gputraceKindKIND_GRAPH_EXEC_DESTROY gputraceKind = 19
-	gputraceKindKIND_GRAPH_CREATE       gputraceKind = 20
-	gputraceKindKIND_GRAPH_CLONE        gputraceKind = 21
-	gputraceKindKIND_GRAPH_KERNEL_NODE  gputraceKind = 22
-	gputraceKindKIND_GRAPH_CHILD_NODE   gputraceKind = 23
-	gputraceKindKIND_NCCL_COLL          gputraceKind = 24
-	gputraceKindKIND_NCCL_GROUP         gputraceKind = 25
-	gputraceKindKIND_NCCL_COMM_ID       gputraceKind = 26
-	gputraceKindKIND_NCCL_COMM          gputraceKind = 27
-	gputraceKindKIND_NCCL_COMM_QUERY    gputraceKind = 28
-	gputraceKindKIND_NCCL_COMM_END      gputraceKind = 29
+	gputraceKindKIND_LAUNCH                 gputraceKind = 1
+	gputraceKindKIND_MEMCPY                 gputraceKind = 2
+	gputraceKindKIND_MEMSET                 gputraceKind = 3
+	gputraceKindKIND_MALLOC                 gputraceKind = 4
+	gputraceKindKIND_FREE                   gputraceKind = 5
+	gputraceKindKIND_SYNC                   gputraceKind = 6
+	gputraceKindKIND_EVENT_RECORD           gputraceKind = 7
+	gputraceKindKIND_STREAM_WAIT            gputraceKind = 8
+	gputraceKindKIND_SET_DEVICE             gputraceKind = 9
+	gputraceKindKIND_GRAPH_LAUNCH           gputraceKind = 10
+	gputraceKindKIND_FUNC_NAME              gputraceKind = 11
+	gputraceKindKIND_KERNEL_HANDLE          gputraceKind = 12
+	gputraceKindKIND_EVENT_QUERY            gputraceKind = 13
+	gputraceKindKIND_COPY_DONE              gputraceKind = 14
+	gputraceKindKIND_CAPTURE_BEGIN          gputraceKind = 15
+	gputraceKindKIND_CAPTURE_END            gputraceKind = 16
+	gputraceKindKIND_GRAPH_INSTANTIATE      gputraceKind = 17
+	gputraceKindKIND_GRAPH_DESTROY          gputraceKind = 18
+	gputraceKindKIND_GRAPH_EXEC_DESTROY     gputraceKind = 19
+	gputraceKindKIND_GRAPH_CREATE           gputraceKind = 20
+	gputraceKindKIND_GRAPH_CLONE            gputraceKind = 21
+	gputraceKindKIND_GRAPH_KERNEL_NODE      gputraceKind = 22
+	gputraceKindKIND_GRAPH_CHILD_NODE       gputraceKind = 23
+	gputraceKindKIND_NCCL_COLL              gputraceKind = 24
+	gputraceKindKIND_NCCL_GROUP             gputraceKind = 25
+	gputraceKindKIND_NCCL_COMM_ID           gputraceKind = 26
+	gputraceKindKIND_NCCL_COMM              gputraceKind = 27
+	gputraceKindKIND_NCCL_COMM_QUERY        gputraceKind = 28
+	gputraceKindKIND_NCCL_COMM_END          gputraceKind = 29
+	gputraceKindKIND_GRAPH_NODE             gputraceKind = 30
+	gputraceKindKIND_GRAPH_NODE_PARAMS      gputraceKind = 31
+	gputraceKindKIND_GRAPH_EXEC_NODE_PARAMS gputraceKind = 32
+	gputraceKindKIND_GRAPH_EXEC_UPDATE      gputraceKind = 33
 )
 
 type gputraceLaneStage struct {
@@ -284,6 +316,13 @@ type gputraceThread struct {
 	Pad    uint32
 }
 
+type gputraceWideEvent struct {
+	_    structs.HostLayout
+	H    gputraceEvent
+	Node uint64
+	Pad  uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -303,6 +342,7 @@ const (
 	gputraceProgBenchRecord                    = "bench_record"
 	gputraceProgCaptureBegin                   = "capture_begin"
 	gputraceProgCaptureEndEnter                = "capture_end_enter"
+	gputraceProgCaptureToGraph                 = "capture_to_graph"
 	gputraceProgCopyReturn                     = "copy_return"
 	gputraceProgDriverLaunchKernel             = "driver_launch_kernel"
 	gputraceProgDriverLaunchKernelEx           = "driver_launch_kernel_ex"
@@ -318,9 +358,13 @@ const (
 	gputraceProgGraphCreateEnter               = "graph_create_enter"
 	gputraceProgGraphDestroy                   = "graph_destroy"
 	gputraceProgGraphExecDestroy               = "graph_exec_destroy"
+	gputraceProgGraphExecNodeParams            = "graph_exec_node_params"
+	gputraceProgGraphExecUpdateEnter           = "graph_exec_update_enter"
+	gputraceProgGraphExecUpdateReturn          = "graph_exec_update_return"
 	gputraceProgGraphInstantiateEnter          = "graph_instantiate_enter"
 	gputraceProgGraphKernelNode                = "graph_kernel_node"
 	gputraceProgGraphLaunch                    = "graph_launch"
+	gputraceProgGraphNodeParams                = "graph_node_params"
 	gputraceProgHandleOutReturn                = "handle_out_return"
 	gputraceProgHipExtLaunchKernel             = "hip_ext_launch_kernel"
 	gputraceProgHipLaunchKernel                = "hip_launch_kernel"
@@ -361,6 +405,7 @@ const (
 	gputraceVarUnusedCounter                   = "unused_counter"
 	gputraceVarUnusedKind                      = "unused_kind"
 	gputraceVarUnusedNameEvent                 = "unused_name_event"
+	gputraceVarUnusedWideEvent                 = "unused_wide_event"
 	gputraceVarWakeupBytes                     = "wakeup_bytes"
 )
 
@@ -413,6 +458,7 @@ type gputraceProgramSpecs struct {
 	BenchRecord                    *ebpf.ProgramSpec `ebpf:"bench_record"`
 	CaptureBegin                   *ebpf.ProgramSpec `ebpf:"capture_begin"`
 	CaptureEndEnter                *ebpf.ProgramSpec `ebpf:"capture_end_enter"`
+	CaptureToGraph                 *ebpf.ProgramSpec `ebpf:"capture_to_graph"`
 	CopyReturn                     *ebpf.ProgramSpec `ebpf:"copy_return"`
 	DriverLaunchKernel             *ebpf.ProgramSpec `ebpf:"driver_launch_kernel"`
 	DriverLaunchKernelEx           *ebpf.ProgramSpec `ebpf:"driver_launch_kernel_ex"`
@@ -428,9 +474,13 @@ type gputraceProgramSpecs struct {
 	GraphCreateEnter               *ebpf.ProgramSpec `ebpf:"graph_create_enter"`
 	GraphDestroy                   *ebpf.ProgramSpec `ebpf:"graph_destroy"`
 	GraphExecDestroy               *ebpf.ProgramSpec `ebpf:"graph_exec_destroy"`
+	GraphExecNodeParams            *ebpf.ProgramSpec `ebpf:"graph_exec_node_params"`
+	GraphExecUpdateEnter           *ebpf.ProgramSpec `ebpf:"graph_exec_update_enter"`
+	GraphExecUpdateReturn          *ebpf.ProgramSpec `ebpf:"graph_exec_update_return"`
 	GraphInstantiateEnter          *ebpf.ProgramSpec `ebpf:"graph_instantiate_enter"`
 	GraphKernelNode                *ebpf.ProgramSpec `ebpf:"graph_kernel_node"`
 	GraphLaunch                    *ebpf.ProgramSpec `ebpf:"graph_launch"`
+	GraphNodeParams                *ebpf.ProgramSpec `ebpf:"graph_node_params"`
 	HandleOutReturn                *ebpf.ProgramSpec `ebpf:"handle_out_return"`
 	HipExtLaunchKernel             *ebpf.ProgramSpec `ebpf:"hip_ext_launch_kernel"`
 	HipLaunchKernel                *ebpf.ProgramSpec `ebpf:"hip_launch_kernel"`
@@ -491,6 +541,7 @@ type gputraceVariableSpecs struct {
 	UnusedCounter   *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedKind      *ebpf.VariableSpec `ebpf:"unused_kind"`
 	UnusedNameEvent *ebpf.VariableSpec `ebpf:"unused_name_event"`
+	UnusedWideEvent *ebpf.VariableSpec `ebpf:"unused_wide_event"`
 	WakeupBytes     *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
@@ -550,6 +601,7 @@ type gputraceVariables struct {
 	UnusedCounter   *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedKind      *ebpf.Variable `ebpf:"unused_kind"`
 	UnusedNameEvent *ebpf.Variable `ebpf:"unused_name_event"`
+	UnusedWideEvent *ebpf.Variable `ebpf:"unused_wide_event"`
 	WakeupBytes     *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
@@ -564,6 +616,7 @@ type gputracePrograms struct {
 	BenchRecord                    *ebpf.Program `ebpf:"bench_record"`
 	CaptureBegin                   *ebpf.Program `ebpf:"capture_begin"`
 	CaptureEndEnter                *ebpf.Program `ebpf:"capture_end_enter"`
+	CaptureToGraph                 *ebpf.Program `ebpf:"capture_to_graph"`
 	CopyReturn                     *ebpf.Program `ebpf:"copy_return"`
 	DriverLaunchKernel             *ebpf.Program `ebpf:"driver_launch_kernel"`
 	DriverLaunchKernelEx           *ebpf.Program `ebpf:"driver_launch_kernel_ex"`
@@ -579,9 +632,13 @@ type gputracePrograms struct {
 	GraphCreateEnter               *ebpf.Program `ebpf:"graph_create_enter"`
 	GraphDestroy                   *ebpf.Program `ebpf:"graph_destroy"`
 	GraphExecDestroy               *ebpf.Program `ebpf:"graph_exec_destroy"`
+	GraphExecNodeParams            *ebpf.Program `ebpf:"graph_exec_node_params"`
+	GraphExecUpdateEnter           *ebpf.Program `ebpf:"graph_exec_update_enter"`
+	GraphExecUpdateReturn          *ebpf.Program `ebpf:"graph_exec_update_return"`
 	GraphInstantiateEnter          *ebpf.Program `ebpf:"graph_instantiate_enter"`
 	GraphKernelNode                *ebpf.Program `ebpf:"graph_kernel_node"`
 	GraphLaunch                    *ebpf.Program `ebpf:"graph_launch"`
+	GraphNodeParams                *ebpf.Program `ebpf:"graph_node_params"`
 	HandleOutReturn                *ebpf.Program `ebpf:"handle_out_return"`
 	HipExtLaunchKernel             *ebpf.Program `ebpf:"hip_ext_launch_kernel"`
 	HipLaunchKernel                *ebpf.Program `ebpf:"hip_launch_kernel"`
@@ -624,6 +681,7 @@ func (p *gputracePrograms) Close() error {
 		p.BenchRecord,
 		p.CaptureBegin,
 		p.CaptureEndEnter,
+		p.CaptureToGraph,
 		p.CopyReturn,
 		p.DriverLaunchKernel,
 		p.DriverLaunchKernelEx,
@@ -639,9 +697,13 @@ func (p *gputracePrograms) Close() error {
 		p.GraphCreateEnter,
 		p.GraphDestroy,
 		p.GraphExecDestroy,
+		p.GraphExecNodeParams,
+		p.GraphExecUpdateEnter,
+		p.GraphExecUpdateReturn,
 		p.GraphInstantiateEnter,
 		p.GraphKernelNode,
 		p.GraphLaunch,
+		p.GraphNodeParams,
 		p.HandleOutReturn,
 		p.HipExtLaunchKernel,
 		p.HipLaunchKernel,

@@ -57,6 +57,14 @@ const (
 	KindGraphClone      = Kind(gputraceKindKIND_GRAPH_CLONE)
 	KindGraphKernelNode = Kind(gputraceKindKIND_GRAPH_KERNEL_NODE)
 	KindGraphChildNode  = Kind(gputraceKindKIND_GRAPH_CHILD_NODE)
+	// A kernel node's handle (the return of the call that made it), and
+	// the changes of a graph's or an executable graph's kernels: a node's
+	// parameters set, in a graph or in an executable graph (a wide
+	// record), and an executable graph updated from a graph.
+	KindGraphNode           = Kind(gputraceKindKIND_GRAPH_NODE)
+	KindGraphNodeParams     = Kind(gputraceKindKIND_GRAPH_NODE_PARAMS)
+	KindGraphExecNodeParams = Kind(gputraceKindKIND_GRAPH_EXEC_NODE_PARAMS)
+	KindGraphExecUpdate     = Kind(gputraceKindKIND_GRAPH_EXEC_UPDATE)
 	// NCCL (nccl.go): a collective or point-to-point call, a group's
 	// start or end, a communicator's making (its id, then its handle on
 	// return), a query of its size or rank, its end.
@@ -88,11 +96,14 @@ const (
 	NumCounters        = int(gputraceCounterCOUNTER_MAX)
 )
 
-// Sizes of the two record layouts.
+// Sizes of the record layouts: struct event, struct name_event (a
+// KindFuncName record) and struct wide_event (a KindGraphExecNodeParams
+// record).
 const (
 	EventSize     = 80
 	NameEventSize = EventSize + nameLen
 	nameLen       = 240
+	WideEventSize = EventSize + 16
 )
 
 // Event is one decoded record. Which of A means what depends on Kind; the
@@ -106,6 +117,9 @@ type Event struct {
 	Device int32 // the thread's device as set by cudaSetDevice; 0 before
 	Ret    int32 // return code, for records made by return probes
 	A      [6]uint64
+	// Wide is the word past A of a wide record (KindGraphExecNodeParams);
+	// 0 for the other kinds. GraphNode reads it.
+	Wide uint64
 	// Name is the kernel name of a KindFuncName record. It points into
 	// the decoded buffer: copy it to keep it.
 	Name []byte
@@ -130,7 +144,13 @@ func Decode(b []byte, e *Event) error {
 	for i := range e.A {
 		e.A[i] = le.Uint64(b[32+8*i:])
 	}
-	e.Name = nil
+	e.Name, e.Wide = nil, 0
+	if e.Kind == KindGraphExecNodeParams {
+		if len(b) < WideEventSize {
+			return fmt.Errorf("%w: %d bytes of a wide record, want %d", ErrShort, len(b), WideEventSize)
+		}
+		e.Wide = le.Uint64(b[EventSize:])
+	}
 	if e.Kind == KindFuncName {
 		if len(b) < NameEventSize {
 			return fmt.Errorf("%w: name record of %d bytes, want %d", ErrShort, len(b), NameEventSize)
@@ -149,19 +169,22 @@ func Decode(b []byte, e *Event) error {
 
 // IsCall reports whether the record stands for one call of its API: every
 // record does but the returns of calls already recorded at entry,
-// KindCopyDone and KindNCCLComm.
-func (e *Event) IsCall() bool { return e.Kind != KindCopyDone && e.Kind != KindNCCLComm }
+// KindCopyDone, KindNCCLComm and KindGraphNode.
+func (e *Event) IsCall() bool {
+	return e.Kind != KindCopyDone && e.Kind != KindNCCLComm && e.Kind != KindGraphNode
+}
 
 // The fields of the records, by kind, as enum kind in gputrace.bpf.c lays
 // them out in A. Nothing outside this file indexes A.
 
-// Func is a KindLaunch (or KindGraphKernelNode) record's function: the
-// host stub of a runtime launch, the function handle of a driver or
-// module launch.
+// Func is a KindLaunch (or KindGraphKernelNode, KindGraphNodeParams,
+// KindGraphExecNodeParams) record's function: the host stub of a runtime
+// launch, the function handle of a driver or module launch.
 func (e *Event) Func() uint64 { return e.A[0] }
 
-// Grid and Block are a KindLaunch (or KindGraphKernelNode) record's
-// dimensions, x, y, z.
+// Grid and Block are a KindLaunch (or KindGraphKernelNode,
+// KindGraphNodeParams, KindGraphExecNodeParams) record's dimensions, x, y,
+// z.
 func (e *Event) Grid() [3]uint32 {
 	return [3]uint32{uint32(e.A[1]), uint32(e.A[1] >> 32), uint32(e.A[2])}
 }
@@ -178,8 +201,8 @@ func (e *Event) SetLaunch(fn uint64, grid, block [3]uint32, smem, stream uint64)
 		uint64(block[0]) | uint64(block[1])<<32, smem, stream}
 }
 
-// SharedMem is a KindLaunch (or KindGraphKernelNode) record's dynamic
-// shared memory, in bytes.
+// SharedMem is a KindLaunch (or KindGraphKernelNode, KindGraphNodeParams,
+// KindGraphExecNodeParams) record's dynamic shared memory, in bytes.
 func (e *Event) SharedMem() uint64 { return e.A[4] }
 
 // Stream is the stream a record names: a launch's, a copy's, a memset's,
@@ -203,17 +226,35 @@ func (e *Event) Stream() uint64 {
 // Graph is the CUDA graph (cudaGraph_t, CUgraph) a KindCaptureEnd,
 // KindGraphCreate or KindGraphClone record's call left in its output, a
 // KindGraphInstantiate record instantiated, a KindGraphDestroy record
-// destroys or a KindGraphKernelNode or KindGraphChildNode record adds a
-// node to; 0 for the other kinds. A kernel node's kernel is read as a
-// launch's: Func, Grid, Block, SharedMem.
+// destroys, a KindGraphKernelNode, KindGraphChildNode or KindGraphNode
+// record adds a node to, a KindCaptureBegin record captures into (0: a
+// new graph) or a KindGraphExecUpdate record updates from; 0 for the
+// other kinds. A kernel node's kernel is read as a launch's: Func, Grid,
+// Block, SharedMem.
 func (e *Event) Graph() uint64 {
 	switch e.Kind {
-	case KindCaptureEnd, KindGraphCreate, KindGraphClone:
+	case KindCaptureEnd, KindGraphCreate, KindGraphClone, KindCaptureBegin, KindGraphExecUpdate:
 		return e.A[1]
-	case KindGraphInstantiate, KindGraphDestroy, KindGraphChildNode:
+	case KindGraphInstantiate, KindGraphDestroy, KindGraphChildNode, KindGraphNode:
 		return e.A[0]
 	case KindGraphKernelNode:
 		return e.A[5]
+	}
+	return 0
+}
+
+// GraphNode is the kernel node (cudaGraphNode_t, CUgraphNode) a
+// KindGraphNode record's call left in its output, or a
+// KindGraphNodeParams or KindGraphExecNodeParams record sets; 0 for the
+// other kinds.
+func (e *Event) GraphNode() uint64 {
+	switch e.Kind {
+	case KindGraphNode:
+		return e.A[1]
+	case KindGraphNodeParams:
+		return e.A[5]
+	case KindGraphExecNodeParams:
+		return e.Wide
 	}
 	return 0
 }
@@ -232,14 +273,17 @@ func (e *Event) SourceGraph() uint64 {
 
 // GraphExec is the executable graph (cudaGraphExec_t, CUgraphExec) a
 // KindGraphInstantiate record's call left in its output, a
-// KindGraphLaunch record launches or a KindGraphExecDestroy record
-// destroys; 0 for the other kinds.
+// KindGraphLaunch record launches, a KindGraphExecDestroy record
+// destroys, or a KindGraphExecNodeParams or KindGraphExecUpdate record
+// changes; 0 for the other kinds.
 func (e *Event) GraphExec() uint64 {
 	switch e.Kind {
 	case KindGraphInstantiate:
 		return e.A[1]
-	case KindGraphLaunch, KindGraphExecDestroy:
+	case KindGraphLaunch, KindGraphExecDestroy, KindGraphExecUpdate:
 		return e.A[0]
+	case KindGraphExecNodeParams:
+		return e.A[5]
 	}
 	return 0
 }

@@ -26,11 +26,15 @@ import (
 
 // encode writes e as the BPF side lays out struct event (and, for
 // KindFuncName, struct name_event with name NUL-padded to nameLen bytes,
-// or not terminated when name fills it). It returns the record.
+// or not terminated when name fills it; for KindGraphExecNodeParams,
+// struct wide_event). It returns the record.
 func encode(e Event, name string) []byte {
 	size := EventSize
-	if e.Kind == KindFuncName {
+	switch e.Kind {
+	case KindFuncName:
 		size = NameEventSize
+	case KindGraphExecNodeParams:
+		size = WideEventSize
 	}
 	b := make([]byte, size)
 	le := binary.LittleEndian
@@ -48,6 +52,10 @@ func encode(e Event, name string) []byte {
 	if e.Kind == KindFuncName {
 		copy(b[EventSize:], name)
 	}
+	if e.Kind == KindGraphExecNodeParams {
+		le.PutUint64(b[EventSize:], e.Wide)
+		le.PutUint64(b[EventSize+8:], 0xdeadbeef) // padding: must be ignored
+	}
 	return b
 }
 
@@ -57,6 +65,8 @@ func encode(e Event, name string) []byte {
 func TestLayout(t *testing.T) {
 	assert.Equal(t, EventSize, binary.Size(gputraceEvent{}), "the size of struct event, against EventSize")
 	assert.Equal(t, NameEventSize, binary.Size(gputraceNameEvent{}), "the size of struct name_event, against NameEventSize")
+	assert.Equal(t, WideEventSize, binary.Size(gputraceWideEvent{}), "the size of struct wide_event, against WideEventSize")
+	assert.Equal(t, uintptr(EventSize), reflect.TypeOf(gputraceWideEvent{}).Field(2).Offset, "where Decode reads a wide record's node")
 	// The offsets Decode reads, against the generated struct.
 	var ev gputraceEvent
 	for _, f := range []struct {
@@ -120,19 +130,39 @@ func TestDecodeKinds(t *testing.T) {
 		{name: "negative device", in: Event{Kind: KindSetDevice, API: API(gputraceApiAPI_cudaSetDevice), Device: -1,
 			A: [6]uint64{0xffffffffffffffff}}},
 		{name: "graph launch", in: Event{Kind: KindGraphLaunch, API: API(gputraceApiAPI_cuGraphLaunch), A: [6]uint64{0x10000900, stream}},
-			want: map[string]uint64{"Stream": stream}},
+			want: map[string]uint64{"Stream": stream, "GraphExec": 0x10000900}},
 		{name: "kernel handle", in: Event{Kind: KindKernelHandle, API: API(gputraceApiAPI_cudaGetKernel), A: [6]uint64{0xabc, fn}},
 			want: map[string]uint64{"KernelHandle.kernel": 0xabc, "KernelHandle.hostFunc": fn}},
+		{name: "capture", in: Event{Kind: KindCaptureBegin, API: API(gputraceApiAPI_cudaStreamBeginCapture), A: [6]uint64{stream}},
+			want: map[string]uint64{"Stream": stream}},
+		{name: "capture to graph", in: Event{Kind: KindCaptureBegin, API: API(gputraceApiAPI_cuStreamBeginCaptureToGraph), A: [6]uint64{stream, 0x6100}},
+			want: map[string]uint64{"Stream": stream, "Graph": 0x6100}},
+		{name: "capture end", in: Event{Kind: KindCaptureEnd, API: API(gputraceApiAPI_cudaStreamEndCapture), A: [6]uint64{stream, 0x6100}},
+			want: map[string]uint64{"Stream": stream, "Graph": 0x6100}},
+		{name: "kernel node", in: Event{Kind: KindGraphKernelNode, API: API(gputraceApiAPI_cuGraphAddNode), A: [6]uint64{fn, 4 | 2<<32, 3 | 1<<32, 128 | 2<<32, 4096, 0x6100}},
+			grid: [3]uint32{4, 2, 3}, block: [3]uint32{128, 2, 1}, want: map[string]uint64{"Func": fn, "SharedMem": 4096, "Graph": 0x6100}},
+		{name: "kernel node made", in: Event{Kind: KindGraphNode, API: API(gputraceApiAPI_cudaGraphAddKernelNode), A: [6]uint64{0x6100, 0x9100}},
+			want: map[string]uint64{"Graph": 0x6100, "GraphNode": 0x9100}},
+		{name: "node params", in: Event{Kind: KindGraphNodeParams, API: API(gputraceApiAPI_hipGraphKernelNodeSetParams), A: [6]uint64{fn, 4 | 2<<32, 3 | 1<<32, 128 | 2<<32, 4096, 0x9100}},
+			grid: [3]uint32{4, 2, 3}, block: [3]uint32{128, 2, 1}, want: map[string]uint64{"Func": fn, "SharedMem": 4096, "GraphNode": 0x9100}},
+		{name: "exec node params", in: Event{Kind: KindGraphExecNodeParams, API: API(gputraceApiAPI_cuGraphExecKernelNodeSetParamsV2),
+			A: [6]uint64{fn, 4 | 2<<32, 3 | 1<<32, 128 | 2<<32, 4096, 0x7100}, Wide: 0x9100},
+			grid: [3]uint32{4, 2, 3}, block: [3]uint32{128, 2, 1}, want: map[string]uint64{"Func": fn, "SharedMem": 4096, "GraphExec": 0x7100, "GraphNode": 0x9100}},
+		{name: "exec update", in: Event{Kind: KindGraphExecUpdate, API: API(gputraceApiAPI_cudaGraphExecUpdate), Ret: 910, A: [6]uint64{0x7100, 0x6100}},
+			want: map[string]uint64{"GraphExec": 0x7100, "Graph": 0x6100}},
 		{name: "unknown kind", in: Event{Kind: 0xffff, API: 0xffff, Ret: -1, A: [6]uint64{1, 2, 3, 4, 5, 6}}},
 	}
 	accessors := map[string]func(*Event) uint64{
 		"Func": (*Event).Func, "SharedMem": (*Event).SharedMem, "Stream": (*Event).Stream, "Waited": (*Event).Waited,
 		"Duration": (*Event).Duration, "Bytes": (*Event).Bytes, "CopyKind": (*Event).CopyKind, "Pointer": (*Event).Pointer,
 		"EventHandle":           (*Event).EventHandle,
+		"Graph":                 (*Event).Graph,
+		"GraphExec":             (*Event).GraphExec,
+		"GraphNode":             (*Event).GraphNode,
 		"KernelHandle.kernel":   func(e *Event) uint64 { k, _ := e.KernelHandle(); return k },
 		"KernelHandle.hostFunc": func(e *Event) uint64 { _, f := e.KernelHandle(); return f },
 	}
-	kindAware := []string{"Stream", "Duration", "Bytes", "EventHandle"}
+	kindAware := []string{"Stream", "Duration", "Bytes", "EventHandle", "Graph", "GraphExec", "GraphNode"}
 	seen := map[Kind]bool{}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,7 +173,7 @@ func TestDecodeKinds(t *testing.T) {
 			require.NoError(t, Decode(encode(in, ""), &got))
 			require.Equal(t, in, got, "Decode")
 			assert.Nil(t, got.Name, "Name = %q, want nil for kind %d", got.Name, got.Kind)
-			if got.Kind == KindLaunch {
+			if tc.grid != [3]uint32{} {
 				assert.Equal(t, tc.grid, got.Grid(), "Grid()")
 				assert.Equal(t, tc.block, got.Block(), "Block()")
 			}
@@ -220,6 +250,7 @@ func TestDecodeShort(t *testing.T) {
 		{"header minus one", launch[:EventSize-1]},
 		{"name record header only", name[:EventSize]},
 		{"name record minus one", name[:NameEventSize-1]},
+		{"wide record minus one", encode(Event{Kind: KindGraphExecNodeParams}, "")[:WideEventSize-1]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var e Event
@@ -617,13 +648,15 @@ func FuzzDecode(f *testing.F) {
 	f.Add(encode(Event{Kind: KindFuncName}, "")[:EventSize+10])
 	f.Add([]byte{})
 	f.Add(make([]byte, EventSize-1))
+	f.Add(encode(Event{Kind: KindGraphExecNodeParams, A: [6]uint64{1, 2, 3, 4, 5, 6}, Wide: 7}, ""))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var e Event
 		err := Decode(b, &e)
 		if err != nil {
 			require.ErrorIs(t, err, ErrShort)
 			short := len(b) < EventSize ||
-				(binary.LittleEndian.Uint16(b[16:]) == uint16(KindFuncName) && len(b) < NameEventSize)
+				(binary.LittleEndian.Uint16(b[16:]) == uint16(KindFuncName) && len(b) < NameEventSize) ||
+				(binary.LittleEndian.Uint16(b[16:]) == uint16(KindGraphExecNodeParams) && len(b) < WideEventSize)
 			require.True(t, short, "ErrShort for a %d-byte record", len(b))
 			return
 		}
@@ -634,6 +667,9 @@ func FuzzDecode(f *testing.F) {
 			API: API(le.Uint16(b[18:])), Device: int32(le.Uint32(b[20:])), Ret: int32(le.Uint32(b[24:]))}
 		for i := range want.A {
 			want.A[i] = le.Uint64(b[32+8*i:])
+		}
+		if want.Kind == KindGraphExecNodeParams {
+			want.Wide = le.Uint64(b[EventSize:])
 		}
 		name := e.Name
 		e.Name = nil

@@ -112,6 +112,11 @@ const (
 	graphClone     = gputraceProgGraphCloneEnter
 	kernelNode     = gputraceProgGraphKernelNode
 	childNode      = gputraceProgGraphChildNode
+	nodeParams     = gputraceProgGraphNodeParams
+	execNodeParams = gputraceProgGraphExecNodeParams
+	execUpdate     = gputraceProgGraphExecUpdateEnter
+	execUpdateRet  = gputraceProgGraphExecUpdateReturn
+	captureTo      = gputraceProgCaptureToGraph
 	execDestroy    = gputraceProgGraphExecDestroy
 	ncclReduction  = gputraceProgNcclReduction
 	ncclRooted     = gputraceProgNcclRooted
@@ -192,12 +197,30 @@ var Probes = []Probe{
 	rt("cudaGraphExecDestroy", gputraceApiAPI_cudaGraphExecDestroy, execDestroy, none, 0),
 	// Graphs built node by node: cudaGraphCreate(cudaGraph_t *graph,
 	// flags), cudaGraphClone(cudaGraph_t *clone, original),
-	// cudaGraphAddKernelNode(node *, graph, deps, ndeps, params *),
-	// cudaGraphAddChildGraphNode(node *, graph, deps, ndeps, child).
+	// cudaGraphAddKernelNode(node *, graph, deps, ndeps, params *) (the
+	// node known on return), cudaGraphAddChildGraphNode(node *, graph,
+	// deps, ndeps, child); CUDA 12.2's generic cudaGraphAddNode(node *,
+	// graph, deps, ndeps, cudaGraphNodeParams *) and 12.3's _v2 (deps,
+	// depData, ndeps: the parameters the 6th argument).
 	rt("cudaGraphCreate", gputraceApiAPI_cudaGraphCreate, graphCreate, handleOut, 0),
 	rt("cudaGraphClone", gputraceApiAPI_cudaGraphClone, graphClone, handleOut, 0),
-	rt("cudaGraphAddKernelNode", gputraceApiAPI_cudaGraphAddKernelNode, kernelNode, none, 0),
+	rt("cudaGraphAddKernelNode", gputraceApiAPI_cudaGraphAddKernelNode, kernelNode, handleOut, 0),
 	rt("cudaGraphAddChildGraphNode", gputraceApiAPI_cudaGraphAddChildGraphNode, childNode, none, 0),
+	rt("cudaGraphAddNode", gputraceApiAPI_cudaGraphAddNode, kernelNode, handleOut, 0),
+	rt("cudaGraphAddNode_v2", gputraceApiAPI_cudaGraphAddNodeV2, kernelNode, handleOut, 0),
+	// Kernels changed: cudaGraphKernelNodeSetParams(node, params *),
+	// cudaGraphExecKernelNodeSetParams(exec, node, params *), their
+	// generic forms with a cudaGraphNodeParams, and
+	// cudaGraphExecUpdate(exec, graph, …) (whether it was made known on
+	// return). cudaStreamBeginCaptureToGraph(stream, graph, …) (CUDA 12.3)
+	// captures into a graph that exists.
+	rt("cudaGraphKernelNodeSetParams", gputraceApiAPI_cudaGraphKernelNodeSetParams, nodeParams, none, 0),
+	rt("cudaGraphNodeSetParams", gputraceApiAPI_cudaGraphNodeSetParams, nodeParams, none, 0),
+	rt("cudaGraphExecKernelNodeSetParams", gputraceApiAPI_cudaGraphExecKernelNodeSetParams, execNodeParams, none, 0),
+	rt("cudaGraphExecNodeSetParams", gputraceApiAPI_cudaGraphExecNodeSetParams, execNodeParams, none, 0),
+	rt("cudaGraphExecUpdate", gputraceApiAPI_cudaGraphExecUpdate, execUpdate, execUpdateRet, 0),
+	rt("cudaStreamBeginCaptureToGraph", gputraceApiAPI_cudaStreamBeginCaptureToGraph, captureTo, none, 1),
+	rt("cudaStreamBeginCaptureToGraph_ptsz", gputraceApiAPI_cudaStreamBeginCaptureToGraphPtsz, captureTo, none, 1),
 
 	// Driver launches: cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, …).
 	drv("cuLaunchKernel", gputraceApiAPI_cuLaunchKernel, driverLaunch, none, 0, NoCopyKind),
@@ -224,9 +247,24 @@ var Probes = []Probe{
 	drv("cuGraphExecDestroy", gputraceApiAPI_cuGraphExecDestroy, execDestroy, none, 0, NoCopyKind),
 	drv("cuGraphCreate", gputraceApiAPI_cuGraphCreate, graphCreate, handleOut, 0, NoCopyKind),
 	drv("cuGraphClone", gputraceApiAPI_cuGraphClone, graphClone, handleOut, 0, NoCopyKind),
-	drv("cuGraphAddKernelNode", gputraceApiAPI_cuGraphAddKernelNode, kernelNode, none, 0, NoCopyKind),
-	drv("cuGraphAddKernelNode_v2", gputraceApiAPI_cuGraphAddKernelNodeV2, kernelNode, none, 0, NoCopyKind),
+	drv("cuGraphAddKernelNode", gputraceApiAPI_cuGraphAddKernelNode, kernelNode, handleOut, 0, NoCopyKind),
+	drv("cuGraphAddKernelNode_v2", gputraceApiAPI_cuGraphAddKernelNodeV2, kernelNode, handleOut, 0, NoCopyKind),
 	drv("cuGraphAddChildGraphNode", gputraceApiAPI_cuGraphAddChildGraphNode, childNode, none, 0, NoCopyKind),
+	drv("cuGraphAddNode", gputraceApiAPI_cuGraphAddNode, kernelNode, handleOut, 0, NoCopyKind),
+	drv("cuGraphAddNode_v2", gputraceApiAPI_cuGraphAddNodeV2, kernelNode, handleOut, 0, NoCopyKind),
+	drv("cuGraphKernelNodeSetParams", gputraceApiAPI_cuGraphKernelNodeSetParams, nodeParams, none, 0, NoCopyKind),
+	drv("cuGraphKernelNodeSetParams_v2", gputraceApiAPI_cuGraphKernelNodeSetParamsV2, nodeParams, none, 0, NoCopyKind),
+	drv("cuGraphNodeSetParams", gputraceApiAPI_cuGraphNodeSetParams, nodeParams, none, 0, NoCopyKind),
+	drv("cuGraphExecKernelNodeSetParams", gputraceApiAPI_cuGraphExecKernelNodeSetParams, execNodeParams, none, 0, NoCopyKind),
+	drv("cuGraphExecKernelNodeSetParams_v2", gputraceApiAPI_cuGraphExecKernelNodeSetParamsV2, execNodeParams, none, 0, NoCopyKind),
+	drv("cuGraphExecNodeSetParams", gputraceApiAPI_cuGraphExecNodeSetParams, execNodeParams, none, 0, NoCopyKind),
+	// cuGraphExecUpdate is CUDA 11's (exec, graph, CUgraphNode
+	// *errorNode, CUgraphExecUpdateResult *result), _v2 CUDA 12's (exec,
+	// graph, CUgraphExecUpdateResultInfo *).
+	drv("cuGraphExecUpdate", gputraceApiAPI_cuGraphExecUpdate, execUpdate, execUpdateRet, 0, NoCopyKind),
+	drv("cuGraphExecUpdate_v2", gputraceApiAPI_cuGraphExecUpdateV2, execUpdate, execUpdateRet, 0, NoCopyKind),
+	drv("cuStreamBeginCaptureToGraph", gputraceApiAPI_cuStreamBeginCaptureToGraph, captureTo, none, 1, NoCopyKind),
+	drv("cuStreamBeginCaptureToGraph_ptsz", gputraceApiAPI_cuStreamBeginCaptureToGraphPtsz, captureTo, none, 1, NoCopyKind),
 	// Memory: cuMemAlloc_v2(CUdeviceptr *p, size[, stream]), cuMemFree_v2(p[, stream]).
 	drv("cuMemAlloc_v2", gputraceApiAPI_cuMemAllocV2, mallocEnter, mallocReturn, 0, NoCopyKind),
 	drv("cuMemAllocAsync", gputraceApiAPI_cuMemAllocAsync, mallocEnter, mallocReturn, 3, NoCopyKind),
@@ -287,6 +325,16 @@ var Probes = []Probe{
 	hip("hipGraphInstantiateWithFlags", gputraceApiAPI_hipGraphInstantiateWithFlags, instantiate, handleOut, 0),
 	hip("hipGraphDestroy", gputraceApiAPI_hipGraphDestroy, graphDestroy, none, 0),
 	hip("hipGraphExecDestroy", gputraceApiAPI_hipGraphExecDestroy, execDestroy, none, 0),
+	// Graphs built node by node, as CUDA's, but hipKernelNodeParams
+	// orders its fields otherwise (the kernel node programs read it by
+	// the API); hipGraphExecUpdate is CUDA 11's cudaGraphExecUpdate.
+	hip("hipGraphCreate", gputraceApiAPI_hipGraphCreate, graphCreate, handleOut, 0),
+	hip("hipGraphClone", gputraceApiAPI_hipGraphClone, graphClone, handleOut, 0),
+	hip("hipGraphAddKernelNode", gputraceApiAPI_hipGraphAddKernelNode, kernelNode, handleOut, 0),
+	hip("hipGraphAddChildGraphNode", gputraceApiAPI_hipGraphAddChildGraphNode, childNode, none, 0),
+	hip("hipGraphKernelNodeSetParams", gputraceApiAPI_hipGraphKernelNodeSetParams, nodeParams, none, 0),
+	hip("hipGraphExecKernelNodeSetParams", gputraceApiAPI_hipGraphExecKernelNodeSetParams, execNodeParams, none, 0),
+	hip("hipGraphExecUpdate", gputraceApiAPI_hipGraphExecUpdate, execUpdate, execUpdateRet, 0),
 
 	// NCCL (libnccl.so.2), as nccl.h declares it. The *Config forms
 	// append a config pointer to the plain form's arguments. Each

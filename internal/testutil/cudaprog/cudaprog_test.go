@@ -74,10 +74,14 @@ func TestScenarioArguments(t *testing.T) {
 			p.Go()
 			lines := p.Wait()
 			tids := Threads(lines)
+			threads := s.Threads
 			if len(s.Threads) == 1 {
 				tids = map[int]int{0: p.Pid}
+				threads = [][]Call{slices.Concat(s.Before, s.Threads[0])}
+			} else {
+				require.Empty(t, s.Before, "Before with threads")
 			}
-			checkGot(t, lines, s.Threads, tids, Stubs(lines))
+			checkGot(t, lines, threads, tids, Stubs(lines))
 		})
 	}
 }
@@ -185,6 +189,14 @@ func match(g got, c Call, stubs map[string]uint64) error {
 			want = hex(c.Out)
 		case "child":
 			want = hex(c.Child)
+		case "function":
+			want = hex(c.Function)
+		case "node":
+			want = hex(c.Node)
+		case "graph":
+			want = hex(c.Graph)
+		case "type":
+			want = strconv.Itoa(c.NodeType)
 		case "value":
 			want = strconv.Itoa(c.Value)
 		default:
@@ -197,21 +209,56 @@ func match(g got, c Call, stubs map[string]uint64) error {
 	return nil
 }
 
-// TestLoop runs each program's loop on one thread and on three: every
-// thread makes the n calls.
+// TestLoop runs each program's loops on one thread and on three: the
+// setup calls are made once, and every thread makes the n calls.
 func TestLoop(t *testing.T) {
 	realGPU(t)
-	for prog, c := range loops {
+	for _, l := range Loops {
 		for _, threads := range []int{1, 3} {
-			t.Run(fmt.Sprintf("%s/%d", prog, threads), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/%d", l.Program, l.Name, threads), func(t *testing.T) {
 				t.Parallel()
-				lines := run(t, exec.Command(Build(t, prog), "loop", "1000", strconv.Itoa(threads)))
+				lines := run(t, exec.Command(Build(t, l.Program), l.Name, "1000", strconv.Itoa(threads)))
 				ns, ok := NsPerCall(lines)
 				assert.True(t, ok, "NS_PER_CALL %v %v in %q", ns, ok, lines)
 				assert.Positive(t, ns, "NS_PER_CALL %v %v in %q", ns, ok, lines)
-				assert.Equal(t, map[string]map[int]int{c.API: {c.Ret: 1000 * threads}}, Rets(lines), "RET lines")
+				want := Scenario{Threads: [][]Call{l.Setup}}.Rets()
+				if want[l.Call.API] == nil {
+					want[l.Call.API] = map[int]int{}
+				}
+				want[l.Call.API][l.Call.Ret] += 1000 * threads
+				assert.Equal(t, want, Rets(lines), "RET lines")
 			})
 		}
+	}
+}
+
+// TestLoopArguments checks, without a tracer, that the loops pass
+// exactly the arguments the tables list, their setup's first.
+func TestLoopArguments(t *testing.T) {
+	for _, l := range Loops {
+		if l.Program == "static" {
+			continue // its own cudaLaunchKernel: TestScenarioArguments checks it
+		}
+		t.Run(l.Program+"/"+l.Name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(Build(t, l.Program), l.Name, "3")
+			cmd.Env = append(os.Environ(), "LD_PRELOAD="+Build(t, "recorder"))
+			p := StartCmd(t, cmd)
+			p.Go()
+			lines := p.Wait()
+			// The setup runs on the main thread, the loop on one of its own.
+			loopTid := 0
+			for tid := range parseGot(lines) {
+				if tid != p.Pid {
+					loopTid = tid
+				}
+			}
+			threads, tids := [][]Call{{l.Call, l.Call, l.Call}}, map[int]int{0: loopTid}
+			if len(l.Setup) > 0 {
+				threads, tids = append(threads, l.Setup), map[int]int{0: loopTid, 1: p.Pid}
+			}
+			checkGot(t, lines, threads, tids, Stubs(lines))
+		})
 	}
 }
 

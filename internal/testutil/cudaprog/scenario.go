@@ -47,6 +47,8 @@ const (
 	GraphC     = HandleBase + 13*handleStep
 	GraphExecB = HandleBase + 14*handleStep
 	GraphExecC = HandleBase + 15*handleStep
+	GraphD     = HandleBase + 18*handleStep
+	GraphExecD = HandleBase + 19*handleStep
 	Function1  = HandleBase + 16*handleStep // CUfunction
 	Function2  = HandleBase + 17*handleStep // CUfunction
 	// ForwardFunction is the CUfunction the forward library (a stand-in
@@ -55,6 +57,11 @@ const (
 	// threadStream0 is the stream of thread 0 in RuntimeThreads; thread i
 	// uses threadStream0 + i*0x100.
 	threadStream0 = HandleBase + 32*handleStep
+	// NodeA… are graph nodes (cudaGraphNode_t, CUgraphNode).
+	NodeA = HandleBase + 40*handleStep
+	NodeB = HandleBase + 41*handleStep
+	NodeC = HandleBase + 42*handleStep
+	NodeD = HandleBase + 43*handleStep
 )
 
 // Kernel host stubs: the C++ mangled names of the functions whose
@@ -111,16 +118,35 @@ type Call struct {
 	// graph exec of cudaGraphLaunch / cuGraphLaunch and
 	// cudaGraphExecDestroy, or the graph of cudaGraphInstantiate,
 	// cudaGraphDestroy, cudaGraphAddKernelNode and
-	// cudaGraphAddChildGraphNode (cudaGraphClone's original).
+	// cudaGraphAddChildGraphNode (cudaGraphClone's original), and the
+	// same of the driver's cuGraph* calls.
 	Handle uint64
 	// Child is cudaGraphAddChildGraphNode's child graph.
 	Child uint64
+	// Function is the CUfunction of a driver kernel node
+	// (cuGraphAddKernelNode, cuGraphKernelNodeSetParams …), whose Handle
+	// is the graph or the graph exec.
+	Function uint64
+	// Node is the graph node whose parameters a call sets
+	// (cudaGraphKernelNodeSetParams, cudaGraphExecKernelNodeSetParams and
+	// the driver's); a node's making has it in Out.
+	Node uint64
+	// Graph is cudaGraphExecUpdate's graph (Handle is the graph exec).
+	Graph uint64
+	// NodeType is the CUgraphNodeType of the generic node calls
+	// (cuGraphAddNode, cuGraphNodeSetParams, cuGraphExecNodeSetParams):
+	// NodeKernel takes Function and the dimensions, NodeGraph Child.
+	NodeType int
 	// Out is what the program puts in a call's output handle before the
 	// call (cudaStreamEndCapture's, cudaGraphCreate's and cudaGraphClone's
-	// graph, cudaGraphInstantiate's exec):
+	// graph, cudaGraphInstantiate's exec, and the driver's):
 	// without a GPU the libraries fail and leave it as it was, so the
 	// return probes read a known value.
-	Out         uint64
+	Out uint64
+	// OutNull: the library writes NULL to the output instead (libcuda
+	// 535's cuStreamEndCapture does without a GPU, as for a capture that
+	// was invalidated), so the return probe reads 0.
+	OutNull     bool
 	Grid, Block Dim3
 	SharedMem   uint32
 	Stream      uint64
@@ -145,11 +171,19 @@ type Call struct {
 	// copies, memset and cuCtxSynchronize (and from cuLaunchKernel when
 	// cuInit was not called: DriverLoop), 400 (CUDA_ERROR_INVALID_HANDLE)
 	// from calls taking a stream or CUfunction: launches,
-	// cuStreamSynchronize, cuGraphLaunch, cuMemAllocAsync, cuMemFreeAsync.
+	// cuStreamSynchronize, cuGraphLaunch, cuMemAllocAsync, cuMemFreeAsync,
+	// a capture's begin and end; 3 from the other graph calls.
 	// The static program's own cudaLaunchKernel returns 0.
 	// Unused (NoRet) for void functions (__cudaRegister*).
 	Ret int
 }
+
+// CUgraphNodeType values (cuda.h).
+const (
+	NodeKernel = 0 // CU_GRAPH_NODE_TYPE_KERNEL
+	NodeGraph  = 4 // CU_GRAPH_NODE_TYPE_GRAPH
+	NodeEmpty  = 5 // CU_GRAPH_NODE_TYPE_EMPTY
+)
 
 // NoRet is Call.Ret of a void function: it prints no RET line.
 const NoRet = -1000000
@@ -158,6 +192,10 @@ const NoRet = -1000000
 type Scenario struct {
 	Program string // "runtime", "driver" or "static"
 	Name    string // the command-line argument
+	// Before are calls the main thread makes before READY: a tracer
+	// started at READY does not see them (a process it attached to
+	// late). Only with one thread.
+	Before []Call
 	// Threads holds one call sequence per thread. With one sequence the
 	// main thread runs it; with several, the program starts one thread per
 	// sequence before READY (printing "THREAD <i> <tid>"), and after the go
@@ -165,8 +203,8 @@ type Scenario struct {
 	Threads [][]Call
 }
 
-// Calls returns every call of s, thread after thread.
-func (s Scenario) Calls() []Call { return slices.Concat(s.Threads...) }
+// Calls returns every call of s, thread after thread, Before's first.
+func (s Scenario) Calls() []Call { return slices.Concat(append([][]Call{s.Before}, s.Threads...)...) }
 
 // Filter returns the calls of s to any of apis, in order, thread after
 // thread.
@@ -468,10 +506,295 @@ var RuntimeGraphs = Scenario{Program: "runtime", Name: "graphs", Threads: [][]Ca
 	)
 }()}}
 
-var Scenarios = []*Scenario{&RuntimeLaunch, &RuntimeThreads, &RuntimeRegister, &RuntimeOccupancy, &RuntimeGraphs, &DriverLaunch, &StaticLaunch}
+// DriverGraphReplays is how many times DriverGraphs replays GraphExecA.
+const DriverGraphReplays = 6
 
-// loops maps a program to the call of its "loop <n>" scenario.
-var loops = map[string]*Call{"runtime": &RuntimeLoop, "driver": &DriverLoop, "static": &StaticLoop}
+// DriverGraphs is "driver graphs": graphs through the driver API. First a
+// stream capture on StreamA (cuStreamBeginCapture_v2) of a cuLaunchKernel
+// and a cuLaunchKernelEx, with a run on StreamB meanwhile; without a GPU
+// libcuda 535's cuStreamEndCapture writes NULL to its output (as for a
+// capture that was invalidated), so the capture makes no graph, and the
+// launch on StreamA after it is a run. Then GraphA made by cuGraphCreate,
+// with three kernel nodes added by cuGraphAddKernelNode
+// (CUDA_KERNEL_NODE_PARAMS v1) and cuGraphAddKernelNode_v2 (v2),
+// instantiated (cuGraphInstantiate, CUDA 11's form) as GraphExecA and
+// replayed DriverGraphReplays times on StreamB. A capture on StreamC with
+// cuStreamBeginCapture (the first form, without a mode) of one
+// cuLaunchKernel_ptsz, which makes no graph either. GraphB, a
+// cuGraphClone of GraphA with one kernel node more; GraphC, made by
+// cuGraphCreate, with GraphA as a child graph node
+// (cuGraphAddChildGraphNode) and a kernel node; GraphB instantiated with
+// cuGraphInstantiateWithFlags as GraphExecB, GraphC with
+// cuGraphInstantiate_v2 as GraphExecC, each replayed twice. Last
+// GraphExecA and GraphA destroyed, and GraphExecA launched once more (not
+// known any more). Without a GPU cuInit returns 100, the calls taking a
+// stream 400 and the others 3; cuGraphCreate, cuGraphClone, the
+// instantiations and the node calls leave their pre-filled outputs as they
+// were. Every kernel's grid size is in a power-of-two bucket of its own.
+var DriverGraphs = Scenario{Program: "driver", Name: "graphs", Threads: [][]Call{func() []Call {
+	node := func(api string, graph, fn uint64, grid, block Dim3, smem uint32) Call {
+		return Call{API: api, Handle: graph, Function: fn, Grid: grid, Block: block, SharedMem: smem, Ret: 3}
+	}
+	seq := []Call{
+		{API: "cuInit", Value: 0, Ret: noDevice},
+		{API: "cuStreamBeginCapture_v2", Stream: StreamA, Value: 0, Ret: 400},
+		drvLaunch("cuLaunchKernel", Function1, Dim3{64, 1, 1}, Dim3{128, 1, 1}, 0, StreamA),
+		drvLaunch("cuLaunchKernelEx", Function2, Dim3{16, 16, 1}, Dim3{16, 16, 1}, 2048, StreamA),
+		drvLaunch("cuLaunchKernel", Function2, Dim3{2, 1, 1}, Dim3{32, 1, 1}, 0, StreamB),
+		{API: "cuStreamEndCapture", Stream: StreamA, Out: GraphA, OutNull: true, Ret: 400},
+		drvLaunch("cuLaunchKernel", Function1, Dim3{3, 1, 1}, Dim3{32, 1, 1}, 0, StreamA),
+		{API: "cuGraphCreate", Out: GraphA, Value: 0, Ret: 3},
+		node("cuGraphAddKernelNode", GraphA, Function1, Dim3{3, 2, 1}, Dim3{256, 1, 1}, 512),
+		node("cuGraphAddKernelNode_v2", GraphA, Function2, Dim3{1024, 1, 1}, Dim3{32, 32, 1}, 49152),
+		node("cuGraphAddKernelNode", GraphA, Function1, Dim3{5, 8, 1}, Dim3{64, 1, 1}, 0),
+		{API: "cuGraphInstantiate", Handle: GraphA, Out: GraphExecA, Ret: 3},
+	}
+	for range DriverGraphReplays {
+		seq = append(seq, Call{API: "cuGraphLaunch", Handle: GraphExecA, Stream: StreamB, Ret: 400})
+	}
+	seq = append(seq,
+		Call{API: "cuStreamBeginCapture", Stream: StreamC, Ret: 400},
+		drvLaunch("cuLaunchKernel_ptsz", Function1, Dim3{12, 1, 1}, Dim3{64, 2, 1}, 256, StreamC),
+		Call{API: "cuStreamEndCapture", Stream: StreamC, Out: GraphB, OutNull: true, Ret: 400},
+		Call{API: "cuGraphClone", Handle: GraphA, Out: GraphB, Ret: 3},
+		node("cuGraphAddKernelNode_v2", GraphB, Function2, Dim3{12, 1, 1}, Dim3{128, 1, 1}, 1024),
+		Call{API: "cuGraphCreate", Out: GraphC, Value: 0, Ret: 3},
+		Call{API: "cuGraphAddChildGraphNode", Handle: GraphC, Child: GraphA, Ret: 3},
+		node("cuGraphAddKernelNode", GraphC, Function2, Dim3{10, 20, 1}, Dim3{96, 1, 1}, 4096),
+		Call{API: "cuGraphInstantiateWithFlags", Handle: GraphB, Out: GraphExecB, Ret: 3},
+		Call{API: "cuGraphInstantiate_v2", Handle: GraphC, Out: GraphExecC, Ret: 3},
+	)
+	for range 2 {
+		seq = append(seq,
+			Call{API: "cuGraphLaunch", Handle: GraphExecB, Stream: StreamB, Ret: 400},
+			Call{API: "cuGraphLaunch", Handle: GraphExecC, Stream: StreamB, Ret: 400})
+	}
+	return append(seq,
+		Call{API: "cuGraphExecDestroy", Handle: GraphExecA, Ret: 3},
+		Call{API: "cuGraphDestroy", Handle: GraphA, Ret: 3},
+		Call{API: "cuGraphLaunch", Handle: GraphExecA, Stream: StreamB, Ret: 400},
+	)
+}()}}
+
+// RuntimeGraphUpdates is "runtime graphupdate": a graph's kernels
+// changed, through the real libcudart. GraphB, made by cudaGraphCreate,
+// gets a vectorAdd node (NodeA) and a matmul node (NodeB), whose
+// parameters cudaGraphKernelNodeSetParams sets to a reduce before
+// GraphB is instantiated as GraphExecB; GraphExecB is replayed
+// UpdateReplays times. cudaGraphExecKernelNodeSetParams makes GraphExecB's
+// NodeA a matmul; it is replayed UpdateReplays times. GraphB's NodeA set
+// to a vectorAdd of another grid after the instantiation leaves
+// GraphExecB as it was, and GraphExecC, instantiated then, has it: both
+// replayed UpdateReplays times. cudaGraphExecUpdate of GraphExecB from
+// GraphB fails (no GPU), which leaves GraphExecB as it was: replayed
+// once. Last GraphB destroyed and made anew with one reduce node, named
+// NodeA again, instantiated as GraphExecC (the handles reused) and
+// replayed once. Node handles are pre-filled, as the outputs.
+var RuntimeGraphUpdates = Scenario{Program: "runtime", Name: "graphupdate", Threads: [][]Call{func() []Call {
+	node := func(api string, graph, node uint64, fn string, grid Dim3, smem uint32) Call {
+		return Call{API: api, Handle: graph, Out: node, Func: fn, Grid: grid, Block: Dim3{64, 1, 1}, SharedMem: smem, Ret: noDevice}
+	}
+	set := func(api string, exec, node uint64, fn string, grid Dim3, smem uint32) Call {
+		return Call{API: api, Handle: exec, Node: node, Func: fn, Grid: grid, Block: Dim3{128, 1, 1}, SharedMem: smem, Ret: noDevice}
+	}
+	replay := func(exec uint64, n int) []Call {
+		out := make([]Call, n)
+		for i := range out {
+			out[i] = Call{API: "cudaGraphLaunch", Handle: exec, Stream: StreamB, Ret: noDevice}
+		}
+		return out
+	}
+	return slices.Concat(
+		[]Call{
+			{API: "cudaGraphCreate", Out: GraphB, Value: 0, Ret: noDevice},
+			node("cudaGraphAddKernelNode", GraphB, NodeA, KernelVectorAdd, Dim3{2, 1, 1}, 0),
+			node("cudaGraphAddKernelNode", GraphB, NodeB, KernelMatmul, Dim3{4, 4, 1}, 1024),
+			set("cudaGraphKernelNodeSetParams", 0, NodeB, KernelReduce, Dim3{8, 1, 1}, 0),
+			{API: "cudaGraphInstantiate", Handle: GraphB, Out: GraphExecB, Ret: noDevice},
+		},
+		replay(GraphExecB, UpdateReplays),
+		[]Call{set("cudaGraphExecKernelNodeSetParams", GraphExecB, NodeA, KernelMatmul, Dim3{16, 1, 1}, 2048)},
+		replay(GraphExecB, UpdateReplays),
+		[]Call{
+			set("cudaGraphKernelNodeSetParams", 0, NodeA, KernelVectorAdd, Dim3{32, 1, 1}, 0),
+			{API: "cudaGraphInstantiate", Handle: GraphB, Out: GraphExecC, Ret: noDevice},
+		},
+		replay(GraphExecB, UpdateReplays),
+		replay(GraphExecC, UpdateReplays),
+		[]Call{{API: "cudaGraphExecUpdate", Handle: GraphExecB, Graph: GraphB, Ret: noDevice}},
+		replay(GraphExecB, 1),
+		[]Call{
+			{API: "cudaGraphExecDestroy", Handle: GraphExecC, Ret: noDevice},
+			{API: "cudaGraphDestroy", Handle: GraphB, Ret: noDevice},
+			{API: "cudaGraphCreate", Out: GraphB, Value: 0, Ret: noDevice},
+			node("cudaGraphAddKernelNode", GraphB, NodeA, KernelReduce, Dim3{64, 1, 1}, 0),
+			{API: "cudaGraphInstantiate", Handle: GraphB, Out: GraphExecC, Ret: noDevice},
+		},
+		replay(GraphExecC, 1),
+	)
+}()}}
+
+// UpdateReplays is how many times RuntimeGraphUpdates and
+// DriverGraphUpdates replay an executable graph between its changes.
+const UpdateReplays = 3
+
+// DriverGraphUpdates is "driver graphupdate": the same through the real
+// libcuda 535, with CUDA 12.2's generic node calls. GraphA, made by
+// cuGraphCreate, gets kernel nodes by cuGraphAddKernelNode (NodeA),
+// cuGraphAddKernelNode_v2 (NodeB) and cuGraphAddNode (NodeC, a kernel),
+// an empty node by cuGraphAddNode (NodeD: no kernel) and GraphC, made by
+// cuGraphCreate with one kernel node, as a child graph node by
+// cuGraphAddNode; cuGraphKernelNodeSetParams, its _v2 and
+// cuGraphNodeSetParams change NodeA, NodeB and NodeC before GraphA is
+// instantiated as GraphExecA, replayed UpdateReplays times.
+// cuGraphExecKernelNodeSetParams, its _v2 and cuGraphExecNodeSetParams
+// change GraphExecA's NodeA, NodeB and NodeC: replayed UpdateReplays
+// times. cuGraphExecUpdate and its _v2 from GraphC fail (3), which leaves
+// GraphExecA as it was: replayed once. Without a GPU the calls return 3
+// (not initialised), but for the empty node's making and the calls on
+// GraphExecA but its launches, 1 (invalid value). Every kernel has a grid size in a
+// power-of-two bucket of its own.
+var DriverGraphUpdates = Scenario{Program: "driver", Name: "graphupdate", Threads: [][]Call{func() []Call {
+	node := func(api string, graph, node, fn uint64, grid Dim3) Call {
+		return Call{API: api, Handle: graph, Out: node, Function: fn, Grid: grid, Block: Dim3{64, 1, 1}, Ret: 3}
+	}
+	set := func(api string, exec, node, fn uint64, grid Dim3, ret int) Call {
+		return Call{API: api, Handle: exec, Node: node, Function: fn, Grid: grid, Block: Dim3{32, 4, 1}, SharedMem: 256, Ret: ret}
+	}
+	replay := func(n int) []Call {
+		out := make([]Call, n)
+		for i := range out {
+			out[i] = Call{API: "cuGraphLaunch", Handle: GraphExecA, Stream: StreamB, Ret: 400}
+		}
+		return out
+	}
+	return slices.Concat(
+		[]Call{
+			{API: "cuInit", Value: 0, Ret: noDevice},
+			{API: "cuGraphCreate", Out: GraphC, Value: 0, Ret: 3},
+			node("cuGraphAddKernelNode", GraphC, 0, Function2, Dim3{1, 1, 1}),
+			{API: "cuGraphCreate", Out: GraphA, Value: 0, Ret: 3},
+			node("cuGraphAddKernelNode", GraphA, NodeA, Function1, Dim3{2, 1, 1}),
+			node("cuGraphAddKernelNode_v2", GraphA, NodeB, Function2, Dim3{4, 1, 1}),
+			node("cuGraphAddNode", GraphA, NodeC, Function1, Dim3{8, 1, 1}),
+			{API: "cuGraphAddNode", Handle: GraphA, Out: NodeD, NodeType: NodeEmpty, Ret: 1},
+			{API: "cuGraphAddNode", Handle: GraphA, Out: 0, NodeType: NodeGraph, Child: GraphC, Ret: 3},
+			set("cuGraphKernelNodeSetParams", 0, NodeA, Function2, Dim3{16, 1, 1}, 3),
+			set("cuGraphKernelNodeSetParams_v2", 0, NodeB, Function1, Dim3{32, 1, 1}, 3),
+			set("cuGraphNodeSetParams", 0, NodeC, Function2, Dim3{64, 1, 1}, 3),
+			{API: "cuGraphInstantiate", Handle: GraphA, Out: GraphExecA, Ret: 3},
+		},
+		replay(UpdateReplays),
+		[]Call{
+			set("cuGraphExecKernelNodeSetParams", GraphExecA, NodeA, Function1, Dim3{128, 1, 1}, 1),
+			set("cuGraphExecKernelNodeSetParams_v2", GraphExecA, NodeB, Function2, Dim3{256, 1, 1}, 1),
+			set("cuGraphExecNodeSetParams", GraphExecA, NodeC, Function1, Dim3{512, 1, 1}, 1),
+		},
+		replay(UpdateReplays),
+		[]Call{
+			{API: "cuGraphExecUpdate", Handle: GraphExecA, Graph: GraphC, Ret: 3},
+			{API: "cuGraphExecUpdate_v2", Handle: GraphExecA, Graph: GraphC, Ret: 3},
+		},
+		replay(1),
+	)
+}()}}
+
+// BeforeReplays is how many times RuntimeGraphsBefore replays each of
+// its executable graphs.
+const BeforeReplays = 4
+
+// RuntimeGraphsBefore is "runtime graphsbefore": graphs made before a
+// tracer attached, and replayed after. Before READY: a capture on StreamA
+// of a vectorAdd and a matmul, ended into GraphA and instantiated as
+// GraphExecA; GraphB made by cudaGraphCreate with a reduce node,
+// instantiated as GraphExecB. After: GraphExecA and GraphExecB replayed
+// BeforeReplays times each; GraphB instantiated again as GraphExecC, and
+// GraphC made with a vectorAdd node and GraphA as a child graph node,
+// instantiated as GraphExecD, each replayed BeforeReplays times; and a
+// capture on StreamC of a reduce, ended into GraphE, instantiated as
+// GraphExecE and replayed BeforeReplays times: the one graph wholly made
+// after.
+var RuntimeGraphsBefore = Scenario{Program: "runtime", Name: "graphsbefore",
+	Before: []Call{
+		{API: "cudaStreamBeginCapture", Stream: StreamA, Value: 0, Ret: noDevice},
+		launch("cudaLaunchKernel", KernelVectorAdd, Dim3{64, 1, 1}, Dim3{128, 1, 1}, 0, StreamA, noDevice),
+		launch("cudaLaunchKernel", KernelMatmul, Dim3{16, 16, 1}, Dim3{16, 16, 1}, 2048, StreamA, noDevice),
+		{API: "cudaStreamEndCapture", Stream: StreamA, Out: GraphA, Ret: noDevice},
+		{API: "cudaGraphInstantiate", Handle: GraphA, Out: GraphExecA, Ret: noDevice},
+		{API: "cudaGraphCreate", Out: GraphB, Value: 0, Ret: noDevice},
+		{API: "cudaGraphAddKernelNode", Handle: GraphB, Out: NodeA, Func: KernelReduce, Grid: Dim3{4, 1, 1}, Block: Dim3{64, 1, 1}, Ret: noDevice},
+		{API: "cudaGraphInstantiate", Handle: GraphB, Out: GraphExecB, Ret: noDevice},
+	},
+	Threads: [][]Call{func() []Call {
+		replay := func(exec uint64) []Call {
+			out := make([]Call, BeforeReplays)
+			for i := range out {
+				out[i] = Call{API: "cudaGraphLaunch", Handle: exec, Stream: StreamB, Ret: noDevice}
+			}
+			return out
+		}
+		return slices.Concat(
+			replay(GraphExecA), replay(GraphExecB),
+			[]Call{
+				{API: "cudaGraphInstantiate", Handle: GraphB, Out: GraphExecC, Ret: noDevice},
+				{API: "cudaGraphCreate", Out: GraphC, Value: 0, Ret: noDevice},
+				{API: "cudaGraphAddKernelNode", Handle: GraphC, Out: NodeB, Func: KernelVectorAdd, Grid: Dim3{8, 1, 1}, Block: Dim3{64, 1, 1}, Ret: noDevice},
+				{API: "cudaGraphAddChildGraphNode", Handle: GraphC, Child: GraphA, Ret: noDevice},
+				{API: "cudaGraphInstantiate", Handle: GraphC, Out: GraphExec, Ret: noDevice},
+			},
+			replay(GraphExecC), replay(GraphExec),
+			[]Call{
+				{API: "cudaStreamBeginCapture", Stream: StreamC, Value: 0, Ret: noDevice},
+				launch("cudaLaunchKernel", KernelReduce, Dim3{2, 1, 1}, Dim3{32, 1, 1}, 0, StreamC, noDevice),
+				{API: "cudaStreamEndCapture", Stream: StreamC, Out: GraphD, Ret: noDevice},
+				{API: "cudaGraphInstantiate", Handle: GraphD, Out: GraphExecD, Ret: noDevice},
+			},
+			replay(GraphExecD),
+		)
+	}()},
+}
+
+var Scenarios = []*Scenario{&RuntimeLaunch, &RuntimeThreads, &RuntimeRegister, &RuntimeOccupancy, &RuntimeGraphs, &DriverLaunch,
+	&DriverGraphs, &RuntimeGraphUpdates, &DriverGraphUpdates, &RuntimeGraphsBefore, &StaticLaunch}
+
+// Loop is what "<program> <name> <n> [<threads>]" does: Setup, made once
+// by the main thread after the go line (a tracer attached at READY sees
+// it), then Call n times on each of the threads, timed (NS_PER_CALL).
+type Loop struct {
+	Program, Name string
+	Setup         []Call
+	Call          Call
+}
+
+// GraphLoopKernels is how many kernels RuntimeGraphLoop's graph holds.
+const GraphLoopKernels = 100
+
+// RuntimeGraphLoop is "runtime graphloop <n>": a capture on StreamA of
+// GraphLoopKernels launches (vectorAdd, matmul and reduce in turn, the
+// i-th with a grid of i+1 blocks), ended into GraphA and instantiated as
+// GraphExecA; then cudaGraphLaunch(GraphExecA, StreamB) n times.
+var RuntimeGraphLoop = Loop{Program: "runtime", Name: "graphloop",
+	Setup: func() []Call {
+		kernels := []string{KernelVectorAdd, KernelMatmul, KernelReduce}
+		out := []Call{{API: "cudaStreamBeginCapture", Stream: StreamA, Value: 0, Ret: noDevice}}
+		for i := range GraphLoopKernels {
+			out = append(out, launch("cudaLaunchKernel", kernels[i%len(kernels)], Dim3{uint32(i + 1), 1, 1}, Dim3{128, 1, 1}, 0, StreamA, noDevice))
+		}
+		return append(out,
+			Call{API: "cudaStreamEndCapture", Stream: StreamA, Out: GraphA, Ret: noDevice},
+			Call{API: "cudaGraphInstantiate", Handle: GraphA, Out: GraphExecA, Ret: noDevice})
+	}(),
+	Call: Call{API: "cudaGraphLaunch", Handle: GraphExecA, Stream: StreamB, Ret: noDevice},
+}
+
+// Loops lists every program's loops: "loop" (the call of RuntimeLoop,
+// DriverLoop, StaticLoop) and RuntimeGraphLoop.
+var Loops = []*Loop{
+	{Program: "runtime", Name: "loop", Call: RuntimeLoop},
+	{Program: "driver", Name: "loop", Call: DriverLoop},
+	{Program: "static", Name: "loop", Call: StaticLoop},
+	&RuntimeGraphLoop,
+}
 
 // header renders the scenarios.h the C programs include: the scenario
 // tables above as C data, so the programs and these tables cannot drift.
@@ -481,8 +804,9 @@ func header() string {
 	for _, s := range Scenarios {
 		all = append(all, s.Calls()...)
 	}
-	for _, c := range loops {
-		all = append(all, *c)
+	for _, l := range Loops {
+		all = append(all, l.Setup...)
+		all = append(all, l.Call)
 	}
 	for _, c := range all {
 		apis = append(apis, c.API)
@@ -518,11 +842,12 @@ func header() string {
 	int kind;
 	unsigned long long size, dst, src, ptr;
 	int value;
-	unsigned long long out, child;
+	unsigned long long out, child, function, node, graph;
+	int node_type;
 };
 
 struct seq { const struct call *calls; int n; };
-struct scenario { const char *program, *name; const struct seq *threads; int nthreads; };
+struct scenario { const char *program, *name; const struct seq *threads; int nthreads; struct seq before; };
 
 `)
 	lit := func(c Call) string {
@@ -534,11 +859,17 @@ struct scenario { const char *program, *name; const struct seq *threads; int nth
 		if c.ViaStub {
 			via = 1
 		}
-		return fmt.Sprintf("{API_%s, %s, %d, 0x%xULL, {%d, %d, %d}, {%d, %d, %d}, %d, 0x%xULL, %d, %dULL, 0x%xULL, 0x%xULL, 0x%xULL, %d, 0x%xULL, 0x%xULL}",
+		return fmt.Sprintf("{API_%s, %s, %d, 0x%xULL, {%d, %d, %d}, {%d, %d, %d}, %d, 0x%xULL, %d, %dULL, 0x%xULL, 0x%xULL, 0x%xULL, %d, 0x%xULL, 0x%xULL, 0x%xULL, 0x%xULL, 0x%xULL, %d}",
 			c.API, fn, via, c.Handle, c.Grid[0], c.Grid[1], c.Grid[2], c.Block[0], c.Block[1], c.Block[2],
-			c.SharedMem, c.Stream, c.Kind, c.Size, c.Dst, c.Src, c.Ptr, c.Value, c.Out, c.Child)
+			c.SharedMem, c.Stream, c.Kind, c.Size, c.Dst, c.Src, c.Ptr, c.Value, c.Out, c.Child, c.Function, c.Node, c.Graph,
+			c.NodeType)
 	}
 	for si, s := range Scenarios {
+		p("static const struct call scenario%d_before[] = {\n", si)
+		for _, c := range s.Before {
+			p("\t%s,\n", lit(c))
+		}
+		p("\t{0}};\n") // never empty
 		for ti, seq := range s.Threads {
 			p("static const struct call scenario%d_thread%d[] = {\n", si, ti)
 			for _, c := range seq {
@@ -554,20 +885,22 @@ struct scenario { const char *program, *name; const struct seq *threads; int nth
 	}
 	p("static const struct scenario scenarios[] __attribute__((unused)) = {\n")
 	for si, s := range Scenarios {
-		p("\t{%q, %q, scenario%d_threads, %d},\n", s.Program, s.Name, si, len(s.Threads))
+		p("\t{%q, %q, scenario%d_threads, %d, {scenario%d_before, %d}},\n", s.Program, s.Name, si, len(s.Threads), si, len(s.Before))
 	}
 	p("};\n#define NSCENARIOS %d\n\n", len(Scenarios))
-	progs := make([]string, 0, len(loops))
-	for prog := range loops {
-		progs = append(progs, prog)
+	for li, l := range Loops {
+		p("static const struct call loop%d_setup[] = {\n", li)
+		for _, c := range l.Setup {
+			p("\t%s,\n", lit(c))
+		}
+		p("\t{0}};\n") // never empty
 	}
-	slices.Sort(progs)
-	p("struct loop { const char *program; struct call call; };\n")
+	p("struct loop { const char *program, *name; struct seq setup; struct call call; };\n")
 	p("static const struct loop loops[] __attribute__((unused)) = {\n")
-	for _, prog := range progs {
-		p("\t{%q, %s},\n", prog, lit(*loops[prog]))
+	for li, l := range Loops {
+		p("\t{%q, %q, {loop%d_setup, %d}, %s},\n", l.Program, l.Name, li, len(l.Setup), lit(l.Call))
 	}
-	p("};\n#define NLOOPS %d\n\n", len(loops))
+	p("};\n#define NLOOPS %d\n\n", len(Loops))
 	p("static const struct call dlopen_launch __attribute__((unused)) = %s;\n#define DLOPEN_LAUNCH_RET %d\n\n", lit(DlopenLaunch), DlopenLaunch.Ret)
 	p("#define SHORT_KERNELS(X)")
 	for _, k := range ShortKernels {

@@ -4,8 +4,10 @@
  * return-code tally and main().
  *
  * Usage: <program> <scenario>         runs the scenario of that name
- *        <program> loop <n> [<t>]    makes the program's loop call n times,
- *                                     on each of t threads (1 if omitted)
+ *        <program> <loop> <n> [<t>]  makes the program's loop's setup
+ *                                     calls, then its loop call n times,
+ *                                     on each of t threads (1 if omitted);
+ *                                     "loop" is every program's
  *
  * Protocol (stdout, one line each, flushed):
  *   STUB <mangled name> 0x<address>   every kernel host stub (before READY)
@@ -204,16 +206,18 @@ static void *loop_main(void *p)
 	return NULL;
 }
 
-static int run_loop(long n, int nthreads)
+/* find_loop returns the program's loop called name, or NULL. */
+static const struct loop *find_loop(const char *name)
 {
-	const struct call *c = NULL;
 	for (int i = 0; i < NLOOPS; i++)
-		if (strcmp(loops[i].program, program_name) == 0)
-			c = &loops[i].call;
-	if (!c) {
-		fprintf(stderr, "%s: no loop scenario\n", program_name);
-		return 2;
-	}
+		if (strcmp(loops[i].program, program_name) == 0 && strcmp(loops[i].name, name) == 0)
+			return &loops[i];
+	return NULL;
+}
+
+static int run_loop(const struct loop *l, long n, int nthreads)
+{
+	const struct call *c = &l->call;
 	if (nthreads < 1 || nthreads > 64) {
 		fprintf(stderr, "%s: loop threads %d, want 1..64\n", program_name, nthreads);
 		return 2;
@@ -229,6 +233,7 @@ static int run_loop(long n, int nthreads)
 		}
 	}
 	ready();
+	run_seq(&l->setup);
 	pthread_barrier_wait(&go);
 	double ns = 0;
 	for (int t = 0; t < nthreads; t++) {
@@ -250,12 +255,13 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nstubs; i++)
 		printf("STUB %s %p\n", stubs[i].name, stubs[i].addr);
 	fflush(stdout);
-	if (strcmp(argv[1], "loop") == 0) {
+	const struct loop *l = find_loop(argv[1]);
+	if (l) {
 		if (argc < 3) {
-			fprintf(stderr, "usage: %s loop <n> [<threads>]\n", argv[0]);
+			fprintf(stderr, "usage: %s %s <n> [<threads>]\n", argv[0], argv[1]);
 			return 2;
 		}
-		return run_loop(atol(argv[2]), argc > 3 ? atoi(argv[3]) : 1);
+		return run_loop(l, atol(argv[2]), argc > 3 ? atoi(argv[3]) : 1);
 	}
 	const struct scenario *s = NULL;
 	for (int i = 0; i < NSCENARIOS; i++)
@@ -272,6 +278,7 @@ int main(int argc, char **argv)
 				find_stub(s->threads[t].calls[i].func);
 
 	if (s->nthreads == 1) {
+		run_seq(&s->before);
 		ready();
 		run_seq(&s->threads[0]);
 		finish();

@@ -4,7 +4,7 @@
  * prints what each received as one line
  *     GOT <api> tid=<tid> key=value ...
  * (keys: func name handle grid block smem stream kind size dst src ptr
- * value; pointers as 0x%llx, dims as x,y,z) and returns 0. It checks that
+ * value out child function; pointers as 0x%llx, dims as x,y,z) and returns 0. It checks that
  * the programs pass the arguments scenario.go says they pass, without a
  * tracer. __cudaPopCallConfiguration returns what was pushed, as cudart
  * does on a GPU machine.
@@ -95,9 +95,27 @@ EXPORT int cudaGraphClone(void **g, void *orig) { got(__func__, "out=0x%llx hand
 struct kernel_node_params { void *func; dim3 grid, block; unsigned smem; void **args, **extra; };
 EXPORT int cudaGraphAddKernelNode(void **node, void *g, void *deps, size_t n, const struct kernel_node_params *p)
 {
-	(void)node, (void)deps, (void)n;
-	got(__func__, "handle=0x%llx func=0x%llx grid=%u,%u,%u block=%u,%u,%u smem=%u", P(g), P(p->func), p->grid.x,
+	(void)deps, (void)n;
+	got(__func__, "out=0x%llx handle=0x%llx func=0x%llx grid=%u,%u,%u block=%u,%u,%u smem=%u", P(*node), P(g),
+	    P(p->func), p->grid.x, p->grid.y, p->grid.z, p->block.x, p->block.y, p->block.z, p->smem);
+	return 0;
+}
+EXPORT int cudaGraphKernelNodeSetParams(void *node, const struct kernel_node_params *p)
+{
+	got(__func__, "node=0x%llx func=0x%llx grid=%u,%u,%u block=%u,%u,%u smem=%u", P(node), P(p->func), p->grid.x,
 	    p->grid.y, p->grid.z, p->block.x, p->block.y, p->block.z, p->smem);
+	return 0;
+}
+EXPORT int cudaGraphExecKernelNodeSetParams(void *e, void *node, const struct kernel_node_params *p)
+{
+	got(__func__, "handle=0x%llx node=0x%llx func=0x%llx grid=%u,%u,%u block=%u,%u,%u smem=%u", P(e), P(node),
+	    P(p->func), p->grid.x, p->grid.y, p->grid.z, p->block.x, p->block.y, p->block.z, p->smem);
+	return 0;
+}
+EXPORT int cudaGraphExecUpdate(void *e, void *g, void **errNode, int *result)
+{
+	(void)errNode, (void)result;
+	got(__func__, "handle=0x%llx graph=0x%llx", P(e), P(g));
 	return 0;
 }
 EXPORT int cudaGraphAddChildGraphNode(void **node, void *g, void *deps, size_t n, void *child)
@@ -178,3 +196,131 @@ EXPORT int cuMemsetD8_v2(u64 p, unsigned char v, size_t n) { got(__func__, "ptr=
 EXPORT int cuStreamSynchronize(void *s) { got(__func__, "stream=0x%llx", P(s)); return 0; }
 EXPORT int cuCtxSynchronize(void) { got(__func__, "%s", ""); return 0; }
 EXPORT int cuGraphLaunch(void *g, void *s) { got(__func__, "handle=0x%llx stream=0x%llx", P(g), P(s)); return 0; }
+
+/* Driver graphs: the outputs as the program pre-filled them. */
+typedef struct {
+	void *func;
+	unsigned gx, gy, gz, bx, by, bz, smem;
+	void **params, **extra;
+	void *kern, *ctx; /* v2 only */
+} cu_kernel_node_params;
+
+EXPORT int cuStreamBeginCapture(void *s) { got(__func__, "stream=0x%llx", P(s)); return 0; }
+EXPORT int cuStreamBeginCapture_v2(void *s, int mode) { got(__func__, "stream=0x%llx value=%d", P(s), mode); return 0; }
+EXPORT int cuStreamEndCapture(void *s, void **g) { got(__func__, "stream=0x%llx out=0x%llx", P(s), P(*g)); return 0; }
+
+#define CU_KERNEL_NODE(name)                                                                                     \
+	EXPORT int name(void **node, void *g, void *deps, size_t n, const cu_kernel_node_params *p)           \
+	{                                                                                                      \
+		(void)deps, (void)n;                                                                           \
+		got(__func__, "out=0x%llx handle=0x%llx function=0x%llx grid=%u,%u,%u block=%u,%u,%u smem=%u", \
+		    P(*node), P(g), P(p->func), p->gx, p->gy, p->gz, p->bx, p->by, p->bz, p->smem);             \
+		return 0;                                                                                      \
+	}
+CU_KERNEL_NODE(cuGraphAddKernelNode)
+CU_KERNEL_NODE(cuGraphAddKernelNode_v2)
+
+#define CU_INSTANTIATE(name)                                                                \
+	EXPORT int name(void **e, void *g, void *errNode, char *log, size_t n)             \
+	{                                                                                   \
+		(void)errNode, (void)log, (void)n;                                          \
+		got(__func__, "out=0x%llx handle=0x%llx", P(*e), P(g));                     \
+		return 0;                                                                   \
+	}
+CU_INSTANTIATE(cuGraphInstantiate)
+CU_INSTANTIATE(cuGraphInstantiate_v2)
+EXPORT int cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long flags)
+{
+	got(__func__, "out=0x%llx handle=0x%llx value=%llu", P(*e), P(g), flags);
+	return 0;
+}
+EXPORT int cuGraphExecDestroy(void *e) { got(__func__, "handle=0x%llx", P(e)); return 0; }
+EXPORT int cuGraphDestroy(void *g) { got(__func__, "handle=0x%llx", P(g)); return 0; }
+EXPORT int cuGraphCreate(void **g, unsigned flags) { got(__func__, "out=0x%llx value=%u", P(*g), flags); return 0; }
+EXPORT int cuGraphClone(void **g, void *orig) { got(__func__, "out=0x%llx handle=0x%llx", P(*g), P(orig)); return 0; }
+EXPORT int cuGraphAddChildGraphNode(void **node, void *g, void *deps, size_t n, void *child)
+{
+	(void)deps, (void)n;
+	got(__func__, "out=0x%llx handle=0x%llx child=0x%llx", P(*node), P(g), P(child));
+	return 0;
+}
+
+#define CU_SET(name)                                                                                   \
+	EXPORT int name(void *node, const cu_kernel_node_params *p)                                   \
+	{                                                                                              \
+		got(__func__, "node=0x%llx function=0x%llx grid=%u,%u,%u block=%u,%u,%u smem=%u", P(node), \
+		    P(p->func), p->gx, p->gy, p->gz, p->bx, p->by, p->bz, p->smem);                    \
+		return 0;                                                                              \
+	}
+CU_SET(cuGraphKernelNodeSetParams)
+CU_SET(cuGraphKernelNodeSetParams_v2)
+
+#define CU_EXEC_SET(name)                                                                                        \
+	EXPORT int name(void *e, void *node, const cu_kernel_node_params *p)                                    \
+	{                                                                                                        \
+		got(__func__, "handle=0x%llx node=0x%llx function=0x%llx grid=%u,%u,%u block=%u,%u,%u smem=%u", \
+		    P(e), P(node), P(p->func), p->gx, p->gy, p->gz, p->bx, p->by, p->bz, p->smem);             \
+		return 0;                                                                                        \
+	}
+CU_EXEC_SET(cuGraphExecKernelNodeSetParams)
+CU_EXEC_SET(cuGraphExecKernelNodeSetParams_v2)
+
+EXPORT int cuGraphExecUpdate(void *e, void *g, void **errNode, int *result)
+{
+	(void)errNode, (void)result;
+	got(__func__, "handle=0x%llx graph=0x%llx", P(e), P(g));
+	return 0;
+}
+EXPORT int cuGraphExecUpdate_v2(void *e, void *g, void *info)
+{
+	(void)info;
+	got(__func__, "handle=0x%llx graph=0x%llx", P(e), P(g));
+	return 0;
+}
+
+/* The generic node calls: CUgraphNodeParams, its type at 0, the kernel's
+ * parameters or the child graph at 16. */
+typedef struct {
+	int type;
+	int reserved0[3];
+	union {
+		long long reserved1[29];
+		cu_kernel_node_params kernel;
+		void *graph;
+	};
+	long long reserved2;
+} cu_node_params;
+
+static void got_node(const char *api, const char *head, const cu_node_params *p)
+{
+	if (p->type == 0)
+		got(api, "%s type=0 function=0x%llx grid=%u,%u,%u block=%u,%u,%u smem=%u", head, P(p->kernel.func),
+		    p->kernel.gx, p->kernel.gy, p->kernel.gz, p->kernel.bx, p->kernel.by, p->kernel.bz, p->kernel.smem);
+	else if (p->type == 4)
+		got(api, "%s type=4 child=0x%llx", head, P(p->graph));
+	else
+		got(api, "%s type=%d", head, p->type);
+}
+
+EXPORT int cuGraphAddNode(void **node, void *g, void *deps, size_t n, cu_node_params *p)
+{
+	(void)deps, (void)n;
+	char head[64];
+	snprintf(head, sizeof head, "out=0x%llx handle=0x%llx", P(*node), P(g));
+	got_node(__func__, head, p);
+	return 0;
+}
+EXPORT int cuGraphNodeSetParams(void *node, cu_node_params *p)
+{
+	char head[64];
+	snprintf(head, sizeof head, "node=0x%llx", P(node));
+	got_node(__func__, head, p);
+	return 0;
+}
+EXPORT int cuGraphExecNodeSetParams(void *e, void *node, cu_node_params *p)
+{
+	char head[64];
+	snprintf(head, sizeof head, "handle=0x%llx node=0x%llx", P(e), P(node));
+	got_node(__func__, head, p);
+	return 0;
+}

@@ -2,7 +2,7 @@
  * runtime.c: calls the REAL CUDA runtime (Debian's libcudart 11.8,
  * linked by cudaprog.Build) with the known arguments of the "runtime"
  * scenarios in scenario.go: launch, threads, register, occupancy,
- * graphs, and loop <n>.
+ * graphs, graphupdate, and loop <n>.
  * Without a GPU every call fails (100, cudaErrorNoDevice) after entering
  * the exported entry point, so uprobes see the real arguments.
  *
@@ -45,6 +45,10 @@ int cudaGraphAddKernelNode(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraph
 			   const struct cudaKernelNodeParams *params);
 int cudaGraphAddChildGraphNode(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps, size_t ndeps,
 			       cudaGraph_t child);
+int cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams *params);
+int cudaGraphExecKernelNodeSetParams(cudaGraphExec_t e, cudaGraphNode_t node, const struct cudaKernelNodeParams *params);
+/* CUDA 11's; 12 has (exec, graph, cudaGraphExecUpdateResultInfo *). */
+int cudaGraphExecUpdate(cudaGraphExec_t e, cudaGraph_t g, cudaGraphNode_t *errNode, int *result);
 
 /* What nvcc's generated code calls. */
 void **__cudaRegisterFatBinary(void *fatCubin);
@@ -188,9 +192,22 @@ static long do_call(const struct call *c)
 		return cudaGraphClone(&g, H(c->handle));
 	}
 	case API_cudaGraphAddKernelNode: {
-		cudaGraphNode_t node = NULL;
+		cudaGraphNode_t node = H(c->out);
 		struct cudaKernelNodeParams p = {find_stub(c->func)->addr, d3(c->grid), d3(c->block), c->smem, kargs, NULL};
 		return cudaGraphAddKernelNode(&node, H(c->handle), NULL, 0, &p);
+	}
+	case API_cudaGraphKernelNodeSetParams: {
+		struct cudaKernelNodeParams p = {find_stub(c->func)->addr, d3(c->grid), d3(c->block), c->smem, kargs, NULL};
+		return cudaGraphKernelNodeSetParams(H(c->node), &p);
+	}
+	case API_cudaGraphExecKernelNodeSetParams: {
+		struct cudaKernelNodeParams p = {find_stub(c->func)->addr, d3(c->grid), d3(c->block), c->smem, kargs, NULL};
+		return cudaGraphExecKernelNodeSetParams(H(c->handle), H(c->node), &p);
+	}
+	case API_cudaGraphExecUpdate: {
+		cudaGraphNode_t err = NULL;
+		int result = 0;
+		return cudaGraphExecUpdate(H(c->handle), H(c->graph), &err, &result);
 	}
 	case API_cudaGraphAddChildGraphNode: {
 		cudaGraphNode_t node = NULL;
