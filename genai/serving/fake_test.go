@@ -226,7 +226,7 @@ type fakeOpts struct {
 // startFake starts a fake server and waits until it listens. Outside a
 // namespace of its own it serves on a listener the test made, whose port
 // is in its command line where %d is.
-func startFake(t *testing.T, o fakeOpts) *fake {
+func startFake(t testing.TB, o fakeOpts) *fake {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "a fake server in a network namespace of its own, and reading other processes' sockets, need root")
@@ -248,7 +248,11 @@ func startFake(t *testing.T, o fakeOpts) *fake {
 	cmd := exec.Command(exe)
 	env := append(os.Environ(), envMode+"="+mode, envReady+"="+filepath.Join(dir, "ready"))
 	if o.payload != "" {
-		env = append(env, envPayload+"="+filepath.Join(testdataDir(t), o.payload))
+		payload := o.payload
+		if !filepath.IsAbs(payload) {
+			payload = filepath.Join(testdataDir(t), payload)
+		}
+		env = append(env, envPayload+"="+payload)
 	}
 	if o.next != "" {
 		env = append(env, envSwitch+"="+filepath.Join(testdataDir(t), o.next))
@@ -311,7 +315,7 @@ func startFake(t *testing.T, o fakeOpts) *fake {
 	return f
 }
 
-func testdataDir(t *testing.T) string {
+func testdataDir(t testing.TB) string {
 	dir, err := filepath.Abs("testdata")
 	require.NoError(t, err)
 	return dir
