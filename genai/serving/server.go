@@ -41,6 +41,11 @@ const failuresToForget = 3
 // maxBackoff bounds the backoff of a failing server, in intervals.
 const maxBackoff = 16
 
+// keptBuffer is the largest answer buffer a server keeps between
+// scrapes: a vLLM server's answer is ~60 KB, and the buffers of servers
+// that answered near the body cap are let go.
+const keptBuffer = 1 << 20
+
 // maxInfo caps the body of TGI's /info.
 const maxInfo = 64 << 10
 
@@ -188,6 +193,9 @@ func (s *Source) scrape(ctx context.Context, srv *server, now time.Time) {
 		err = s.fetch(ctx, srv, srv.client, srv.endpoint)
 	}
 	srv.lastErr = err
+	if srv.buf.Cap() > keptBuffer {
+		srv.buf = bytes.Buffer{} // a large answer's buffer is not kept
+	}
 	if err == nil {
 		srv.failures, srv.next, srv.lastScrape = 0, now, now
 		return
