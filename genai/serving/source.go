@@ -149,6 +149,7 @@ func (s *Source) cycle(now time.Time) {
 	wg.Wait()
 	cancel()
 	for _, srv := range s.servers {
+		s.over.processes += srv.overProc
 		if !srv.attempted {
 			continue
 		}
@@ -163,7 +164,6 @@ func (s *Source) cycle(now time.Time) {
 			s.over.series += srv.m.over.series
 			s.over.invalid += srv.m.over.invalid
 		}
-		s.over.processes += srv.overProc
 	}
 	s.publish(now)
 }

@@ -142,3 +142,18 @@ func TestRootOf(t *testing.T) {
 	add(501, 500, &vllmSpec)
 	assert.Contains(t, []int{500, 501}, s.rootOf(a).pid)
 }
+
+// A server lists at most its cap of processes; the others are counted.
+func TestMemberCap(t *testing.T) {
+	var es []*procEntry
+	for pid := 1000; pid < 1000+maxProcesses+6; pid++ {
+		es = append(es, &procEntry{pid: pid, spec: &vllmSpec, role: semconv.ServerRoleWorker})
+	}
+	srv := &server{spec: &vllmSpec}
+	srv.setMembers(es, maxProcesses)
+	assert.Len(t, srv.members, maxProcesses)
+	assert.Equal(t, 6, srv.overProc)
+	srv.setMembers(es[:3], maxProcesses)
+	assert.Len(t, srv.members, 3, "brought up to date")
+	assert.Zero(t, srv.overProc)
+}
