@@ -35,7 +35,7 @@ import (
 
 // The environment of a fake server.
 const (
-	envMode    = "XPUSCOPE_FAKE_SERVER" // what it does: serve, hang, huge, garbage, none, engine
+	envMode    = "XPUSCOPE_FAKE_SERVER" // what it does: serve, hang, huge, huge-length, garbage, none, engine
 	envPayload = "XPUSCOPE_FAKE_PAYLOAD"
 	envSwitch  = "XPUSCOPE_FAKE_SWITCH" // a payload served after SIGUSR1
 	envInfo    = "XPUSCOPE_FAKE_INFO"   // a file served at /info
@@ -140,10 +140,14 @@ func fakeServer(mode string) error {
 		case "hang":
 			<-r.Context().Done()
 			return
-		case "huge":
+		case "huge", "huge-length":
 			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 			line := bytes.Repeat([]byte("# padding padding padding padding padding padding padding padding\n"), 1<<10)
-			for n := 0; n < 10<<20; n += len(line) {
+			total := 10 << 20 / len(line) * len(line)
+			if mode == "huge-length" { // says how long it is: refused from the header
+				w.Header().Set("Content-Length", strconv.Itoa(total))
+			}
+			for n := 0; n < total; n += len(line) {
 				if _, err := w.Write(line); err != nil {
 					return
 				}

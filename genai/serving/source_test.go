@@ -329,18 +329,21 @@ func TestONNXRuntime(t *testing.T) {
 func TestBadServers(t *testing.T) {
 	good := startFake(t, fakeOpts{args: vllmArgs(), payload: "vllm-v1.prom"})
 	hang := startFake(t, fakeOpts{mode: "hang", args: vllmArgs()})
-	huge := startFake(t, fakeOpts{mode: "huge", args: vllmArgs()})
+	huge := startFake(t, fakeOpts{mode: "huge", args: vllmArgs()})              // 10 MB, its length unsaid
+	hugeLength := startFake(t, fakeOpts{mode: "huge-length", args: vllmArgs()}) // 10 MB, its length said
 	garbage := startFake(t, fakeOpts{mode: "garbage", args: vllmArgs()})
 	none := startFake(t, fakeOpts{mode: "none", args: []string{"vllm", "serve", llama}})
-	h := newHarness(t, []int{good.cmd.Process.Pid, hang.cmd.Process.Pid, huge.cmd.Process.Pid, garbage.cmd.Process.Pid, none.cmd.Process.Pid},
-		WithTimeout(300*time.Millisecond), WithBodyLimit(1<<20))
+	// A timeout that the 1 MB read past the cap fits in, on a loaded
+	// machine under the race detector.
+	h := newHarness(t, []int{good.cmd.Process.Pid, hang.cmd.Process.Pid, huge.cmd.Process.Pid, hugeLength.cmd.Process.Pid, garbage.cmd.Process.Pid, none.cmd.Process.Pid},
+		WithTimeout(2*time.Second), WithBodyLimit(1<<20))
 	first := h.server(t, good.cmd.Process.Pid, "read", read).LastRead
 	// Read again, while the others fail.
 	h.server(t, good.cmd.Process.Pid, "read again", func(s Server) bool { return s.Read && s.LastRead.After(first) })
 	for _, c := range []struct {
 		f      *fake
 		reason string
-	}{{hang, semconv.ScrapeErrorTimeout}, {huge, semconv.ScrapeErrorTooLarge}, {garbage, semconv.ScrapeErrorParse}} {
+	}{{hang, semconv.ScrapeErrorTimeout}, {huge, semconv.ScrapeErrorTooLarge}, {hugeLength, semconv.ScrapeErrorTooLarge}, {garbage, semconv.ScrapeErrorParse}} {
 		s := h.server(t, c.f.cmd.Process.Pid, "failed: "+c.reason, func(s Server) bool { return !s.Read && len(s.Problems) > 0 })
 		assert.Contains(t, s.Problems[len(s.Problems)-1], c.reason, "why the server of pid %d failed", c.f.cmd.Process.Pid)
 	}
