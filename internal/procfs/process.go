@@ -168,7 +168,7 @@ func (p Proc) OpenFile(path string) (*os.File, error) {
 	if filepath.IsAbs(path) {
 		full = p.rootPath(path)
 	} else {
-		full = filepath.Join(p.path("cwd"), filepath.Clean("/" + path))
+		full = filepath.Join(p.path("cwd"), filepath.Clean("/"+path))
 	}
 	f, err := os.Open(full)
 	if err != nil {
