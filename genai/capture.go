@@ -109,6 +109,7 @@ type captureConfig struct {
 	resolver     xpuscope.ProcessResolver
 	loadHold     bool
 	goTLS        bool
+	elsewhere    func(pid int, metric string) bool
 	goReadAtRETs bool // tests: crypto/tls's Read probed at its RETs, as in a build without its one call of runtime.memmove
 }
 
@@ -234,6 +235,20 @@ func WithIdleTimeout(d time.Duration) CaptureOption {
 // package documentation. The default is none.
 func WithResolver(r xpuscope.ProcessResolver) CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.resolver = r })
+}
+
+// WithServedElsewhere names the gen_ai.server.* metrics that another
+// Source reports for a serving process from the server's own figures:
+// reports(pid, name) says whether the metric of that name, of the
+// requests process pid serves, is reported elsewhere (give it
+// (*serving.Source).Reports, of package genai/serving, which reads the
+// server's metrics endpoint). The capture then leaves that metric of the
+// process's requests out, so that no request is counted twice; their
+// SERVER spans stay. It is asked at each request served, from the
+// capture's reader, and must only read. The default, nil, reports every
+// served request.
+func WithServedElsewhere(reports func(pid int, metric string) bool) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.elsewhere = reports })
 }
 
 // WithLoadHold says whether a process that maps an OpenSSL the capture has

@@ -45,7 +45,11 @@ func (c *Capture) serve(x *Exchange, p *capProc, live *liveCall) outcome {
 	if sc := trace.SpanContextFromContext(traceContext.Extract(context.Background(), propagation.HeaderCarrier(x.RequestHeader))); sc.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
-	c.emitter.emitServer(ctx, x, &call, ep, pod)
+	var skip func(metric string) bool
+	if f := c.cfg.elsewhere; f != nil {
+		skip = func(metric string) bool { return f(int(p.pid), metric) }
+	}
+	c.emitter.emitServer(ctx, x, &call, ep, pod, skip)
 	return outcomeEmitted
 }
 

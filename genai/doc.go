@@ -64,7 +64,9 @@
 // names the pod.
 //
 // A process on the node that serves an LLM API has each request it served
-// reported at its end too: a SERVER span and the gen_ai.server.* metrics.
+// reported at its end too: a SERVER span and the gen_ai.server.* metrics,
+// but those that package genai/serving reports from the server's own
+// metrics endpoint (WithServedElsewhere): no request is counted twice.
 // HTTPS is read through OpenSSL and through Go's crypto/tls (found by
 // symbol, or in a stripped binary's pclntab), HTTP/1.1 and HTTP/2 alike.
 // Client exchanges go to the Emitter and, with WithExchangeHandler, to

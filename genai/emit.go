@@ -240,22 +240,29 @@ func (e *Emitter) emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint, p
 // emitServer records one request a process on this node served, x seen
 // from the server's end: a SERVER span from its first byte read to the
 // last byte written, with the serving process's pod, and the GenAI server
-// metrics. The time to the first token runs from the request read in
-// full (x.RequestEnd) to the first chunk with output; the time per output
-// token from there to the last byte, over the output tokens less one.
-// Both only for a successful streamed response. No content is put on it.
-func (e *Emitter) emitServer(ctx context.Context, x *Exchange, c *Call, ep Endpoint, pod []attribute.KeyValue) {
+// metrics, but those skip says another Source reports for the process
+// (nil skips none). The time to the first token runs from the request
+// read in full (x.RequestEnd) to the first chunk with output; the time
+// per output token from there to the last byte, over the output tokens
+// less one. Both only for a successful streamed response. No content is
+// put on it.
+func (e *Emitter) emitServer(ctx context.Context, x *Exchange, c *Call, ep Endpoint, pod []attribute.KeyValue, skip func(metric string) bool) {
 	errType := errorType(x, c)
 	ctx = e.span(ctx, x, c, trace.SpanKindServer, e.spanAttrs(x, c, ep, pod, errType), errType)
 
+	keep := func(d semconv.Metric) bool { return skip == nil || !skip(d.Name) }
 	m := e.metricSets(c, ep, errType)
-	e.serverDuration.Record(ctx, x.End.Sub(x.Start).Seconds(), m.duration)
+	if keep(semconv.GenAIServerRequestDuration) {
+		e.serverDuration.Record(ctx, x.End.Sub(x.Start).Seconds(), m.duration)
+	}
 	if errType != "" || !c.Stream || c.TimeToFirstChunk < 0 || x.RequestEnd.IsZero() {
 		return
 	}
 	first := x.Start.Add(c.TimeToFirstChunk)
-	e.serverFirstToken.Record(ctx, max(0, first.Sub(x.RequestEnd)).Seconds(), m.base)
-	if n := c.Usage.OutputTokens; n > 1 {
+	if keep(semconv.GenAIServerTimeToFirstToken) {
+		e.serverFirstToken.Record(ctx, max(0, first.Sub(x.RequestEnd)).Seconds(), m.base)
+	}
+	if n := c.Usage.OutputTokens; n > 1 && keep(semconv.GenAIServerTimePerOutputToken) {
 		e.serverPerToken.Record(ctx, max(0, x.End.Sub(first)).Seconds()/float64(n-1), m.base)
 	}
 }

@@ -314,10 +314,10 @@ func TestEmitServer(t *testing.T) {
 	h := newEmitHarness(t)
 	x, c, ep := streamedChat()
 	x.RequestEnd = t0.Add(50 * time.Millisecond)
-	h.e.emitServer(context.Background(), x, c, ep, nil)
+	h.e.emitServer(context.Background(), x, c, ep, nil, nil)
 	failed, fc, _ := streamedChat()
 	failed.Status, failed.RequestEnd = 503, t0
-	h.e.emitServer(context.Background(), failed, fc, ep, nil)
+	h.e.emitServer(context.Background(), failed, fc, ep, nil, nil)
 
 	spans := h.spans.GetSpans()
 	require.Len(t, spans, 2)
@@ -337,4 +337,24 @@ func TestEmitServer(t *testing.T) {
 	perToken := pts.One(t, semconv.GenAIServerTimePerOutputToken.Name)
 	assert.InDelta(t, 1.7/199, perToken.Value, 1e-9, "from the first chunk to the end, over 199 tokens")
 	assert.Empty(t, pts.Find(semconv.GenAIClientOperationDuration.Name), "no client metric for a served request")
+}
+
+// A served request whose server reports its own figures elsewhere
+// (genai/serving, through WithServedElsewhere) keeps its span; the
+// metrics reported elsewhere are left out, the others recorded.
+func TestEmitServerServedElsewhere(t *testing.T) {
+	h := newEmitHarness(t)
+	x, c, ep := streamedChat()
+	x.RequestEnd = t0.Add(50 * time.Millisecond)
+	var asked []string
+	h.e.emitServer(context.Background(), x, c, ep, nil, func(metric string) bool {
+		asked = append(asked, metric)
+		return metric != semconv.GenAIServerRequestDuration.Name
+	})
+	require.Len(t, h.spans.GetSpans(), 1, "the SERVER span")
+	pts := testutil.Collect(t, h.reader)
+	assert.Len(t, pts.Find(semconv.GenAIServerRequestDuration.Name), 1, "not reported elsewhere: recorded")
+	assert.Empty(t, pts.Find(semconv.GenAIServerTimeToFirstToken.Name), "reported elsewhere")
+	assert.Empty(t, pts.Find(semconv.GenAIServerTimePerOutputToken.Name), "reported elsewhere")
+	assert.ElementsMatch(t, []string{semconv.GenAIServerRequestDuration.Name, semconv.GenAIServerTimeToFirstToken.Name, semconv.GenAIServerTimePerOutputToken.Name}, asked)
 }

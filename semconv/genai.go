@@ -248,28 +248,40 @@ var (
 
 const genaiServerNote = "From the captured HTTP exchanges of a process on this node that serves an LLM API (the capture's plaintext ports), measured where the server reads and writes: not the client's figures, which add the network."
 
+// genaiServerAttrs are carried by the gen_ai.server.* metrics: the
+// capture's (without the pod, as its client metrics) and genai/serving's
+// (with the pod of the server, without the operation).
+var genaiServerAttrs = with(genaiAttrs, K8sNamespaceName, K8sPodName, K8sPodUID, K8sContainerName, ContainerID)
+
+// servedNote says which of the two Sources reports a gen_ai.server.*
+// metric for a server: never both.
+const servedNote = " genai/serving reports the same name from the server's own endpoint, its histogram as the server keeps it (bucket bounds included, never re-bucketed), under its own scope; where both could, the capture leaves the metric to it (genai.WithServedElsewhere), so that no request is counted twice."
+
 // GenAI server metrics (OpenTelemetry): the serving end of a call.
 var (
 	GenAIServerRequestDuration = Metric{
 		Name: "gen_ai.server.request.duration", Kind: Histogram, Unit: "s", Origin: OTel,
-		Description: "GenAI server request duration: from the first byte of the request read to the last byte of the response written.",
-		Attributes:  with(genaiAttrs, ErrorType),
-		Buckets:     genaiDurationBuckets,
-		Note:        genaiServerNote + " error.type is set for a failed response: the error type it carries, or the HTTP status.",
+		Description:   "GenAI server request duration: from the first byte of the request read to the last byte of the response written.",
+		Attributes:    with(genaiServerAttrs, ErrorType),
+		Buckets:       genaiDurationBuckets,
+		BucketsKeptBy: servingScope,
+		Note:          genaiServerNote + " error.type is set for a failed response: the error type it carries, or the HTTP status." + servedNote + " genai/serving: vLLM vllm:e2e_request_latency_seconds, TGI tgi_request_duration, TF Serving :tensorflow:serving:request_latency (microseconds, its bounds converted to seconds).",
 	}
 	GenAIServerTimeToFirstToken = Metric{
 		Name: "gen_ai.server.time_to_first_token", Kind: Histogram, Unit: "s", Origin: OTel,
-		Description: "Time from the request read in full to the first output chunk written, for successful streamed responses.",
-		Attributes:  genaiAttrs,
-		Buckets:     genaiTimeToFirstTokenBuckets,
-		Note:        genaiServerNote + " The first chunk that carries output: the write the capture saw.",
+		Description:   "Time from the request read in full to the first output chunk written, for successful streamed responses.",
+		Attributes:    genaiServerAttrs,
+		Buckets:       genaiTimeToFirstTokenBuckets,
+		BucketsKeptBy: servingScope,
+		Note:          genaiServerNote + " The first chunk that carries output: the write the capture saw." + servedNote + " genai/serving: vLLM vllm:time_to_first_token_seconds, Triton nv_inference_first_response_histogram_ms (milliseconds, its bounds converted to seconds).",
 	}
 	GenAIServerTimePerOutputToken = Metric{
 		Name: "gen_ai.server.time_per_output_token", Kind: Histogram, Unit: "s", Origin: OTel,
-		Description: "Time per output token after the first, for successful streamed responses: from the first output chunk written to the last byte, over the output tokens less one.",
-		Attributes:  genaiAttrs,
-		Buckets:     genaiTimePerOutputTokenBuckets,
-		Note:        genaiServerNote + " Only when the response reported its output tokens, more than one.",
+		Description:   "Time per output token after the first, for successful streamed responses: from the first output chunk written to the last byte, over the output tokens less one.",
+		Attributes:    genaiServerAttrs,
+		Buckets:       genaiTimePerOutputTokenBuckets,
+		BucketsKeptBy: servingScope,
+		Note:          genaiServerNote + " Only when the response reported its output tokens, more than one." + servedNote + " genai/serving: vLLM vllm:inter_token_latency_seconds, or vllm:time_per_output_token_seconds of the releases before the rename (the same figure, per token); TGI tgi_request_mean_time_per_token_duration (per request).",
 	}
 )
 
@@ -311,7 +323,7 @@ var SpanGenAIServer = Span{
 }
 
 var genaiAttributes = []Attribute{
-	{GenAIProviderName, "string", "The GenAI provider, as detected from the request's host, path and headers. Custom values: " + GenAIProviderOllama + " (an Ollama server), " + GenAIProviderOpenAICompatible + " (an unknown server speaking the OpenAI API); a configured host map may name others.", OTel, append(append([]string(nil), GenAIProviders...), GenAIProviderOllama, GenAIProviderOpenAICompatible)},
+	{GenAIProviderName, "string", "The GenAI provider, as detected from the request's host, path and headers. Custom values: " + GenAIProviderOllama + " (an Ollama server), " + GenAIProviderOpenAICompatible + " (an unknown server speaking the OpenAI API); a configured host map may name others. On the series of genai/serving, the kind of model server: " + GenAIProviderVLLM + ", " + GenAIProviderTGI + ", " + GenAIProviderTriton + ", " + GenAIProviderTorchServe + ", " + GenAIProviderTensorFlowServing + ", " + GenAIProviderONNXRuntime + ".", OTel, append(append(append([]string(nil), GenAIProviders...), GenAIProviderOllama, GenAIProviderOpenAICompatible), GenAIServingProviders...)},
 	{GenAIOperationName, "string", "The operation: " + GenAIOperationChat + " for OpenAI Chat Completions and Responses, Anthropic Messages, Bedrock Converse and Ollama chat; " + GenAIOperationGenerateContent + " for Gemini and Vertex generateContent; " + GenAIOperationTextCompletion + " for legacy completions; " + GenAIOperationEmbeddings + ".", OTel, GenAIOperations},
 	{GenAIRequestModel, "string", "The model the request names (body, or path for Gemini, Vertex and Bedrock). Capped in cardinality on metrics.", OTel, nil},
 	{GenAIRequestTemperature, "double", "Temperature setting of the request.", OTel, nil},

@@ -65,6 +65,12 @@ type Metric struct {
 	Attributes []attribute.Key
 	// Buckets are the explicit histogram boundaries; nil for other kinds.
 	Buckets []float64
+	// BucketsKeptBy names the one instrumentation scope that reports the
+	// histogram with the bucket bounds of the figures it reads, never
+	// re-bucketed (genai/serving re-exports a model server's own
+	// histograms); Buckets, where set, are those every other scope
+	// records with.
+	BucketsKeptBy string
 	// Note documents availability: which backends fill it, where it is
 	// omitted and why.
 	Note string

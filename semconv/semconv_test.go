@@ -29,7 +29,10 @@ func TestMetricsAreWellFormed(t *testing.T) {
 		for _, k := range m.Attributes {
 			assert.True(t, registered[string(k)], "%s: attribute %s is not registered", m.Name, k)
 		}
-		assert.Equal(t, m.Kind == Histogram, len(m.Buckets) > 0, "%s: buckets belong to histograms, and histograms need them", m.Name)
+		assert.Equal(t, m.Kind == Histogram, len(m.Buckets) > 0 || m.BucketsKeptBy != "", "%s: buckets belong to histograms, and histograms need them or a scope that keeps its figures' own", m.Name)
+		if m.BucketsKeptBy != "" {
+			assert.Equal(t, servingScope, m.BucketsKeptBy, "%s: only genai/serving keeps the buckets of what it reads", m.Name)
+		}
 		assert.True(t, slices.IsSorted(m.Buckets), "%s: buckets are not increasing", m.Name)
 		if strings.HasSuffix(m.Name, "utilization") {
 			assert.Equal(t, Gauge, m.Kind, "%s: a ratio is a Gauge with unit 1", m.Name)

@@ -17,6 +17,7 @@ import (
 	"github.com/xpuscope/xpuscope/cudatrace"
 	"github.com/xpuscope/xpuscope/examples/agent/internal/config"
 	"github.com/xpuscope/xpuscope/genai"
+	"github.com/xpuscope/xpuscope/genai/serving"
 	"github.com/xpuscope/xpuscope/gpu"
 	"github.com/xpuscope/xpuscope/hiptrace"
 	"github.com/xpuscope/xpuscope/occupancy"
@@ -47,6 +48,12 @@ type settings struct {
 	// resolver places the others' processes and devices in pods; nil
 	// when podjoin is not active.
 	resolver *podjoin.Resolver
+
+	// serving reads the model servers; servingOff is set when the
+	// configuration turns it off. The capture leaves to it the
+	// gen_ai.server.* figures it reports; nil when it is not active.
+	servingOff bool
+	serving    *serving.Source
 }
 
 // fromConfig takes the configuration's settings for the features; a price
@@ -63,6 +70,7 @@ func (s *settings) fromConfig(cfg config.Config) error {
 	s.bodyLimit = llm.CaptureBodyLimit
 	s.goTLS = llm.CaptureGoTLS
 	s.contentCapture = llm.Content.CaptureBytes()
+	s.servingOff = !cfg.AIML.Serving.Enabled
 	return nil
 }
 
@@ -86,6 +94,7 @@ type providers struct {
 	tracer    trace.TracerProvider
 	cuda      *cudatrace.Producer
 	hip       *hiptrace.Producer
+	serving   *serving.Producer
 	exitGrace time.Duration
 }
 
@@ -96,12 +105,14 @@ type feature struct {
 }
 
 // features lists every Source of the library, in start order: podjoin
-// first, since the others label their series through it.
+// first, since the others label their series through it; serving before
+// genai, whose capture leaves it the figures it reads from the servers.
 var features = []feature{
 	{"podjoin", startPodjoin},
 	{"gpu", startGPU},
 	{"cudatrace", startCUDATrace},
 	{"hiptrace", startHIPTrace},
+	{"serving", startServing},
 	{"genai", startGenAI},
 }
 
@@ -154,6 +165,9 @@ func startGenAI(s settings, p providers) (xpuscope.Source, string, error) {
 	if s.resolver != nil {
 		opts = append(opts, genai.WithResolver(s.resolver))
 	}
+	if s.serving != nil {
+		opts = append(opts, genai.WithServedElsewhere(s.serving.Reports))
+	}
 	c, err := genai.NewCapture(opts...)
 	if err != nil {
 		return nil, "", err
@@ -189,6 +203,70 @@ func describeCapture(st genai.CaptureStatus) string {
 		s += fmt.Sprintf("; not probed: %s (pid %d): %s", r.Path, r.PID, r.Reason)
 	}
 	return s
+}
+
+// errServingOff is the unavailable error of a serving turned off by the
+// configuration.
+var errServingOff = xpuscope.Unavailablef("serving: turned off by aiml.serving.enabled")
+
+// startServing finds the model servers on the node and reads them, every
+// -interval, their histograms through the serving Producer.
+func startServing(s settings, p providers) (xpuscope.Source, string, error) {
+	if s.servingOff {
+		return nil, "", errServingOff
+	}
+	opts := []serving.Option{
+		serving.WithMeterProvider(p.meter),
+		serving.WithProducer(p.serving),
+		serving.WithInterval(s.interval),
+		serving.WithProcRoot(s.procRoot),
+	}
+	if s.resolver != nil {
+		opts = append(opts, serving.WithResolver(s.resolver))
+	}
+	src, err := serving.New(opts...)
+	if err != nil {
+		return nil, "", err
+	}
+	return src, describeServing(src.Status()), nil
+}
+
+// describeServing lists each model server found: its kind and process,
+// its endpoint (and the network namespace it is reached in), its models,
+// and what could not be read and why.
+func describeServing(st serving.Status) string {
+	if len(st.Servers) == 0 {
+		return "no model server found yet; processes are looked at every interval"
+	}
+	parts := make([]string, 0, len(st.Servers))
+	for _, sv := range st.Servers {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s (pid %d", sv.Kind, sv.PID)
+		if n := len(sv.Processes); n > 1 {
+			fmt.Fprintf(&b, ", %d processes", n)
+		}
+		b.WriteString(")")
+		switch {
+		case sv.Endpoint != "" && sv.NetNS != "":
+			fmt.Fprintf(&b, " at %s in %s", sv.Endpoint, sv.NetNS)
+		case sv.Endpoint != "":
+			fmt.Fprintf(&b, " at %s", sv.Endpoint)
+		default:
+			b.WriteString(": no endpoint")
+		}
+		if len(sv.Models) > 0 {
+			fmt.Fprintf(&b, ", models %s", strings.Join(sv.Models, ", "))
+		}
+		if !sv.Read && len(sv.Problems) > 0 {
+			fmt.Fprintf(&b, "; not read: %s", strings.Join(sv.Problems, "; "))
+		}
+		parts = append(parts, b.String())
+	}
+	out := fmt.Sprintf("%d model server(s): %s", len(st.Servers), strings.Join(parts, " | "))
+	if !st.Histograms {
+		out += "; their histograms are not reported (no Producer)"
+	}
+	return out
 }
 
 func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {
@@ -363,6 +441,8 @@ func startAll(s settings, p providers) []result {
 		switch src := src.(type) {
 		case *podjoin.Resolver:
 			s.resolver = src
+		case *serving.Source:
+			s.serving = src
 		case *gpu.Source:
 			s.gpus = src.Devices()
 			s.nvidiaCapacity = commonCapacity(s.gpus, semconv.VendorNVIDIA)

@@ -135,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		debug.SetMemoryLimit(startupMemoryLimit)
 	}
 	results := startAll(o.settings, providers{meter: tel.meter, tracer: tel.tracer, cuda: tel.cuda, hip: tel.hip,
-		exitGrace: tel.exitGrace})
+		serving: tel.serving, exitGrace: tel.exitGrace})
 	debug.SetMemoryLimit(limit)
 	defer closeAll(results, log)
 	if o.check {

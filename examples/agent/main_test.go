@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envAgent) != "" {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
+	if payload := os.Getenv(envFakeServer); payload != "" {
+		os.Exit(fakeModelServer(payload))
+	}
 	os.Exit(m.Run())
 }
 
@@ -86,6 +89,7 @@ func TestCheckOnNodeWithoutGPU(t *testing.T) {
 	// No kubelet here: the resolver is active, without GPU-to-pod joins.
 	assert.Regexp(t, `(?m)^podjoin +active +kubelet: unavailable \(.*kubelet\.sock.*\): cgroup and environment joins only`, stdout)
 	assert.Regexp(t, `(?m)^podjoin .*; pod names: `, stdout)
+	assert.Regexp(t, `(?m)^serving +active +(no model server found yet|\d+ model server\(s\): )`, stdout)
 	if os.Geteuid() == 0 {
 		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
 		assert.Regexp(t, `(?m)^hiptrace +active +uprobes`, stdout)
@@ -307,6 +311,7 @@ export:
 	}
 	assert.Equal(t, 1.0, got["gpu/unavailable"], "%v", got)
 	assert.Equal(t, 1.0, got["podjoin/active"], "%v", got)
+	assert.Equal(t, 1.0, got["serving/active"], "%v", got)
 	assert.Equal(t, 0.0, got["gpu/active"], "%v", got)
 	if os.Geteuid() == 0 {
 		assert.Equal(t, 1.0, got["genai/active"], "%v", got)

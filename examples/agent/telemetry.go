@@ -27,6 +27,7 @@ import (
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/cudatrace"
 	"github.com/xpuscope/xpuscope/examples/agent/internal/config"
+	"github.com/xpuscope/xpuscope/genai/serving"
 	"github.com/xpuscope/xpuscope/hiptrace"
 	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -50,6 +51,7 @@ type telemetry struct {
 	registry *prometheus.Registry
 	cuda     *cudatrace.Producer
 	hip      *hiptrace.Producer
+	serving  *serving.Producer
 	// exitGrace is how long the tracers keep an exited process's series
 	// for the OTLP reader, which collects less often than a scrape may.
 	exitGrace time.Duration
@@ -58,12 +60,14 @@ type telemetry struct {
 }
 
 func newTelemetry(ctx context.Context, cfg config.Config) (*telemetry, error) {
-	t := &telemetry{registry: prometheus.NewRegistry(), cuda: cudatrace.NewProducer(), hip: hiptrace.NewProducer()}
+	t := &telemetry{registry: prometheus.NewRegistry(), cuda: cudatrace.NewProducer(), hip: hiptrace.NewProducer(),
+		serving: serving.NewProducer()}
 	res, err := newResource(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("resource: %w", err)
 	}
-	prom, err := otelprom.New(otelprom.WithRegisterer(t.registry), otelprom.WithProducer(t.cuda), otelprom.WithProducer(t.hip))
+	prom, err := otelprom.New(otelprom.WithRegisterer(t.registry), otelprom.WithProducer(t.cuda), otelprom.WithProducer(t.hip),
+		otelprom.WithProducer(t.serving))
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
@@ -75,7 +79,8 @@ func newTelemetry(ctx context.Context, cfg config.Config) (*telemetry, error) {
 		}
 		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(
 			&countingMetricExporter{Exporter: exp, failures: &t.failures[0]},
-			sdkmetric.WithInterval(cfg.Export.Interval), sdkmetric.WithProducer(t.cuda), sdkmetric.WithProducer(t.hip))))
+			sdkmetric.WithInterval(cfg.Export.Interval), sdkmetric.WithProducer(t.cuda), sdkmetric.WithProducer(t.hip),
+			sdkmetric.WithProducer(t.serving))))
 		t.exitGrace = cfg.Export.Interval
 	}
 	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}

@@ -5,14 +5,17 @@
 //
 // An FS is a procfs mounted at Root. FS.Proc names one process of it, and
 // the methods of Proc read that process's files: Alive, Exe, OpenExe and
-// ExecutableName, Comm, Maps and OpenMapped (which opens a mapped file
-// from outside the process's mount namespace), Cgroup and Environ. FS
-// itself lists the processes (PIDs) and their TCP sockets (TCPSockets).
+// ExecutableName, Comm, Cmdline, PPID, Maps and OpenMapped (which opens a
+// mapped file from outside the process's mount namespace), OpenFile (a
+// path as the process names it), Cgroup and Environ, and its sockets:
+// SocketInodes, NetTCP (the TCP sockets of its network namespace), NetNS
+// and OpenNetNS. FS itself lists the processes (PIDs) and their TCP
+// sockets (TCPSockets).
 // FS.Open holds the root open for the read a cache makes on every lookup,
 // a process's start time (Handle.StartTime), which allocates nothing.
 //
 // The parsers are plain functions over a file's bytes (ParseMaps,
-// ParseComm, ParseNetTCPLine), and bounded: a line or a file too long, or
+// ParseComm, ParseCmdline, ParsePPID, ParseNetTCPLine), and bounded: a line or a file too long, or
 // too many entries, is an error or a cut, never a large allocation.
 // Maps.Find turns an address into its Mapping, and Mapping.FileOffset
 // turns the address into an offset in the mapped file, which is what a

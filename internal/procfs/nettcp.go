@@ -3,17 +3,24 @@ package procfs
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 )
 
 // TCPSocket is a socket as a line of /proc/<pid>/net/tcp or tcp6 gives
-// it: the ports in host order, and the state (TCPClose, TCPListen, …).
+// it: the local address, the ports in host order, the state (TCPClose,
+// TCPListen, …) and the socket's inode (0 where the line has none), which
+// a process's socket descriptors name (Proc.SocketInodes).
 type TCPSocket struct {
+	LocalAddr             netip.Addr
 	LocalPort, RemotePort uint16
 	State                 uint8
+	Inode                 uint64
 }
 
 // TCP states in /proc/net/tcp (include/net/tcp_states.h).
@@ -44,31 +51,60 @@ func (s TCPSocket) CarriesData() bool {
 }
 
 // ParseNetTCPLine reads one socket line of /proc/<pid>/net/tcp or tcp6,
-// "  0: 0100007F:1F40 00000000:0000 0A …": the address fields end in a
-// colon and four hex digits of port, the state is two hex digits. It
-// reports false for the header line and anything else it cannot read.
+// "  0: 0100007F:1F40 00000000:0000 0A … 24467 …": the address fields
+// are 8 (IPv4) or 32 (IPv6) hex digits, each 32-bit word in the host's
+// byte order, then a colon and four hex digits of port; the state is two
+// hex digits; the tenth field, where there is one, the inode. It reports
+// false for the header line and anything else it cannot read.
 func ParseNetTCPLine(line []byte) (TCPSocket, bool) {
 	f := bytes.Fields(line)
 	if len(f) < 4 || !bytes.HasSuffix(f[0], []byte(":")) {
 		return TCPSocket{}, false
 	}
-	local, ok1 := addrPort(f[1])
-	remote, ok2 := addrPort(f[2])
+	addr, local, ok1 := addrPort(f[1])
+	_, remote, ok2 := addrPort(f[2])
 	st, err := strconv.ParseUint(string(f[3]), 16, 8)
 	if !ok1 || !ok2 || err != nil || len(f[3]) != 2 {
 		return TCPSocket{}, false
 	}
-	return TCPSocket{LocalPort: local, RemotePort: remote, State: uint8(st)}, true
+	s := TCPSocket{LocalAddr: addr, LocalPort: local, RemotePort: remote, State: uint8(st)}
+	if len(f) > 9 {
+		ino, err := strconv.ParseUint(string(f[9]), 10, 64)
+		if err != nil {
+			return TCPSocket{}, false
+		}
+		s.Inode = ino
+	}
+	return s, true
 }
 
-// addrPort returns the port of "ADDRHEX:PORTHEX".
-func addrPort(b []byte) (uint16, bool) {
+// addrPort returns the address and port of "ADDRHEX:PORTHEX". The
+// address is the kernel's words printed in host byte order (little
+// endian on every machine this runs on).
+func addrPort(b []byte) (netip.Addr, uint16, bool) {
 	i := bytes.IndexByte(b, ':')
 	if i < 0 || len(b)-i-1 != 4 {
-		return 0, false
+		return netip.Addr{}, 0, false
 	}
 	p, err := strconv.ParseUint(string(b[i+1:]), 16, 16)
-	return uint16(p), err == nil
+	if err != nil {
+		return netip.Addr{}, 0, false
+	}
+	if i != 8 && i != 32 {
+		return netip.Addr{}, 0, false
+	}
+	var raw [16]byte
+	n, err := hex.Decode(raw[:], b[:i])
+	if err != nil {
+		return netip.Addr{}, 0, false
+	}
+	for w := 0; w < n; w += 4 { // each word from host to network order
+		binary.BigEndian.PutUint32(raw[w:], binary.LittleEndian.Uint32(raw[w:]))
+	}
+	if n == 4 {
+		return netip.AddrFrom4([4]byte(raw[:4])), uint16(p), true
+	}
+	return netip.AddrFrom16(raw), uint16(p), true
 }
 
 // TCPSockets calls f with every TCP socket (IPv4 and IPv6) of every
@@ -134,4 +170,20 @@ func readNetTCP(path string, f func(TCPSocket) bool) (bool, error) {
 		}
 	}
 	return true, sc.Err()
+}
+
+// NetTCP calls f with every TCP socket (IPv4 and IPv6) of the process's
+// network namespace, as its net/tcp and net/tcp6 give them; f returns
+// false to stop. A missing tcp6 (a kernel without IPv6) is no error.
+func (p Proc) NetTCP(f func(TCPSocket) bool) error {
+	for _, name := range []string{"tcp", "tcp6"} {
+		more, err := readNetTCP(p.path("net", name), f)
+		if err != nil && !(errors.Is(err, os.ErrNotExist) && name == "tcp6") {
+			return fmt.Errorf("procfs: %w", err)
+		}
+		if !more {
+			return nil
+		}
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package procfs
 import (
 	"fmt"
 	"net"
+	"net/netip"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,17 +25,24 @@ func TestParseNetTCPLine(t *testing.T) {
 	}{
 		{"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode", TCPSocket{}, false},
 		{"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 24467 1 0000000000000000 100 0 0 10 0",
-			TCPSocket{LocalPort: 8000, State: TCPListen}, true},
+			TCPSocket{LocalAddr: netip.MustParseAddr("127.0.0.1"), LocalPort: 8000, State: TCPListen, Inode: 24467}, true},
 		{"   7: 0100007F:D3A2 0100007F:2CAB 01 00000000:00000000 00:00000000 00000000  1000        0 99 1",
-			TCPSocket{LocalPort: 0xd3a2, RemotePort: 11435, State: TCPEstablished}, true},
-		// tcp6: 32 hex digits of address.
+			TCPSocket{LocalAddr: netip.MustParseAddr("127.0.0.1"), LocalPort: 0xd3a2, RemotePort: 11435, State: TCPEstablished, Inode: 99}, true},
+		{"   2: 0A00A8C0:0050 00000000:0000 0A 0", // no inode field
+			TCPSocket{LocalAddr: netip.MustParseAddr("192.168.0.10"), LocalPort: 80, State: TCPListen}, true},
+		// tcp6: 32 hex digits of address, each 32-bit word little endian.
 		{"   1: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0 0 1",
-			TCPSocket{LocalPort: 8080, State: TCPListen}, true},
-		{"   0: 0100007F:1F40 00000000:0000 A 0", TCPSocket{}, false},  // one-digit state
-		{"   0: 0100007F:1F4 00000000:0000 0A 0", TCPSocket{}, false},  // three-digit port
-		{"   0: 0100007F:XYZW 00000000:0000 0A 0", TCPSocket{}, false}, // not hex
-		{"   0: 0100007F1F40 00000000:0000 0A 0", TCPSocket{}, false},  // no colon
-		{"0100007F:1F40 00000000:0000 0A 0 0", TCPSocket{}, false},     // no slot
+			TCPSocket{LocalAddr: netip.IPv6Loopback(), LocalPort: 8080, State: TCPListen, Inode: 1}, true},
+		{"   3: 0000000000000000FFFF00000100007F:1F90 00000000000000000000000000000000:0000 0A 0 0 0 0 0 77",
+			TCPSocket{LocalAddr: netip.MustParseAddr("::ffff:127.0.0.1"), LocalPort: 8080, State: TCPListen, Inode: 77}, true},
+		{"   0: 0100007F:1F40 00000000:0000 0A 0 0 0 0 0 x", TCPSocket{}, false}, // inode not a number
+		{"   0: 0100007F00:1F40 00000000:0000 0A 0", TCPSocket{}, false},         // ten hex digits of address
+		{"   0: 0100007G:1F40 00000000:0000 0A 0", TCPSocket{}, false},           // address not hex
+		{"   0: 0100007F:1F40 00000000:0000 A 0", TCPSocket{}, false},            // one-digit state
+		{"   0: 0100007F:1F4 00000000:0000 0A 0", TCPSocket{}, false},            // three-digit port
+		{"   0: 0100007F:XYZW 00000000:0000 0A 0", TCPSocket{}, false},           // not hex
+		{"   0: 0100007F1F40 00000000:0000 0A 0", TCPSocket{}, false},            // no colon
+		{"0100007F:1F40 00000000:0000 0A 0 0", TCPSocket{}, false},               // no slot
 		{"", TCPSocket{}, false},
 	} {
 		got, ok := ParseNetTCPLine([]byte(tc.line))
@@ -66,6 +75,21 @@ func TestTCPSockets(t *testing.T) {
 		return true
 	}))
 	assert.Equal(t, 1, found, "times the listener on port %d was found", port)
+	// The process's own namespace, with the listener's inode among its
+	// socket descriptors.
+	self := FS{Root: DefaultRoot}.Proc(os.Getpid())
+	inodes, err := self.SocketInodes()
+	require.NoError(t, err, "SocketInodes")
+	var listener TCPSocket
+	require.NoError(t, self.NetTCP(func(s TCPSocket) bool {
+		if s.LocalPort == port && s.State == TCPListen {
+			listener = s
+			return false
+		}
+		return true
+	}))
+	assert.Equal(t, netip.MustParseAddr("127.0.0.1"), listener.LocalAddr, "the listener's address")
+	assert.Contains(t, inodes, listener.Inode, "the listener's inode among the process's sockets")
 	// Stopping early stops.
 	calls := 0
 	_ = FS{Root: DefaultRoot}.TCPSockets(func(TCPSocket) bool { calls++; return false })

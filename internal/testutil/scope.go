@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 
@@ -45,7 +46,7 @@ func CheckScope(t testing.TB, r sdkmetric.Reader, scope string) []string {
 			}
 			assert.Equal(t, d.Unit, m.Unit, "the unit of %s", m.Name)
 			assert.Equal(t, d.Description, m.Description, "the description of %s", m.Name)
-			checkKind(t, d, m.Data)
+			checkKind(t, d, m.Data, scope)
 		}
 	}
 	require.True(t, found, "no metrics of scope %s", scope)
@@ -55,7 +56,7 @@ func CheckScope(t testing.TB, r sdkmetric.Reader, scope string) []string {
 
 // checkKind checks that data is what the registry's kind and buckets for
 // d make.
-func checkKind(t testing.TB, d semconv.Metric, data metricdata.Aggregation) {
+func checkKind(t testing.TB, d semconv.Metric, data metricdata.Aggregation, scope string) {
 	t.Helper()
 	var (
 		kind      semconv.Kind
@@ -87,6 +88,19 @@ func checkKind(t testing.TB, d semconv.Metric, data metricdata.Aggregation) {
 		kind = semconv.Counter
 	}
 	assert.Equal(t, d.Kind, kind, "the kind of %s", d.Name)
+	if scope == d.BucketsKeptBy && d.BucketsKeptBy != "" {
+		// The bounds of the figures the scope reads: whatever they
+		// are, strictly increasing and finite.
+		for _, b := range bounds {
+			for i := range b {
+				assert.False(t, math.IsInf(b[i], 0) || math.IsNaN(b[i]), "the bucket bounds of %s: %v is not finite", d.Name, b[i])
+				if i > 0 {
+					assert.Less(t, b[i-1], b[i], "the bucket bounds of %s increase", d.Name)
+				}
+			}
+		}
+		return
+	}
 	if d.Buckets != nil {
 		for _, b := range bounds {
 			assert.Equal(t, d.Buckets, b, "the bucket bounds of %s", d.Name)

@@ -57,6 +57,9 @@ func render() []byte {
 				}
 				desc += " Buckets: " + strings.Join(bs, ", ") + "."
 			}
+			if m.BucketsKeptBy != "" {
+				desc += " Reported by " + strings.TrimPrefix(m.BucketsKeptBy, "github.com/xpuscope/xpuscope/") + " with the bucket bounds of the server it reads, never re-bucketed."
+			}
 			fmt.Fprintf(&b, "| `%s` | %v | `%s` | %s | %s |\n", m.Name, m.Kind, m.Unit, cell(desc), cell(m.Note))
 		}
 		b.WriteString("\n")

@@ -103,7 +103,17 @@ type OTLPSignal struct {
 
 // AIML is the aiml section.
 type AIML struct {
-	LLM LLM
+	LLM     LLM
+	Serving Serving
+}
+
+// Serving is aiml.serving: the model servers on the node (vLLM, TGI,
+// Triton, TorchServe, TF Serving, ONNX Runtime), found from their
+// processes and read from their own metrics endpoints, which need no
+// configuration (package genai/serving).
+type Serving struct {
+	// Enabled is aiml.serving.enabled; default true.
+	Enabled bool
 }
 
 // LLM is aiml.llm: LLM API traffic.

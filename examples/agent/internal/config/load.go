@@ -120,6 +120,7 @@ type layer struct {
 	goTLS       opt[bool]
 	capture     opt[bool]
 	contentMax  opt[int]
+	serving     opt[bool]
 }
 
 // OTLP layers: the general settings and the per-signal ones.
@@ -186,6 +187,7 @@ func resolve(f, e layer) (Config, []error) {
 			MaxBytes: f.contentMax.or(DefaultContentMaxBytes),
 		},
 	}
+	c.AIML.Serving = Serving{Enabled: f.serving.or(true)}
 	return c, errs
 }
 
@@ -524,7 +526,9 @@ func (d *decoder) top(root *yaml.Node) {
 		}},
 		field{"export", d.export},
 		field{"aiml", func(v *yaml.Node, key string) {
-			d.object(v, key, field{"llm", d.llm})
+			d.object(v, key, field{"llm", d.llm}, field{"serving", func(v *yaml.Node, key string) {
+				d.object(v, key, field{"enabled", func(v *yaml.Node, key string) { d.boolean(v, key, &l.serving) }})
+			}})
 		}},
 	)
 }

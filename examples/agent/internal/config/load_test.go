@@ -56,7 +56,7 @@ func defaults() Config {
 			CaptureBodyLimit: DefaultCaptureBodyLimit,
 			CaptureGoTLS:     true,
 			Content:          Content{MaxBytes: DefaultContentMaxBytes},
-		}},
+		}, Serving: Serving{Enabled: true}},
 	}
 }
 
@@ -98,7 +98,7 @@ func TestLoadFull(t *testing.T) {
 			CaptureBodyLimit: 131072,
 			CaptureGoTLS:     false,
 			Content:          Content{Capture: true, MaxBytes: 8192},
-		}},
+		}, Serving: Serving{Enabled: false}},
 	}
 	assert.Equal(t, want, c)
 	assert.NoError(t, c.Validate())
@@ -229,6 +229,10 @@ func TestLoadErrors(t *testing.T) {
 		// Wrong types.
 		{"string for a boolean", "export:\n  prometheus:\n    enabled: yes\n",
 			[]want{{3, 14, "export.prometheus.enabled", `want true or false, got "yes"`}}},
+		{"string for serving's boolean", "aiml:\n  serving:\n    enabled: off\n",
+			[]want{{3, 14, "aiml.serving.enabled", `want true or false, got "off"`}}},
+		{"unknown serving key", "aiml:\n  serving:\n    port: 8000\n",
+			[]want{{3, 5, "aiml.serving", `unknown key "port" (want one of: enabled)`}}},
 		{"number for a string", "service_name: 42\n",
 			[]want{{1, 15, "service_name", "want a string, got 42"}}},
 		{"mapping for a string", "log_level: {a: b}\n",
