@@ -104,7 +104,7 @@ func BenchmarkScrapeAndMap(b *testing.B) {
 			reg, err := mp.Meter(ScopeName).RegisterCallback(s.observe, s.inst.all()...)
 			require.NoError(b, err)
 			defer reg.Unregister()
-			p.add(s)
+			p.sources.Add(s)
 			servers := make([]*server, n)
 			for i := range servers {
 				servers[i] = &server{spec: &vllmSpec, series: map[pointKey]*seriesState{}, port: uint16(8000 + i),

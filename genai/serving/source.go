@@ -102,7 +102,7 @@ func New(opts ...Option) (*Source, error) {
 		return nil, fmt.Errorf("serving: register callback: %w", err)
 	}
 	if cfg.producer != nil {
-		cfg.producer.add(s)
+		cfg.producer.sources.Add(s)
 	}
 	go s.run()
 	return s, nil
@@ -177,7 +177,7 @@ func (s *Source) Close() error {
 		close(s.stop)
 		<-s.done
 		if s.cfg.producer != nil {
-			s.cfg.producer.remove(s)
+			s.cfg.producer.sources.Remove(s)
 		}
 		var errs []error
 		if s.reg != nil {

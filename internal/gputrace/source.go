@@ -196,7 +196,7 @@ func (s *Source) start(multi bool) error {
 		return fmt.Errorf("register callback: %w", err)
 	}
 	if p := s.cfg.producer; p != nil {
-		p.add(s)
+		p.sources.Add(s)
 	}
 	return nil
 }
@@ -335,7 +335,7 @@ func (s *Source) LeakSuspects(pid int, n int) []Allocation {
 // the first return nil.
 func (s *Source) Close() error {
 	if p := s.cfg.producer; p != nil {
-		p.remove(s)
+		p.sources.Remove(s)
 	}
 	err := s.kernel.Close()
 	s.closeInspectors() // the reader, which reads them, has stopped
