@@ -52,6 +52,9 @@ type device struct {
 	Device
 	h   nvml.Device
 	mig bool
+	// source is the gpu.measurement.source of a runtime backend's device
+	// (DCGM, RDC, the TPU runtime); "" for the others.
+	source string
 	// unsupported has bit r set once the device answered read r with
 	// ERROR_NOT_SUPPORTED; the read is not tried again (until MIG mode
 	// changes, which changes what a device supports).
@@ -100,6 +103,9 @@ type series struct {
 	temperature, tempJunction, tempMemory opts
 	throttle                              []opts
 	other                                 opts // the process overflow series
+	// accel are the series of a runtime backend's values, by accelValue;
+	// nil for the other backends' devices.
+	accel []opts
 }
 
 // process is a GPU process's precomputed series identity.
@@ -173,6 +179,9 @@ func (d *device) newSeries(owner []attribute.KeyValue) *series {
 	}
 	for i, r := range semconv.ThrottleReasons {
 		s.throttle[i] = with(semconv.GPUClockThrottleReason.String(r))
+	}
+	if d.source != "" {
+		s.accel = accelSeries(all)
 	}
 	s.temperature = s.base
 	if d.sensors {

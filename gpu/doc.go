@@ -3,7 +3,7 @@
 //
 // # Backends
 //
-// New tries four backends, in order (WithBackends selects among them),
+// New tries its backends in order (WithBackends selects among them),
 // and uses every one that finds GPUs: a node with GPUs of both vendors
 // reports both; the vendors' devices are disjoint. The three AMD backends
 // are fallbacks of one another: the first that finds the AMD GPUs reads
@@ -25,6 +25,17 @@
 //   - amdgpu sysfs (AMD): the files the amdgpu driver publishes in sysfs
 //     (WithSysfsRoot), tried only when neither library found a GPU: not
 //     installed, or unable to start.
+//   - DCGM (NVIDIA), a runtime backend: NVIDIA's Data Center GPU Manager,
+//     libdcgm.so.4, .3 or .2 (WithDCGMLibraryPath), bound with purego
+//     (package internal/dcgm). It reads the profiling fields NVML does not
+//     give (SM activity and occupancy, tensor, FP64/32/16 pipe and DRAM
+//     activity, PCIe and NVLink throughput) of the GPUs NVML found, under
+//     their hw.id, with gpu.measurement.source=dcgm, through nv-hostengine
+//     (WithDCGMHostEngine, or found on its default socket or port) or a
+//     host engine embedded in the process. Another profiler holding the
+//     counters, blank values and failed reads are counted in the
+//     xpuscope.gpu.scrape.misses, samples.blank and field.unavailable
+//     self-metrics; Status says what each backend reads.
 //
 // The NVIDIA backend reports, per GPU, utilization (general, encoder,
 // decoder), memory (usage, limit, free, reserved, utilization),

@@ -43,10 +43,17 @@ const (
 	// BackendAMDSysfs reads AMD GPUs from what the amdgpu driver publishes
 	// in sysfs, when neither AMD SMI nor ROCm SMI found any.
 	BackendAMDSysfs Backend = "amdgpu_sysfs"
+	// BackendDCGM reads the profiling fields of NVIDIA GPUs (SM activity
+	// and occupancy, pipe and DRAM activity, PCIe and NVLink throughput)
+	// through NVIDIA DCGM: an embedded host engine, or nv-hostengine.
+	BackendDCGM Backend = "dcgm"
 )
 
-// allBackends is the default: every backend, in order.
-var allBackends = []Backend{BackendNVML, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs}
+// allBackends is the default: every backend, in the order New tries them.
+// The runtime backends come after the backend that finds their vendor's
+// devices (DCGM after NVML), so that their series take those devices'
+// identity.
+var allBackends = []Backend{BackendNVML, BackendDCGM, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs}
 
 type config struct {
 	meterProvider metric.MeterProvider
@@ -62,6 +69,10 @@ type config struct {
 	sysfs         fs.FS // nil: os.DirFS(sysfsRoot)
 	amdPCIe       bool
 	resolver      Resolver
+
+	dcgmPath   string  // "": the first of dcgm.DefaultLibraries found
+	dcgmEngine *string // nil: look for nv-hostengine at dcgmProbe
+	dcgmProbe  dcgmProbe
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -72,6 +83,7 @@ func newConfig(opts []Option) (config, error) {
 		maxProcesses: DefaultMaxProcesses,
 		rocmPath:     DefaultROCmSMILibrary,
 		sysfsRoot:    DefaultSysfsRoot,
+		dcgmProbe:    defaultDCGMProbe,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -113,6 +125,7 @@ func newConfig(opts []Option) (config, error) {
 	if len(c.backends) == 0 {
 		return c, errors.New("gpu: WithBackends: no backend selected")
 	}
+
 	for i, b := range c.backends {
 		if !slices.Contains(allBackends, b) {
 			return c, fmt.Errorf("gpu: WithBackends: unknown backend %q (known: %v)", b, allBackends)
@@ -179,9 +192,9 @@ func WithNVML(lib nvml.Interface) Option {
 }
 
 // WithBackends selects the backends New tries; the default is all of
-// them, in the order BackendNVML, BackendAMDSMI, BackendROCmSMI,
-// BackendAMDSysfs (which
-// New keeps whatever the order given). With WithNVML, the default is
+// them, in the order BackendNVML, BackendDCGM, BackendAMDSMI,
+// BackendROCmSMI, BackendAMDSysfs (which New keeps whatever the order
+// given). With WithNVML, the default is
 // BackendNVML alone.
 func WithBackends(b ...Backend) Option {
 	return optionFunc(func(c *config) { c.backends = append([]Backend{}, b...) })
@@ -224,6 +237,24 @@ func WithAMDPCIeThroughput(on bool) Option {
 // every poll, only while exactly one pod holds it. The default is none.
 func WithResolver(r Resolver) Option {
 	return optionFunc(func(c *config) { c.resolver = r })
+}
+
+// WithDCGMLibraryPath loads DCGM from path (a path, or a soname) instead
+// of the first of libdcgm.so.4, .so.3 and .so.2 found in the loader path
+// or under the GPU operator's driver root (/run/nvidia/driver).
+func WithDCGMLibraryPath(path string) Option {
+	return optionFunc(func(c *config) { c.dcgmPath = path })
+}
+
+// WithDCGMHostEngine makes the DCGM backend connect to nv-hostengine at
+// addr: host:port (host alone: DCGM's port, 5555), or unix:// and the path
+// of its domain socket. "" starts an embedded host engine in the agent's
+// process instead, whatever runs on the node. Without this option the
+// backend connects to nv-hostengine where one answers on its default
+// socket (/tmp/nv-hostengine) or 127.0.0.1:5555, and starts an embedded
+// one otherwise.
+func WithDCGMHostEngine(addr string) Option {
+	return optionFunc(func(c *config) { c.dcgmEngine = &addr })
 }
 
 // withSysfsFS makes the Source read sysfs through fsys, rooted where sysfs

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/xpuscope/xpuscope/internal/dcgm/dcgmtest"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -19,5 +20,18 @@ func TestScope(t *testing.T) {
 	assert.Subset(t, names, []string{
 		semconv.HWGPUUtilization.Name, semconv.HWGPUMemoryUsage.Name, semconv.HWGPUMemoryLimit.Name,
 		semconv.HWPower.Name, semconv.HWEnergy.Name, semconv.HWTemperature.Name, semconv.GPUClockFrequency.Name,
+	})
+}
+
+// TestScopeDCGM: the DCGM backend's metrics and self-metrics, in the SDK's
+// data, as the registry gives them. DCGM is the fake library built by the
+// test (no DCGM in Debian, no GPU here).
+func TestScopeDCGM(t *testing.T) {
+	_, reader := newSource(t, dcgmOnly(dcgmtest.Build(t, "-DFAKE_MIG"))...)
+	names := testutil.CheckScope(t, reader, ScopeName)
+	assert.Subset(t, names, []string{
+		semconv.GPUGraphicsUtilization.Name, semconv.GPUSMUtilization.Name, semconv.GPUSMOccupancy.Name,
+		semconv.GPUPipeUtilization.Name, semconv.GPUDRAMUtilization.Name, semconv.GPULinkThroughput.Name,
+		semconv.XpuscopeGPUSamplesBlank.Name, semconv.XpuscopeGPUFieldUnavailable.Name,
 	})
 }

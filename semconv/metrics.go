@@ -13,8 +13,9 @@ var gpuAttrs = []attribute.Key{
 }
 
 // deviceAttrs are carried by every GPU device series: the device's, and
-// the pod's while exactly one pod holds the device.
-var deviceAttrs = with(gpuAttrs, podAttrs...)
+// the pod's while exactly one pod holds the device; the series of the
+// runtime backends (DCGM) carry gpu.measurement.source too.
+var deviceAttrs = with(with(gpuAttrs, podAttrs...), GPUMeasurementSource)
 
 // gpuProcAttrs are carried by a per-process GPU series: the device's, and
 // the process's.
@@ -307,7 +308,7 @@ var cudaMetrics = []Metric{
 
 // metrics is the registry: each area's list, in order. An area defined in
 // a file of its own adds its list here.
-var metrics = slices.Concat(gpuMetrics, amdMetrics, cudaMetrics, ncclMetrics, occupancyMetrics, genaiMetrics, captureMetrics, bpfMetrics, uprobeMetrics, agentMetrics, podjoinMetrics)
+var metrics = slices.Concat(gpuMetrics, amdMetrics, acceleratorMetrics, cudaMetrics, ncclMetrics, occupancyMetrics, genaiMetrics, captureMetrics, bpfMetrics, uprobeMetrics, agentMetrics, podjoinMetrics)
 
 // Metrics returns every registered metric, in registry order.
 func Metrics() []Metric {

@@ -1,0 +1,151 @@
+package semconv
+
+import "go.opentelemetry.io/otel/attribute"
+
+// Names of the gpu Source's runtime backends: DCGM's profiling fields.
+// OpenTelemetry names none of these figures, so they are extensions.
+// Every series of these backends carries gpu.measurement.source and the
+// same hw.id as the NVML series of the device, so that dashboards put them
+// side by side.
+
+// Attributes of the runtime backends' metrics (extensions) and
+// self-metrics.
+const (
+	GPUPipe            = attribute.Key("gpu.pipe")
+	GPULinkType        = attribute.Key("gpu.link.type")
+	XpuscopeGPUBackend = attribute.Key("xpuscope.gpu.backend")
+	XpuscopeGPUField   = attribute.Key("xpuscope.gpu.field")
+	XpuscopeGPUReason  = attribute.Key("xpuscope.gpu.reason")
+)
+
+// Values of GPUMeasurementSource set by the runtime backends.
+const (
+	MeasurementSourceDCGM = "dcgm"
+)
+
+// Values of GPUPipe.
+const (
+	PipeTensor = "tensor"
+	PipeFP64   = "fp64"
+	PipeFP32   = "fp32"
+	PipeFP16   = "fp16"
+)
+
+// Values of GPULinkType.
+const (
+	LinkPCIe   = "pcie"
+	LinkNVLink = "nvlink"
+)
+
+// Values of XpuscopeGPUReason that are not a vendor status name.
+const (
+	// GPUReasonBlank … GPUReasonNotPermissioned: DCGM's blank sentinels
+	// (DCGM_FP64_BLANK, _NOT_FOUND, _NOT_SUPPORTED, _NOT_PERMISSIONED and
+	// their INT64 and string forms).
+	GPUReasonBlank           = "blank"
+	GPUReasonNotFound        = "not_found"
+	GPUReasonNotSupported    = "not_supported"
+	GPUReasonNotPermissioned = "not_permissioned"
+	// GPUReasonNaN: a double that is NaN or infinite.
+	GPUReasonNaN = "nan"
+	// GPUReasonStale: the newest value is older than three poll
+	// intervals: the host engine stopped sampling the field.
+	GPUReasonStale = "stale"
+	// GPUReasonInvalid: a value no device can have (a percentage above
+	// 100, a negative byte count, a sentinel of the vendor's own).
+	GPUReasonInvalid = "invalid"
+	// GPUReasonType: the value is not of the type the field has.
+	GPUReasonType = "type"
+	// GPUReasonProfilingBusy: another profiler (Nsight Compute, Nsight
+	// Systems, CUPTI, another host engine) holds the GPU's performance
+	// counters: DCGM's watch failed with DCGM_ST_IN_USE. Retried every
+	// poll.
+	GPUReasonProfilingBusy = "profiling_busy"
+	// GPUReasonCapacity: the hardware cannot count the field together
+	// with those added before it (DCGM_ST_PROFILING_MULTI_PASS).
+	GPUReasonCapacity = "capacity"
+)
+
+// acceleratorAttrs are the attributes of a runtime backend's device
+// series: the device's, its pod's and gpu.measurement.source.
+var acceleratorAttrs = deviceAttrs
+
+const dcgmNote = "DCGM (gpu.measurement.source=" + MeasurementSourceDCGM + "): "
+
+// Runtime-backend metrics (extensions).
+var (
+	GPUGraphicsUtilization = Metric{
+		Name: "gpu.graphics.utilization", Kind: Gauge, Unit: "1", Origin: Extension,
+		Description: "Fraction of time the graphics or compute engine was active (a context bound and its graphics or compute pipe busy).",
+		Attributes:  acceleratorAttrs,
+		Note:        dcgmNote + "DCGM_FI_PROF_GR_ENGINE_ACTIVE (1001), per GPU and per MIG compute instance.",
+	}
+	GPUSMUtilization = Metric{
+		Name: "gpu.sm.utilization", Kind: Gauge, Unit: "1", Origin: Extension,
+		Description: "Fraction of cycles a streaming multiprocessor (compute unit) had at least one warp (wave) assigned, averaged over them: whether the GPU's compute is in use, unlike hw.gpu.utilization, which any one kernel fills.",
+		Attributes:  acceleratorAttrs,
+		Note:        dcgmNote + "DCGM_FI_PROF_SM_ACTIVE (1002), per GPU and MIG compute instance.",
+	}
+	GPUSMOccupancy = Metric{
+		Name: "gpu.sm.occupancy", Kind: Gauge, Unit: "1", Origin: Extension,
+		Description: "Warps (waves) resident on the streaming multiprocessors (compute units), as a fraction of the most they can hold.",
+		Attributes:  acceleratorAttrs,
+		Note:        dcgmNote + "DCGM_FI_PROF_SM_OCCUPANCY (1003).",
+	}
+	GPUPipeUtilization = Metric{
+		Name: "gpu.pipe.utilization", Kind: Gauge, Unit: "1", Origin: Extension,
+		Description: "Fraction of cycles the pipe (tensor cores, FP64, FP32, FP16 units) was active.",
+		Attributes:  with(acceleratorAttrs, GPUPipe),
+		Note:        dcgmNote + "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE (1004), _FP64_ACTIVE (1006), _FP32_ACTIVE (1007), _FP16_ACTIVE (1008; HMMA not included).",
+	}
+	GPUDRAMUtilization = Metric{
+		Name: "gpu.dram.utilization", Kind: Gauge, Unit: "1", Origin: Extension,
+		Description: "Fraction of cycles the device-memory interface was sending or receiving data.",
+		Attributes:  acceleratorAttrs,
+		Note:        dcgmNote + "DCGM_FI_PROF_DRAM_ACTIVE (1005). Unlike gpu.memory.controller.utilization (NVML), a ratio of cycles, not of the sample period in which memory was touched at all.",
+	}
+	GPULinkThroughput = Metric{
+		Name: "gpu.link.throughput", Kind: Gauge, Unit: "By/s", Origin: Extension,
+		Description: "Bytes a second sent (transmit) and received over the GPU's PCIe or NVLink links, headers included, averaged over DCGM's sample period.",
+		Attributes:  with(acceleratorAttrs, GPULinkType, NetworkIODir),
+		Note:        dcgmNote + "DCGM_FI_PROF_PCIE_TX_BYTES / _RX_BYTES (1009, 1010) and DCGM_FI_PROF_NVLINK_TX_BYTES / _RX_BYTES (1011, 1012), all links summed; a rate, not a counter. Per GPU only.",
+	}
+)
+
+// Self-metrics of the runtime backends.
+var (
+	XpuscopeGPUScrapeMisses = Metric{
+		Name: "xpuscope.gpu.scrape.misses", Kind: Counter, Unit: "{scrape}", Origin: Self,
+		Description: "Reads of a runtime backend that brought nothing: a call that failed, a profiler holding the counters. The backend goes on at the next poll.",
+		Attributes:  []attribute.Key{HWID, XpuscopeGPUBackend, XpuscopeGPUReason},
+		Note:        "xpuscope.gpu.reason is the vendor's status name (DCGM_ST_CONNECTION_NOT_VALID) or " + GPUReasonProfilingBusy + ". A miss of no one device (a lost host engine) carries no hw.id.",
+	}
+	XpuscopeGPUSamplesBlank = Metric{
+		Name: "xpuscope.gpu.samples.blank", Kind: Counter, Unit: "{sample}", Origin: Self,
+		Description: "Field values a runtime backend read and dropped: blank sentinels, NaN, stale or invalid values, a status other than success.",
+		Attributes:  []attribute.Key{HWID, XpuscopeGPUBackend, XpuscopeGPUField, XpuscopeGPUReason},
+		Note:        "xpuscope.gpu.field is the vendor's field name (DCGM_FI_PROF_SM_ACTIVE); xpuscope.gpu.reason " + GPUReasonBlank + ", " + GPUReasonNotFound + ", " + GPUReasonNotSupported + ", " + GPUReasonNotPermissioned + ", " + GPUReasonNaN + ", " + GPUReasonStale + ", " + GPUReasonInvalid + ", " + GPUReasonType + ", or the value's status name.",
+	}
+	XpuscopeGPUFieldUnavailable = Metric{
+		Name: "xpuscope.gpu.field.unavailable", Kind: UpDownCounter, Unit: "{field}", Origin: Self,
+		Description: "1 for each field a runtime backend could not watch on a device, with why: the device's counters cannot hold it beside those added before it, or the device does not support it.",
+		Attributes:  []attribute.Key{HWID, XpuscopeGPUBackend, XpuscopeGPUField, XpuscopeGPUReason},
+		Note:        "xpuscope.gpu.reason is " + GPUReasonCapacity + " or the vendor's status name (DCGM_ST_PROFILING_NOT_SUPPORTED, …).",
+	}
+)
+
+var acceleratorMetrics = []Metric{
+	GPUGraphicsUtilization, GPUSMUtilization, GPUSMOccupancy, GPUPipeUtilization, GPUDRAMUtilization,
+	GPULinkThroughput,
+	XpuscopeGPUScrapeMisses, XpuscopeGPUSamplesBlank, XpuscopeGPUFieldUnavailable,
+}
+
+var acceleratorAttributes = []Attribute{
+	{GPUPipe, "string", "The GPU pipe: tensor cores, or the FP64, FP32, FP16 units.", Extension, []string{PipeTensor, PipeFP64, PipeFP32, PipeFP16}},
+	{GPULinkType, "string", "The kind of link the bytes crossed.", Extension, []string{LinkPCIe, LinkNVLink}},
+	{XpuscopeGPUBackend, "string", "The gpu backend: nvml, amd_smi, rocm_smi, amdgpu_sysfs, dcgm.", Self, []string{"nvml", "amd_smi", "rocm_smi", "amdgpu_sysfs", "dcgm"}},
+	{XpuscopeGPUField, "string", "The vendor's name of the field (DCGM_FI_PROF_SM_ACTIVE).", Self, nil},
+	{XpuscopeGPUReason, "string", "Why a read brought nothing, or a field was dropped: a vendor status name, or one of the values listed.", Self,
+		[]string{GPUReasonBlank, GPUReasonNotFound, GPUReasonNotSupported, GPUReasonNotPermissioned, GPUReasonNaN, GPUReasonStale, GPUReasonInvalid, GPUReasonType,
+			GPUReasonProfilingBusy, GPUReasonCapacity, "a vendor status name"}},
+}
