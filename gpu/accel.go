@@ -10,7 +10,7 @@ import (
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
-// What the runtime backends (DCGM) share: the
+// What the runtime backends (DCGM, RDC) share: the
 // values they add to a sample, the series those values go to, and the
 // self-metrics of their scrapes.
 
@@ -31,6 +31,11 @@ const (
 	avPCIeRx                      // gpu.link.throughput{pcie, receive}
 	avNVLinkTx                    // gpu.link.throughput{nvlink, transmit}
 	avNVLinkRx                    // gpu.link.throughput{nvlink, receive}
+	avXGMIRead                    // gpu.link.io{xgmi, receive}
+	avXGMIWrite                   // gpu.link.io{xgmi, transmit}
+	avMemRead                     // gpu.memory.throughput{read}
+	avMemWrite                    // gpu.memory.throughput{write}
+	avWaves                       // gpu.waves
 	numAccel
 )
 
@@ -58,6 +63,11 @@ var accelValues = [numAccel]struct {
 	avPCIeRx:    {semconv.GPULinkThroughput, link(semconv.LinkPCIe, semconv.DirectionReceive)},
 	avNVLinkTx:  {semconv.GPULinkThroughput, link(semconv.LinkNVLink, semconv.DirectionTransmit)},
 	avNVLinkRx:  {semconv.GPULinkThroughput, link(semconv.LinkNVLink, semconv.DirectionReceive)},
+	avXGMIRead:  {semconv.GPULinkIO, link(semconv.LinkXGMI, semconv.DirectionReceive)},
+	avXGMIWrite: {semconv.GPULinkIO, link(semconv.LinkXGMI, semconv.DirectionTransmit)},
+	avMemRead:   {semconv.GPUMemoryThroughput, kv(semconv.GPUMemoryOperation, semconv.MemoryRead)},
+	avMemWrite:  {semconv.GPUMemoryThroughput, kv(semconv.GPUMemoryOperation, semconv.MemoryWrite)},
+	avWaves:     {semconv.GPUWaves, nil},
 }
 
 // setAccel sets value av of sm.
@@ -205,7 +215,7 @@ func (st *scrapeStats) observe(o metric.Observer, in *accelInstruments) {
 // AMD SMI, ROCm SMI), and carry the same hw.id.
 func newAccelDevice(info Device, vendor, typ, driver, podID, source string) *device {
 	info.Vendor = vendor
-	d := &device{Device: info, mig: info.Parent != "", procs: map[uint32]*process{}, podID: podID, source: source}
+	d := &device{Device: info, mig: info.Parent != "", procs: map[uint32]*process{}, podID: podID, source: source, driver: driver}
 	d.attrs = []attribute.KeyValue{
 		semconv.HWID.String(info.UUID),
 		semconv.HWName.String(info.Name),

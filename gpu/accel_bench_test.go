@@ -9,17 +9,23 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/xpuscope/xpuscope/internal/amdsysfs/amdsysfstest"
 	"github.com/xpuscope/xpuscope/internal/dcgm/dcgmtest"
+	"github.com/xpuscope/xpuscope/internal/rdc/rdctest"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 // accelSetups are the runtime backends over 8 devices each, as the
-// benchmarks and the allocation test start them: DCGM through its fake
-// library (-DFAKE_GPUS=8).
+// benchmarks and the allocation test start them: DCGM and RDC through
+// their fake libraries (-DFAKE_GPUS=8; RDC over a sysfs fixture of an AMD
+// card, which it needs to start).
 func accelSetups() map[string]func(testing.TB) []Option {
 	return map[string]func(testing.TB) []Option{
 		"dcgm": func(t testing.TB) []Option {
 			return []Option{WithBackends(BackendDCGM), WithDCGMLibraryPath(dcgmtest.Build(t, "-DFAKE_GPUS=8")), WithDCGMHostEngine("")}
+		},
+		"rdc": func(t testing.TB) []Option {
+			return []Option{WithBackends(BackendRDC), WithRDCLibraryPath(rdctest.Build(t, "-DFAKE_GPUS=8")), withSysfsFS(amdsysfstest.Load(t, "one-gpu"))}
 		},
 	}
 }
@@ -53,9 +59,9 @@ func TestAccelObserveDoesNotAllocate(t *testing.T) {
 // a snapshot (the calls into the library, decoding, the self-metrics),
 // "observe" the callback reporting the snapshot (no allocation), and
 // "poll+collect" adds an OpenTelemetry SDK collection, what an exporter
-// pays each interval. DCGM's library is the fake, whose own work is a
+// pays each interval. The libraries are the fakes, whose own work is a
 // table lookup: the figures are the binding's and the Source's, not a
-// host engine's.
+// host engine's or an RDC agent's.
 func BenchmarkScrape(b *testing.B) {
 	for name, setup := range accelSetups() {
 		b.Run(name, func(b *testing.B) {

@@ -55,6 +55,7 @@ type device struct {
 	// source is the gpu.measurement.source of a runtime backend's device
 	// (DCGM, RDC, the TPU runtime); "" for the others.
 	source string
+	driver string // hw.driver_version
 	// unsupported has bit r set once the device answered read r with
 	// ERROR_NOT_SUPPORTED; the read is not tried again (until MIG mode
 	// changes, which changes what a device supports).
@@ -129,7 +130,7 @@ func newDevice(h nvml.Device, info Device, driver string) *device {
 // if sensors is set.
 func newVendorDevice(info Device, vendor, driver, podID string, sensors bool) *device {
 	info.Vendor = vendor
-	d := &device{Device: info, mig: info.Parent != "", procs: map[uint32]*process{}, podID: podID, sensors: sensors}
+	d := &device{Device: info, mig: info.Parent != "", procs: map[uint32]*process{}, podID: podID, sensors: sensors, driver: driver}
 	d.attrs = []attribute.KeyValue{
 		semconv.HWID.String(info.UUID),
 		semconv.HWName.String(info.Name),

@@ -36,6 +36,15 @@
 //     counters, blank values and failed reads are counted in the
 //     xpuscope.gpu.scrape.misses, samples.blank and field.unavailable
 //     self-metrics; Status says what each backend reads.
+//   - RDC (AMD), a runtime backend: ROCm's Data Center tool,
+//     librdc_bootstrap.so (WithRDCLibraryPath), bound with purego (package
+//     internal/rdc), in its embedded mode. It reads utilization, VRAM,
+//     power and ECC totals (series of their own beside AMD SMI's or ROCm
+//     SMI's), XGMI bytes, and RDC's profiling fields (occupancy, waves,
+//     tensor activity, memory bandwidth, SM activity), each GPU under the
+//     identity the AMD backend gave the GPU of the same index, with
+//     gpu.measurement.source=rdc. A field the GPU's counters cannot hold
+//     beside those added before it is dropped for that GPU and counted.
 //
 // The NVIDIA backend reports, per GPU, utilization (general, encoder,
 // decoder), memory (usage, limit, free, reserved, utilization),

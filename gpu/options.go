@@ -47,13 +47,16 @@ const (
 	// and occupancy, pipe and DRAM activity, PCIe and NVLink throughput)
 	// through NVIDIA DCGM: an embedded host engine, or nv-hostengine.
 	BackendDCGM Backend = "dcgm"
+	// BackendRDC reads AMD GPUs through ROCm's RDC: utilization, memory,
+	// power, ECC, XGMI bytes and its profiling fields.
+	BackendRDC Backend = "rdc"
 )
 
 // allBackends is the default: every backend, in the order New tries them.
 // The runtime backends come after the backend that finds their vendor's
-// devices (DCGM after NVML), so that their series take those devices'
-// identity.
-var allBackends = []Backend{BackendNVML, BackendDCGM, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs}
+// devices (DCGM after NVML, RDC after the AMD ones), so that their series
+// take those devices' identity.
+var allBackends = []Backend{BackendNVML, BackendDCGM, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs, BackendRDC}
 
 type config struct {
 	meterProvider metric.MeterProvider
@@ -73,6 +76,7 @@ type config struct {
 	dcgmPath   string  // "": the first of dcgm.DefaultLibraries found
 	dcgmEngine *string // nil: look for nv-hostengine at dcgmProbe
 	dcgmProbe  dcgmProbe
+	rdcPath    string // "": the first of rdc.DefaultLibraries found
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -193,8 +197,8 @@ func WithNVML(lib nvml.Interface) Option {
 
 // WithBackends selects the backends New tries; the default is all of
 // them, in the order BackendNVML, BackendDCGM, BackendAMDSMI,
-// BackendROCmSMI, BackendAMDSysfs (which New keeps whatever the order
-// given). With WithNVML, the default is
+// BackendROCmSMI, BackendAMDSysfs, BackendRDC (which New keeps whatever
+// the order given). With WithNVML, the default is
 // BackendNVML alone.
 func WithBackends(b ...Backend) Option {
 	return optionFunc(func(c *config) { c.backends = append([]Backend{}, b...) })
@@ -255,6 +259,13 @@ func WithDCGMLibraryPath(path string) Option {
 // one otherwise.
 func WithDCGMHostEngine(addr string) Option {
 	return optionFunc(func(c *config) { c.dcgmEngine = &addr })
+}
+
+// WithRDCLibraryPath loads RDC's bootstrap library from path instead of
+// the first of librdc_bootstrap.so.1, .so and .so.0 found in the loader
+// path or /opt/rocm/lib.
+func WithRDCLibraryPath(path string) Option {
+	return optionFunc(func(c *config) { c.rdcPath = path })
 }
 
 // withSysfsFS makes the Source read sysfs through fsys, rooted where sysfs

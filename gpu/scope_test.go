@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/xpuscope/xpuscope/internal/dcgm/dcgmtest"
+	"github.com/xpuscope/xpuscope/internal/rdc/rdctest"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -33,5 +34,16 @@ func TestScopeDCGM(t *testing.T) {
 		semconv.GPUGraphicsUtilization.Name, semconv.GPUSMUtilization.Name, semconv.GPUSMOccupancy.Name,
 		semconv.GPUPipeUtilization.Name, semconv.GPUDRAMUtilization.Name, semconv.GPULinkThroughput.Name,
 		semconv.XpuscopeGPUSamplesBlank.Name, semconv.XpuscopeGPUFieldUnavailable.Name,
+	})
+}
+
+// TestScopeRDC: the RDC backend's metrics, with the fake RDC library.
+func TestScopeRDC(t *testing.T) {
+	_, reader := newSource(t, WithBackends(BackendRDC), WithRDCLibraryPath(rdctest.Build(t)), withSysfsFS(rocmFixture(t)))
+	names := testutil.CheckScope(t, reader, ScopeName)
+	assert.Subset(t, names, []string{
+		semconv.HWGPUUtilization.Name, semconv.HWGPUMemoryUsage.Name, semconv.HWPower.Name, semconv.HWErrors.Name,
+		semconv.GPULinkIO.Name, semconv.GPUSMOccupancy.Name, semconv.GPUWaves.Name, semconv.GPUMemoryThroughput.Name,
+		semconv.XpuscopeGPUFieldUnavailable.Name,
 	})
 }

@@ -69,6 +69,7 @@ var openers = map[Backend]func(*Source) (backend, error){
 	BackendAMDSMI:   openAMDSMI,
 	BackendROCmSMI:  openROCmSMI,
 	BackendAMDSysfs: openAMDSysfs,
+	BackendRDC:      openRDC,
 }
 
 // New finds the GPUs, registers the instruments, reads every device once

@@ -2,17 +2,21 @@ package semconv
 
 import "go.opentelemetry.io/otel/attribute"
 
-// Names of the gpu Source's runtime backends: DCGM's profiling fields.
-// OpenTelemetry names none of these figures, so they are extensions.
-// Every series of these backends carries gpu.measurement.source and the
-// same hw.id as the NVML series of the device, so that dashboards put them
-// side by side.
+// Names of the gpu Source's runtime backends: DCGM's and RDC's profiling
+// fields. OpenTelemetry names none of these figures, so they are
+// extensions; where one is what an OpenTelemetry hardware metric means
+// (RDC's GPU utilization, memory, power and ECC counts), the backend
+// reports under that name, its series told apart by
+// gpu.measurement.source. Every series of these backends carries
+// gpu.measurement.source and the same hw.id as the NVML, AMD SMI or ROCm
+// SMI series of the device, so that dashboards put them side by side.
 
 // Attributes of the runtime backends' metrics (extensions) and
 // self-metrics.
 const (
 	GPUPipe            = attribute.Key("gpu.pipe")
 	GPULinkType        = attribute.Key("gpu.link.type")
+	GPUMemoryOperation = attribute.Key("gpu.memory.operation")
 	XpuscopeGPUBackend = attribute.Key("xpuscope.gpu.backend")
 	XpuscopeGPUField   = attribute.Key("xpuscope.gpu.field")
 	XpuscopeGPUReason  = attribute.Key("xpuscope.gpu.reason")
@@ -21,6 +25,7 @@ const (
 // Values of GPUMeasurementSource set by the runtime backends.
 const (
 	MeasurementSourceDCGM = "dcgm"
+	MeasurementSourceRDC  = "rdc"
 )
 
 // Values of GPUPipe.
@@ -35,6 +40,13 @@ const (
 const (
 	LinkPCIe   = "pcie"
 	LinkNVLink = "nvlink"
+	LinkXGMI   = "xgmi"
+)
+
+// Values of GPUMemoryOperation.
+const (
+	MemoryRead  = "read"
+	MemoryWrite = "write"
 )
 
 // Values of XpuscopeGPUReason that are not a vendor status name.
@@ -62,7 +74,8 @@ const (
 	// poll.
 	GPUReasonProfilingBusy = "profiling_busy"
 	// GPUReasonCapacity: the hardware cannot count the field together
-	// with those added before it (DCGM_ST_PROFILING_MULTI_PASS).
+	// with those added before it (DCGM_ST_PROFILING_MULTI_PASS, or RDC
+	// refusing the watch).
 	GPUReasonCapacity = "capacity"
 )
 
@@ -71,6 +84,7 @@ const (
 var acceleratorAttrs = deviceAttrs
 
 const dcgmNote = "DCGM (gpu.measurement.source=" + MeasurementSourceDCGM + "): "
+const rdcNote = "RDC (gpu.measurement.source=" + MeasurementSourceRDC + "): "
 
 // Runtime-backend metrics (extensions).
 var (
@@ -84,19 +98,19 @@ var (
 		Name: "gpu.sm.utilization", Kind: Gauge, Unit: "1", Origin: Extension,
 		Description: "Fraction of cycles a streaming multiprocessor (compute unit) had at least one warp (wave) assigned, averaged over them: whether the GPU's compute is in use, unlike hw.gpu.utilization, which any one kernel fills.",
 		Attributes:  acceleratorAttrs,
-		Note:        dcgmNote + "DCGM_FI_PROF_SM_ACTIVE (1002), per GPU and MIG compute instance.",
+		Note:        dcgmNote + "DCGM_FI_PROF_SM_ACTIVE (1002), per GPU and MIG compute instance. " + rdcNote + "RDC_FI_PROF_SM_ACTIVE (812, rocprofiler's VALUBusy), percent → ratio.",
 	}
 	GPUSMOccupancy = Metric{
 		Name: "gpu.sm.occupancy", Kind: Gauge, Unit: "1", Origin: Extension,
 		Description: "Warps (waves) resident on the streaming multiprocessors (compute units), as a fraction of the most they can hold.",
 		Attributes:  acceleratorAttrs,
-		Note:        dcgmNote + "DCGM_FI_PROF_SM_OCCUPANCY (1003).",
+		Note:        dcgmNote + "DCGM_FI_PROF_SM_OCCUPANCY (1003). " + rdcNote + "RDC_FI_PROF_OCCUPANCY_PERCENT (800), percent → ratio.",
 	}
 	GPUPipeUtilization = Metric{
 		Name: "gpu.pipe.utilization", Kind: Gauge, Unit: "1", Origin: Extension,
 		Description: "Fraction of cycles the pipe (tensor cores, FP64, FP32, FP16 units) was active.",
 		Attributes:  with(acceleratorAttrs, GPUPipe),
-		Note:        dcgmNote + "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE (1004), _FP64_ACTIVE (1006), _FP32_ACTIVE (1007), _FP16_ACTIVE (1008; HMMA not included).",
+		Note:        dcgmNote + "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE (1004), _FP64_ACTIVE (1006), _FP32_ACTIVE (1007), _FP16_ACTIVE (1008; HMMA not included). " + rdcNote + "tensor only, RDC_FI_PROF_TENSOR_ACTIVE_PERCENT (804, rocprofiler's MfmaUtil), percent → ratio.",
 	}
 	GPUDRAMUtilization = Metric{
 		Name: "gpu.dram.utilization", Kind: Gauge, Unit: "1", Origin: Extension,
@@ -110,6 +124,24 @@ var (
 		Attributes:  with(acceleratorAttrs, GPULinkType, NetworkIODir),
 		Note:        dcgmNote + "DCGM_FI_PROF_PCIE_TX_BYTES / _RX_BYTES (1009, 1010) and DCGM_FI_PROF_NVLINK_TX_BYTES / _RX_BYTES (1011, 1012), all links summed; a rate, not a counter. Per GPU only.",
 	}
+	GPULinkIO = Metric{
+		Name: "gpu.link.io", Kind: Counter, Unit: "By", Origin: Extension,
+		Description: "Bytes the GPU read (receive) and wrote (transmit) over its XGMI links since the driver loaded.",
+		Attributes:  with(acceleratorAttrs, GPULinkType, NetworkIODir),
+		Note:        rdcNote + "RDC_FI_XGMI_TOTAL_READ_KB / _WRITE_KB (716, 717; amd-smi's xgmi_read_data_acc / xgmi_write_data_acc summed over the links), KB × 1024.",
+	}
+	GPUMemoryThroughput = Metric{
+		Name: "gpu.memory.throughput", Kind: Gauge, Unit: "By/s", Origin: Extension,
+		Description: "Bytes a second the GPU's kernels read from and wrote to device memory, over RDC's profiler sample.",
+		Attributes:  with(acceleratorAttrs, GPUMemoryOperation),
+		Note:        rdcNote + "RDC_FI_PROF_EVAL_MEM_R_BW / _W_BW (806, 807): rocprofiler's FETCH_SIZE and WRITE_SIZE (KiB) over the sample's milliseconds, × 1,024,000.",
+	}
+	GPUWaves = Metric{
+		Name: "gpu.waves", Kind: Gauge, Unit: "{wave}", Origin: Extension,
+		Description: "Wavefronts the GPU's sequencers received over RDC's profiler sample.",
+		Attributes:  acceleratorAttrs,
+		Note:        rdcNote + "RDC_FI_PROF_ACTIVE_WAVES (802, rocprofiler's SQ_WAVES): a count over the sample (about 10 ms), not a rate.",
+	}
 )
 
 // Self-metrics of the runtime backends.
@@ -118,33 +150,34 @@ var (
 		Name: "xpuscope.gpu.scrape.misses", Kind: Counter, Unit: "{scrape}", Origin: Self,
 		Description: "Reads of a runtime backend that brought nothing: a call that failed, a profiler holding the counters. The backend goes on at the next poll.",
 		Attributes:  []attribute.Key{HWID, XpuscopeGPUBackend, XpuscopeGPUReason},
-		Note:        "xpuscope.gpu.reason is the vendor's status name (DCGM_ST_CONNECTION_NOT_VALID) or " + GPUReasonProfilingBusy + ". A miss of no one device (a lost host engine) carries no hw.id.",
+		Note:        "xpuscope.gpu.reason is the vendor's status name (DCGM_ST_CONNECTION_NOT_VALID, RDC_ST_NO_DATA) or " + GPUReasonProfilingBusy + ". A miss of no one device (a lost host engine) carries no hw.id.",
 	}
 	XpuscopeGPUSamplesBlank = Metric{
 		Name: "xpuscope.gpu.samples.blank", Kind: Counter, Unit: "{sample}", Origin: Self,
 		Description: "Field values a runtime backend read and dropped: blank sentinels, NaN, stale or invalid values, a status other than success.",
 		Attributes:  []attribute.Key{HWID, XpuscopeGPUBackend, XpuscopeGPUField, XpuscopeGPUReason},
-		Note:        "xpuscope.gpu.field is the vendor's field name (DCGM_FI_PROF_SM_ACTIVE); xpuscope.gpu.reason " + GPUReasonBlank + ", " + GPUReasonNotFound + ", " + GPUReasonNotSupported + ", " + GPUReasonNotPermissioned + ", " + GPUReasonNaN + ", " + GPUReasonStale + ", " + GPUReasonInvalid + ", " + GPUReasonType + ", or the value's status name.",
+		Note:        "xpuscope.gpu.field is the vendor's field name (DCGM_FI_PROF_SM_ACTIVE, RDC_FI_PROF_OCCUPANCY_PERCENT); xpuscope.gpu.reason " + GPUReasonBlank + ", " + GPUReasonNotFound + ", " + GPUReasonNotSupported + ", " + GPUReasonNotPermissioned + ", " + GPUReasonNaN + ", " + GPUReasonStale + ", " + GPUReasonInvalid + ", " + GPUReasonType + ", or the value's status name.",
 	}
 	XpuscopeGPUFieldUnavailable = Metric{
 		Name: "xpuscope.gpu.field.unavailable", Kind: UpDownCounter, Unit: "{field}", Origin: Self,
 		Description: "1 for each field a runtime backend could not watch on a device, with why: the device's counters cannot hold it beside those added before it, or the device does not support it.",
 		Attributes:  []attribute.Key{HWID, XpuscopeGPUBackend, XpuscopeGPUField, XpuscopeGPUReason},
-		Note:        "xpuscope.gpu.reason is " + GPUReasonCapacity + " or the vendor's status name (DCGM_ST_PROFILING_NOT_SUPPORTED, …).",
+		Note:        "xpuscope.gpu.reason is " + GPUReasonCapacity + " or the vendor's status name (DCGM_ST_PROFILING_NOT_SUPPORTED, RDC_ST_NOT_SUPPORTED, …).",
 	}
 )
 
 var acceleratorMetrics = []Metric{
 	GPUGraphicsUtilization, GPUSMUtilization, GPUSMOccupancy, GPUPipeUtilization, GPUDRAMUtilization,
-	GPULinkThroughput,
+	GPULinkThroughput, GPULinkIO, GPUMemoryThroughput, GPUWaves,
 	XpuscopeGPUScrapeMisses, XpuscopeGPUSamplesBlank, XpuscopeGPUFieldUnavailable,
 }
 
 var acceleratorAttributes = []Attribute{
 	{GPUPipe, "string", "The GPU pipe: tensor cores, or the FP64, FP32, FP16 units.", Extension, []string{PipeTensor, PipeFP64, PipeFP32, PipeFP16}},
-	{GPULinkType, "string", "The kind of link the bytes crossed.", Extension, []string{LinkPCIe, LinkNVLink}},
-	{XpuscopeGPUBackend, "string", "The gpu backend: nvml, amd_smi, rocm_smi, amdgpu_sysfs, dcgm.", Self, []string{"nvml", "amd_smi", "rocm_smi", "amdgpu_sysfs", "dcgm"}},
-	{XpuscopeGPUField, "string", "The vendor's name of the field (DCGM_FI_PROF_SM_ACTIVE).", Self, nil},
+	{GPULinkType, "string", "The kind of link the bytes crossed.", Extension, []string{LinkPCIe, LinkNVLink, LinkXGMI}},
+	{GPUMemoryOperation, "string", "Whether device memory was read or written.", Extension, []string{MemoryRead, MemoryWrite}},
+	{XpuscopeGPUBackend, "string", "The gpu backend: nvml, amd_smi, rocm_smi, amdgpu_sysfs, dcgm, rdc.", Self, []string{"nvml", "amd_smi", "rocm_smi", "amdgpu_sysfs", "dcgm", "rdc"}},
+	{XpuscopeGPUField, "string", "The vendor's name of the field (DCGM_FI_PROF_SM_ACTIVE, RDC_FI_GPU_UTIL).", Self, nil},
 	{XpuscopeGPUReason, "string", "Why a read brought nothing, or a field was dropped: a vendor status name, or one of the values listed.", Self,
 		[]string{GPUReasonBlank, GPUReasonNotFound, GPUReasonNotSupported, GPUReasonNotPermissioned, GPUReasonNaN, GPUReasonStale, GPUReasonInvalid, GPUReasonType,
 			GPUReasonProfilingBusy, GPUReasonCapacity, "a vendor status name"}},
