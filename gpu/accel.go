@@ -10,7 +10,7 @@ import (
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
-// What the runtime backends (DCGM, RDC) share: the
+// What the runtime backends (DCGM, RDC, the TPU runtime) share: the
 // values they add to a sample, the series those values go to, and the
 // self-metrics of their scrapes.
 
@@ -19,23 +19,32 @@ import (
 type accelValue uint8
 
 const (
-	avGraphics  accelValue = iota // gpu.graphics.utilization
-	avSM                          // gpu.sm.utilization
-	avOccupancy                   // gpu.sm.occupancy
-	avTensor                      // gpu.pipe.utilization{tensor}
-	avFP64                        // gpu.pipe.utilization{fp64}
-	avFP32                        // gpu.pipe.utilization{fp32}
-	avFP16                        // gpu.pipe.utilization{fp16}
-	avDRAM                        // gpu.dram.utilization
-	avPCIeTx                      // gpu.link.throughput{pcie, transmit}
-	avPCIeRx                      // gpu.link.throughput{pcie, receive}
-	avNVLinkTx                    // gpu.link.throughput{nvlink, transmit}
-	avNVLinkRx                    // gpu.link.throughput{nvlink, receive}
-	avXGMIRead                    // gpu.link.io{xgmi, receive}
-	avXGMIWrite                   // gpu.link.io{xgmi, transmit}
-	avMemRead                     // gpu.memory.throughput{read}
-	avMemWrite                    // gpu.memory.throughput{write}
-	avWaves                       // gpu.waves
+	avGraphics    accelValue = iota // gpu.graphics.utilization
+	avSM                            // gpu.sm.utilization
+	avOccupancy                     // gpu.sm.occupancy
+	avTensor                        // gpu.pipe.utilization{tensor}
+	avFP64                          // gpu.pipe.utilization{fp64}
+	avFP32                          // gpu.pipe.utilization{fp32}
+	avFP16                          // gpu.pipe.utilization{fp16}
+	avDRAM                          // gpu.dram.utilization
+	avPCIeTx                        // gpu.link.throughput{pcie, transmit}
+	avPCIeRx                        // gpu.link.throughput{pcie, receive}
+	avNVLinkTx                      // gpu.link.throughput{nvlink, transmit}
+	avNVLinkRx                      // gpu.link.throughput{nvlink, receive}
+	avXGMIRead                      // gpu.link.io{xgmi, receive}
+	avXGMIWrite                     // gpu.link.io{xgmi, transmit}
+	avMemRead                       // gpu.memory.throughput{read}
+	avMemWrite                      // gpu.memory.throughput{write}
+	avWaves                         // gpu.waves
+	avTPUMemUsage                   // tpu.memory.usage
+	avTPUMemLimit                   // tpu.memory.limit
+	avTPUDuty                       // tpu.tensorcore.utilization
+	avTPUQueue                      // tpu.hlo.queue.size
+	avHLOMean                       // tpu.hlo.execution.duration{mean}
+	avHLOP50                        // tpu.hlo.execution.duration{p50}
+	avHLOP90                        // tpu.hlo.execution.duration{p90}
+	avHLOP95                        // tpu.hlo.execution.duration{p95}
+	avHLOP999                       // tpu.hlo.execution.duration{p999}
 	numAccel
 )
 
@@ -51,23 +60,32 @@ var accelValues = [numAccel]struct {
 	metric semconv.Metric
 	attrs  []attribute.KeyValue
 }{
-	avGraphics:  {semconv.GPUGraphicsUtilization, nil},
-	avSM:        {semconv.GPUSMUtilization, nil},
-	avOccupancy: {semconv.GPUSMOccupancy, nil},
-	avTensor:    {semconv.GPUPipeUtilization, kv(semconv.GPUPipe, semconv.PipeTensor)},
-	avFP64:      {semconv.GPUPipeUtilization, kv(semconv.GPUPipe, semconv.PipeFP64)},
-	avFP32:      {semconv.GPUPipeUtilization, kv(semconv.GPUPipe, semconv.PipeFP32)},
-	avFP16:      {semconv.GPUPipeUtilization, kv(semconv.GPUPipe, semconv.PipeFP16)},
-	avDRAM:      {semconv.GPUDRAMUtilization, nil},
-	avPCIeTx:    {semconv.GPULinkThroughput, link(semconv.LinkPCIe, semconv.DirectionTransmit)},
-	avPCIeRx:    {semconv.GPULinkThroughput, link(semconv.LinkPCIe, semconv.DirectionReceive)},
-	avNVLinkTx:  {semconv.GPULinkThroughput, link(semconv.LinkNVLink, semconv.DirectionTransmit)},
-	avNVLinkRx:  {semconv.GPULinkThroughput, link(semconv.LinkNVLink, semconv.DirectionReceive)},
-	avXGMIRead:  {semconv.GPULinkIO, link(semconv.LinkXGMI, semconv.DirectionReceive)},
-	avXGMIWrite: {semconv.GPULinkIO, link(semconv.LinkXGMI, semconv.DirectionTransmit)},
-	avMemRead:   {semconv.GPUMemoryThroughput, kv(semconv.GPUMemoryOperation, semconv.MemoryRead)},
-	avMemWrite:  {semconv.GPUMemoryThroughput, kv(semconv.GPUMemoryOperation, semconv.MemoryWrite)},
-	avWaves:     {semconv.GPUWaves, nil},
+	avGraphics:    {semconv.GPUGraphicsUtilization, nil},
+	avSM:          {semconv.GPUSMUtilization, nil},
+	avOccupancy:   {semconv.GPUSMOccupancy, nil},
+	avTensor:      {semconv.GPUPipeUtilization, kv(semconv.GPUPipe, semconv.PipeTensor)},
+	avFP64:        {semconv.GPUPipeUtilization, kv(semconv.GPUPipe, semconv.PipeFP64)},
+	avFP32:        {semconv.GPUPipeUtilization, kv(semconv.GPUPipe, semconv.PipeFP32)},
+	avFP16:        {semconv.GPUPipeUtilization, kv(semconv.GPUPipe, semconv.PipeFP16)},
+	avDRAM:        {semconv.GPUDRAMUtilization, nil},
+	avPCIeTx:      {semconv.GPULinkThroughput, link(semconv.LinkPCIe, semconv.DirectionTransmit)},
+	avPCIeRx:      {semconv.GPULinkThroughput, link(semconv.LinkPCIe, semconv.DirectionReceive)},
+	avNVLinkTx:    {semconv.GPULinkThroughput, link(semconv.LinkNVLink, semconv.DirectionTransmit)},
+	avNVLinkRx:    {semconv.GPULinkThroughput, link(semconv.LinkNVLink, semconv.DirectionReceive)},
+	avXGMIRead:    {semconv.GPULinkIO, link(semconv.LinkXGMI, semconv.DirectionReceive)},
+	avXGMIWrite:   {semconv.GPULinkIO, link(semconv.LinkXGMI, semconv.DirectionTransmit)},
+	avMemRead:     {semconv.GPUMemoryThroughput, kv(semconv.GPUMemoryOperation, semconv.MemoryRead)},
+	avMemWrite:    {semconv.GPUMemoryThroughput, kv(semconv.GPUMemoryOperation, semconv.MemoryWrite)},
+	avWaves:       {semconv.GPUWaves, nil},
+	avTPUMemUsage: {semconv.TPUMemoryUsage, nil},
+	avTPUMemLimit: {semconv.TPUMemoryLimit, nil},
+	avTPUDuty:     {semconv.TPUTensorCoreUtilization, nil},
+	avTPUQueue:    {semconv.TPUHLOQueueSize, nil},
+	avHLOMean:     {semconv.TPUHLOExecutionDuration, kv(semconv.TPUHLOStatistic, semconv.HLOStatisticMean)},
+	avHLOP50:      {semconv.TPUHLOExecutionDuration, kv(semconv.TPUHLOStatistic, semconv.HLOStatisticP50)},
+	avHLOP90:      {semconv.TPUHLOExecutionDuration, kv(semconv.TPUHLOStatistic, semconv.HLOStatisticP90)},
+	avHLOP95:      {semconv.TPUHLOExecutionDuration, kv(semconv.TPUHLOStatistic, semconv.HLOStatisticP95)},
+	avHLOP999:     {semconv.TPUHLOExecutionDuration, kv(semconv.TPUHLOStatistic, semconv.HLOStatisticP999)},
 }
 
 // setAccel sets value av of sm.
@@ -221,9 +239,11 @@ func newAccelDevice(info Device, vendor, typ, driver, podID, source string) *dev
 		semconv.HWName.String(info.Name),
 		semconv.HWVendor.String(vendor),
 		semconv.HWType.String(typ),
-		semconv.HWDriverVersion.String(driver),
 		semconv.GPUIndex.Int(info.Index),
 		semconv.GPUPCIAddress.String(info.PCIAddress),
+	}
+	if driver != "" { // a TPU's is not known
+		d.attrs = append(d.attrs, semconv.HWDriverVersion.String(driver))
 	}
 	if d.mig {
 		d.attrs = append(d.attrs,

@@ -13,12 +13,14 @@ import (
 	"github.com/xpuscope/xpuscope/internal/dcgm/dcgmtest"
 	"github.com/xpuscope/xpuscope/internal/rdc/rdctest"
 	"github.com/xpuscope/xpuscope/internal/testutil"
+	"github.com/xpuscope/xpuscope/internal/tpu/tputest"
 )
 
 // accelSetups are the runtime backends over 8 devices each, as the
 // benchmarks and the allocation test start them: DCGM and RDC through
 // their fake libraries (-DFAKE_GPUS=8; RDC over a sysfs fixture of an AMD
-// card, which it needs to start).
+// card, which it needs to start); the TPU runtime as a v4 VM of 8 chips
+// whose service, a gRPC server on loopback, serves the five metrics.
 func accelSetups() map[string]func(testing.TB) []Option {
 	return map[string]func(testing.TB) []Option{
 		"dcgm": func(t testing.TB) []Option {
@@ -26,6 +28,10 @@ func accelSetups() map[string]func(testing.TB) []Option {
 		},
 		"rdc": func(t testing.TB) []Option {
 			return []Option{WithBackends(BackendRDC), WithRDCLibraryPath(rdctest.Build(t, "-DFAKE_GPUS=8")), withSysfsFS(amdsysfstest.Load(t, "one-gpu"))}
+		},
+		"tpu": func(t testing.TB) []Option {
+			srv := tputest.Start(t, v4Metrics(8)...)
+			return []Option{WithBackends(BackendTPU), withSysfsFS(tputest.V4(8)), WithProcRoot(t.TempDir()), WithTPUMetricsPorts(srv.Port)}
 		},
 	}
 }
@@ -61,7 +67,8 @@ func TestAccelObserveDoesNotAllocate(t *testing.T) {
 // "poll+collect" adds an OpenTelemetry SDK collection, what an exporter
 // pays each interval. The libraries are the fakes, whose own work is a
 // table lookup: the figures are the binding's and the Source's, not a
-// host engine's or an RDC agent's.
+// host engine's or an RDC agent's. The TPU's scrape is six gRPC calls on
+// loopback (the server's side in the same process).
 func BenchmarkScrape(b *testing.B) {
 	for name, setup := range accelSetups() {
 		b.Run(name, func(b *testing.B) {

@@ -45,6 +45,16 @@
 //     identity the AMD backend gave the GPU of the same index, with
 //     gpu.measurement.source=rdc. A field the GPU's counters cannot hold
 //     beside those added before it is dropped for that GPU and counted.
+//   - TPU (Google), a runtime backend without a library: the chips from
+//     sysfs (PCI vendor 0x1ae0: v4, v5e, v5p, v6e, 7x, and v2/v3), each
+//     device the runtime numbers a series with hw.type=tpu,
+//     hw.vendor=Google and gpu.measurement.source=libtpu; their HBM use,
+//     TensorCore duty cycle and HLO queue and execution time from the TPU
+//     runtime's metrics service (libtpu's RuntimeMetricService, gRPC with
+//     local credentials) on the ports the workloads publish in
+//     TPU_RUNTIME_METRICS_PORTS, else 8431 (WithTPUMetricsPorts). The
+//     service exists only while a workload runs: a port nobody listens on
+//     is counted, not an error.
 //
 // The NVIDIA backend reports, per GPU, utilization (general, encoder,
 // decoder), memory (usage, limit, free, reserved, utilization),

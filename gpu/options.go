@@ -50,13 +50,16 @@ const (
 	// BackendRDC reads AMD GPUs through ROCm's RDC: utilization, memory,
 	// power, ECC, XGMI bytes and its profiling fields.
 	BackendRDC Backend = "rdc"
+	// BackendTPU reads Google TPUs: the chips from sysfs, their figures
+	// from the TPU runtime's metrics service while a workload runs.
+	BackendTPU Backend = "tpu"
 )
 
 // allBackends is the default: every backend, in the order New tries them.
 // The runtime backends come after the backend that finds their vendor's
 // devices (DCGM after NVML, RDC after the AMD ones), so that their series
 // take those devices' identity.
-var allBackends = []Backend{BackendNVML, BackendDCGM, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs, BackendRDC}
+var allBackends = []Backend{BackendNVML, BackendDCGM, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendTPU}
 
 type config struct {
 	meterProvider metric.MeterProvider
@@ -77,6 +80,9 @@ type config struct {
 	dcgmEngine *string // nil: look for nv-hostengine at dcgmProbe
 	dcgmProbe  dcgmProbe
 	rdcPath    string // "": the first of rdc.DefaultLibraries found
+	tpuPorts   []int  // nil: the workloads' TPU_RUNTIME_METRICS_PORTS, else DefaultTPUMetricsPort
+	tpuHost    string
+	tpuTimeout time.Duration
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -88,6 +94,8 @@ func newConfig(opts []Option) (config, error) {
 		rocmPath:     DefaultROCmSMILibrary,
 		sysfsRoot:    DefaultSysfsRoot,
 		dcgmProbe:    defaultDCGMProbe,
+		tpuHost:      DefaultTPUMetricsHost,
+		tpuTimeout:   DefaultTPUTimeout,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -128,6 +136,17 @@ func newConfig(opts []Option) (config, error) {
 	}
 	if len(c.backends) == 0 {
 		return c, errors.New("gpu: WithBackends: no backend selected")
+	}
+	for _, p := range c.tpuPorts {
+		if p < 1 || p > 65535 {
+			return c, fmt.Errorf("gpu: WithTPUMetricsPorts: a port must be 1 to 65535, got %d", p)
+		}
+	}
+	if c.tpuHost == "" {
+		return c, errors.New("gpu: WithTPUMetricsHost: host is empty")
+	}
+	if c.tpuTimeout <= 0 {
+		return c, fmt.Errorf("gpu: WithTPUTimeout: the timeout must be positive, got %v", c.tpuTimeout)
 	}
 
 	for i, b := range c.backends {
@@ -197,8 +216,8 @@ func WithNVML(lib nvml.Interface) Option {
 
 // WithBackends selects the backends New tries; the default is all of
 // them, in the order BackendNVML, BackendDCGM, BackendAMDSMI,
-// BackendROCmSMI, BackendAMDSysfs, BackendRDC (which New keeps whatever
-// the order given). With WithNVML, the default is
+// BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendTPU (which New
+// keeps whatever the order given). With WithNVML, the default is
 // BackendNVML alone.
 func WithBackends(b ...Backend) Option {
 	return optionFunc(func(c *config) { c.backends = append([]Backend{}, b...) })
@@ -266,6 +285,30 @@ func WithDCGMHostEngine(addr string) Option {
 // path or /opt/rocm/lib.
 func WithRDCLibraryPath(path string) Option {
 	return optionFunc(func(c *config) { c.rdcPath = path })
+}
+
+// WithTPUMetricsPorts sets the ports of the TPU runtime's metrics service
+// to read. Without this option the Source reads the ports the processes
+// holding the TPUs publish in their TPU_RUNTIME_METRICS_PORTS
+// (comma-separated, as libtpu takes it), and DefaultTPUMetricsPort for a
+// process without it, or when it sees none (no workload, or no access to
+// the host's /proc). With no port, the TPU backend reads the chips and no
+// runtime figures.
+func WithTPUMetricsPorts(ports ...int) Option {
+	return optionFunc(func(c *config) { c.tpuPorts = append([]int{}, ports...) })
+}
+
+// WithTPUMetricsHost sets the host the TPU runtime's metrics service is
+// reached at; the default is DefaultTPUMetricsHost, the node itself (TPU
+// workloads run in the host's network namespace).
+func WithTPUMetricsHost(host string) Option {
+	return optionFunc(func(c *config) { c.tpuHost = host })
+}
+
+// WithTPUTimeout bounds one scrape of a TPU runtime's metrics service
+// (its calls together); the default is DefaultTPUTimeout.
+func WithTPUTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.tpuTimeout = d })
 }
 
 // withSysfsFS makes the Source read sysfs through fsys, rooted where sysfs

@@ -8,6 +8,7 @@ import (
 	"github.com/xpuscope/xpuscope/internal/dcgm/dcgmtest"
 	"github.com/xpuscope/xpuscope/internal/rdc/rdctest"
 	"github.com/xpuscope/xpuscope/internal/testutil"
+	"github.com/xpuscope/xpuscope/internal/tpu/tputest"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -45,5 +46,16 @@ func TestScopeRDC(t *testing.T) {
 		semconv.HWGPUUtilization.Name, semconv.HWGPUMemoryUsage.Name, semconv.HWPower.Name, semconv.HWErrors.Name,
 		semconv.GPULinkIO.Name, semconv.GPUSMOccupancy.Name, semconv.GPUWaves.Name, semconv.GPUMemoryThroughput.Name,
 		semconv.XpuscopeGPUFieldUnavailable.Name,
+	})
+}
+
+// TestScopeTPU: the TPU backend's metrics, from a loopback service.
+func TestScopeTPU(t *testing.T) {
+	srv := tputest.Start(t, v4Metrics(2)...)
+	_, reader := newSource(t, WithBackends(BackendTPU), withSysfsFS(tputest.V4(2)), WithProcRoot(t.TempDir()), WithTPUMetricsPorts(srv.Port))
+	names := testutil.CheckScope(t, reader, ScopeName)
+	assert.Subset(t, names, []string{
+		semconv.TPUMemoryUsage.Name, semconv.TPUMemoryLimit.Name, semconv.TPUTensorCoreUtilization.Name,
+		semconv.TPUHLOQueueSize.Name, semconv.TPUHLOExecutionDuration.Name,
 	})
 }

@@ -70,6 +70,7 @@ var openers = map[Backend]func(*Source) (backend, error){
 	BackendROCmSMI:  openROCmSMI,
 	BackendAMDSysfs: openAMDSysfs,
 	BackendRDC:      openRDC,
+	BackendTPU:      openTPU,
 }
 
 // New finds the GPUs, registers the instruments, reads every device once
@@ -220,7 +221,7 @@ func (s *Source) DriverVersion() string {
 
 // Devices lists the devices of the last read: each NVIDIA GPU, in NVML
 // index order, followed by its MIG instances (Parent set); then each AMD
-// GPU, in index order. A device that a runtime backend
+// GPU, in index order; then each TPU. A device that a runtime backend
 // (DCGM, RDC) reads beside the backend that found it is listed once.
 func (s *Source) Devices() []Device {
 	s.mu.RLock()

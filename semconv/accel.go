@@ -3,8 +3,8 @@ package semconv
 import "go.opentelemetry.io/otel/attribute"
 
 // Names of the gpu Source's runtime backends: DCGM's and RDC's profiling
-// fields. OpenTelemetry names none of these figures, so they are
-// extensions; where one is what an OpenTelemetry hardware metric means
+// fields, and the TPU runtime's metrics service. OpenTelemetry names none
+// of these figures, so they are extensions; where one is what an OpenTelemetry hardware metric means
 // (RDC's GPU utilization, memory, power and ECC counts), the backend
 // reports under that name, its series told apart by
 // gpu.measurement.source. Every series of these backends carries
@@ -17,6 +17,7 @@ const (
 	GPUPipe            = attribute.Key("gpu.pipe")
 	GPULinkType        = attribute.Key("gpu.link.type")
 	GPUMemoryOperation = attribute.Key("gpu.memory.operation")
+	TPUHLOStatistic    = attribute.Key("tpu.hlo.statistic")
 	XpuscopeGPUBackend = attribute.Key("xpuscope.gpu.backend")
 	XpuscopeGPUField   = attribute.Key("xpuscope.gpu.field")
 	XpuscopeGPUReason  = attribute.Key("xpuscope.gpu.reason")
@@ -24,9 +25,17 @@ const (
 
 // Values of GPUMeasurementSource set by the runtime backends.
 const (
-	MeasurementSourceDCGM = "dcgm"
-	MeasurementSourceRDC  = "rdc"
+	MeasurementSourceDCGM   = "dcgm"
+	MeasurementSourceRDC    = "rdc"
+	MeasurementSourceLibTPU = "libtpu"
 )
+
+// HWTypeTPU is hw.type of a TPU device: a chip, or, on chips of two
+// TensorCores that the runtime reports apart, each core's PCI function.
+const HWTypeTPU = "tpu"
+
+// VendorGoogle is hw.vendor of a TPU.
+const VendorGoogle = "Google"
 
 // Values of GPUPipe.
 const (
@@ -47,6 +56,15 @@ const (
 const (
 	MemoryRead  = "read"
 	MemoryWrite = "write"
+)
+
+// Values of TPUHLOStatistic.
+const (
+	HLOStatisticMean = "mean"
+	HLOStatisticP50  = "p50"
+	HLOStatisticP90  = "p90"
+	HLOStatisticP95  = "p95"
+	HLOStatisticP999 = "p999"
 )
 
 // Values of XpuscopeGPUReason that are not a vendor status name.
@@ -77,6 +95,14 @@ const (
 	// with those added before it (DCGM_ST_PROFILING_MULTI_PASS, or RDC
 	// refusing the watch).
 	GPUReasonCapacity = "capacity"
+	// GPUReasonNoListener: nothing listens at the TPU runtime's metrics
+	// port: no workload runs (normal, and silent).
+	GPUReasonNoListener = "no_listener"
+	// GPUReasonTimeout: the call did not finish within its deadline.
+	GPUReasonTimeout = "timeout"
+	// GPUReasonNoDevice: the TPU runtime reported a device ordinal that
+	// matches no TPU found in sysfs.
+	GPUReasonNoDevice = "no_device"
 )
 
 // acceleratorAttrs are the attributes of a runtime backend's device
@@ -144,19 +170,57 @@ var (
 	}
 )
 
+const tpuNote = "The TPU runtime (gpu.measurement.source=" + MeasurementSourceLibTPU + ", hw.type=" + HWTypeTPU + "): libtpu's RuntimeMetricService, "
+
+// TPU metrics (extensions), from the TPU runtime's metrics service while a
+// workload runs. A TPU has no GPU names: its series are under tpu.* with
+// hw.type=tpu.
+var (
+	TPUMemoryUsage = Metric{
+		Name: "tpu.memory.usage", Kind: UpDownCounter, Unit: "By", Origin: Extension,
+		Description: "High-bandwidth memory of the TPU in use.",
+		Attributes:  acceleratorAttrs,
+		Note:        tpuNote + "tpu.runtime.hbm.memory.usage.bytes. Only while a workload runs: the service is the workload's.",
+	}
+	TPUMemoryLimit = Metric{
+		Name: "tpu.memory.limit", Kind: UpDownCounter, Unit: "By", Origin: Extension,
+		Description: "Size of the TPU's high-bandwidth memory.",
+		Attributes:  acceleratorAttrs,
+		Note:        tpuNote + "tpu.runtime.hbm.memory.total.bytes.",
+	}
+	TPUTensorCoreUtilization = Metric{
+		Name: "tpu.tensorcore.utilization", Kind: Gauge, Unit: "1", Origin: Extension,
+		Description: "Fraction of time the TPU's TensorCores were busy (the runtime's duty cycle).",
+		Attributes:  acceleratorAttrs,
+		Note:        tpuNote + "tpu.runtime.tensorcore.dutycycle.percent, percent → ratio.",
+	}
+	TPUHLOQueueSize = Metric{
+		Name: "tpu.hlo.queue.size", Kind: Gauge, Unit: "{execution}", Origin: Extension,
+		Description: "HLO programs queued for execution on the TPU.",
+		Attributes:  acceleratorAttrs,
+		Note:        tpuNote + "hlo.queue.size.gauge.",
+	}
+	TPUHLOExecutionDuration = Metric{
+		Name: "tpu.hlo.execution.duration", Kind: Gauge, Unit: "s", Origin: Extension,
+		Description: "Execution time of the TPU's HLO programs: the mean and percentiles of the runtime's distribution.",
+		Attributes:  with(acceleratorAttrs, TPUHLOStatistic),
+		Note:        tpuNote + "hlo.execution.timing.distribution.microseconds, µs → s. A percentile is the upper bound of the distribution's bucket that holds it; omitted while the distribution has no sample.",
+	}
+)
+
 // Self-metrics of the runtime backends.
 var (
 	XpuscopeGPUScrapeMisses = Metric{
 		Name: "xpuscope.gpu.scrape.misses", Kind: Counter, Unit: "{scrape}", Origin: Self,
-		Description: "Reads of a runtime backend that brought nothing: a call that failed, a profiler holding the counters. The backend goes on at the next poll.",
+		Description: "Reads of a runtime backend that brought nothing: a call that failed, a profiler holding the counters, a TPU metrics port with no listener. The backend goes on at the next poll.",
 		Attributes:  []attribute.Key{HWID, XpuscopeGPUBackend, XpuscopeGPUReason},
-		Note:        "xpuscope.gpu.reason is the vendor's status name (DCGM_ST_CONNECTION_NOT_VALID, RDC_ST_NO_DATA) or " + GPUReasonProfilingBusy + ". A miss of no one device (a lost host engine) carries no hw.id.",
+		Note:        "xpuscope.gpu.reason is the vendor's status name (DCGM_ST_CONNECTION_NOT_VALID, RDC_ST_NO_DATA, a gRPC code such as Unimplemented) or " + GPUReasonProfilingBusy + ", " + GPUReasonNoListener + ", " + GPUReasonTimeout + ". A miss of no one device (a lost host engine, a TPU endpoint) carries no hw.id; " + GPUReasonNoListener + " is the normal state of a TPU node between workloads.",
 	}
 	XpuscopeGPUSamplesBlank = Metric{
 		Name: "xpuscope.gpu.samples.blank", Kind: Counter, Unit: "{sample}", Origin: Self,
 		Description: "Field values a runtime backend read and dropped: blank sentinels, NaN, stale or invalid values, a status other than success.",
 		Attributes:  []attribute.Key{HWID, XpuscopeGPUBackend, XpuscopeGPUField, XpuscopeGPUReason},
-		Note:        "xpuscope.gpu.field is the vendor's field name (DCGM_FI_PROF_SM_ACTIVE, RDC_FI_PROF_OCCUPANCY_PERCENT); xpuscope.gpu.reason " + GPUReasonBlank + ", " + GPUReasonNotFound + ", " + GPUReasonNotSupported + ", " + GPUReasonNotPermissioned + ", " + GPUReasonNaN + ", " + GPUReasonStale + ", " + GPUReasonInvalid + ", " + GPUReasonType + ", or the value's status name.",
+		Note:        "xpuscope.gpu.field is the vendor's field name (DCGM_FI_PROF_SM_ACTIVE, RDC_FI_PROF_OCCUPANCY_PERCENT, tpu.runtime.hbm.memory.usage.bytes); xpuscope.gpu.reason " + GPUReasonBlank + ", " + GPUReasonNotFound + ", " + GPUReasonNotSupported + ", " + GPUReasonNotPermissioned + ", " + GPUReasonNaN + ", " + GPUReasonStale + ", " + GPUReasonInvalid + ", " + GPUReasonType + ", " + GPUReasonNoDevice + ", or the value's status name.",
 	}
 	XpuscopeGPUFieldUnavailable = Metric{
 		Name: "xpuscope.gpu.field.unavailable", Kind: UpDownCounter, Unit: "{field}", Origin: Self,
@@ -169,6 +233,7 @@ var (
 var acceleratorMetrics = []Metric{
 	GPUGraphicsUtilization, GPUSMUtilization, GPUSMOccupancy, GPUPipeUtilization, GPUDRAMUtilization,
 	GPULinkThroughput, GPULinkIO, GPUMemoryThroughput, GPUWaves,
+	TPUMemoryUsage, TPUMemoryLimit, TPUTensorCoreUtilization, TPUHLOQueueSize, TPUHLOExecutionDuration,
 	XpuscopeGPUScrapeMisses, XpuscopeGPUSamplesBlank, XpuscopeGPUFieldUnavailable,
 }
 
@@ -176,9 +241,10 @@ var acceleratorAttributes = []Attribute{
 	{GPUPipe, "string", "The GPU pipe: tensor cores, or the FP64, FP32, FP16 units.", Extension, []string{PipeTensor, PipeFP64, PipeFP32, PipeFP16}},
 	{GPULinkType, "string", "The kind of link the bytes crossed.", Extension, []string{LinkPCIe, LinkNVLink, LinkXGMI}},
 	{GPUMemoryOperation, "string", "Whether device memory was read or written.", Extension, []string{MemoryRead, MemoryWrite}},
-	{XpuscopeGPUBackend, "string", "The gpu backend: nvml, amd_smi, rocm_smi, amdgpu_sysfs, dcgm, rdc.", Self, []string{"nvml", "amd_smi", "rocm_smi", "amdgpu_sysfs", "dcgm", "rdc"}},
-	{XpuscopeGPUField, "string", "The vendor's name of the field (DCGM_FI_PROF_SM_ACTIVE, RDC_FI_GPU_UTIL).", Self, nil},
-	{XpuscopeGPUReason, "string", "Why a read brought nothing, or a field was dropped: a vendor status name, or one of the values listed.", Self,
+	{TPUHLOStatistic, "string", "Which statistic of the HLO execution-time distribution: the mean, or a percentile.", Extension, []string{HLOStatisticMean, HLOStatisticP50, HLOStatisticP90, HLOStatisticP95, HLOStatisticP999}},
+	{XpuscopeGPUBackend, "string", "The gpu backend: nvml, amd_smi, rocm_smi, amdgpu_sysfs, dcgm, rdc, tpu.", Self, []string{"nvml", "amd_smi", "rocm_smi", "amdgpu_sysfs", "dcgm", "rdc", "tpu"}},
+	{XpuscopeGPUField, "string", "The vendor's name of the field or metric (DCGM_FI_PROF_SM_ACTIVE, RDC_FI_GPU_UTIL, tpu.runtime.hbm.memory.usage.bytes).", Self, nil},
+	{XpuscopeGPUReason, "string", "Why a read brought nothing, or a field was dropped: a vendor status name, a gRPC code, or one of the values listed.", Self,
 		[]string{GPUReasonBlank, GPUReasonNotFound, GPUReasonNotSupported, GPUReasonNotPermissioned, GPUReasonNaN, GPUReasonStale, GPUReasonInvalid, GPUReasonType,
-			GPUReasonProfilingBusy, GPUReasonCapacity, "a vendor status name"}},
+			GPUReasonProfilingBusy, GPUReasonCapacity, GPUReasonNoListener, GPUReasonTimeout, GPUReasonNoDevice, "a vendor status name"}},
 }

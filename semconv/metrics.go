@@ -14,7 +14,8 @@ var gpuAttrs = []attribute.Key{
 
 // deviceAttrs are carried by every GPU device series: the device's, and
 // the pod's while exactly one pod holds the device; the series of the
-// runtime backends (DCGM, RDC) carry gpu.measurement.source too.
+// runtime backends (DCGM, RDC, the TPU runtime) carry
+// gpu.measurement.source too.
 var deviceAttrs = with(with(gpuAttrs, podAttrs...), GPUMeasurementSource)
 
 // gpuProcAttrs are carried by a per-process GPU series: the device's, and

@@ -402,7 +402,7 @@ func printCheck(w io.Writer, rs []result) {
 
 // printGPUBackends prints a gpu/<backend> line for each backend of the gpu
 // Source: what it reads (DCGM's host engine and profiling fields, RDC's
-// fields), or why it does not.
+// fields, the TPU runtime's ports), or why it does not.
 func printGPUBackends(w io.Writer, st gpu.Status) {
 	for _, b := range st.Backends {
 		state, detail := unavailable, b.Detail
