@@ -13,6 +13,10 @@ const (
 	EnvTracestate         = "TRACESTATE"
 	EnvResourceAttributes = "OTEL_RESOURCE_ATTRIBUTES"
 	EnvServiceName        = "OTEL_SERVICE_NAME"
+	// EnvTPURuntimeMetricsPorts is where a TPU workload says which ports
+	// its runtime (libtpu) serves its metrics on, comma-separated: the gpu
+	// Source's TPU backend reads them there.
+	EnvTPURuntimeMetricsPorts = "TPU_RUNTIME_METRICS_PORTS"
 )
 
 // Value caps: a longer value is dropped whole, never cut.
@@ -22,9 +26,10 @@ const (
 	MaxTraceparent = 256
 	// MaxTracestate is what W3C Trace Context asks vendors to propagate at
 	// least (32 list members).
-	MaxTracestate         = 512
-	MaxResourceAttributes = 4096
-	MaxServiceName        = 256
+	MaxTracestate             = 512
+	MaxResourceAttributes     = 4096
+	MaxServiceName            = 256
+	MaxTPURuntimeMetricsPorts = 256
 )
 
 // Environ holds the allowed variables of a process environment, as
@@ -34,6 +39,8 @@ type Environ struct {
 	Tracestate         string
 	ResourceAttributes string
 	ServiceName        string
+	// TPURuntimeMetricsPorts is TPU_RUNTIME_METRICS_PORTS as written.
+	TPURuntimeMetricsPorts string
 }
 
 var envVars = [...]struct {
@@ -44,6 +51,7 @@ var envVars = [...]struct {
 	{[]byte(EnvTracestate + "="), MaxTracestate},
 	{[]byte(EnvResourceAttributes + "="), MaxResourceAttributes},
 	{[]byte(EnvServiceName + "="), MaxServiceName},
+	{[]byte(EnvTPURuntimeMetricsPorts + "="), MaxTPURuntimeMetricsPorts},
 }
 
 // maxEnvEntry is the longest entry the scanner holds across reads: the
@@ -80,6 +88,8 @@ func (p *envParser) entry(e []byte) {
 			p.env.ResourceAttributes = s
 		case 3:
 			p.env.ServiceName = s
+		case 4:
+			p.env.TPURuntimeMetricsPorts = s
 		}
 		return
 	}

@@ -29,7 +29,8 @@ func TestParseEnviron(t *testing.T) {
 	}{
 		{"all four among others", env("PATH=/bin", "TRACEPARENT="+tp, "TRACESTATE=a=b", "SECRET=x",
 			"OTEL_RESOURCE_ATTRIBUTES=k=v", "OTEL_SERVICE_NAME=svc"),
-			Environ{tp, "a=b", "k=v", "svc"}},
+			Environ{Traceparent: tp, Tracestate: "a=b", ResourceAttributes: "k=v", ServiceName: "svc"}},
+		{"a TPU workload's metrics ports", env("PATH=/bin", "TPU_RUNTIME_METRICS_PORTS=8431,8432", "TPU_NAME=x"), Environ{TPURuntimeMetricsPorts: "8431,8432"}},
 		{"first occurrence counts", env("OTEL_SERVICE_NAME=one", "OTEL_SERVICE_NAME=two"), Environ{ServiceName: "one"}},
 		{"an empty first occurrence counts", env("OTEL_SERVICE_NAME=", "OTEL_SERVICE_NAME=two"), Environ{}},
 		{"a value over its cap is dropped whole", env("OTEL_SERVICE_NAME=" + strings.Repeat("s", MaxServiceName+1)), Environ{}},

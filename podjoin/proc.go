@@ -51,3 +51,12 @@ func readEnviron(p procfs.Proc, buf []byte) (Environ, error) {
 	}
 	return env, nil
 }
+
+// ReadEnviron reads the allowed variables of process pid's environment in
+// the procfs at procRoot (the host's /proc where the agent runs), as the
+// resolver reads them: every other variable is skipped unread. For
+// callers that need one of them: the gpu Source's TPU backend reads
+// TPU_RUNTIME_METRICS_PORTS.
+func ReadEnviron(procRoot string, pid int) (Environ, error) {
+	return readEnviron(procfs.FS{Root: procRoot}.Proc(pid), make([]byte, environBuf))
+}

@@ -113,8 +113,8 @@ var ThrottleReasons = []string{
 var coreAttributes = []Attribute{
 	{HWID, "string", "Unique identifier of the device on the host: the vendor UUID (NVIDIA GPU-…, MIG-…); for an AMD GPU its unique id as 0x and 16 hexadecimal digits (ROCm SMI, sysfs unique_id, which AMD SMI reads too), or its PCI address where it has none.", OTel, nil},
 	{HWName, "string", "Product name as the vendor library reports it.", OTel, nil},
-	{HWVendor, "string", "Vendor name.", OTel, []string{VendorNVIDIA, VendorAMD}},
-	{HWType, "string", "Component type.", OTel, []string{HWTypeGPU}},
+	{HWVendor, "string", "Vendor name.", OTel, []string{VendorNVIDIA, VendorAMD, VendorGoogle}},
+	{HWType, "string", "Component type: " + HWTypeGPU + ", or " + HWTypeTPU + " for a TPU (a documented value beside OpenTelemetry's).", OTel, []string{HWTypeGPU, HWTypeTPU}},
 	{HWParent, "string", "hw.id of the parent GPU; set on MIG instances.", OTel, nil},
 	{HWDriverVersion, "string", "Kernel driver version. AMD: the amdgpu module's version, or the kernel release for the in-tree driver.", OTel, nil},
 	{HWGPUTask, "string", "Task the utilization refers to.", OTel, []string{GPUTaskGeneral, GPUTaskEncoder, GPUTaskDecoder}},
@@ -157,7 +157,7 @@ var coreAttributes = []Attribute{
 
 // attributes is the registry: each area's list, in order. An area defined
 // in a file of its own adds its list here.
-var attributes = slices.Concat(coreAttributes, amdAttributes, occupancyAttributes, genaiAttributes, servingAttributes, captureAttributes, ncclAttributes, uprobeAttributes, agentAttributes, podjoinAttributes)
+var attributes = slices.Concat(coreAttributes, amdAttributes, acceleratorAttributes, occupancyAttributes, genaiAttributes, servingAttributes, captureAttributes, ncclAttributes, uprobeAttributes, agentAttributes, podjoinAttributes)
 
 // Attributes returns every registered attribute, in registry order.
 func Attributes() []Attribute {

@@ -473,8 +473,27 @@ func printCheck(w io.Writer, rs []result) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, r := range rs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.state, r.detail)
+		if g, ok := r.src.(*gpu.Source); ok {
+			printGPUBackends(tw, g.Status())
+		}
 	}
 	tw.Flush()
+}
+
+// printGPUBackends prints a gpu/<backend> line for each backend of the gpu
+// Source: what it reads (DCGM's host engine and profiling fields, RDC's
+// fields, the TPU runtime's ports), or why it does not.
+func printGPUBackends(w io.Writer, st gpu.Status) {
+	for _, b := range st.Backends {
+		state, detail := unavailable, b.Detail
+		if b.Active {
+			state = active
+			if detail == "" {
+				detail = fmt.Sprintf("%d device(s)", b.Devices)
+			}
+		}
+		fmt.Fprintf(w, "gpu/%s\t%s\t%s\n", b.Backend, state, detail)
+	}
 }
 
 // closeAll closes the features in reverse start order: the Sources

@@ -108,6 +108,10 @@ func TestRunWithGPUs(t *testing.T) {
 	stdout, stderr, code := output(t, agent(t, "-check", "-nvml-library", lib))
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	assert.Regexp(t, `(?m)^gpu +active +NVIDIA: 2 GPU\(s\), driver 535\.999\.01: 0:NVIDIA Fake H100 80GB HBM3, 1:NVIDIA Fake A100-SXM4-40GB$`, stdout)
+	// A line per backend: NVML reads the GPUs; DCGM, not installed here,
+	// is unavailable, which is no fault.
+	assert.Regexp(t, `(?m)^gpu/nvml +active +2 device\(s\)$`, stdout)
+	assert.Regexp(t, `(?m)^gpu/dcgm +unavailable +gpu: DCGM library libdcgm\.so\.4 cannot be loaded`, stdout)
 	if os.Geteuid() == 0 {
 		// An NVIDIA node: the HIP tracer's ring is the small one.
 		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
