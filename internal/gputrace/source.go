@@ -103,14 +103,16 @@ type Source struct {
 	bpfCounters      [gputracebpf.NumCounters]uint64
 	attachedByTarget map[string]int64
 	targetAttrs      map[string]meterx.Attrs
-	// The NCCL Inspector's dumps read and not (inspector.go).
-	inspReadErrors, inspRecordErrors int64
+	// The NCCL Inspector's dumps read and not, and the samples of its
+	// textfiles not joined (inspector.go).
+	inspReadErrors, inspRecordErrors, inspUnjoined int64
 
 	// The reader's alone (housekeeping): the NCCL Inspector's state per
 	// process, and buffers reused.
-	insp     map[uint32]*inspected
-	inspPIDs []uint32
-	inspRecs []inspRecord
+	insp        map[uint32]*inspected
+	inspPIDs    []uint32
+	inspRecs    []inspRecord
+	promUpdates []promRead
 }
 
 // New loads the probes, attaches them to every file of rt mapped on the
