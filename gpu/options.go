@@ -50,6 +50,10 @@ const (
 	// BackendRDC reads AMD GPUs through ROCm's RDC: utilization, memory,
 	// power, ECC, XGMI bytes and its profiling fields.
 	BackendRDC Backend = "rdc"
+	// BackendIntelSysfs reads Intel GPUs from what the i915 and xe
+	// drivers publish: sysfs, hwmon, their PMU and the DRM clients'
+	// fdinfo; for the GPUs Level Zero does not read.
+	BackendIntelSysfs Backend = "intel_sysfs"
 	// BackendTPU reads Google TPUs: the chips from sysfs, their figures
 	// from the TPU runtime's metrics service while a workload runs.
 	BackendTPU Backend = "tpu"
@@ -59,7 +63,7 @@ const (
 // The runtime backends come after the backend that finds their vendor's
 // devices (DCGM after NVML, RDC after the AMD ones), so that their series
 // take those devices' identity.
-var allBackends = []Backend{BackendNVML, BackendDCGM, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendTPU}
+var allBackends = []Backend{BackendNVML, BackendDCGM, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendIntelSysfs, BackendTPU}
 
 type config struct {
 	meterProvider metric.MeterProvider
@@ -83,6 +87,8 @@ type config struct {
 	tpuPorts   []int  // nil: the workloads' TPU_RUNTIME_METRICS_PORTS, else DefaultTPUMetricsPort
 	tpuHost    string
 	tpuTimeout time.Duration
+
+	now func() time.Time // the clock of rates (power from energy, fdinfo's ns); a test seam
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -96,6 +102,7 @@ func newConfig(opts []Option) (config, error) {
 		dcgmProbe:    defaultDCGMProbe,
 		tpuHost:      DefaultTPUMetricsHost,
 		tpuTimeout:   DefaultTPUTimeout,
+		now:          time.Now,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -216,7 +223,8 @@ func WithNVML(lib nvml.Interface) Option {
 
 // WithBackends selects the backends New tries; the default is all of
 // them, in the order BackendNVML, BackendDCGM, BackendAMDSMI,
-// BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendTPU (which New
+// BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendIntelSysfs,
+// BackendTPU (which New
 // keeps whatever the order given). With WithNVML, the default is
 // BackendNVML alone.
 func WithBackends(b ...Backend) Option {
@@ -315,4 +323,10 @@ func WithTPUTimeout(d time.Duration) Option {
 // is mounted: a test seam, for fixtures and injected read errors.
 func withSysfsFS(fsys fs.FS) Option {
 	return optionFunc(func(c *config) { c.sysfs, c.sysfsRoot = fsys, "(injected sysfs)" })
+}
+
+// withClock makes the Source time its rates (power from an energy
+// counter, fdinfo's busy nanoseconds) with now: a test seam.
+func withClock(now func() time.Time) Option {
+	return optionFunc(func(c *config) { c.now = now })
 }

@@ -31,8 +31,12 @@ type Source struct {
 	missing []opts    // one per (symbol, metric) a library lacks
 	errors  readErrors
 	scrape  scrapeStats // the runtime backends' misses, blanks and unwatchable fields
-	inst    instruments
-	reg     metric.Registration
+	drm     *drmClients // the DRM clients' fdinfo, for the Intel backends; nil until one asks
+	// intelRead lists the PCI addresses of the Intel GPUs Level Zero
+	// reads: the Intel sysfs backend leaves them to it.
+	intelRead map[string]bool
+	inst      instruments
+	reg       metric.Registration
 
 	pollMu      sync.Mutex // serialises poll
 	cycle       uint64
@@ -64,13 +68,14 @@ type backend interface {
 // openers open each backend. An error wrapping xpuscope.ErrUnavailable
 // says the backend found no GPU, and why.
 var openers = map[Backend]func(*Source) (backend, error){
-	BackendNVML:     openNVML,
-	BackendDCGM:     openDCGM,
-	BackendAMDSMI:   openAMDSMI,
-	BackendROCmSMI:  openROCmSMI,
-	BackendAMDSysfs: openAMDSysfs,
-	BackendRDC:      openRDC,
-	BackendTPU:      openTPU,
+	BackendNVML:       openNVML,
+	BackendDCGM:       openDCGM,
+	BackendAMDSMI:     openAMDSMI,
+	BackendROCmSMI:    openROCmSMI,
+	BackendAMDSysfs:   openAMDSysfs,
+	BackendRDC:        openRDC,
+	BackendIntelSysfs: openIntelSysfs,
+	BackendTPU:        openTPU,
 }
 
 // New finds the GPUs, registers the instruments, reads every device once

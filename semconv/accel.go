@@ -242,7 +242,7 @@ var acceleratorAttributes = []Attribute{
 	{GPULinkType, "string", "The kind of link the bytes crossed.", Extension, []string{LinkPCIe, LinkNVLink, LinkXGMI}},
 	{GPUMemoryOperation, "string", "Whether device memory was read or written.", Extension, []string{MemoryRead, MemoryWrite}},
 	{TPUHLOStatistic, "string", "Which statistic of the HLO execution-time distribution: the mean, or a percentile.", Extension, []string{HLOStatisticMean, HLOStatisticP50, HLOStatisticP90, HLOStatisticP95, HLOStatisticP999}},
-	{XpuscopeGPUBackend, "string", "The gpu backend: nvml, amd_smi, rocm_smi, amdgpu_sysfs, dcgm, rdc, tpu.", Self, []string{"nvml", "amd_smi", "rocm_smi", "amdgpu_sysfs", "dcgm", "rdc", "tpu"}},
+	{XpuscopeGPUBackend, "string", "The gpu backend: nvml, amd_smi, rocm_smi, amdgpu_sysfs, dcgm, rdc, level_zero, intel_sysfs, tpu.", Self, []string{"nvml", "amd_smi", "rocm_smi", "amdgpu_sysfs", "dcgm", "rdc", "level_zero", "intel_sysfs", "tpu"}},
 	{XpuscopeGPUField, "string", "The vendor's name of the field or metric (DCGM_FI_PROF_SM_ACTIVE, RDC_FI_GPU_UTIL, tpu.runtime.hbm.memory.usage.bytes).", Self, nil},
 	{XpuscopeGPUReason, "string", "Why a read brought nothing, or a field was dropped: a vendor status name, a gRPC code, or one of the values listed.", Self,
 		[]string{GPUReasonBlank, GPUReasonNotFound, GPUReasonNotSupported, GPUReasonNotPermissioned, GPUReasonNaN, GPUReasonStale, GPUReasonInvalid, GPUReasonType,
