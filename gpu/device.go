@@ -15,14 +15,16 @@ type Device struct {
 	// Index is the NVML index (the parent's, for a MIG instance); for an
 	// AMD GPU, its position in AMD SMI's socket order, its ROCm SMI index,
 	// or its position in PCI-address order among the amdgpu cards when
-	// read from sysfs.
+	// read from sysfs; for an Intel GPU, its position in Level Zero's
+	// device order, or in PCI-address order among the i915 and xe cards.
 	Index int
 	// UUID is the device's hw.id: GPU-… for a GPU, MIG-… for an instance;
 	// for an AMD GPU, its unique id (0x followed by 16 hexadecimal
-	// digits), or its PCI address when it has none.
+	// digits), or its PCI address when it has none; for an Intel GPU,
+	// its PCI address.
 	UUID string
 	Name string
-	// Vendor is hw.vendor: "NVIDIA" or "AMD".
+	// Vendor is hw.vendor: "NVIDIA", "AMD", "Intel" or "Google".
 	Vendor string
 	// PCIAddress is in sysfs form, 0000:3b:00.0 (the parent's, for MIG).
 	PCIAddress string

@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/amdsysfs"
 	"github.com/xpuscope/xpuscope/internal/drmfdinfo"
 	"github.com/xpuscope/xpuscope/internal/intelsysfs"
@@ -337,16 +338,16 @@ func describeIntel(devs []*intelDevice) string {
 	return fmt.Sprintf("%d device(s): %s", len(devs), strings.Join(parts, "; "))
 }
 
-// intelCardsByPCI maps the node's Intel cards by PCI address; nil when
-// sysfs has none.
-func intelCardsByPCI(s *Source) map[string]intelsysfs.Card {
+// intelCards lists the node's i915 and xe cards; none is unavailable.
+// Both Intel backends start here, so that a node without an Intel GPU
+// never loads Level Zero.
+func intelCards(s *Source) ([]intelsysfs.Card, error) {
 	cards, err := intelsysfs.Cards(s.cfg.sysfs)
-	if err != nil || len(cards) == 0 {
-		return nil
+	if err != nil {
+		return nil, xpuscope.Unavailablef("gpu: no Intel GPU: sysfs at %s: %v", s.cfg.sysfsRoot, err)
 	}
-	out := map[string]intelsysfs.Card{}
-	for _, c := range cards {
-		out[c.PCIAddress] = c
+	if len(cards) == 0 {
+		return nil, xpuscope.Unavailablef("gpu: no Intel GPU: no card of the i915 or xe driver in %s/%s", s.cfg.sysfsRoot, intelsysfs.DRMDir)
 	}
-	return out
+	return cards, nil
 }

@@ -44,12 +44,9 @@ type intelSysfsDevice struct {
 
 // openIntelSysfs finds the i915 and xe cards Level Zero does not read.
 func openIntelSysfs(s *Source) (backend, error) {
-	cards, err := intelsysfs.Cards(s.cfg.sysfs)
+	cards, err := intelCards(s)
 	if err != nil {
-		return nil, xpuscope.Unavailablef("gpu: no Intel GPU: sysfs at %s: %v", s.cfg.sysfsRoot, err)
-	}
-	if len(cards) == 0 {
-		return nil, xpuscope.Unavailablef("gpu: no Intel GPU: no card of the i915 or xe driver in %s/%s", s.cfg.sysfsRoot, intelsysfs.DRMDir)
+		return nil, err
 	}
 	b := &intelSysfsBackend{s: s, r: amdsysfs.Reader{FS: s.cfg.sysfs}, start0: s.cfg.now()}
 	driver := kernelRelease(s.cfg.procRoot)
@@ -71,6 +68,10 @@ func openIntelSysfs(s *Source) (backend, error) {
 			source, path, why = semconv.MeasurementSourceFdinfo, "the DRM clients' fdinfo", err.Error()
 		}
 		d.intelDevice = newIntelDevice(Device{Index: i, UUID: c.PCIAddress, Name: intelName(c.PCIID), PCIAddress: c.PCIAddress}, driver, c.Name, source, 0)
+		if len(s.intelRead) > 0 {
+			// Level Zero reads the node's other Intel GPUs.
+			why = join("Level Zero has no driver for it", why)
+		}
 		d.path, d.why = path, why
 		b.retireMissing(d)
 		b.devices = append(b.devices, d)
@@ -204,4 +205,15 @@ func (b *intelSysfsBackend) read(d *intelSysfsDevice, sm *sample, now time.Durat
 			sm.clockSM, sm.have = best, sm.have|fClockSM
 		}
 	}
+}
+
+// join joins two reasons with "; ", either of which may be empty.
+func join(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
