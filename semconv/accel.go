@@ -158,9 +158,9 @@ var (
 	}
 	GPUMemoryThroughput = Metric{
 		Name: "gpu.memory.throughput", Kind: Gauge, Unit: "By/s", Origin: Extension,
-		Description: "Bytes a second the GPU's kernels read from and wrote to device memory, over RDC's profiler sample.",
+		Description: "Bytes a second the GPU's kernels read from and wrote to device memory, over the last sample period.",
 		Attributes:  with(acceleratorAttrs, GPUMemoryOperation),
-		Note:        rdcNote + "RDC_FI_PROF_EVAL_MEM_R_BW / _W_BW (806, 807): rocprofiler's FETCH_SIZE and WRITE_SIZE (KiB) over the sample's milliseconds, × 1,024,000.",
+		Note:        rdcNote + "RDC_FI_PROF_EVAL_MEM_R_BW / _W_BW (806, 807): rocprofiler's FETCH_SIZE and WRITE_SIZE (KiB) over the sample's milliseconds, × 1,024,000. Intel, Level Zero: Δ of zesMemoryGetBandwidth's read and write counters over Δ its timestamp, summed over the device-memory modules (no gpu.measurement.source: the device's own series).",
 	}
 	GPUWaves = Metric{
 		Name: "gpu.waves", Kind: Gauge, Unit: "{wave}", Origin: Extension,
