@@ -288,6 +288,19 @@ func (p *PMU) readCaps(fsys fs.FS, dir string) {
 	}
 }
 
+// ReadCPUMask reads only PMU name's cpumask: what changes when a CPU goes
+// offline or comes back.
+func ReadCPUMask(fsys fs.FS, name string) ([]int, error) {
+	if !validPMUName(name) {
+		return nil, fmt.Errorf("PMU name %q is not a directory name", name)
+	}
+	s, err := ReadFile(fsys, path.Join(DevicesDir, name, "cpumask"))
+	if err != nil {
+		return nil, err
+	}
+	return ParseCPUList(s)
+}
+
 // ReadFile reads a small sysfs file, at most 4 KiB: a longer one is an
 // error, not a large allocation.
 func ReadFile(fsys fs.FS, name string) (string, error) {
