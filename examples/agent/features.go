@@ -21,6 +21,7 @@ import (
 	"github.com/xpuscope/xpuscope/gpu"
 	"github.com/xpuscope/xpuscope/hiptrace"
 	"github.com/xpuscope/xpuscope/occupancy"
+	"github.com/xpuscope/xpuscope/pmu"
 	"github.com/xpuscope/xpuscope/podjoin"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -110,6 +111,7 @@ type feature struct {
 var features = []feature{
 	{"podjoin", startPodjoin},
 	{"gpu", startGPU},
+	{"pmu", startPMU},
 	{"cudatrace", startCUDATrace},
 	{"hiptrace", startHIPTrace},
 	{"serving", startServing},
@@ -404,6 +406,21 @@ func startGPU(s settings, p providers) (xpuscope.Source, string, error) {
 		detail += fmt.Sprintf("; %d MIG instance(s)", instances)
 	}
 	return src, detail, nil
+}
+
+// startPMU counts the bytes the memory controllers move, every -interval,
+// from the uncore PMUs; -check says what it counts and how completely, or
+// exactly what is missing (a VM's PMUs, CAP_PERFMON).
+func startPMU(s settings, p providers) (xpuscope.Source, string, error) {
+	src, err := pmu.New(
+		pmu.WithMeterProvider(p.meter),
+		pmu.WithInterval(s.interval),
+		pmu.WithProcRoot(s.procRoot),
+	)
+	if err != nil {
+		return nil, "", err
+	}
+	return src, src.Status().Describe(), nil
 }
 
 type result struct {
