@@ -32,6 +32,9 @@ type settings struct {
 	interval    time.Duration
 	nvmlLibrary string
 	procRoot    string
+	// intelptTrigger is the unix socket that asks for Intel PT captures;
+	// "" (the default) leaves Intel PT off.
+	intelptTrigger string
 
 	// genai: the LLM API capture.
 	rates          genai.Rates
@@ -116,6 +119,7 @@ var features = []feature{
 	{"hiptrace", startHIPTrace},
 	{"serving", startServing},
 	{"genai", startGenAI},
+	{"intelpt", startIntelPT},
 }
 
 // startPodjoin starts the pod resolver on the host's procfs, the
