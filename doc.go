@@ -3,7 +3,8 @@
 // traffic from outside the application: no SDK in the workload, no code
 // change.
 //
-// Each data source is its own package (gpu, cudatrace, hiptrace, genai;
+// Each data source is its own package (gpu, pmu, cudatrace, hiptrace,
+// genai, intelpt;
 // podjoin places what they see in pods) and follows one contract, the
 // Source:
 //
