@@ -4,9 +4,8 @@
 // change.
 //
 // Each data source is its own package (gpu, pmu, cudatrace, hiptrace,
-// genai, intelpt;
-// podjoin places what they see in pods) and follows one contract, the
-// Source:
+// genai, intelpt; podjoin places what they see in pods) and follows one
+// contract, the Source:
 //
 //	src, err := gpu.New(
 //		gpu.WithMeterProvider(mp), // default: otel.GetMeterProvider()
