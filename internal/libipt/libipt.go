@@ -87,42 +87,34 @@ type Packet struct {
 	Type    Type
 	Size    uint8
 	_       [3]byte
-	payload [16]byte
+	payload [2]uint64 // the union, at offset 8: its fields read as x86-64 lays them out
 }
 
 // TSC returns a TSC packet's value.
-func (p *Packet) TSC() uint64 { return *(*uint64)(unsafe.Pointer(&p.payload[0])) }
+func (p *Packet) TSC() uint64 { return p.payload[0] }
 
 // IP returns an IP packet's (FUP, TIP, TIP.PGE, TIP.PGD) compression and
 // payload.
 func (p *Packet) IP() (IPC, uint64) {
-	return IPC(*(*uint32)(unsafe.Pointer(&p.payload[0]))), *(*uint64)(unsafe.Pointer(&p.payload[8]))
+	return IPC(uint32(p.payload[0])), p.payload[1]
 }
 
 // TNT returns a TNT packet's bit count and bits.
 func (p *Packet) TNT() (uint8, uint64) {
-	return p.payload[0], *(*uint64)(unsafe.Pointer(&p.payload[8]))
+	return uint8(p.payload[0]), p.payload[1]
 }
 
 // NewTSC, NewIP, NewTNT8 and NewPacket make packets to encode.
 func NewTSC(tsc uint64) Packet {
-	p := Packet{Type: TSC}
-	*(*uint64)(unsafe.Pointer(&p.payload[0])) = tsc
-	return p
+	return Packet{Type: TSC, payload: [2]uint64{tsc}}
 }
 
 func NewIP(t Type, ipc IPC, ip uint64) Packet {
-	p := Packet{Type: t}
-	*(*uint32)(unsafe.Pointer(&p.payload[0])) = uint32(ipc)
-	*(*uint64)(unsafe.Pointer(&p.payload[8])) = ip
-	return p
+	return Packet{Type: t, payload: [2]uint64{uint64(ipc), ip}}
 }
 
 func NewTNT8(bits uint8, payload uint64) Packet {
-	p := Packet{Type: TNT8}
-	p.payload[0] = bits
-	*(*uint64)(unsafe.Pointer(&p.payload[8])) = payload
-	return p
+	return Packet{Type: TNT8, payload: [2]uint64{uint64(bits), payload}}
 }
 
 func NewPacket(t Type) Packet { return Packet{Type: t} }
@@ -131,7 +123,7 @@ func NewPacket(t Type) Packet { return Packet{Type: t} }
 type ptConfig struct {
 	size     uintptr
 	begin    unsafe.Pointer
-	end      unsafe.Pointer
+	end      uintptr // one past the buffer: a uintptr, which a Go pointer may not be
 	callback uintptr
 	context  uintptr
 	vendor   uint32 // struct pt_cpu
@@ -200,7 +192,7 @@ func config(buf []byte, cpu CPU) *ptConfig {
 	c := &ptConfig{
 		size:  unsafe.Sizeof(ptConfig{}),
 		begin: unsafe.Pointer(unsafe.SliceData(buf)),
-		end:   unsafe.Add(unsafe.Pointer(unsafe.SliceData(buf)), len(buf)),
+		end:   uintptr(unsafe.Pointer(unsafe.SliceData(buf))) + uintptr(len(buf)),
 	}
 	if cpu.Family != 0 {
 		c.vendor, c.family, c.model, c.stepping = 1, cpu.Family, cpu.Model, cpu.Stepping
