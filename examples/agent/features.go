@@ -21,6 +21,7 @@ import (
 	"github.com/xpuscope/xpuscope/gpu"
 	"github.com/xpuscope/xpuscope/hiptrace"
 	"github.com/xpuscope/xpuscope/occupancy"
+	"github.com/xpuscope/xpuscope/pmu"
 	"github.com/xpuscope/xpuscope/podjoin"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -31,6 +32,9 @@ type settings struct {
 	interval    time.Duration
 	nvmlLibrary string
 	procRoot    string
+	// intelptTrigger is the unix socket that asks for Intel PT captures;
+	// "" (the default) leaves Intel PT off.
+	intelptTrigger string
 
 	// genai: the LLM API capture.
 	rates          genai.Rates
@@ -110,10 +114,12 @@ type feature struct {
 var features = []feature{
 	{"podjoin", startPodjoin},
 	{"gpu", startGPU},
+	{"pmu", startPMU},
 	{"cudatrace", startCUDATrace},
 	{"hiptrace", startHIPTrace},
 	{"serving", startServing},
 	{"genai", startGenAI},
+	{"intelpt", startIntelPT},
 }
 
 // startPodjoin starts the pod resolver on the host's procfs, the
@@ -404,6 +410,21 @@ func startGPU(s settings, p providers) (xpuscope.Source, string, error) {
 		detail += fmt.Sprintf("; %d MIG instance(s)", instances)
 	}
 	return src, detail, nil
+}
+
+// startPMU counts the bytes the memory controllers move, every -interval,
+// from the uncore PMUs; -check says what it counts and how completely, or
+// exactly what is missing (a VM's PMUs, CAP_PERFMON).
+func startPMU(s settings, p providers) (xpuscope.Source, string, error) {
+	src, err := pmu.New(
+		pmu.WithMeterProvider(p.meter),
+		pmu.WithInterval(s.interval),
+		pmu.WithProcRoot(s.procRoot),
+	)
+	if err != nil {
+		return nil, "", err
+	}
+	return src, src.Status().Describe(), nil
 }
 
 type result struct {
