@@ -12,8 +12,8 @@
 // variables of a process (ReadEnv: five names, no other value copied) and
 // where they say the dump is (Locate); the dump opened in the process's
 // root or working directory, never out of it (OpenDumps); a record (Parse,
-// pure, with table tests and a fuzz target); and a bounded reader of a
-// growing file (Tail).
+// pure, with table tests and a fuzz target). The dump is tailed with
+// package linetail, a bounded reader of a growing file.
 //
 // The Inspector's Prometheus mode (NCCL_INSPECTOR_PROM_DUMP=1) writes
 // per-GPU textfiles for node_exporter, with the communicator's name and
