@@ -12,9 +12,11 @@
 // levels) for the container id and pod UID, and four variables of
 // /proc/<pid>/environ (ParseEnviron): TRACEPARENT and TRACESTATE
 // (ParseTraceparent, W3C Trace Context), OTEL_RESOURCE_ATTRIBUTES
-// (ParseResourceAttributes) and OTEL_SERVICE_NAME. No other variable is
-// kept, logged or exported: the environment is scanned in a reused
-// buffer, at most 1 MiB of it, which is zeroed after each read.
+// (ParseResourceAttributes) and OTEL_SERVICE_NAME. The allowlist has one
+// name more, MLFLOW_TRACKING_URI, which genai/training reads (where a
+// job's MLflow file store is) and the Resolver does not use. No other
+// variable is kept, logged or exported: the environment is scanned in a
+// reused buffer, at most 1 MiB of it, which is zeroed after each read.
 //
 // The kubelet's PodResources API knows no pod UIDs and no container ids,
 // so the pod name, namespace and container name of a process come from
