@@ -136,6 +136,20 @@ func OpenIn(dir *os.File, name string) (*os.File, error) {
 	return f, nil
 }
 
+// OpenDirIn opens the directory name in dir (a directory Open or OpenDirIn
+// opened): name is one entry of dir, not a path, and no link is
+// followed.
+func OpenDirIn(dir *os.File, name string) (*os.File, error) {
+	fd, err := unix.Openat2(int(dir.Fd()), name, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("procfs: open directory %s in %s: %w", name, dir.Name(), err)
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir.Name(), name)), nil
+}
+
 // regular fails for a file that is not a regular one.
 func regular(f *os.File) error {
 	st, err := f.Stat()
