@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -99,7 +98,6 @@ func TestTensorBoardJobInItsOwnMountNamespace(t *testing.T) {
 	assert.Equal(t, float64(1), ps.One(t, semconv.XpuscopeTrainingJobs.Name, pytorch, semconv.TrainingLogFormat.String(tb)).Value)
 	assert.GreaterOrEqual(t, ps.One(t, semconv.XpuscopeTrainingRecords.Name, semconv.TrainingLogFormat.String(tb)).Value, float64(8))
 	assert.Empty(t, ps.Find(semconv.XpuscopeTrainingReadErrors.Name), "no read error")
-	_ = strconv.Itoa
 }
 
 // A job that logs to an MLflow file store (where its MLFLOW_TRACKING_URI

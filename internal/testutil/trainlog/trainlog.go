@@ -117,7 +117,8 @@ type JobOptions struct {
 	// MountNS (a directory): the files it writes there are seen only
 	// through /proc/<pid>/root. Needs root.
 	MountNS string
-	// Dir is its working directory.
+	// Dir is its working directory; with MountNS, entered after the
+	// tmpfs is mounted (it may be on it).
 	Dir string
 }
 
@@ -148,7 +149,11 @@ func StartJob(t testing.TB, o JobOptions) *Job {
 		// unshare makes the namespace (private propagation: the tmpfs
 		// stays in it), the shell mounts the tmpfs, then runs the job in
 		// its place.
-		script := fmt.Sprintf("mount -t tmpfs xpuscope-test %s && exec %s", shellQuote(o.MountNS), strings.Join(quoteAll(append([]string{Python}, args...)), " "))
+		cd := ""
+		if o.Dir != "" {
+			cd = "mkdir -p " + shellQuote(o.Dir) + " && cd " + shellQuote(o.Dir) + " && "
+		}
+		script := fmt.Sprintf("mount -t tmpfs xpuscope-test %s && %sexec %s", shellQuote(o.MountNS), cd, strings.Join(quoteAll(append([]string{Python}, args...)), " "))
 		cmd = exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
 	} else {
 		cmd = exec.Command(Python, args...)
@@ -157,7 +162,9 @@ func StartJob(t testing.TB, o JobOptions) *Job {
 		cmd.Args[0] = o.Argv0
 	}
 	cmd.Env = append(os.Environ(), o.Env...)
-	cmd.Dir = o.Dir
+	if o.MountNS == "" {
+		cmd.Dir = o.Dir
+	}
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
