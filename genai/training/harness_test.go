@@ -31,9 +31,6 @@ func newHarness(t *testing.T, pids []int, opts ...Option) *harness {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	h := &harness{reader: r, root: procfstest.Host(t, pids...)}
-	stat, err := os.ReadFile("/proc/stat")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(h.root, "stat"), stat, 0o644))
 	src, err := New(append([]Option{
 		WithProcRoot(h.root), WithMeterProvider(mp), WithInterval(100 * time.Millisecond),
 	}, opts...)...)
