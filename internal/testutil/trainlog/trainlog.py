@@ -348,6 +348,13 @@ class Job:
             half = len(r) // 2
             self.write(r[:half])
             self.pending = r[half:]
+        elif c == "burst":  # burst TAG N: N records of one simple value, the steps going on
+            self.step = getattr(self, "step", 0)
+            b = bytearray()
+            for _ in range(int(words[2])):
+                self.step += 1
+                b += record(event(self.step, time.time(), summary(simple(words[1], 1.0 / self.step))))
+            self.write(bytes(b))
         elif c == "finish":
             self.write(self.pending)
             self.pending = b""
