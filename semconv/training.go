@@ -64,7 +64,7 @@ const (
 const (
 	TrainingReasonJobs      = "jobs"      // a job past the cap of jobs: found, not read
 	TrainingReasonFiles     = "files"     // a log file past a job's cap of files: not read
-	TrainingReasonTags      = "tags"      // a scalar tag past a job's cap: its values not exported
+	TrainingReasonTags      = "tags"      // a value of a scalar tag past a job's cap: not exported
 	TrainingReasonProcesses = "processes" // a process of a job past its cap: not listed
 )
 
@@ -95,7 +95,7 @@ var (
 		Name: "training.loss", Kind: Gauge, Unit: "{loss}", Origin: Extension,
 		Description: "The training loss the job last logged.",
 		Attributes:  trainingAttrs,
-		Note:        trainingNote + " The tags and columns read as the loss: loss, train/loss, train_loss, training_loss, loss/train, Loss/train, train/train_loss, epoch_loss (Keras), lm loss and lm-loss (Megatron), Train/Samples/train_loss (DeepSpeed's monitor).",
+		Note:        trainingNote + " The tags and columns read as the loss: loss, train/loss, train_loss, training_loss, loss/train, Loss/train, train/train_loss, train_loss_step (Lightning), epoch_loss (Keras), lm loss and lm-loss (Megatron), Train/Samples/train_loss (DeepSpeed's monitor).",
 	}
 	TrainingLearningRate = Metric{
 		Name: "training.learning_rate", Kind: Gauge, Unit: "{learning_rate}", Origin: Extension,
@@ -111,7 +111,7 @@ var (
 	}
 	TrainingStep = Metric{
 		Name: "training.step", Kind: Gauge, Unit: "{step}", Origin: Extension,
-		Description: "The highest global step of the job's records.",
+		Description: "The highest global step of the job's last records read.",
 		Attributes:  trainingAttrs,
 		Note:        trainingNote + " TensorBoard: the step of its events; MLflow: the step of its metric lines; CSV: the step column. A step that goes back (a job resumed from a checkpoint) is taken as it comes.",
 	}
@@ -131,7 +131,7 @@ var (
 		Name: "training.scalar", Kind: Gauge, Unit: "{value}", Origin: Extension,
 		Description: "Every other scalar the job logs, by tag: the last value.",
 		Attributes:  with(trainingAttrs, TrainingTag),
-		Note:        trainingNote + " At most 64 tags a job (genai/training's WithMaxTags); the tags past the cap are counted in xpuscope.training.overflow.",
+		Note:        trainingNote + " At most 64 tags a job (genai/training's WithMaxTags), each cut to 128 bytes; the values of the tags past the cap are counted in xpuscope.training.overflow.",
 	}
 	TrainingProcesses = Metric{
 		Name: "training.processes", Kind: UpDownCounter, Unit: "{process}", Origin: Extension,
@@ -140,7 +140,7 @@ var (
 			TrainingFramework, TrainingLauncher, ProcessExecutableName, TrainingRun, ProcessPID, TrainingRole,
 			K8sNamespaceName, K8sPodName, K8sPodUID, K8sContainerName, ContainerID,
 		},
-		Note: trainingNote + " Every job found has its processes here, log files or not: process.gpu.utilization{process.pid} of package gpu joins them to the GPUs they use. training.run is the job's first run. At most 64 processes a job.",
+		Note: trainingNote + " Every job that writes a file the Source reads has its processes here: process.gpu.utilization{process.pid} of package gpu joins them to the GPUs they use (both in the host's pid namespace). training.run is the job's first run. At most 64 processes a job.",
 	}
 )
 
@@ -166,7 +166,7 @@ var (
 		Name: "xpuscope.training.overflow", Kind: Counter, Unit: "{item}", Origin: Self,
 		Description: "Jobs, files, scalar tags and processes past a cap of the Source, by reason.",
 		Attributes:  []attribute.Key{XpuscopeTrainingReason},
-		Note:        "Jobs and processes are counted at each interval that meets them; files and tags once each.",
+		Note:        "Jobs and processes are counted at each interval that meets them, files at each look that meets them, tags' values each.",
 	}
 )
 
