@@ -291,6 +291,10 @@ func mlflowStore(uri string, set bool) (path, why string) {
 	if !set || uri == "" {
 		return "", ""
 	}
+	switch uri { // MLflow's names of Databricks' tracking servers, bare
+	case "databricks", "databricks-uc", "uc":
+		return "", fmt.Sprintf("MLFLOW_TRACKING_URI names a tracking server (%s), not a file store: not read", uri)
+	}
 	if !strings.Contains(uri, ":") || strings.HasPrefix(uri, "/") || strings.HasPrefix(uri, ".") {
 		return uri, ""
 	}

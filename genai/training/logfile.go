@@ -223,9 +223,6 @@ func (s *Source) read(lf *logFile, now time.Time) {
 		s.countError(lf.format, semconv.TrainingErrorCorrupt, c.Corrupt)
 		s.countError(lf.format, semconv.TrainingErrorTooLarge, c.TooLarge)
 		lf.pending = c.Pending
-		if c.Restarted {
-			lf.run.s.readSet = false
-		}
 		if err != nil {
 			s.countError(lf.format, semconv.TrainingErrorRead, 1)
 			lf.problem = err.Error()

@@ -89,12 +89,24 @@ func launcherOf(exe string, args []string) string {
 	return ""
 }
 
+// notJobs are the programs that map a framework and are no training job:
+// TensorBoard, which holds the event files it reads open, and the model
+// servers package genai/serving reads.
+var notJobs = []string{"tensorboard", "vllm", "text-generation-server", "text-generation-launcher",
+	"tritonserver", "tensorflow_model_server", "torchserve", "model_service_worker.py"}
+
 // excluded says a process is not a training job though it maps a
-// framework: TensorBoard, which holds the event files it reads open.
-func excluded(exe string, args []string) bool {
+// framework (notJobs; a vLLM engine core or worker, by its title).
+func excluded(exe, comm string, args []string) bool {
 	argv0, script, module := program(args)
-	return exe == "tensorboard" || argv0 == "tensorboard" || script == "tensorboard" ||
-		module == "tensorboard" || module == "tensorboard.main"
+	for _, n := range notJobs {
+		if exe == n || argv0 == n || script == n {
+			return true
+		}
+	}
+	return module == "tensorboard" || module == "tensorboard.main" || strings.HasPrefix(module, "vllm.") ||
+		strings.HasPrefix(module, "text_generation_server") || strings.HasPrefix(comm, "VLLM::") ||
+		len(args) > 0 && strings.HasPrefix(args[0], "VLLM::")
 }
 
 // flagValues returns the values of a command-line flag, given as "--name

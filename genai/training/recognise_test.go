@@ -53,11 +53,26 @@ func TestLauncherOf(t *testing.T) {
 	}
 }
 
+// TensorBoard and the model servers map a framework and are no job.
 func TestExcluded(t *testing.T) {
-	assert.True(t, excluded("python3.11", []string{"/venv/bin/python", "/venv/bin/tensorboard", "--logdir", "runs"}))
-	assert.True(t, excluded("python3.11", []string{"python", "-m", "tensorboard.main", "--logdir", "runs"}))
-	assert.True(t, excluded("tensorboard", []string{"tensorboard"}))
-	assert.False(t, excluded("python3.11", []string{"python", "train.py", "--logdir", "tensorboard"}))
+	for _, tc := range []struct {
+		exe, comm string
+		args      []string
+		want      bool
+	}{
+		{"python3.11", "tensorboard", []string{"/venv/bin/python", "/venv/bin/tensorboard", "--logdir", "runs"}, true},
+		{"python3.11", "python", []string{"python", "-m", "tensorboard.main", "--logdir", "runs"}, true},
+		{"tensorboard", "tensorboard", []string{"tensorboard"}, true},
+		{"python3.11", "vllm", []string{"/venv/bin/python", "/venv/bin/vllm", "serve", "m"}, true},
+		{"python3.11", "python3", []string{"python3", "-m", "vllm.entrypoints.openai.api_server"}, true},
+		{"python3.11", "VLLM::EngineCor", []string{"VLLM::EngineCore"}, true},
+		{"python3.11", "text-generation", []string{"/usr/bin/python", "/usr/bin/text-generation-server", "serve", "m"}, true},
+		{"python3.11", "python", []string{"python", "/ts/model_service_worker.py", "--sock-type", "unix"}, true},
+		{"python3.11", "python", []string{"python", "train.py", "--logdir", "tensorboard"}, false},
+		{"python3.11", "python", []string{"python", "train_vllm_draft.py"}, false},
+	} {
+		assert.Equal(t, tc.want, excluded(tc.exe, tc.comm, tc.args), "%v", tc.args)
+	}
 }
 
 func TestFlagValues(t *testing.T) {
@@ -81,7 +96,8 @@ func TestMLflowStore(t *testing.T) {
 		{"./mlruns", true, "./mlruns", ""},
 		{"mlruns", true, "mlruns", ""},
 		{"https://user:hunter2@mlflow.example.com", true, "", "MLFLOW_TRACKING_URI names a tracking server or database (https:), not a file store: not read"},
-		{"databricks", true, "databricks", ""},
+		{"databricks", true, "", "MLFLOW_TRACKING_URI names a tracking server (databricks), not a file store: not read"},
+		{"databricks://profile", true, "", "MLFLOW_TRACKING_URI names a tracking server or database (databricks:), not a file store: not read"},
 		{"sqlite:///mlflow.db", true, "", "MLFLOW_TRACKING_URI names a tracking server or database (sqlite:), not a file store: not read"},
 	} {
 		path, why := mlflowStore(tc.uri, tc.set)

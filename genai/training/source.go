@@ -147,9 +147,10 @@ func (s *Source) run() {
 
 // identify recognises a training process: one that maps a framework's
 // library, or a launcher's command line; TensorBoard, which maps
-// TensorFlow and holds the event files it reads, is not one.
+// TensorFlow and holds the event files it reads, and the model servers
+// are not.
 func (s *Source) identify(p procfs.Proc, e *proctable.Process) (any, string) {
-	if excluded(e.Exe, e.Args) {
+	if excluded(e.Exe, e.Comm, e.Args) {
 		return nil, ""
 	}
 	launcher := launcherOf(e.Exe, e.Args)
