@@ -12,11 +12,13 @@
 // levels) for the container id and pod UID, and five variables of
 // /proc/<pid>/environ (ParseEnviron): TRACEPARENT and TRACESTATE
 // (ParseTraceparent, W3C Trace Context), OTEL_RESOURCE_ATTRIBUTES
-// (ParseResourceAttributes), OTEL_SERVICE_NAME, and
+// (ParseResourceAttributes) and OTEL_SERVICE_NAME. The allowlist has two
+// names more, which the Resolver does not use: MLFLOW_TRACKING_URI, which
+// genai/training reads (where a job's MLflow file store is), and
 // TPU_RUNTIME_METRICS_PORTS, which the gpu Source's TPU backend reads
-// through ReadEnviron. No other variable is
-// kept, logged or exported: the environment is scanned in a reused
-// buffer, at most 1 MiB of it, which is zeroed after each read.
+// through ReadEnviron. No other variable is kept, logged or exported: the
+// environment is scanned in a reused buffer, at most 1 MiB of it, which
+// is zeroed after each read.
 //
 // The kubelet's PodResources API knows no pod UIDs and no container ids,
 // so the pod name, namespace and container name of a process come from

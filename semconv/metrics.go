@@ -309,7 +309,7 @@ var cudaMetrics = []Metric{
 
 // metrics is the registry: each area's list, in order. An area defined in
 // a file of its own adds its list here.
-var metrics = slices.Concat(gpuMetrics, amdMetrics, acceleratorMetrics, intelMetrics, cudaMetrics, ncclMetrics, occupancyMetrics, genaiMetrics, servingMetrics, captureMetrics, bpfMetrics, uprobeMetrics, agentMetrics, podjoinMetrics)
+var metrics = slices.Concat(gpuMetrics, amdMetrics, acceleratorMetrics, intelMetrics, cudaMetrics, ncclMetrics, occupancyMetrics, genaiMetrics, servingMetrics, trainingMetrics, captureMetrics, pmuMetrics, intelptMetrics, bpfMetrics, uprobeMetrics, agentMetrics, podjoinMetrics)
 
 // Metrics returns every registered metric, in registry order.
 func Metrics() []Metric {

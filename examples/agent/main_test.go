@@ -90,6 +90,7 @@ func TestCheckOnNodeWithoutGPU(t *testing.T) {
 	assert.Regexp(t, `(?m)^podjoin +active +kubelet: unavailable \(.*kubelet\.sock.*\): cgroup and environment joins only`, stdout)
 	assert.Regexp(t, `(?m)^podjoin .*; pod names: `, stdout)
 	assert.Regexp(t, `(?m)^serving +active +(no model server found yet|\d+ model server\(s\): )`, stdout)
+	assert.Regexp(t, `(?m)^training +active +(no training job found yet|\d+ training job\(s\): )`, stdout)
 	if os.Geteuid() == 0 {
 		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
 		assert.Regexp(t, `(?m)^hiptrace +active +uprobes`, stdout)
@@ -320,6 +321,7 @@ export:
 	assert.Equal(t, 1.0, got["gpu/unavailable"], "%v", got)
 	assert.Equal(t, 1.0, got["podjoin/active"], "%v", got)
 	assert.Equal(t, 1.0, got["serving/active"], "%v", got)
+	assert.Equal(t, 1.0, got["training/active"], "%v", got)
 	assert.Equal(t, 0.0, got["gpu/active"], "%v", got)
 	if os.Geteuid() == 0 {
 		assert.Equal(t, 1.0, got["genai/active"], "%v", got)

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/xpuscope/xpuscope/internal/procfs"
+	"github.com/xpuscope/xpuscope/internal/proctable"
 )
 
 // realSizedVLLM is a vLLM /metrics of a real server's size: the fixture
@@ -155,7 +156,8 @@ func BenchmarkDiscover(b *testing.B) {
 	require.NoError(b, err)
 	defer h.Close()
 	s := &Source{cfg: config{maxServers: DefaultMaxServers, maxModels: DefaultMaxModels, maxSeries: DefaultMaxSeries},
-		procs: fs, handle: h, entries: map[int]*procEntry{}, servers: map[serverKey]*server{}}
+		procs: fs, handle: h, servers: map[serverKey]*server{}}
+	s.table = proctable.Table{FS: fs, Handle: h, Identify: s.identify}
 	s.discover(time.Now())
 	pids, _ := fs.PIDs()
 	b.ReportAllocs()

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
+	"github.com/xpuscope/xpuscope/internal/linetail"
 	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/internal/ncclinspector"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -76,7 +77,7 @@ type inspected struct {
 
 type inspectedDump struct {
 	f    *os.File
-	tail *ncclinspector.Tail
+	tail *linetail.Tail
 }
 
 // promFile is a textfile of the Inspector's that the process holds open.
@@ -186,7 +187,7 @@ func (s *Source) readInspectors(now time.Time) {
 				continue
 			}
 			st.next = now.Add(inspectorRetry)
-			files, err := ncclinspector.OpenDumps(s.cfg.procfs.Proc(int(pid)).Dir(), st.dir, st.nspid)
+			files, err := ncclinspector.OpenDumps(s.cfg.procfs.Proc(int(pid)), st.dir, st.nspid)
 			if err != nil {
 				if !errors.Is(err, ncclinspector.ErrNoDump) {
 					readErrs++
@@ -198,7 +199,7 @@ func (s *Source) readInspectors(now time.Time) {
 				if fi, err := f.Stat(); err == nil && fi.Size() > inspectorBacklog {
 					off = fi.Size()
 				}
-				st.dumps = append(st.dumps, inspectedDump{f, ncclinspector.NewTail(f, off)})
+				st.dumps = append(st.dumps, inspectedDump{f, linetail.New(f, off, make([]byte, ncclinspector.MaxLine+1))})
 			}
 		}
 		for _, d := range st.dumps {

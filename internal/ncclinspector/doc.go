@@ -25,12 +25,13 @@
 // variables of a process (ReadEnv: five names, no other value copied) and
 // what they say of the Inspector (Locate); the JSON dump opened in the
 // process's root or working directory, never out of it (OpenDumps); a
-// JSON record (Parse, pure, with table tests and a fuzz target); a bounded
-// reader of a growing file (Tail); the textfiles the process holds open,
-// found through its descriptors (OpenPromFiles: in a directory shared by
-// every process of the node, only a descriptor says whose a file is); a
-// textfile's samples (ParsePromFile, pure, on expfmt's text parser, with
-// table tests over both label sets and a fuzz target); and a reader of a
-// file rewritten whole, which reads it once each time it changed and
-// never while it is being written (Snapshot).
+// JSON record (Parse, pure, with table tests and a fuzz target), the dump
+// tailed with package linetail, a bounded reader of a growing file; the
+// textfiles the process holds open, found through its descriptors
+// (OpenPromFiles: in a directory shared by every process of the node,
+// only a descriptor says whose a file is); a textfile's samples
+// (ParsePromFile, pure, on expfmt's text parser, with table tests over
+// both label sets and a fuzz target); and a reader of a file rewritten
+// whole, which reads it once each time it changed and never while it is
+// being written (Snapshot).
 package ncclinspector
