@@ -63,9 +63,11 @@ func openIntelSysfs(s *Source) (backend, error) {
 			}
 		}
 		d.pmu, err = openIntelPMU(s, c)
-		source, path, why := semconv.MeasurementSourcePMU, "the "+c.Driver+" PMU", ""
+		source, path, why := semconv.MeasurementSourceFdinfo, "the DRM clients' fdinfo", ""
 		if err != nil {
-			source, path, why = semconv.MeasurementSourceFdinfo, "the DRM clients' fdinfo", err.Error()
+			why = err.Error()
+		} else {
+			source, path = semconv.MeasurementSourcePMU, d.pmu.describe()
 		}
 		d.intelDevice = newIntelDevice(Device{Index: i, UUID: c.PCIAddress, Name: intelName(c.PCIID), PCIAddress: c.PCIAddress}, driver, c.Name, source, 0)
 		if len(s.intelRead) > 0 {

@@ -90,7 +90,7 @@ func TestIntelSysfsI915(t *testing.T) {
 	faulty := &amdsysfstest.Faulty{FS: sysfs}
 	procs := intelProcRoot(t)
 	i915Clients(t, procs, 10e9, 4e9, 1e9)
-	s, reader := newSource(t, WithBackends(BackendIntelSysfs), withSysfsFS(faulty), WithProcRoot(procs), withClock(clock.now))
+	s, reader := newSource(t, WithBackends(BackendIntelSysfs), withSysfsFS(faulty), WithProcRoot(procs), withClock(clock.now), withPerfOpener(refuseAll()))
 	id := semconv.HWID.String("0000:03:00.0")
 
 	assert.Equal(t, []Device{{Index: 0, UUID: "0000:03:00.0", Name: "Intel GPU 8086:56A0", Vendor: "Intel", PCIAddress: "0000:03:00.0"}}, s.Devices())
@@ -173,7 +173,7 @@ func TestIntelSysfsI915(t *testing.T) {
 	require.Len(t, st.Backends, 1)
 	assert.True(t, st.Backends[0].Active)
 	assert.Equal(t, 1, st.Backends[0].Devices)
-	assert.Contains(t, st.Backends[0].Detail, "0000:03:00.0 Intel GPU 8086:56A0: engines from the DRM clients' fdinfo")
+	assert.Contains(t, st.Backends[0].Detail, "0000:03:00.0 Intel GPU 8086:56A0: engines from the DRM clients' fdinfo (the PMU i915_0000_03_00.0: perf_event_open(")
 }
 
 func TestIntelSysfsXe(t *testing.T) {
@@ -187,7 +187,7 @@ func TestIntelSysfsXe(t *testing.T) {
 		}})
 	}
 	write(1000, 0)
-	s, reader := newSource(t, WithBackends(BackendIntelSysfs), withSysfsFS(sysfs), WithProcRoot(procs), withClock(clock.now))
+	s, reader := newSource(t, WithBackends(BackendIntelSysfs), withSysfsFS(sysfs), WithProcRoot(procs), withClock(clock.now), withPerfOpener(refuseAll()))
 	id := semconv.HWID.String(pdev)
 	pts := testutil.Collect(t, reader)
 	temps := pts.Find(semconv.HWTemperature.Name, id)
@@ -220,7 +220,7 @@ func TestIntelSysfsXe(t *testing.T) {
 
 func TestIntelSysfsEightGPUs(t *testing.T) {
 	sysfs := intelsysfstest.Load(t, "eight-gpus")
-	s, reader := newSource(t, WithBackends(BackendIntelSysfs), withSysfsFS(sysfs), WithProcRoot(intelProcRoot(t)))
+	s, reader := newSource(t, WithBackends(BackendIntelSysfs), withSysfsFS(sysfs), WithProcRoot(intelProcRoot(t)), withPerfOpener(refuseAll()))
 	devs := s.Devices()
 	require.Len(t, devs, 8)
 	for i, d := range devs {
@@ -263,7 +263,7 @@ func TestScopeIntelSysfs(t *testing.T) {
 	clock := newTestClock()
 	procs := intelProcRoot(t)
 	i915Clients(t, procs, 1e9, 1e9, 1e9)
-	s, reader := newSource(t, WithBackends(BackendIntelSysfs), withSysfsFS(intelsysfstest.Load(t, "i915-one-gpu")), WithProcRoot(procs), withClock(clock.now))
+	s, reader := newSource(t, WithBackends(BackendIntelSysfs), withSysfsFS(intelsysfstest.Load(t, "i915-one-gpu")), WithProcRoot(procs), withClock(clock.now), withPerfOpener(refuseAll()))
 	clock.advance(time.Second)
 	i915Clients(t, procs, 2e9, 1e9, 1e9)
 	s.poll()

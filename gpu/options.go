@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xpuscope/xpuscope/internal/levelzero"
+	"github.com/xpuscope/xpuscope/internal/perfevent"
 	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/rocmsmi"
 )
@@ -96,6 +97,9 @@ type config struct {
 	tpuTimeout    time.Duration
 
 	now func() time.Time // the clock of rates (power from energy, fdinfo's ns); a test seam
+	// perfOpener opens the Intel PMUs' counters: the kernel's, or a
+	// test's.
+	perfOpener perfevent.Opener
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -111,6 +115,7 @@ func newConfig(opts []Option) (config, error) {
 		tpuHost:       DefaultTPUMetricsHost,
 		tpuTimeout:    DefaultTPUTimeout,
 		now:           time.Now,
+		perfOpener:    perfevent.KernelOpener{},
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -348,4 +353,10 @@ func withSysfsFS(fsys fs.FS) Option {
 // counter, fdinfo's busy nanoseconds) with now: a test seam.
 func withClock(now func() time.Time) Option {
 	return optionFunc(func(c *config) { c.now = now })
+}
+
+// withPerfOpener makes the Source open the Intel PMUs' counters with o: a
+// test seam (no GPU PMU here).
+func withPerfOpener(o perfevent.Opener) Option {
+	return optionFunc(func(c *config) { c.perfOpener = o })
 }

@@ -331,3 +331,35 @@ func ParseLabel(b []byte) string {
 	}
 	return s
 }
+
+// EngineClass is an engine class of one of xe's GTs, as its sysfs names
+// it: tile<T>/gt<G>/engines/<class> (xe_hw_engine_class_sysfs.c, whose
+// names are xe_hw_engine_class_to_str's: rcs, bcs, vcs, vecs, ccs).
+type EngineClass struct {
+	GT    int
+	Class string
+}
+
+// XeEngineClasses lists the engine classes of each GT of an xe card; nil
+// for i915, whose PMU names its engines itself.
+func XeEngineClasses(fsys fs.FS, c Card) []EngineClass {
+	if c.Driver != DriverXe {
+		return nil
+	}
+	var out []EngineClass
+	for _, tile := range numberedDirs(fsys, c.Device, "tile") {
+		for _, gt := range numberedDirs(fsys, c.Device+"/"+tile, "gt") {
+			n, _ := number(gt, "gt")
+			ents, err := fs.ReadDir(fsys, c.Device+"/"+tile+"/"+gt+"/engines")
+			if err != nil {
+				continue
+			}
+			for _, e := range ents {
+				if e.IsDir() && len(e.Name()) <= 8 {
+					out = append(out, EngineClass{GT: n, Class: e.Name()})
+				}
+			}
+		}
+	}
+	return out
+}

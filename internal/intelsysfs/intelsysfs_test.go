@@ -167,3 +167,15 @@ func FuzzTree(f *testing.F) {
 		}
 	})
 }
+
+func TestXeEngineClasses(t *testing.T) {
+	fsys := intelsysfstest.Load(t, "xe-one-gpu")
+	cards, err := intelsysfs.Cards(fsys)
+	require.NoError(t, err)
+	assert.Equal(t, []intelsysfs.EngineClass{{0, "bcs"}, {0, "ccs"}, {0, "rcs"}, {1, "vcs"}, {1, "vecs"}}, intelsysfs.XeEngineClasses(fsys, cards[0]),
+		"the primary GT's render, copy and compute; the media GT's video engines")
+	i915 := intelsysfstest.Load(t, "i915-one-gpu")
+	cards, err = intelsysfs.Cards(i915)
+	require.NoError(t, err)
+	assert.Nil(t, intelsysfs.XeEngineClasses(i915, cards[0]))
+}
