@@ -347,5 +347,11 @@ func TestCallsAllocateNothingChild(t *testing.T) {
 		l.FrequencyState(freqs[0])
 		l.Processes(devs[0], 16)
 	})
+	if raceEnabled {
+		// purego's pooled frames, dropped at random (race_test.go): 1-2
+		// of the 7 calls; an argument escaping would make it 7 or more.
+		assert.Less(t, allocs, 7.0)
+		return
+	}
 	assert.Zero(t, allocs)
 }
