@@ -8,6 +8,7 @@ package gpu
 // Source reports there. Sysfs is a fixture with the fake GPUs' cards.
 
 import (
+	"context"
 	"testing"
 	"testing/fstest"
 
@@ -166,6 +167,10 @@ func TestLevelZeroFakeDriverChild(t *testing.T) {
 	assert.True(t, st.Backends[1].Active)
 	assert.Equal(t, 1, st.Backends[1].Devices)
 	assert.Contains(t, st.Backends[1].Detail, "0000:9a:00.0 Intel GPU 8086:0BD5: engines from the DRM clients' fdinfo (Level Zero has no driver for it;")
+
+	// The callback reporting what Level Zero read allocates nothing.
+	ctx := context.Background()
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = s.observe(ctx, discard{}) }))
 
 	names := testutil.CheckScope(t, reader, ScopeName)
 	assert.Subset(t, names, []string{semconv.HWGPUUtilization.Name, semconv.GPUEngineUtilization.Name, semconv.GPUMemoryThroughput.Name,
