@@ -273,3 +273,40 @@ func TestScopeIntelSysfs(t *testing.T) {
 		semconv.HWEnergy.Name, semconv.HWPower.Name, semconv.GPUClockFrequency.Name, semconv.ProcessGPUMemoryUsage.Name,
 	})
 }
+
+// FuzzIntelSysfs runs the kernel files' backend, PMU included (counted by
+// a fake opener: no GPU PMU here), over any sysfs tree given as a txtar
+// archive, seeded with the i915, xe and eight-GPU fixtures: the values it
+// reads (hwmon, frequencies, VRAM sizes, the PMUs' events and formats)
+// must never panic it, and what it reports stays a number.
+func FuzzIntelSysfs(f *testing.F) {
+	for _, name := range []string{"i915-one-gpu", "xe-one-gpu", "eight-gpus"} {
+		b, err := os.ReadFile(filepath.Join("..", "internal", "intelsysfs", "testdata", name+".txtar"))
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	procs := f.TempDir()
+	f.Fuzz(func(t *testing.T, archive []byte) {
+		clock := newTestClock()
+		opener := &fakeOpener{rates: map[uint64]uint64{0: 5e8}}
+		s, err := New(WithBackends(BackendIntelSysfs), withSysfsFS(amdsysfstest.Parse(archive)), WithProcRoot(procs),
+			withClock(clock.now), withPerfOpener(opener), WithInterval(time.Hour))
+		if err != nil {
+			require.ErrorIs(t, err, xpuscope.ErrUnavailable)
+			return
+		}
+		defer s.Close()
+		for range 2 {
+			clock.advance(time.Second)
+			opener.tick()
+			s.poll()
+		}
+		for _, sm := range s.front.samples {
+			for _, e := range sm.engines {
+				if e.v < 0 || e.v > 1 {
+					t.Fatalf("engine utilization %v outside [0, 1]", e.v)
+				}
+			}
+		}
+	})
+}

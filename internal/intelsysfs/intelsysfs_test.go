@@ -164,6 +164,11 @@ func FuzzTree(f *testing.F) {
 			if len(intelsysfs.GTs(fsys, c)) > 1<<10 || len(intelsysfs.Tiles(fsys, c)) > 1<<10 {
 				require.Fail(t, "too many GTs or tiles")
 			}
+			for _, ec := range intelsysfs.XeEngineClasses(fsys, c) {
+				if c.Driver != intelsysfs.DriverXe || ec.Class == "" || len(ec.Class) > 8 || ec.GT < 0 {
+					require.Fail(t, "engine class not of an xe card's GT", "%+v of %+v", ec, c)
+				}
+			}
 		}
 	})
 }
