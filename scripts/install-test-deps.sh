@@ -8,6 +8,7 @@ packages=(
 	gcc libc6-dev             # cgo, and the C programs and fake libraries the tests build
 	libnvidia-ml1             # the real NVML library (driver 535), GPU-less here
 	librocm-smi64-1           # the real ROCm SMI library (5.2, /usr/lib), GPU-less here: rsmi_init fails with 8
+	libze1 libze-dev          # the real Level Zero loader (1.8.12), driverless here: zeInit fails with 0x78000001; its v1.4 headers build the fake driver
 	libcudart11.0 libcuda1    # the real CUDA 11.8 runtime and driver 535 API, probed by cudatrace
 	libamdhip64-5             # the real HIP runtime (5.2), GPU-less here: probed by hiptrace
 	clang-19 llvm-19 libbpf-dev  # make check-generate: rebuild the BPF objects and compare
