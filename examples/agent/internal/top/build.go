@@ -52,6 +52,7 @@ type builder struct {
 	// The scrape being built.
 	fam      famHandler
 	famID    int
+	trainCol int // the training column of the family, if it is one
 	nseries  int
 	gpus     map[string]*gpuAcc
 	procs    map[string]*procAcc
@@ -144,17 +145,27 @@ func (b *builder) abort() {
 }
 
 // family implements consumer.
-func (b *builder) family(name string, typ dto.MetricType) bool {
+func (b *builder) family(name string, typ dto.MetricType, n int) bool {
+	b.nseries += n
 	h, ok := handlers[name]
-	if !ok {
-		if id, ok := b.training.byName[name]; ok {
-			b.fam, b.famID = famHandler{kind: b.training.cols[id].Metric.Kind, fn: (*builder).trainingSeries}, -1-id
-			return kindMatches(b.fam.kind, typ)
-		}
+	col, training := b.training.byName[name]
+	switch {
+	case training && ok:
+		b.trainCol = col
+		b.fam = famHandler{id: h.id, kind: h.kind, fn: func(b *builder, s *series) {
+			h.fn(b, s)
+			b.trainingSeries(s)
+		}}
+	case training:
+		b.trainCol = col
+		b.fam = famHandler{id: len(handlers), kind: b.training.cols[col].Metric.Kind, fn: (*builder).trainingSeries}
+	case ok:
+		b.fam = h
+	default:
 		return false
 	}
-	b.fam, b.famID = h, h.id
-	return kindMatches(h.kind, typ)
+	b.famID = b.fam.id
+	return kindMatches(b.fam.kind, typ)
 }
 
 // kindMatches reports whether a family of Prometheus type typ is the kind
@@ -171,7 +182,6 @@ func kindMatches(k semconv.Kind, typ dto.MetricType) bool {
 
 // series implements consumer.
 func (b *builder) series(s *series) {
-	b.nseries++
 	b.fam.fn(b, s)
 }
 

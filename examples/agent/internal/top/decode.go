@@ -61,8 +61,9 @@ func (s *series) get(name string) string {
 
 // consumer receives a scrape.
 type consumer interface {
-	// family starts a family; its series follow only if it returns true.
-	family(name string, typ dto.MetricType) bool
+	// family starts a family of n series; they follow only if it returns
+	// true.
+	family(name string, typ dto.MetricType, n int) bool
 	// series hands over one series of the family.
 	series(s *series)
 }
@@ -149,6 +150,7 @@ func str(b []byte) string {
 func decodeFamily(b []byte, c consumer, s *series) error {
 	var name string
 	typ := dto.MetricType_UNTYPED
+	n := 0
 	for m := b; len(m) > 0; {
 		f := next(m)
 		if f.err != nil {
@@ -159,10 +161,12 @@ func decodeFamily(b []byte, c consumer, s *series) error {
 			name = str(f.bytes)
 		case f.num == famType && f.typ == protowire.VarintType:
 			typ = dto.MetricType(int32(f.u64))
+		case f.num == famMetric && f.typ == protowire.BytesType:
+			n++
 		}
 		m = f.next
 	}
-	if !c.family(name, typ) {
+	if !c.family(name, typ, n) {
 		return nil
 	}
 	for m := b; len(m) > 0; {
@@ -324,7 +328,7 @@ func normaliseBuckets(s *series) {
 func decodeFamilies(fams []*dto.MetricFamily, c consumer) {
 	var s series
 	for _, f := range fams {
-		if f == nil || !c.family(f.GetName(), f.GetType()) {
+		if f == nil || !c.family(f.GetName(), f.GetType(), len(f.GetMetric())) {
 			continue
 		}
 		for _, m := range f.GetMetric() {

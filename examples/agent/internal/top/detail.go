@@ -2,6 +2,7 @@ package top
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
@@ -108,6 +109,7 @@ func (m *Model) helpLines(w, h int) []string {
 
 // legend says what the less obvious columns mean.
 var legend = []string{
+	"views       1 GPUs · 2 Processes (enter: a process's kernels, launch shapes, leak) · 3 LLM calls · 4 model Servers · 5 Training",
 	"~SM% ~THR%  modelled by the occupancy model from the CUDA/HIP calls the agent sees, not measured",
 	"SM%         NVML's per-process utilization samples (measured)",
 	"!           leak suspect: the oldest allocation stays and outstanding memory never goes down",
@@ -134,6 +136,9 @@ func featureLines(f *Frame, reasons map[string]string) []string {
 	return out
 }
 
+// onceDetails is how many processes Once describes in full.
+const onceDetails = 10
+
 // Once renders a Frame as plain text: every row of the views asked for,
 // at a width, then the features and alarms: what -once prints.
 func Once(f *Frame, views []View, width int, reasons map[string]string) string {
@@ -155,11 +160,20 @@ func Once(f *Frame, views []View, width int, reasons map[string]string) string {
 			b.WriteString(strings.TrimRight(t.row(r, ws), " ") + "\n")
 		}
 		if v == ViewProcesses {
-			procs := tables[ViewProcesses].(*table[ProcessRow])
-			for _, p := range procs.rows {
-				if len(p.Kernels) == 0 && p.Leak == nil {
-					continue
+			// The processes that launched kernels over the interval, or are
+			// leak suspects: the busiest onceDetails of them.
+			var busy []ProcessRow
+			for _, p := range tables[ViewProcesses].(*table[ProcessRow]).rows {
+				if p.Leak != nil || p.Launches > 0 {
+					busy = append(busy, p)
 				}
+			}
+			slices.SortStableFunc(busy, func(a, b ProcessRow) int { return cmpDesc(a.Launches, b.Launches) })
+			if len(busy) > onceDetails {
+				fmt.Fprintf(&b, "\n(the %d busiest of %d processes that launched kernels)\n", onceDetails, len(busy))
+				busy = busy[:onceDetails]
+			}
+			for _, p := range busy {
 				exe, ok := f.Executables[p.ExeKey]
 				b.WriteString("\n")
 				for _, l := range processLines(p, exe, ok) {

@@ -478,7 +478,7 @@ type keyMap struct {
 
 func newKeyMap() keyMap {
 	return keyMap{
-		Views:    key.NewBinding(key.WithKeys("1", "2", "3", "4", "5"), key.WithHelp("1-5", "GPUs, Processes, LLM, Servers, Training")),
+		Views:    key.NewBinding(key.WithKeys("1", "2", "3", "4", "5"), key.WithHelp("1-5", "view")),
 		Next:     key.NewBinding(key.WithKeys("tab", "right", "l"), key.WithHelp("tab/→", "next view")),
 		Prev:     key.NewBinding(key.WithKeys("shift+tab", "left", "h"), key.WithHelp("shift+tab/←", "previous view")),
 		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
@@ -522,7 +522,7 @@ func newStyles() styles {
 		tab:      lipgloss.NewStyle(),
 		tabOn:    lipgloss.NewStyle().Bold(true).Reverse(true),
 		title:    lipgloss.NewStyle().Faint(true),
-		header:   lipgloss.NewStyle().Bold(true).Underline(true),
+		header:   lipgloss.NewStyle().Bold(true),
 		selected: lipgloss.NewStyle().Reverse(true),
 		dim:      lipgloss.NewStyle().Faint(true),
 		alarm:    lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Red),

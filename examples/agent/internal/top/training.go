@@ -78,7 +78,7 @@ type jobAcc struct {
 
 // trainingSeries reads a series of a training column's family.
 func (b *builder) trainingSeries(s *series) {
-	col := -1 - b.famID
+	col := b.trainCol
 	t := &b.training
 	var k strings.Builder
 	for _, l := range t.labels {
@@ -96,7 +96,12 @@ func (b *builder) trainingSeries(s *series) {
 	}
 	v := s.value
 	if t.cols[col].Metric.Kind == semconv.Counter {
+		// A series identity of its own: the family's handler may have
+		// taken the rate of the same series.
+		id := b.famID
+		b.famID = -1 - col
 		v = b.rate(s)
+		b.famID = id
 	}
 	if !math.IsNaN(v) {
 		j.sums[col] += v

@@ -188,7 +188,7 @@ var llmByName = func(a, b *LLMRow) int {
 
 var llmSpec = viewSpec[LLMRow]{
 	cols: []column[LLMRow]{
-		{title: "PROVIDER", width: 12, cell: func(r *LLMRow) string { return r.Provider }},
+		{title: "PROVIDER", width: 10, flex: true, cell: func(r *LLMRow) string { return r.Provider }},
 		{title: "MODEL", width: 12, flex: true, cell: func(r *LLMRow) string { return r.Model }},
 		{title: "CALLS/s", width: 7, right: true, cell: func(r *LLMRow) string { return rate(r.Calls) }},
 		{title: "TTFT p50", width: 8, right: true, cell: func(r *LLMRow) string { return seconds(r.TTFTP50) }},

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/examples/agent/internal/top"
+	"github.com/xpuscope/xpuscope/internal/testutil"
+	"github.com/xpuscope/xpuscope/internal/testutil/cudaprog"
+	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
+)
+
+// updateTop rewrites the recorded scrapes that top's model tests replay
+// (internal/top/testdata/agent), from TestTopRecordedFromTheAgent.
+var updateTop = flag.Bool("top.update", false, "rewrite internal/top/testdata/agent from a run of the agent")
+
+// The workload top is shown in its tests: what cudaprog's late program
+// launches, the model the LLM calls name, the fake vLLM's model.
+const (
+	topKernel    = "saxpy(int, float, float*, float*)" // cudaprog.KernelSaxpy, demangled
+	topLLMModel  = "gpt-4o-mini"
+	topVLLMModel = "meta-llama/Llama-3.1-8B-Instruct"
+)
+
+// topWorkload is what runs on the node for top's tests: a program calling
+// the real libcudart (cudaprog's late: saxpy every 2 ms), streamed LLM
+// calls over TLS to the mock, and a fake vLLM server.
+type topWorkload struct {
+	late           *cudaprog.Proc
+	llm            *llmserver.Server
+	vllm, vllmPort int
+}
+
+// startTopWorkload starts the workload. The agent must be running: the
+// late program is held until it is probed.
+func startTopWorkload(t *testing.T) *topWorkload {
+	t.Helper()
+	w := &topWorkload{}
+	payload, err := filepath.Abs("../../genai/serving/testdata/vllm-v1.prom")
+	require.NoError(t, err)
+	w.vllm, w.vllmPort = startModelServer(t, payload, "vllm", "serve", topVLLMModel, "--port", "%d")
+	w.late = cudaprog.Start(t, cudaprog.Build(t, "late"), cudaprog.RealCudart(t), "1000000", "2000")
+	w.late.Go()
+	w.llm = llmserver.Start(t, llmserver.Options{TLS: true, FirstDelay: 30 * time.Millisecond, ChunkDelay: 5 * time.Millisecond, Chunks: 3})
+	return w
+}
+
+// call makes one streamed chat completion with curl (the system
+// OpenSSL, which the agent probes).
+func (w *topWorkload) call(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("curl", "-sS", "--http1.1", "-N", "--fail", "--cacert", w.llm.CAFile,
+		"-H", "Content-Type: application/json",
+		"-d", `{"model":"`+topLLMModel+`","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`,
+		"-o", "/dev/null", w.llm.URL+"/v1/chat/completions").CombinedOutput()
+	require.NoError(t, err, "curl %s: %s", w.llm.URL, out)
+}
+
+// shows reports whether a Frame has the workload: the late program's
+// saxpy launches, the LLM calls' model, the vLLM server's model.
+func (w *topWorkload) shows(f *top.Frame) (process, llm, server bool) {
+	for _, p := range f.Processes {
+		if p.PID == int64(w.late.Pid) && slices.ContainsFunc(p.Kernels, func(k top.KernelRow) bool { return k.Name == topKernel && k.Total > 0 }) {
+			process = true
+		}
+	}
+	for _, l := range f.LLM {
+		llm = llm || l.Model == topLLMModel
+	}
+	for _, s := range f.Servers {
+		server = server || (s.Kind == "vllm" && s.Model == topVLLMModel)
+	}
+	return
+}
+
+// waitShown makes LLM calls until the agent at addr shows the whole
+// workload (a call made before the agent probed curl's libssl is not
+// seen), as top reads it.
+func (w *topWorkload) waitShown(t *testing.T, addr string) {
+	t.Helper()
+	ref := top.NewRefresher(top.NewHTTPSource("http://"+addr+"/metrics", top.DefaultBodyLimit), 10*time.Second)
+	var p, l, s bool
+	ok := poll(60*time.Second, func() bool {
+		w.call(t)
+		f, err := ref.Refresh(t.Context())
+		require.NoError(t, err)
+		p, l, s = w.shows(f)
+		return p && l && s
+	})
+	require.True(t, ok, "after 60s the agent shows: late's %s launches %v, LLM model %s %v, vLLM server %v",
+		topKernel, p, topLLMModel, l, s)
+}
+
+// replay is a Source of recorded scrapes, in turn.
+type replay struct {
+	scrapes []top.Scrape
+	i       int
+}
+
+func (r *replay) String() string { return "recorded" }
+
+func (r *replay) Scrape(context.Context) (top.Scrape, error) {
+	if r.i >= len(r.scrapes) {
+		return top.Scrape{}, io.EOF
+	}
+	r.i++
+	return r.scrapes[r.i-1], nil
+}
+
+// scrapeText reads the agent's /metrics in the text format, without the
+// target_info family (the host's name and id, which top does not read and
+// the recording must not carry).
+func scrapeText(t *testing.T, addr string) []byte {
+	t.Helper()
+	body, err := fetch("http://"+addr+"/metrics", "text/plain;version=0.0.4")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	skip := false
+	for line := range strings.Lines(body) {
+		if strings.HasPrefix(line, "# HELP ") || strings.HasPrefix(line, "# TYPE ") {
+			skip = strings.HasPrefix(line[7:], "target_info ")
+		}
+		if !skip {
+			out.WriteString(line)
+		}
+	}
+	return out.Bytes()
+}
+
+// TestTopRecordedFromTheAgent runs the agent against the real libcudart
+// (cudaprog's late program launching saxpy every 2 ms), streamed LLM
+// calls over TLS to the mock, a fake vLLM server and the fake NVML's two
+// GPUs, takes two scrapes 2 s apart, and checks what top builds of them:
+// the process and its kernel with a launch rate near 500/s, the LLM
+// calls' model with a call rate and a time to first chunk, the vLLM
+// server's queue, batch and KV cache, the GPUs, the features. With
+// -top.update it writes the two scrapes to internal/top/testdata/agent,
+// which the model tests replay.
+func TestTopRecordedFromTheAgent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "the agent's cudatrace and genai features load BPF programs, and serving reads other processes' sockets: root")
+	}
+	addr := startAgent(t, "-interval", "1s", "-listen", "127.0.0.1:0", "-nvml-library", testutil.BuildFakeNVML(t))
+	w := startTopWorkload(t)
+	w.waitShown(t, addr)
+
+	at1 := time.Now()
+	s1 := scrapeText(t, addr)
+	for range 5 {
+		w.call(t)
+	}
+	time.Sleep(2*time.Second - time.Since(at1)) // the rates' interval: a figure, not a wait for a condition
+	at2 := time.Now()
+	s2 := scrapeText(t, addr)
+	text := expfmt.NewFormat(expfmt.TypeTextPlain)
+	ref := top.NewRefresher(&replay{scrapes: []top.Scrape{top.ExpfmtScrape(at1, s1, text), top.ExpfmtScrape(at2, s2, text)}}, time.Second)
+	_, err := ref.Refresh(t.Context())
+	require.NoError(t, err)
+	f, err := ref.Refresh(t.Context())
+	require.NoError(t, err)
+	checkRecordedFrame(t, f, w.late.Pid, at2.Sub(at1))
+
+	if *updateTop {
+		dir := filepath.Join("internal", "top", "testdata", "agent")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "scrape1.prom"), s1, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "scrape2.prom"), s2, 0o644))
+		meta := fmt.Sprintf("at1 %s\nat2 %s\nlate %d\n", at1.UTC().Format(time.RFC3339Nano), at2.UTC().Format(time.RFC3339Nano), w.late.Pid)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "meta.txt"), []byte(meta), 0o644))
+		t.Logf("wrote %s", dir)
+	}
+}
+
+// checkRecordedFrame checks a Frame of the agent with the top workload.
+func checkRecordedFrame(t *testing.T, f *top.Frame, late int, interval time.Duration) {
+	t.Helper()
+	require.InDelta(t, interval.Seconds(), f.Interval.Seconds(), 1e-6)
+
+	require.Len(t, f.GPUs, 2, "the fake NVML's GPUs")
+	assert.Equal(t, "NVIDIA Fake H100 80GB HBM3", f.GPUs[0].Name)
+	assert.InDelta(t, 0.75, f.GPUs[0].Util, 1e-9)
+	assert.InDelta(t, 20<<30, f.GPUs[0].MemUsed, 1)
+	assert.InDelta(t, 312.5, f.GPUs[0].Power, 1e-9)
+	assert.Equal(t, []string{"hw_thermal_slowdown", "sw_power_cap"}, f.GPUs[0].Throttle)
+
+	i := slices.IndexFunc(f.Processes, func(p top.ProcessRow) bool { return p.PID == int64(late) })
+	require.GreaterOrEqual(t, i, 0, "no row of the late program (pid %d) in %+v", late, f.Processes)
+	p := f.Processes[i]
+	assert.Equal(t, "late", p.Exe)
+	require.NotEmpty(t, p.Kernels)
+	assert.Equal(t, topKernel, p.Kernels[0].Name)
+	// 2 ms apart, each launch also sleeping: at most 500 a second, and
+	// well above 100 unless the machine starves the program.
+	assert.Greater(t, p.Launches, 100.0, "launches/s")
+	assert.LessOrEqual(t, p.Launches, 520.0, "launches/s")
+	assert.InDelta(t, p.Launches, p.Kernels[0].Rate, 1e-9)
+
+	i = slices.IndexFunc(f.LLM, func(l top.LLMRow) bool { return l.Model == topLLMModel })
+	require.GreaterOrEqual(t, i, 0, "no LLM row of %s in %+v", topLLMModel, f.LLM)
+	l := f.LLM[i]
+	assert.Greater(t, l.Calls, 0.0)
+	assert.LessOrEqual(t, l.Calls, 6/interval.Seconds(), "at most the 5 calls between the scrapes (and one in flight)")
+	assert.GreaterOrEqual(t, l.TTFTP50, 0.02, "the mock waits 30 ms for its first chunk; buckets from 0.02 s")
+	assert.Greater(t, l.TokensOut, 0.0)
+
+	i = slices.IndexFunc(f.Servers, func(s top.ServerRow) bool { return s.Kind == "vllm" })
+	require.GreaterOrEqual(t, i, 0, "no vLLM row in %+v", f.Servers)
+	s := f.Servers[i]
+	assert.Equal(t, topVLLMModel, s.Model)
+	assert.Equal(t, 3.0, s.Waiting, "vllm:num_requests_waiting")
+	assert.Equal(t, 8.0, s.Running, "vllm:num_requests_running")
+	assert.InDelta(t, 0.4375, s.KVCache, 1e-9, "vllm:kv_cache_usage_perc")
+	assert.Zero(t, s.Requests, "the fake's figures do not move")
+
+	var active []string
+	for _, ft := range f.Features {
+		if ft.State == "active" {
+			active = append(active, ft.Name)
+		}
+	}
+	assert.Equal(t, []string{"podjoin", "gpu", "cudatrace", "hiptrace", "serving", "genai"}, active)
+	assert.Empty(t, f.Training, "no training Source yet")
+}
+
+// buildAgent builds the agent binary once for the test.
+func buildAgent(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "agent")
+	out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput()
+	require.NoError(t, err, "go build\n%s", out)
+	return exe
+}
+
+// -once -standalone starts the Sources in the process and prints one
+// frame of each view, and the features with their reasons.
+func TestTopOnceStandalone(t *testing.T) {
+	lib := testutil.BuildFakeNVML(t)
+	stdout, stderr, code := output(t, agent(t, "top", "-once", "-standalone", "-refresh", "300ms", "-nvml-library", lib, "-width", "120"))
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.Contains(t, stdout, "xpuscope top: standalone, ")
+	assert.Regexp(t, `(?m)^  0 Fake H100 80GB HBM3 +█{6}▊ +75% +20\.0/80\.0G +312/700W +61C `, stdout)
+	assert.Regexp(t, `(?m)^  1 Fake A100-SXM4-40GB +█▊ +20% +4\.00/40\.0G +98\.8/400W +44C `, stdout)
+	// The fake NVML reports its loader, this process, on GPU 0.
+	assert.Regexp(t, fmt.Sprintf(`(?m)^ +\d+ +agent\.test +1\.00G +37%% `), stdout)
+	assert.Regexp(t, `(?m)^== Features$`, stdout)
+	assert.Regexp(t, `(?m)^gpu +active +NVIDIA: 2 GPU\(s\), driver 535\.999\.01: 0:NVIDIA Fake H100 80GB HBM3, 1:NVIDIA Fake A100-SXM4-40GB$`, stdout)
+	assert.Regexp(t, `(?m)^serving +active +no model server found yet`, stdout)
+	assert.Regexp(t, `(?m)^no training jobs$`, stdout)
+	assert.Regexp(t, `(?m)^\d+ series, rates over 3\d\dms$`, stdout)
+}
+
+// With no agent at the configured address, top starts the Sources itself
+// and says so; given -addr, it reads only that address.
+func TestTopNoAgent(t *testing.T) {
+	free := freeLoopbackAddr(t)
+	cfg := filepath.Join(t.TempDir(), "agent.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("export:\n  prometheus:\n    listen: "+free+"\n"), 0o644))
+	stdout, stderr, code := output(t, agent(t, "top", "-once", "-view", "gpus", "-config", cfg, "-refresh", "100ms",
+		"-nvml-library", testutil.BuildFakeNVML(t)))
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.Contains(t, stderr, "top: no agent at http://"+free+"/metrics: starting the Sources in this process")
+	assert.Contains(t, stdout, "xpuscope top: standalone")
+	assert.Contains(t, stdout, "Fake H100")
+
+	_, stderr, code = output(t, agent(t, "top", "-once", "-addr", free, "-refresh", "100ms"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "connection refused")
+	assert.NotContains(t, stderr, "starting the Sources")
+}
+
+func TestTopFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-refresh", "0s"}, "-refresh must be positive"},
+		{[]string{"-view", "disks"}, `-view: no view "disks": want one of GPUs, Processes, LLM, Servers, Training`},
+		{[]string{"-standalone", "-addr", ":1"}, "-standalone and -addr are exclusive"},
+		{[]string{"-width", "10"}, "-width must be at least 40"},
+		{[]string{"extra"}, `unexpected arguments: ["extra"]`},
+	} {
+		_, stderr, code := output(t, agent(t, append([]string{"top"}, tc.args...)...))
+		assert.Equal(t, 2, code, "%v", tc.args)
+		assert.Contains(t, stderr, tc.want, "%v", tc.args)
+	}
+	// Not on a terminal, the screen is refused: -once is for scripts.
+	srv := newStaticEndpoint(t)
+	_, stderr, code := output(t, agent(t, "top", "-addr", srv))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "not a terminal: use -once")
+}
+
+// newStaticEndpoint serves an empty exposition, and returns its address.
+func newStaticEndpoint(t *testing.T) string {
+	t.Helper()
+	addr := freeLoopbackAddr(t)
+	srv := &http.Server{Addr: addr, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})}
+	go srv.ListenAndServe()
+	t.Cleanup(func() { srv.Close() })
+	require.True(t, poll(5*time.Second, func() bool { _, err := fetch("http://"+addr+"/metrics", ""); return err == nil }))
+	return addr
+}
+
+func TestMetricsURL(t *testing.T) {
+	for _, tc := range []struct{ addr, listen, want string }{
+		{"", ":9464", "http://127.0.0.1:9464/metrics"},
+		{"", "0.0.0.0:9464", "http://127.0.0.1:9464/metrics"},
+		{"", "[::]:9464", "http://127.0.0.1:9464/metrics"},
+		{"", "10.1.2.3:9000", "http://10.1.2.3:9000/metrics"},
+		{"localhost:1234", ":9464", "http://localhost:1234/metrics"},
+		{"http://agent:9464", ":9464", "http://agent:9464/metrics"},
+		{"https://agent:9464/custom", ":9464", "https://agent:9464/custom"},
+	} {
+		got, err := metricsURL(tc.addr, tc.listen)
+		require.NoError(t, err, "%+v", tc)
+		assert.Equal(t, tc.want, got, "%+v", tc)
+	}
+	_, err := metricsURL("nonsense", ":9464")
+	assert.ErrorContains(t, err, `the agent's address "nonsense"`)
+}
