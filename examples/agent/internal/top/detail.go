@@ -8,6 +8,20 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
+// wrap breaks a line into lines of at most w cells, at spaces where it
+// can, the later ones indented.
+func wrap(s string, w int) []string {
+	lines := strings.Split(ansi.Wrap(s, w, ""), "\n")
+	if len(lines) == 1 {
+		return lines
+	}
+	rest := strings.Split(ansi.Wrap(strings.Join(lines[1:], " "), max(w-2, 1), ""), "\n")
+	for i := range rest {
+		rest[i] = "  " + rest[i]
+	}
+	return append(lines[:1], rest...)
+}
+
 // truncate cuts a styled line to w cells.
 func truncate(s string, w int) string { return ansi.Truncate(s, w, "…") }
 
@@ -63,10 +77,12 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 	var out []string
 	for i, l := range processLines(p, exe, hasExe) {
-		if i == 0 || strings.HasPrefix(l, "LEAK") {
-			l = m.st.bold.Render(l)
+		for _, l := range wrap(l, w) {
+			if i == 0 || strings.HasPrefix(l, "LEAK") {
+				l = m.st.bold.Render(l)
+			}
+			out = append(out, l)
 		}
-		out = append(out, fit(l, w))
 	}
 	out = append(out, "")
 	ws := kernelWidths(w)
@@ -94,10 +110,13 @@ func kernelRow(name, rate, total string, ws [3]int) string {
 func (m *Model) helpLines(w, h int) []string {
 	out := strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")
 	out = append(out, "")
-	out = append(out, legend...)
-	out = append(out, "")
-	out = append(out, m.st.bold.Render("Features"))
-	out = append(out, featureLines(m.frame, m.o.Reasons)...)
+	for _, l := range legend {
+		out = append(out, wrap(l, w)...)
+	}
+	out = append(out, "", m.st.bold.Render("Features"))
+	for _, l := range featureLines(m.frame, m.o.Reasons) {
+		out = append(out, wrap(l, w)...)
+	}
 	for i := range out {
 		out[i] = fit(out[i], w)
 	}

@@ -262,7 +262,9 @@ func trainingView(spec trainingSpec) *viewSpec[TrainingRow] {
 		rows:  func(f *Frame) []TrainingRow { return f.Training },
 		empty: "no training jobs",
 	}
-	byKey := func(a, b *TrainingRow) int { return cmp.Compare(strings.Join(a.Key, "\x00"), strings.Join(b.Key, "\x00")) }
+	byKey := func(a, b *TrainingRow) int {
+		return cmp.Compare(strings.Join(a.Key, "\x00"), strings.Join(b.Key, "\x00"))
+	}
 	for i, t := range spec.KeyTitles() {
 		v.cols = append(v.cols, column[TrainingRow]{title: strings.ToUpper(t), width: 10, flex: true, cell: func(r *TrainingRow) string {
 			if i < len(r.Key) {
