@@ -38,9 +38,17 @@ type builder struct {
 	gen uint32
 	at  time.Time
 	dt  float64 // seconds since the previous scrape; 0 on the first
+	// building is the time of the scrape being built.
+	building time.Time
 
-	prev  map[uint64]prevValue
-	slabs [2][]float64 // bounds and cumulative counts of histograms, by gen&1
+	// prev holds each series' values of the last scrape built, next
+	// those of the scrape being built: a scrape that fails to decode
+	// leaves prev as it was.
+	prev, next map[uint64]prevValue
+	// slabs hold histograms' bounds and cumulative counts: slabs[cur] the
+	// scrape being built's, the other the last one's.
+	slabs [2][]float64
+	cur   int
 
 	strs, oldStrs map[string]string
 
@@ -67,16 +75,16 @@ type builder struct {
 }
 
 type prevValue struct {
-	gen uint32
 	v   float64 // a counter's value; a histogram's count
-	off int32   // a histogram's bounds, then its cumulative counts, in slabs[gen&1]
-	n   int32   // its number of bounds
+	off int32   // a histogram's bounds, then its cumulative counts, in its slab
+	n   int32   // its number of bounds; -1 for a counter
 }
 
 func newBuilder() *builder {
 	b := &builder{
 		seed:     maphash.MakeSeed(),
 		prev:     map[uint64]prevValue{},
+		next:     map[uint64]prevValue{},
 		strs:     map[string]string{},
 		oldStrs:  map[string]string{},
 		history:  map[string]*ring{},
@@ -118,7 +126,9 @@ func (b *builder) begin(at time.Time) {
 	if !b.at.IsZero() && at.After(b.at) {
 		b.dt = at.Sub(b.at).Seconds()
 	}
-	b.slabs[b.gen&1] = b.slabs[b.gen&1][:0]
+	b.building = at
+	b.slabs[b.cur] = b.slabs[b.cur][:0]
+	clear(b.next)
 	b.nseries = 0
 	b.gpus = map[string]*gpuAcc{}
 	b.procs = map[string]*procAcc{}
@@ -129,19 +139,13 @@ func (b *builder) begin(at time.Time) {
 	b.jobs = map[string]*jobAcc{}
 	b.features = nil
 	clear(b.alarms)
-	b.at = at
 }
 
 // abort forgets a scrape that failed to decode: the next one's rates are
-// over the time since the last good one.
+// over the time since the last good one, from its values.
 func (b *builder) abort() {
 	b.gen--
-	for h, p := range b.prev {
-		if p.gen == b.gen+1 {
-			delete(b.prev, h)
-		}
-	}
-	b.at = time.Time{}
+	clear(b.next)
 }
 
 // family implements consumer.
@@ -209,12 +213,12 @@ func (b *builder) hash(s *series) uint64 {
 func (b *builder) rate(s *series) float64 {
 	h := b.hash(s)
 	p, ok := b.prev[h]
-	b.prev[h] = prevValue{gen: b.gen, v: s.value}
+	b.next[h] = prevValue{v: s.value, n: -1}
 	if b.dt == 0 {
 		return nan
 	}
 	last := 0.0
-	if ok && p.gen == b.gen-1 && p.v <= s.value {
+	if ok && p.n < 0 && p.v <= s.value {
 		last = p.v
 	}
 	return (s.value - last) / b.dt
@@ -226,19 +230,19 @@ func (b *builder) rate(s *series) float64 {
 // reset or whose bounds changed. The slice is valid until the next call.
 func (b *builder) delta(s *series) (bounds, counts []float64, ok bool) {
 	h := b.hash(s)
-	cur := &b.slabs[b.gen&1]
+	cur := &b.slabs[b.cur]
 	off := len(*cur)
 	*cur = append(*cur, s.bounds...)
 	*cur = append(*cur, s.cum...)
 	p, seen := b.prev[h]
-	b.prev[h] = prevValue{gen: b.gen, v: s.count, off: int32(off), n: int32(len(s.bounds))}
+	b.next[h] = prevValue{v: s.count, off: int32(off), n: int32(len(s.bounds))}
 	if b.dt == 0 || len(s.cum) != len(s.bounds) {
 		return nil, nil, false
 	}
 	var last []float64 // the previous cumulative counts; nil for none
 	lastCount := 0.0
-	if seen && p.gen == b.gen-1 && int(p.n) == len(s.bounds) && p.v <= s.count {
-		old := b.slabs[(b.gen-1)&1]
+	if seen && int(p.n) == len(s.bounds) && p.v <= s.count {
+		old := b.slabs[1-b.cur]
 		if int(p.off)+2*int(p.n) <= len(old) && slices.Equal(old[p.off:p.off+p.n], s.bounds) {
 			last, lastCount = old[p.off+p.n:p.off+2*p.n], p.v
 		}
@@ -272,6 +276,7 @@ func (b *builder) sumRate(s *series) float64 {
 
 // finish assembles the Frame.
 func (b *builder) finish() *Frame {
+	b.at = b.building
 	f := &Frame{At: b.at, Series: b.nseries, Features: b.features}
 	if b.dt > 0 {
 		f.Interval = time.Duration(b.dt * float64(time.Second))
@@ -292,12 +297,11 @@ func (b *builder) finish() *Frame {
 	f.Alarms = b.finishAlarms()
 	slices.SortFunc(f.Features, func(x, y Feature) int { return cmp.Compare(featureOrder(x.Name), featureOrder(y.Name)) })
 
-	// Forget what this scrape did not have.
-	for h, p := range b.prev {
-		if p.gen != b.gen {
-			delete(b.prev, h)
-		}
-	}
+	// Keep this scrape's values, and only those: what it did not have is
+	// forgotten.
+	b.prev, b.next = b.next, b.prev
+	clear(b.next)
+	b.cur = 1 - b.cur
 	b.oldStrs, b.strs = b.strs, b.oldStrs
 	clear(b.strs)
 	return f
