@@ -41,14 +41,9 @@ type builder struct {
 	// building is the time of the scrape being built.
 	building time.Time
 
-	// prev holds each series' values of the last scrape built, next
-	// those of the scrape being built: a scrape that fails to decode
-	// leaves prev as it was.
-	prev, next map[uint64]prevValue
-	// slabs hold histograms' bounds and cumulative counts: slabs[cur] the
-	// scrape being built's, the other the last one's.
-	slabs [2][]float64
-	cur   int
+	// st holds each counter's and histogram's values of the last scrape
+	// built and of the one being built.
+	st states
 
 	strs, oldStrs map[string]string
 
@@ -74,17 +69,10 @@ type builder struct {
 	scratch  []float64
 }
 
-type prevValue struct {
-	v   float64 // a counter's value; a histogram's count
-	off int32   // a histogram's bounds, then its cumulative counts, in its slab
-	n   int32   // its number of bounds; -1 for a counter
-}
-
 func newBuilder() *builder {
 	b := &builder{
 		seed:     maphash.MakeSeed(),
-		prev:     map[uint64]prevValue{},
-		next:     map[uint64]prevValue{},
+		st:       newStates(),
 		strs:     map[string]string{},
 		oldStrs:  map[string]string{},
 		history:  map[string]*ring{},
@@ -127,8 +115,7 @@ func (b *builder) begin(at time.Time) {
 		b.dt = at.Sub(b.at).Seconds()
 	}
 	b.building = at
-	b.slabs[b.cur] = b.slabs[b.cur][:0]
-	clear(b.next)
+	b.st.begin()
 	b.nseries = 0
 	b.gpus = map[string]*gpuAcc{}
 	b.procs = map[string]*procAcc{}
@@ -143,10 +130,7 @@ func (b *builder) begin(at time.Time) {
 
 // abort forgets a scrape that failed to decode: the next one's rates are
 // over the time since the last good one, from its values.
-func (b *builder) abort() {
-	b.gen--
-	clear(b.next)
-}
+func (b *builder) abort() {}
 
 // family implements consumer.
 func (b *builder) family(name string, typ dto.MetricType, n int) bool {
@@ -211,15 +195,14 @@ func (b *builder) hash(s *series) uint64 {
 // scrape: NaN on the first scrape. A series new since then counts from 0;
 // one that went down was reset, and counts from 0 too.
 func (b *builder) rate(s *series) float64 {
-	h := b.hash(s)
-	p, ok := b.prev[h]
-	b.next[h] = prevValue{v: s.value, n: -1}
+	st, good, cur := b.st.get(b.hash(s))
+	st.v[cur], st.n[cur] = s.value, -1
 	if b.dt == 0 {
 		return nan
 	}
 	last := 0.0
-	if ok && p.n < 0 && p.v <= s.value {
-		last = p.v
+	if good >= 0 && st.n[good] < 0 && st.v[good] <= s.value {
+		last = st.v[good]
 	}
 	return (s.value - last) / b.dt
 }
@@ -229,22 +212,21 @@ func (b *builder) rate(s *series) float64 {
 // the first scrape. A series new since then counts from 0, as does one
 // reset or whose bounds changed. The slice is valid until the next call.
 func (b *builder) delta(s *series) (bounds, counts []float64, ok bool) {
-	h := b.hash(s)
-	cur := &b.slabs[b.cur]
-	off := len(*cur)
-	*cur = append(*cur, s.bounds...)
-	*cur = append(*cur, s.cum...)
-	p, seen := b.prev[h]
-	b.next[h] = prevValue{v: s.count, off: int32(off), n: int32(len(s.bounds))}
+	st, good, cur := b.st.get(b.hash(s))
+	slab, old := b.st.slab()
+	off := len(*slab)
+	*slab = append(*slab, s.bounds...)
+	*slab = append(*slab, s.cum...)
+	st.v[cur], st.off[cur], st.n[cur] = s.count, int32(off), int32(len(s.bounds))
 	if b.dt == 0 || len(s.cum) != len(s.bounds) {
 		return nil, nil, false
 	}
 	var last []float64 // the previous cumulative counts; nil for none
 	lastCount := 0.0
-	if seen && int(p.n) == len(s.bounds) && p.v <= s.count {
-		old := b.slabs[1-b.cur]
-		if int(p.off)+2*int(p.n) <= len(old) && slices.Equal(old[p.off:p.off+p.n], s.bounds) {
-			last, lastCount = old[p.off+p.n:p.off+2*p.n], p.v
+	if good >= 0 && int(st.n[good]) == len(s.bounds) && st.v[good] <= s.count {
+		o, n := int(st.off[good]), int(st.n[good])
+		if o+2*n <= len(old) && slices.Equal(old[o:o+n], s.bounds) {
+			last, lastCount = old[o+n:o+2*n], st.v[good]
 		}
 	}
 	k := len(s.bounds)
@@ -297,11 +279,7 @@ func (b *builder) finish() *Frame {
 	f.Alarms = b.finishAlarms()
 	slices.SortFunc(f.Features, func(x, y Feature) int { return cmp.Compare(featureOrder(x.Name), featureOrder(y.Name)) })
 
-	// Keep this scrape's values, and only those: what it did not have is
-	// forgotten.
-	b.prev, b.next = b.next, b.prev
-	clear(b.next)
-	b.cur = 1 - b.cur
+	b.st.commit()
 	b.oldStrs, b.strs = b.strs, b.oldStrs
 	clear(b.strs)
 	return f
@@ -409,7 +387,9 @@ func indexKey(s string) int {
 
 type procAcc struct {
 	row     ProcessRow
-	kernels map[string]*KernelRow
+	// kernelIndex finds a kernel in row.Kernels, which keep the order
+	// the scrape has them in.
+	kernelIndex map[string]int
 	gpus    []string
 }
 
@@ -523,15 +503,6 @@ func (b *builder) finishProcesses() []ProcessRow {
 	for pid, p := range b.procs {
 		r := p.row
 		r.GPUs = p.gpus
-		if len(p.kernels) > 0 {
-			r.Kernels = make([]KernelRow, 0, len(p.kernels))
-			for _, k := range p.kernels {
-				r.Kernels = append(r.Kernels, *k)
-			}
-			slices.SortFunc(r.Kernels, func(x, y KernelRow) int {
-				return cmp.Or(cmpDesc(x.Rate, y.Rate), cmpDesc(x.Total, y.Total), cmp.Compare(x.Name, y.Name))
-			})
-		}
 		b.trackLeak(pid, &r)
 		out = append(out, r)
 	}

@@ -215,15 +215,15 @@ func TestRatesAndDeltas(t *testing.T) {
 	require.Len(t, fs[0].Processes, 1)
 	assert.True(t, math.IsNaN(fs[0].Processes[0].Launches))
 	require.Len(t, fs[0].Processes[0].Kernels, 2)
-	assert.Equal(t, 100.0, fs[0].Processes[0].Kernels[0].Total)
-	assert.Equal(t, 50.0, fs[0].Processes[0].Kernels[1].Total)
+	assert.Equal(t, 100.0, fs[0].Processes[0].TopKernels()[0].Total)
+	assert.Equal(t, 50.0, fs[0].Processes[0].TopKernels()[1].Total)
 
 	p := fs[1].Processes
 	require.Len(t, p, 2)
 	// pid 10: a went up 20, b was reset to 10: (20+10)/2 s.
 	assert.Equal(t, int64(10), p[0].PID)
 	assert.Equal(t, 15.0, p[0].Launches)
-	assert.Equal(t, []KernelRow{{"a", 10, 120}, {"b", 5, 10}}, p[0].Kernels)
+	assert.Equal(t, []KernelRow{{"a", 10, 120}, {"b", 5, 10}}, p[0].TopKernels())
 	// pid 11 is new: from 0.
 	assert.Equal(t, 4.0, p[1].Launches)
 	// 10 calls in the interval, all in (0.1, 1]: the median interpolated

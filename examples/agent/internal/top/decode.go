@@ -197,21 +197,9 @@ func decodeMetric(b []byte, typ dto.MetricType, s *series) error {
 		if f.typ == protowire.BytesType {
 			switch {
 			case f.num == metLabel:
-				var l label
-				for p := f.bytes; len(p) > 0; {
-					g := next(p)
-					if g.err != nil {
-						return g.err
-					}
-					if g.typ == protowire.BytesType {
-						switch g.num {
-						case pairName:
-							l.name = str(g.bytes)
-						case pairValue:
-							l.value = str(g.bytes)
-						}
-					}
-					p = g.next
+				l, err := decodePair(f.bytes)
+				if err != nil {
+					return err
 				}
 				s.labels = append(s.labels, l)
 			case want == 0:
@@ -230,6 +218,42 @@ func decodeMetric(b []byte, typ dto.MetricType, s *series) error {
 		b = f.next
 	}
 	return nil
+}
+
+// decodePair reads a LabelPair: at once where it is as encoders write it
+// (the name, then the value, each once), else field by field.
+func decodePair(p []byte) (label, error) {
+	const nameTag, valueTag = pairName<<3 | 2, pairValue<<3 | 2
+	if len(p) > 2 && p[0] == nameTag {
+		n, k := protowire.ConsumeVarint(p[1:])
+		if k > 0 && n <= uint64(len(p)-1-k) {
+			name := p[1+k : 1+k+int(n)]
+			rest := p[1+k+int(n):]
+			if len(rest) > 1 && rest[0] == valueTag {
+				m, j := protowire.ConsumeVarint(rest[1:])
+				if j > 0 && m == uint64(len(rest)-1-j) {
+					return label{str(name), str(rest[1+j:])}, nil
+				}
+			}
+		}
+	}
+	var l label
+	for len(p) > 0 {
+		g := next(p)
+		if g.err != nil {
+			return label{}, g.err
+		}
+		if g.typ == protowire.BytesType {
+			switch g.num {
+			case pairName:
+				l.name = str(g.bytes)
+			case pairValue:
+				l.value = str(g.bytes)
+			}
+		}
+		p = g.next
+	}
+	return l, nil
 }
 
 // valueField is the field of a Metric that holds the value of a family of

@@ -200,7 +200,7 @@ func Once(f *Frame, views []View, width int, reasons map[string]string) string {
 				}
 				ws := kernelWidths(width)
 				b.WriteString(strings.TrimRight(kernelRow("KERNEL", "LAUNCH/s", "TOTAL", ws), " ") + "\n")
-				for _, k := range p.Kernels {
+				for _, k := range p.TopKernels() {
 					b.WriteString(strings.TrimRight(kernelRow(k.Name, rate(k.Rate), count(k.Total), ws), " ") + "\n")
 				}
 			}

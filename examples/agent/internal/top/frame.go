@@ -1,7 +1,9 @@
 package top
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -72,11 +74,22 @@ type ProcessRow struct {
 	OldestAge   float64 // seconds
 	Errors      float64 // API errors per second
 	ErrorsTotal float64
-	Kernels     []KernelRow
+	// Kernels are in no order: TopKernels sorts them.
+	Kernels []KernelRow
 	// Leak is set while the process is a leak suspect: its oldest
 	// allocation has stayed for LeakRefreshes refreshes or more, and its
 	// outstanding memory never went down meanwhile.
 	Leak *Leak
+}
+
+// TopKernels are the process's kernels, most launched a second first,
+// then most launched, then by name: a copy.
+func (p *ProcessRow) TopKernels() []KernelRow {
+	ks := slices.Clone(p.Kernels)
+	slices.SortFunc(ks, func(x, y KernelRow) int {
+		return cmp.Or(cmpDesc(x.Rate, y.Rate), cmpDesc(x.Total, y.Total), cmp.Compare(x.Name, y.Name))
+	})
+	return ks
 }
 
 // Memcpy directions.

@@ -142,15 +142,17 @@ func init() {
 		p := b.proc(s)
 		addNaN(&p.row.Launches, r)
 		name := s.get(lKernel)
-		k, ok := p.kernels[name]
+		i, ok := p.kernelIndex[name]
 		if !ok {
-			if p.kernels == nil {
-				p.kernels = map[string]*KernelRow{}
+			if p.kernelIndex == nil {
+				p.kernelIndex = map[string]int{}
 			}
 			name = b.intern(name)
-			k = &KernelRow{Name: name, Rate: nan}
-			p.kernels[name] = k
+			i = len(p.row.Kernels)
+			p.kernelIndex[name] = i
+			p.row.Kernels = append(p.row.Kernels, KernelRow{Name: name, Rate: nan})
 		}
+		k := &p.row.Kernels[i]
 		addNaN(&k.Rate, r)
 		k.Total += s.value
 	})

@@ -203,6 +203,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		t := m.tables[ViewProcesses].(*table[ProcessRow])
 		if c := m.cursor[ViewProcesses]; c < t.len() {
 			m.detail, m.open, m.detailOffset = t.rows[c], true, 0
+			m.detail.Kernels = m.detail.TopKernels()
 		}
 	case key.Matches(msg, k.Up):
 		m.move(-1)
@@ -250,6 +251,7 @@ func (m *Model) refreshDetail() {
 	for _, p := range m.frame.Processes {
 		if p.PID == m.detail.PID && p.Exe == m.detail.Exe {
 			m.detail = p
+			m.detail.Kernels = p.TopKernels()
 			return
 		}
 	}
