@@ -386,11 +386,11 @@ func indexKey(s string) int {
 // ---- Processes ----
 
 type procAcc struct {
-	row     ProcessRow
+	row ProcessRow
 	// kernelIndex finds a kernel in row.Kernels, which keep the order
 	// the scrape has them in.
 	kernelIndex map[string]int
-	gpus    []string
+	gpus        []string
 }
 
 func (b *builder) proc(s *series) *procAcc {

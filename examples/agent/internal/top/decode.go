@@ -189,6 +189,8 @@ func decodeMetric(b []byte, typ dto.MetricType, s *series) error {
 	s.labels, s.bounds, s.cum = s.labels[:0], s.bounds[:0], s.cum[:0]
 	s.value, s.count, s.sum = 0, 0, 0
 	want := valueField(typ)
+	var count uint64
+	var countFloat float64
 	for len(b) > 0 {
 		f := next(b)
 		if f.err != nil {
@@ -204,18 +206,20 @@ func decodeMetric(b []byte, typ dto.MetricType, s *series) error {
 				s.labels = append(s.labels, l)
 			case want == 0:
 			case f.num == want && want == metHistogram:
-				if err := decodeHistogram(f.bytes, s); err != nil {
+				if err := decodeHistogram(f.bytes, s, &count, &countFloat); err != nil {
 					return err
 				}
 			case f.num == want:
-				v, err := decodeValue(f.bytes)
-				if err != nil {
+				if err := decodeValue(f.bytes, &s.value); err != nil {
 					return err
 				}
-				s.value = v
 			}
 		}
 		b = f.next
+	}
+	if want == metHistogram {
+		s.count = counts(count, countFloat)
+		normaliseBuckets(s)
 	}
 	return nil
 }
@@ -272,25 +276,26 @@ func valueField(typ dto.MetricType) protowire.Number {
 	return 0
 }
 
-// decodeValue reads a Gauge, Counter or Untyped message's value.
-func decodeValue(b []byte) (float64, error) {
-	var v float64
+// decodeValue reads a Gauge, Counter or Untyped message's value into v,
+// where it has one: a message given twice merges, as protobuf's do.
+func decodeValue(b []byte, v *float64) error {
 	for len(b) > 0 {
 		f := next(b)
 		if f.err != nil {
-			return 0, f.err
+			return f.err
 		}
 		if f.num == valueValue && f.typ == protowire.Fixed64Type {
-			v = math.Float64frombits(f.u64)
+			*v = math.Float64frombits(f.u64)
 		}
 		b = f.next
 	}
-	return v, nil
+	return nil
 }
 
-func decodeHistogram(b []byte, s *series) error {
-	var count uint64
-	var countFloat float64
+// decodeHistogram reads a Histogram message into s: a message given twice
+// merges, as protobuf's do (its buckets concatenated, its counts and sum
+// the last given).
+func decodeHistogram(b []byte, s *series, count *uint64, countFloat *float64) error {
 	for len(b) > 0 {
 		f := next(b)
 		if f.err != nil {
@@ -298,9 +303,9 @@ func decodeHistogram(b []byte, s *series) error {
 		}
 		switch {
 		case f.num == histCount && f.typ == protowire.VarintType:
-			count = f.u64
+			*count = f.u64
 		case f.num == histCountFloat && f.typ == protowire.Fixed64Type:
-			countFloat = math.Float64frombits(f.u64)
+			*countFloat = math.Float64frombits(f.u64)
 		case f.num == histSum && f.typ == protowire.Fixed64Type:
 			s.sum = math.Float64frombits(f.u64)
 		case f.num == histBucket && f.typ == protowire.BytesType:
@@ -326,8 +331,6 @@ func decodeHistogram(b []byte, s *series) error {
 		}
 		b = f.next
 	}
-	s.count = counts(count, countFloat)
-	normaliseBuckets(s)
 	return nil
 }
 
