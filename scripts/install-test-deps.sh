@@ -15,6 +15,7 @@ packages=(
 	curl libssl3 python3      # real HTTPS clients on the system OpenSSL, for the genai capture
 	libssl-dev                # OpenSSL's static archives: a client with OpenSSL linked in, as Node has
 	prometheus                # promtool for deploy/prometheus/rules.yml, and the server the agent's end-to-end test scrapes with
+	tmux                      # the real terminal agent top is driven in (send-keys, capture-pane)
 )
 
 # The Go releases the tests build Go programs with beside the machine's

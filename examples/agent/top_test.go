@@ -11,9 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -237,6 +240,181 @@ func checkRecordedFrame(t *testing.T, f *top.Frame, late int, interval time.Dura
 	}
 	assert.Equal(t, []string{"podjoin", "gpu", "cudatrace", "hiptrace", "serving", "genai"}, active)
 	assert.Empty(t, f.Training, "no training Source yet")
+}
+
+// tmuxSession is a tmux server of the test's own, with one session.
+type tmuxSession struct {
+	t    *testing.T
+	bin  string
+	sock string
+}
+
+// newTmux starts a detached session of w×h running the shell command.
+func newTmux(t *testing.T, w, h int, command string) *tmuxSession {
+	t.Helper()
+	bin, err := exec.LookPath("tmux")
+	if err != nil {
+		testutil.SkipOrFail(t, "tmux is not installed (Debian package tmux; run make test): %v", err)
+	}
+	s := &tmuxSession{t: t, bin: bin, sock: filepath.Join(t.TempDir(), "tmux.sock")}
+	s.run("-f", "/dev/null", "new-session", "-d", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), "-s", "top", "sh", "-c", command)
+	t.Cleanup(func() { _ = exec.Command(bin, "-S", s.sock, "kill-server").Run() })
+	return s
+}
+
+func (s *tmuxSession) run(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command(s.bin, append([]string{"-S", s.sock}, args...)...).CombinedOutput()
+	require.NoError(s.t, err, "tmux %v: %s", args, out)
+	return string(out)
+}
+
+// keys sends keys: tmux's key names (Enter, Escape) or, with literal,
+// text.
+func (s *tmuxSession) keys(literal bool, keys ...string) {
+	s.t.Helper()
+	args := []string{"send-keys", "-t", "top"}
+	if literal {
+		args = append(args, "-l")
+	}
+	s.run(append(args, keys...)...)
+}
+
+// screen is what the pane shows.
+func (s *tmuxSession) screen() string { return s.run("capture-pane", "-p", "-t", "top") }
+
+// wait waits until the screen satisfies cond, and returns it.
+func (s *tmuxSession) wait(what string, cond func(string) bool) string {
+	s.t.Helper()
+	var screen string
+	ok := poll(30*time.Second, func() bool {
+		screen = s.screen()
+		return cond(screen)
+	})
+	require.True(s.t, ok, "after 30s the screen shows no %s:\n%s", what, screen)
+	return screen
+}
+
+func (s *tmuxSession) waitFor(re *regexp.Regexp) []string {
+	s.t.Helper()
+	var m []string
+	s.wait(re.String(), func(screen string) bool {
+		m = re.FindStringSubmatch(screen)
+		return m != nil
+	})
+	return m
+}
+
+// TestTopInTmux drives the built agent's top in a real terminal (tmux, at
+// 100×30) against the agent running with the top workload: the GPUs
+// appear; the late program's row, once filtered, and its saxpy kernel,
+// whose count goes up while the screen is watched; the LLM calls' model;
+// the vLLM server. q leaves the terminal as it found it (its stty
+// settings, the shell's screen back); so does SIGTERM.
+func TestTopInTmux(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "the agent's cudatrace and genai features load BPF programs: root")
+	}
+	exe := buildAgent(t)
+	cmd := exec.CommandContext(t.Context(), exe, "-interval", "1s", "-listen", "127.0.0.1:0", "-nvml-library", testutil.BuildFakeNVML(t))
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	wait := startStoppable(t, cmd)
+	t.Cleanup(func() { assert.NoError(t, wait(), "agent; stderr:\n%s", stderr.String()) })
+	var addr string
+	require.True(t, poll(30*time.Second, func() bool {
+		if m := listening.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	}), "the agent never said where it listens; stderr:\n%s", stderr.String())
+	w := startTopWorkload(t)
+	w.waitShown(t, addr)
+	// LLM calls go on while top is watched.
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go func() {
+		for ctx.Err() == nil {
+			_ = exec.CommandContext(ctx, "curl", "-sS", "--http1.1", "-N", "--cacert", w.llm.CAFile, "-H", "Content-Type: application/json",
+				"-d", `{"model":"`+topLLMModel+`","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`,
+				"-o", "/dev/null", w.llm.URL+"/v1/chat/completions").Run()
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+
+	dir := t.TempDir()
+	script := fmt.Sprintf(`stty -g > %[1]s/before; echo BEFORE-TOP; %[2]s top -addr %[3]s -refresh 500ms; echo TOP-EXIT=$?; stty -g > %[1]s/after; `+
+		`%[2]s top -addr %[3]s -refresh 499ms; echo TOP-EXIT=$?; stty -g > %[1]s/after-term; sleep 600`, dir, exe, addr)
+	s := newTmux(t, 100, 30, script)
+
+	s.wait("GPUs", func(screen string) bool {
+		return strings.Contains(screen, "Fake H100") && strings.Contains(screen, "75%") && strings.Contains(screen, "features 6/6 active")
+	})
+	s.keys(true, "2/late")
+	s.keys(false, "Enter")
+	s.waitFor(regexp.MustCompile(fmt.Sprintf(`(?m)^ +%d +late +.* \d+(\.\d+)?k? `, w.late.Pid)))
+	s.keys(false, "Enter")
+	kernel := regexp.MustCompile(`(?m)^saxpy\(int, float, float\*, float\*\) +(\S+) +(\S+)`)
+	first := s.waitFor(kernel)
+	s.wait("saxpy's count going up", func(screen string) bool {
+		m := kernel.FindStringSubmatch(screen)
+		return m != nil && m[2] != first[2]
+	})
+	assert.Contains(t, s.screen(), fmt.Sprintf("PID %d  late", w.late.Pid))
+
+	// Escape, then (once it is read as one, not as the start of alt+3)
+	// the LLM view.
+	s.keys(false, "Escape")
+	s.wait("the processes again", func(screen string) bool { return !strings.Contains(screen, "KERNEL ") })
+	s.keys(true, "3")
+	s.waitFor(regexp.MustCompile(`(?m)^openai_compatible +` + topLLMModel + ` +\d`))
+	s.keys(true, "4")
+	s.waitFor(regexp.MustCompile(`(?m)^vllm +meta-llama/Llama-3\.1-8B-\S* +3 +8 `))
+
+	s.keys(true, "q")
+	screen := s.wait("top's exit", func(screen string) bool { return strings.Contains(screen, "TOP-EXIT=0") })
+	assert.Contains(t, screen, "BEFORE-TOP", "the shell's screen is back")
+	assert.NotContains(t, screen, "xpuscope top", "top's screen is gone")
+	before, err := os.ReadFile(filepath.Join(dir, "before"))
+	require.NoError(t, err)
+	var after []byte
+	require.True(t, poll(10*time.Second, func() bool { after, err = os.ReadFile(filepath.Join(dir, "after")); return err == nil }))
+	assert.Equal(t, string(before), string(after), "the terminal's settings after q")
+
+	// The second top: ended by SIGTERM.
+	s.wait("the second top", func(screen string) bool { return strings.Contains(screen, "Fake H100") })
+	pid := findProcess(t, exe, "499ms")
+	require.NoError(t, syscall.Kill(pid, syscall.SIGTERM))
+	screen = s.wait("top's exit on SIGTERM", func(screen string) bool { return strings.Count(screen, "TOP-EXIT=0") == 2 })
+	assert.NotContains(t, screen, "xpuscope top")
+	require.True(t, poll(10*time.Second, func() bool { after, err = os.ReadFile(filepath.Join(dir, "after-term")); return err == nil }))
+	assert.Equal(t, string(before), string(after), "the terminal's settings after SIGTERM")
+}
+
+// findProcess finds the process whose command line is exe's with arg.
+func findProcess(t *testing.T, exe, arg string) int {
+	t.Helper()
+	var pid int
+	require.True(t, poll(10*time.Second, func() bool {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			n, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			args := strings.Split(string(b), "\x00")
+			if len(args) > 1 && args[0] == exe && slices.Contains(args, arg) {
+				pid = n
+				return true
+			}
+		}
+		return false
+	}), "no process %s with %s", exe, arg)
+	return pid
 }
 
 // buildAgent builds the agent binary once for the test.

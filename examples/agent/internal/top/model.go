@@ -56,7 +56,10 @@ type Model struct {
 	fetchAt  time.Time
 
 	filtering bool
-	showHelp  bool
+	// filters are each view's filter: the text input edits the current
+	// view's.
+	filters  [numViews]string
+	showHelp bool
 	// detail is the process opened with enter: its pid and executable;
 	// open is false when none is.
 	detail       ProcessRow
@@ -165,12 +168,14 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.filtering = false
 			m.filter.Blur()
 			m.filter.SetValue("")
+			m.filters[m.view] = ""
 			m.reload()
 		case "ctrl+c":
 			return m, tea.Quit
 		default:
 			var cmd tea.Cmd
 			m.filter, cmd = m.filter.Update(msg)
+			m.filters[m.view] = m.filter.Value()
 			m.reload()
 			return m, cmd
 		}
@@ -187,6 +192,8 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Filter):
 		m.showHelp = false
 		m.filtering = true
+		m.filter.SetValue(m.filters[m.view])
+		m.filter.CursorEnd()
 		return m, m.filter.Focus()
 	case key.Matches(msg, k.Sort):
 		m.tables[m.view].nextSort()
@@ -240,8 +247,8 @@ func (m *Model) move(n int) {
 
 // reload loads every view's table from the Frame with the filter.
 func (m *Model) reload() {
-	for _, t := range m.tables {
-		t.load(m.frame, m.filter.Value())
+	for v, t := range m.tables {
+		t.load(m.frame, m.filters[v])
 	}
 	m.clamp()
 }
@@ -342,7 +349,7 @@ func (m *Model) tableLines(w, h int) []string {
 	}
 	if t.len() == 0 {
 		if t.unfiltered() > 0 {
-			return append(out, m.st.dim.Render(fmt.Sprintf("no row matches the filter %q", m.filter.Value())))
+			return append(out, m.st.dim.Render(fmt.Sprintf("no row matches the filter %q", m.filters[m.view])))
 		}
 		return append(out, m.st.dim.Render(t.emptyText()))
 	}
@@ -454,7 +461,7 @@ func (m *Model) bottomLine(w int) string {
 			parts = append(parts, m.st.alarm.Render(fmt.Sprintf("%s %s/s", a.What, count(a.Rate))))
 		}
 	}
-	if f := m.filter.Value(); f != "" {
+	if f := m.filters[m.view]; f != "" {
 		parts = append(parts, fmt.Sprintf("filter %q: %d of %d", f, m.tables[m.view].len(), m.tables[m.view].unfiltered()))
 	}
 	if m.open {
