@@ -129,8 +129,14 @@ func (r *replay) Scrape(ctx context.Context) (Scrape, error) {
 	return r.scrapes[n-1], nil
 }
 
-func TestPrintOnce(t *testing.T) {
+// The README's example of -once is what Once prints of the recording.
+func TestOnceAsTheREADMEShowsIt(t *testing.T) {
 	r := loadRecording(t)
 	_, f := frames(t, r.scrapes(t))
-	t.Log("\n" + Once(f, []View{ViewGPUs, ViewProcesses, ViewLLM, ViewServers, ViewTraining}, 160, nil))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "README.md"))
+	require.NoError(t, err)
+	once := Once(f, []View{ViewLLM}, 100, nil)
+	want := strings.Join(strings.Split(once, "\n")[:3], "\n") + "\n"
+	require.Contains(t, string(readme), "$ agent top -once -view llm -width 100\n")
+	require.Contains(t, string(readme), want, "Once prints:\n%s", once)
 }
