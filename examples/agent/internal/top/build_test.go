@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -132,6 +133,43 @@ func TestRecordedFrame(t *testing.T) {
 		g)
 	assert.Empty(t, f.Alarms, "nothing dropped or failed")
 	assert.Len(t, f.Features, 6)
+}
+
+// With thousands of processes, the screen is one screen (the rest
+// scrolls), and what the builder keeps follows the last scrape: after a
+// scrape of 10 processes, the state of the 5,000 before is gone.
+func TestBoundedWithThousandsOfProcesses(t *testing.T) {
+	big1, _ := bigScrape(5000, 3, 1)
+	big2, _ := bigScrape(5000, 3, 2)
+	small, _ := bigScrape(10, 3, 3)
+	text := expfmt.NewFormat(expfmt.TypeTextPlain)
+	src := &replay{scrapes: []Scrape{ExpfmtScrape(time.Unix(1, 0), big1, text), ExpfmtScrape(time.Unix(2, 0), big2, text),
+		ExpfmtScrape(time.Unix(3, 0), small, text)}}
+	ref := NewRefresher(src, time.Second)
+	m := New(Options{Refresher: ref, Interval: time.Second, View: ViewProcesses, Now: func() time.Time { return time.Unix(2, 0) }})
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	for range 2 {
+		f, err := ref.Refresh(context.Background())
+		require.NoError(t, err)
+		m.Update(frameMsg{f: f})
+	}
+	require.Len(t, m.Frame().Processes, 5000)
+	big := len(ref.b.st.index)
+	m.Update(tea.KeyPressMsg{Code: tea.KeyEnd})
+	s := ansi.Strip(m.Render())
+	lines := strings.Split(s, "\n")
+	assert.Len(t, lines, 30)
+	for _, l := range lines {
+		assert.LessOrEqual(t, ansi.StringWidth(l), 100)
+	}
+	assert.Contains(t, s, " 14999 ", "the last row, scrolled to")
+
+	f, err := ref.Refresh(context.Background())
+	require.NoError(t, err)
+	require.Len(t, f.Processes, 10)
+	assert.Less(t, len(ref.b.st.index), big/100, "series state kept after the scrape of 10 processes")
+	assert.LessOrEqual(t, len(ref.b.leaks), 10)
+	assert.LessOrEqual(t, len(ref.b.strs)+len(ref.b.oldStrs), 2*len(big1)/100, "strings kept")
 }
 
 // withoutNaN zeroes a ServerRow's unknown figures and the ones a test
