@@ -83,7 +83,9 @@ func TestHTTPSourceBadInput(t *testing.T) {
 	r := loadRecording(t)
 	e := newEndpoint(t, "127.0.0.1:0")
 	src := NewHTTPSource(e.url(), 1<<20)
-	ref := NewRefresher(src, 200*time.Millisecond)
+	// Long enough for a 2 MB answer under the race detector beside busy
+	// loops; the hanging endpoint waits it out.
+	ref := NewRefresher(src, 3*time.Second)
 	ctx := context.Background()
 	good := func(at int) {
 		t.Helper()
