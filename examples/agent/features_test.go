@@ -1,12 +1,14 @@
 package main
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/genai"
+	"github.com/xpuscope/xpuscope/semconv"
 )
 
 // -check says what the capture probes: OpenSSL files and Go programs
@@ -26,4 +28,16 @@ func TestDescribeCapture(t *testing.T) {
 	require.Equal(t, "plaintext HTTP on ports [8000]; TLS: uprobes on 1 OpenSSL file(s): /usr/lib/libssl.so.3 (pid 3); "+
 		"uprobes on 2 Go program(s): /usr/bin/gateway (pid 7) /opt/agent (pid 9); not probed: /opt/libssl.so.1.1 (pid 4): stripped",
 		describeCapture(st))
+}
+
+// The registry's values of xpuscope.feature are the agent's features, in
+// start order: the label a dashboard filters on names every one.
+func TestFeatureNamesRegistered(t *testing.T) {
+	var names []string
+	for _, f := range features {
+		names = append(names, f.name)
+	}
+	i := slices.IndexFunc(semconv.Attributes(), func(a semconv.Attribute) bool { return a.Key == semconv.XpuscopeFeature })
+	require.GreaterOrEqual(t, i, 0)
+	require.Equal(t, names, semconv.Attributes()[i].Values)
 }

@@ -184,7 +184,7 @@ func newBenchSource(tb testing.TB, mp metric.MeterProvider, opts ...Option) *Sou
 	s.agg = newAggregator(&s.cfg, names, &s.inst, &spanner{tracer: cfg.tracerProvider.Tracer(CUDA.ScopeName()),
 		wall: func(k uint64) time.Time { return time.Unix(0, int64(k)) }})
 	if cfg.producer != nil {
-		cfg.producer.add(s)
+		cfg.producer.sources.Add(s)
 	}
 	return s
 }
