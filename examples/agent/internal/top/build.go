@@ -38,6 +38,8 @@ type builder struct {
 	gen uint32
 	at  time.Time
 	dt  float64 // seconds since the previous scrape; 0 on the first
+	// interval is dt as a Duration, exactly.
+	interval time.Duration
 	// building is the time of the scrape being built.
 	building time.Time
 
@@ -53,20 +55,20 @@ type builder struct {
 	training trainingSpec
 
 	// The scrape being built.
-	fam      famHandler
-	famID    int
-	trainCol int // the training column of the family, if it is one
-	nseries  int
-	gpus     map[string]*gpuAcc
-	procs    map[string]*procAcc
-	exes     map[string]*exeAcc
-	llm      map[llmKey]*llmAcc
-	servers  map[serverKey]*serverAcc
-	servPIDs map[serverProcKey][]int64
-	jobs     map[string]*jobAcc
-	features []Feature
-	alarms   []alarmAcc
-	scratch  []float64
+	fam       famHandler
+	famID     int
+	trainCols []int // the training columns of the family, if it is one
+	nseries   int
+	gpus      map[string]*gpuAcc
+	procs     map[string]*procAcc
+	exes      map[string]*exeAcc
+	llm       map[llmKey]*llmAcc
+	servers   map[serverKey]*serverAcc
+	servPIDs  map[serverProcKey][]int64
+	jobs      map[string]*jobAcc
+	features  []Feature
+	alarms    []alarmAcc
+	scratch   []float64
 }
 
 func newBuilder() *builder {
@@ -110,9 +112,10 @@ func (b *builder) build(at time.Time, decode func(consumer) error) (*Frame, erro
 
 func (b *builder) begin(at time.Time) {
 	b.gen++
-	b.dt = 0
+	b.dt, b.interval = 0, 0
 	if !b.at.IsZero() && at.After(b.at) {
-		b.dt = at.Sub(b.at).Seconds()
+		b.interval = at.Sub(b.at)
+		b.dt = b.interval.Seconds()
 	}
 	b.building = at
 	b.st.begin()
@@ -136,17 +139,17 @@ func (b *builder) abort() {}
 func (b *builder) family(name string, typ dto.MetricType, n int) bool {
 	b.nseries += n
 	h, ok := handlers[name]
-	col, training := b.training.byName[name]
+	cols, training := b.training.byName[name]
 	switch {
 	case training && ok:
-		b.trainCol = col
+		b.trainCols = cols
 		b.fam = famHandler{id: h.id, kind: h.kind, fn: func(b *builder, s *series) {
 			h.fn(b, s)
 			b.trainingSeries(s)
 		}}
 	case training:
-		b.trainCol = col
-		b.fam = famHandler{id: len(handlers), kind: b.training.cols[col].Metric.Kind, fn: (*builder).trainingSeries}
+		b.trainCols = cols
+		b.fam = famHandler{id: len(handlers), kind: b.training.cols[cols[0]].Metric.Kind, fn: (*builder).trainingSeries}
 	case ok:
 		b.fam = h
 	default:
@@ -260,9 +263,7 @@ func (b *builder) sumRate(s *series) float64 {
 func (b *builder) finish() *Frame {
 	b.at = b.building
 	f := &Frame{At: b.at, Series: b.nseries, Features: b.features}
-	if b.dt > 0 {
-		f.Interval = time.Duration(b.dt * float64(time.Second))
-	}
+	f.Interval = b.interval // exact: dt, in float seconds, may be a nanosecond off
 	f.GPUs = b.finishGPUs()
 	f.Processes = b.finishProcesses()
 	f.Executables = make(map[string]ExeStats, len(b.exes))

@@ -65,6 +65,10 @@ var alarms = []alarmDef{
 	{"server scrape errors", semconv.XpuscopeGenAIServingScrapes, true},
 	{"kubelet errors", semconv.XpuscopePodjoinKubeletErrors, false},
 	{"nccl inspector errors", semconv.XpuscopeNCCLInspectorErrors, false},
+	{"training read errors", semconv.XpuscopeTrainingReadErrors, false},
+	{"training overflow", semconv.XpuscopeTrainingOverflow, false},
+	{"pmu read errors", semconv.XpuscopePMUReadErrors, false},
+	{"intelpt lost", semconv.XpuscopeIntelPTLost, false},
 }
 
 // memcpyDirection is the Memcpy slot of a copy kind.

@@ -78,4 +78,13 @@ func TestNamesMatchTheExporter(t *testing.T) {
 		_, ok := want[name]
 		assert.True(t, ok, "handler of %s, which is no semconv metric", name)
 	}
+	for name := range defaultTraining.byName {
+		assert.True(t, got[name], "training column of %s, which the exporter does not write", name)
+	}
+	for i, c := range defaultTraining.cols {
+		if c.Where.Key != "" {
+			assert.Contains(t, c.Metric.Attributes, c.Where.Key, "column %s takes series by an attribute %s has not", c.Title, c.Metric.Name)
+			assert.NotEmpty(t, defaultTraining.where[i])
+		}
+	}
 }

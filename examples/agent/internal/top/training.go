@@ -11,21 +11,28 @@ import (
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
-// The Training view is data-driven: its columns are semconv metrics, its
-// rows the jobs their series name. Package genai/training (training jobs:
-// loss, step rate, learning rate) is being built apart, and its names are
-// not in semconv yet, so defaultTraining has no column and the view says
-// "no training jobs".
-//
-// THE HOOK: when semconv has genai/training's metrics, list them in
-// defaultTraining's Columns (a gauge shows its value, averaged over the
-// job's series, e.g. each rank's loss; a counter its rate summed over
-// them, e.g. steps a second) and the attributes that tell one job from
-// another in Key (after the pod's namespace and name, which every row
-// has). Nothing else changes: the builder reads every family listed, and
-// the view lays out one column per entry. TestTrainingViewIsDataDriven
-// shows it with stand-in columns.
-var defaultTraining = newTrainingSpec(nil, nil)
+// The Training view is data-driven: its columns are semconv metrics
+// (genai/training's), its rows the jobs their series name. A gauge shows
+// its value, averaged over the job's series (a job read from TensorBoard
+// and MLflow has a series of each); a counter its rate, summed over them.
+// A column may take only the series with one attribute's value
+// (training.throughput by what it counts). A new column is one entry
+// here: the builder reads every family listed, and the view lays out one
+// column per entry (TestTrainingViewIsDataDriven, TestTrainingColumns).
+var defaultTraining = newTrainingSpec([]TrainingColumn{
+	{Title: "loss", Metric: semconv.TrainingLoss},
+	{Title: "steps/s", Metric: semconv.TrainingThroughput, Where: semconv.TrainingThroughputItem.String(semconv.TrainingItemStep)},
+	{Title: "lr", Metric: semconv.TrainingLearningRate},
+	{Title: "step", Metric: semconv.TrainingStep},
+	{Title: "samples/s", Metric: semconv.TrainingThroughput, Where: semconv.TrainingThroughputItem.String(semconv.TrainingItemSample)},
+	{Title: "tokens/s", Metric: semconv.TrainingThroughput, Where: semconv.TrainingThroughputItem.String(semconv.TrainingItemToken)},
+	{Title: "epoch", Metric: semconv.TrainingEpoch},
+	{Title: "grad norm", Metric: semconv.TrainingGradientNorm},
+}, []attribute.Key{semconv.ProcessExecutableName, semconv.TrainingRun})
+
+// TrainingColumns are the Training view's columns, in the order of a
+// TrainingRow's Values.
+func TrainingColumns() []TrainingColumn { return slices.Clone(defaultTraining.cols) }
 
 // TrainingColumn is one column of the Training view.
 type TrainingColumn struct {
@@ -33,17 +40,21 @@ type TrainingColumn struct {
 	Title string
 	// Metric is a Gauge, UpDownCounter or Counter of semconv.
 	Metric semconv.Metric
+	// Where, if its key is set, takes only the series whose attribute
+	// has this value.
+	Where attribute.KeyValue
 }
 
 type trainingSpec struct {
 	cols   []TrainingColumn
 	key    []attribute.Key
-	labels []string       // the key's labels, then the pod's namespace and name
-	byName map[string]int // column by Prometheus family name
+	labels []string         // the key's labels, then the pod's namespace and name
+	byName map[string][]int // columns by Prometheus family name
+	where  []string         // each column's Where label, or ""
 }
 
 func newTrainingSpec(cols []TrainingColumn, key []attribute.Key) trainingSpec {
-	t := trainingSpec{cols: cols, key: key, byName: map[string]int{}}
+	t := trainingSpec{cols: cols, key: key, byName: map[string][]int{}, where: make([]string, len(cols))}
 	for _, k := range key {
 		t.labels = append(t.labels, promLabel(k))
 	}
@@ -52,7 +63,14 @@ func newTrainingSpec(cols []TrainingColumn, key []attribute.Key) trainingSpec {
 		if c.Metric.Kind == semconv.Histogram {
 			panic("top: a training column must not be a histogram: " + c.Metric.Name)
 		}
-		t.byName[promName(c.Metric)] = i
+		n := promName(c.Metric)
+		if len(t.byName[n]) > 0 && c.Metric.Kind != cols[t.byName[n][0]].Metric.Kind {
+			panic("top: two training columns of " + c.Metric.Name + " of different kinds")
+		}
+		t.byName[n] = append(t.byName[n], i)
+		if c.Where.Key != "" {
+			t.where[i] = promLabel(c.Where.Key)
+		}
 	}
 	return t
 }
@@ -76,9 +94,24 @@ type jobAcc struct {
 	count []int
 }
 
-// trainingSeries reads a series of a training column's family.
+// trainingSeries reads a series of a training family: each of its
+// columns whose Where it meets.
 func (b *builder) trainingSeries(s *series) {
-	col := b.trainCol
+	t := &b.training
+	var j *jobAcc
+	for _, col := range b.trainCols {
+		if l := t.where[col]; l != "" && s.get(l) != t.cols[col].Where.Value.Emit() {
+			continue
+		}
+		if j == nil {
+			j = b.job(s)
+		}
+		b.trainingValue(s, j, col)
+	}
+}
+
+// job is the accumulator of the job s names.
+func (b *builder) job(s *series) *jobAcc {
 	t := &b.training
 	var k strings.Builder
 	for _, l := range t.labels {
@@ -94,6 +127,12 @@ func (b *builder) trainingSeries(s *series) {
 		j.key = append(j.key, b.intern(podName(s.get(lNamespace), s.get(lPod))))
 		b.jobs[k.String()] = j
 	}
+	return j
+}
+
+// trainingValue adds s's value to column col of job j.
+func (b *builder) trainingValue(s *series, j *jobAcc, col int) {
+	t := &b.training
 	v := s.value
 	if t.cols[col].Metric.Kind == semconv.Counter {
 		// A series identity of its own: the family's handler may have

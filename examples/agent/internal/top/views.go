@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/xpuscope/xpuscope/semconv"
 )
 
 // View is one of top's screens.
@@ -296,6 +298,9 @@ func trainingValue(v float64, c TrainingColumn) string {
 	}
 	if math.IsNaN(v) {
 		return dash
+	}
+	if c.Metric.Unit == semconv.TrainingStep.Unit && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 	if a := math.Abs(v); a != 0 && (a < 0.01 || a >= 1e5) {
 		return strconv.FormatFloat(v, 'g', 3, 64)
