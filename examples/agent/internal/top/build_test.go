@@ -466,3 +466,34 @@ func TestTrainingColumns(t *testing.T) {
 	assert.Regexp(t, `NAME +RUN +POD +LOSS▼ +STEPS/S +LR +STEP`, screen)
 	assert.Regexp(t, `(?m)python3 +exp1 +ml/job-0 +0\.6000 +2\.5000 +0\.0001 +120( |$)`, screen)
 }
+
+// A MIG instance is a row of its own under its parent GPU (the gpu
+// Source's hw.parent and gpu.mig.profile), with its own utilization and
+// memory; the rows go by device index, the GPU before its instances.
+func TestMIGRows(t *testing.T) {
+	types := []typedFam{{semconv.HWGPUUtilization, "gauge"}, {semconv.HWGPUMemoryUsage, "gauge"}, {semconv.HWGPUMemoryLimit, "gauge"}}
+	dev := func(m semconv.Metric, id, index, parent, profile string, v float64) string {
+		l := fmt.Sprintf(`%s="%s",%s="NVIDIA H100 80GB HBM3",%s="%s"`, promLabel(semconv.HWID), id, promLabel(semconv.HWName),
+			promLabel(semconv.GPUIndex), index)
+		if parent != "" {
+			l += fmt.Sprintf(`,%s="%s",%s="%s"`, promLabel(semconv.HWParent), parent, promLabel(semconv.GPUMIGProfile), profile)
+		}
+		return fmt.Sprintf("%s{%s} %g", promName(m), l, v)
+	}
+	f := refreshAll(t, scrapeOf(time.Unix(1000, 0), types,
+		dev(semconv.HWGPUUtilization, "MIG-b", "0", "GPU-a", "3g.40gb", 0.5),
+		dev(semconv.HWGPUUtilization, "GPU-c", "1", "", "", 0.1),
+		dev(semconv.HWGPUUtilization, "GPU-a", "0", "", "", 0.3),
+		dev(semconv.HWGPUMemoryUsage, "MIG-b", "0", "GPU-a", "3g.40gb", 10<<30),
+		dev(semconv.HWGPUMemoryLimit, "MIG-b", "0", "GPU-a", "3g.40gb", 40<<30),
+	))[0]
+	require.Len(t, f.GPUs, 3)
+	assert.Equal(t, []string{"GPU-a", "MIG-b", "GPU-c"}, []string{f.GPUs[0].ID, f.GPUs[1].ID, f.GPUs[2].ID})
+	assert.Equal(t, "GPU-a", f.GPUs[1].Parent)
+	assert.Equal(t, "3g.40gb", f.GPUs[1].Profile)
+	assert.Equal(t, 0.5, f.GPUs[1].Util)
+	screen := Once(f, []View{ViewGPUs}, 80, nil)
+	assert.Regexp(t, `(?m)^ +0 +H100 80GB HBM3 +\S+ +30% `, screen)
+	assert.Regexp(t, `(?m)^ +0 +└ MIG 3g\.40gb +\S+ +50% +10\.0/40\.0G`, screen)
+	assert.Regexp(t, `(?m)^ +1 +H100 80GB HBM3 +\S* +10% `, screen)
+}
