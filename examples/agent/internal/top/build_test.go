@@ -497,3 +497,27 @@ func TestMIGRows(t *testing.T) {
 	assert.Regexp(t, `(?m)^ +0 +└ MIG 3g\.40gb +\S+ +50% +10\.0/40\.0G`, screen)
 	assert.Regexp(t, `(?m)^ +1 +H100 80GB HBM3 +\S* +10% `, screen)
 }
+
+// The LLM view's cost a minute is xpuscope.genai.cost's rate (a counter in
+// USD, where rates are configured) times 60, and its calls waiting for a
+// first chunk the capture's gauge, summed over the row's series.
+func TestLLMCostAndWaiting(t *testing.T) {
+	types := []typedFam{{semconv.XpuscopeGenAICost, "counter"}, {semconv.XpuscopeGenAIClientWaitingRequests, "gauge"}}
+	call := func(m semconv.Metric, op string, v float64) string {
+		return fmt.Sprintf(`%s{%s="%s",%s="openai",%s="gpt-4o",%s="api.openai.com",%s="443"} %g`, promName(m),
+			promLabel(semconv.GenAIOperationName), op, promLabel(semconv.GenAIProviderName), promLabel(semconv.GenAIRequestModel),
+			promLabel(semconv.ServerAddress), promLabel(semconv.ServerPort), v)
+	}
+	t0 := time.Unix(1000, 0)
+	fs := refreshAll(t,
+		scrapeOf(t0, types, call(semconv.XpuscopeGenAICost, "chat", 0.01), call(semconv.XpuscopeGenAIClientWaitingRequests, "chat", 1)),
+		scrapeOf(t0.Add(2*time.Second), types, call(semconv.XpuscopeGenAICost, "chat", 0.03),
+			call(semconv.XpuscopeGenAIClientWaitingRequests, "chat", 2), call(semconv.XpuscopeGenAIClientWaitingRequests, "embeddings", 1)))
+	require.Len(t, fs[0].LLM, 1)
+	assert.True(t, math.IsNaN(fs[0].LLM[0].CostPerMin), "a rate needs two scrapes")
+	l := fs[1].LLM[0]
+	assert.Equal(t, "api.openai.com:443", l.Server)
+	assert.InDelta(t, 0.02/2*60, l.CostPerMin, 1e-12)
+	assert.Equal(t, 3.0, l.Waiting)
+	assert.Regexp(t, `(?m)^openai +gpt-4o .* \$0\.6000 +3 +api\.openai\.com:443$`, Once(fs[1], []View{ViewLLM}, 160, nil))
+}
