@@ -56,8 +56,10 @@ type topWorkload struct {
 	step           int
 }
 
-// topRun is the training job's run: its TensorBoard directory's name.
-const topRun = "exp1"
+// topRun is the training job's run: its TensorBoard directory's name,
+// one no other test's job has (genai/training's tests, which go test runs
+// beside this package's, write to exp1).
+const topRun = "top-run"
 
 // startTopWorkload starts the workload. The agent must be running: the
 // late program is held until it is probed.
