@@ -369,8 +369,9 @@ func (s *tmuxSession) waitFor(re *regexp.Regexp) []string {
 // 100×30) against the agent running with the top workload: the GPUs
 // appear; the late program's row, once filtered, and its saxpy kernel,
 // whose count goes up while the screen is watched; the LLM calls' model;
-// the vLLM server. q leaves the terminal as it found it (its stty
-// settings, the shell's screen back); so does SIGTERM.
+// the vLLM server; the training job, its step going up. q leaves the
+// terminal as it found it (its stty settings, the shell's screen back);
+// so do SIGTERM, SIGINT and SIGHUP.
 func TestTopInTmux(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "the agent's cudatrace and genai features load BPF programs: root")
@@ -406,8 +407,17 @@ func TestTopInTmux(t *testing.T) {
 	}()
 
 	dir := t.TempDir()
-	script := fmt.Sprintf(`stty -g > %[1]s/before; echo BEFORE-TOP; %[2]s top -addr %[3]s -refresh 500ms; echo TOP-EXIT=$?; stty -g > %[1]s/after; `+
-		`%[2]s top -addr %[3]s -refresh 499ms; echo TOP-EXIT=$?; stty -g > %[1]s/after-term; sleep 600`, dir, exe, addr)
+	// Four tops in turn, each told apart by its -refresh: ended by q,
+	// then by SIGTERM, SIGINT and SIGHUP.
+	signals := []struct {
+		sig     syscall.Signal
+		refresh string
+	}{{syscall.SIGTERM, "499ms"}, {syscall.SIGINT, "498ms"}, {syscall.SIGHUP, "497ms"}}
+	script := fmt.Sprintf(`stty -g > %[1]s/before; echo BEFORE-TOP; %[2]s top -addr %[3]s -refresh 500ms; echo TOP-EXIT=$?; stty -g > %[1]s/after; `, dir, exe, addr)
+	for _, sg := range signals {
+		script += fmt.Sprintf(`%[2]s top -addr %[3]s -refresh %[4]s; echo TOP-EXIT=$?; stty -g > %[1]s/after-%[4]s; `, dir, exe, addr, sg.refresh)
+	}
+	script += "sleep 600"
 	s := newTmux(t, 100, 30, script)
 
 	s.wait("GPUs", func(screen string) bool {
@@ -451,14 +461,16 @@ func TestTopInTmux(t *testing.T) {
 	after := readStty(t, filepath.Join(dir, "after"))
 	assert.Equal(t, before, after, "the terminal's settings after q")
 
-	// The second top: ended by SIGTERM.
-	s.wait("the second top", func(screen string) bool { return strings.Contains(screen, "Fake H100") })
-	pid := findProcess(t, exe, "499ms")
-	require.NoError(t, syscall.Kill(pid, syscall.SIGTERM))
-	screen = s.wait("top's exit on SIGTERM", func(screen string) bool { return strings.Count(screen, "TOP-EXIT=0") == 2 })
-	assert.NotContains(t, screen, "xpuscope top")
-	after = readStty(t, filepath.Join(dir, "after-term"))
-	assert.Equal(t, before, after, "the terminal's settings after SIGTERM")
+	// The next tops: ended by a signal each.
+	for i, sg := range signals {
+		s.wait("the top ended by "+sg.sig.String(), func(screen string) bool { return strings.Contains(screen, "Fake H100") })
+		pid := findProcess(t, exe, sg.refresh)
+		require.NoError(t, syscall.Kill(pid, sg.sig))
+		screen = s.wait("top's exit on "+sg.sig.String(), func(screen string) bool { return strings.Count(screen, "TOP-EXIT=0") == i+2 })
+		assert.NotContains(t, screen, "xpuscope top", "after %s", sg.sig)
+		after = readStty(t, filepath.Join(dir, "after-"+sg.refresh))
+		assert.Equal(t, before, after, "the terminal's settings after %s", sg.sig)
+	}
 }
 
 // readStty reads what the shell's stty -g wrote to path: the shell
