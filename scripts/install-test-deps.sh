@@ -18,6 +18,7 @@ packages=(
 	prometheus                # promtool for deploy/prometheus/rules.yml, and the server the agent's end-to-end test scrapes with
 	protobuf-compiler libprotobuf-dev  # make check-generate: protoc 3.21.12 and the well-known types, for the TPU runtime's gRPC code
 	libipt2                   # Intel's Intel PT library: the optional decode step of intelpt's captures (internal/cmd/ptdecode) and its test's synthetic trace
+	tmux                      # the real terminal agent top is driven in (send-keys, capture-pane)
 )
 
 # The Go releases the tests build Go programs with beside the machine's

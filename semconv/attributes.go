@@ -90,6 +90,12 @@ const (
 	ClockDomainSM     = "sm"
 	ClockDomainMemory = "memory"
 
+	MemcpyHostToHost     = "host_to_host"
+	MemcpyHostToDevice   = "host_to_device"
+	MemcpyDeviceToHost   = "device_to_host"
+	MemcpyDeviceToDevice = "device_to_device"
+	MemcpyDefault        = "default" // cudaMemcpyDefault: the runtime infers the direction from the pointers
+
 	// Unknown is a kernel name that could not be resolved.
 	Unknown = "unknown"
 
@@ -136,7 +142,7 @@ var coreAttributes = []Attribute{
 	{CUDADevice, "int", "CUDA device ordinal the calling thread selected with cudaSetDevice (0 until it does).", Extension, nil},
 	{CUDAAPIName, "string", "The CUDA runtime or driver function (cudaMalloc, cuLaunchKernel, …).", Extension, nil},
 	{CUDAErrorCode, "int", "The function's return code (cudaError_t or CUresult).", Extension, nil},
-	{CUDAMemcpyKind, "string", "Copy direction.", Extension, []string{"host_to_host", "host_to_device", "device_to_host", "device_to_device", "default"}},
+	{CUDAMemcpyKind, "string", "Copy direction.", Extension, []string{MemcpyHostToHost, MemcpyHostToDevice, MemcpyDeviceToHost, MemcpyDeviceToDevice, MemcpyDefault}},
 	{CUDAStream, "string", "Stream handle, hexadecimal (0x0 is the default stream). Span attribute only.", Extension, nil},
 	{CUDAGridX, "int", "Grid dimension x. Span attribute only.", Extension, nil},
 	{CUDAGridY, "int", "Grid dimension y. Span attribute only.", Extension, nil},
