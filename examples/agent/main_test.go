@@ -306,18 +306,25 @@ export:
 	states := families["xpuscope_agent_feature_state"]
 	require.NotNil(t, states, "no feature states in %s", stdout)
 	got := map[string]float64{}
+	reasons := map[string]string{}
 	for _, m := range states.GetMetric() {
-		var feature, state string
+		var feature, state, reason string
 		for _, l := range m.GetLabel() {
 			switch l.GetName() {
 			case "xpuscope_feature":
 				feature = l.GetValue()
 			case "xpuscope_feature_state":
 				state = l.GetValue()
+			case "xpuscope_feature_reason":
+				reason = l.GetValue()
 			}
 		}
 		got[feature+"/"+state] = m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		reasons[feature+"/"+state] = reason
 	}
+	assert.Contains(t, reasons["gpu/unavailable"], "/nonexistent/libnvidia-ml.so.1", "why gpu is not active, as -check says")
+	assert.Equal(t, reasons["gpu/unavailable"], reasons["gpu/active"], "one reason for each of the feature's series")
+	assert.Empty(t, reasons["podjoin/active"], "an active feature has no reason")
 	assert.Equal(t, 1.0, got["gpu/unavailable"], "%v", got)
 	assert.Equal(t, 1.0, got["podjoin/active"], "%v", got)
 	assert.Equal(t, 1.0, got["serving/active"], "%v", got)

@@ -521,3 +521,31 @@ func TestLLMCostAndWaiting(t *testing.T) {
 	assert.Equal(t, 3.0, l.Waiting)
 	assert.Regexp(t, `(?m)^openai +gpt-4o .* \$0\.6000 +3 +api\.openai\.com:443$`, Once(fs[1], []View{ViewLLM}, 160, nil))
 }
+
+// A feature the agent could not start carries its reason in the scrape
+// (xpuscope.feature.reason), and top shows it beside the state, where
+// -standalone shows the reason it met itself; an active one has none.
+func TestFeatureReasonsFromTheAgent(t *testing.T) {
+	types := []typedFam{{semconv.XpuscopeAgentFeatureState, "gauge"}}
+	state := func(feature, st, reason string, v int) string {
+		l := fmt.Sprintf(`%s="%s",%s="%s"`, promLabel(semconv.XpuscopeFeature), feature, promLabel(semconv.XpuscopeFeatureState), st)
+		if reason != "" {
+			l += fmt.Sprintf(`,%s="%s"`, promLabel(semconv.XpuscopeFeatureReason), reason)
+		}
+		return fmt.Sprintf("%s{%s} %d", promName(semconv.XpuscopeAgentFeatureState), l, v)
+	}
+	const why = "gpu: no backend: NVML: libnvidia-ml.so.1: cannot open shared object file"
+	f := refreshAll(t, scrapeOf(time.Unix(1000, 0), types,
+		state("gpu", "active", why, 0), state("gpu", "unavailable", why, 1), state("gpu", "fault", why, 0),
+		state("podjoin", "active", "", 1), state("podjoin", "unavailable", "", 0),
+		state("intelpt", "unavailable", "", 1),
+	))[0]
+	require.Len(t, f.Features, 3)
+	lines := featureLines(f, nil)
+	assert.Contains(t, lines, fmt.Sprintf("%-10s %-12s %s", "gpu", "unavailable", why))
+	assert.Contains(t, lines, "podjoin    active")
+	assert.Contains(t, lines, fmt.Sprintf("%-10s %-12s %s", "intelpt", "unavailable", "(run agent -check on the node for why)"),
+		"an agent that gives no reason")
+	standalone := featureLines(f, map[string]string{"gpu": "what top met itself"})
+	assert.Contains(t, standalone, fmt.Sprintf("%-10s %-12s %s", "gpu", "unavailable", "what top met itself"))
+}

@@ -147,6 +147,8 @@ func featureLines(f *Frame, reasons map[string]string) []string {
 		line := fmt.Sprintf("%-10s %-12s", ft.Name, ft.State)
 		if r := reasons[ft.Name]; r != "" {
 			line += " " + r
+		} else if ft.Reason != "" {
+			line += " " + ft.Reason
 		} else if ft.State != "active" {
 			line += " (run agent -check on the node for why)"
 		}

@@ -163,8 +163,9 @@ type TrainingRow struct {
 	Values []float64
 }
 
-// Feature is the state of one of the agent's features, and why (the
-// reason is known only in -standalone, where top starts them itself).
+// Feature is the state of one of the agent's features, and why it is not
+// active: from the agent's xpuscope.feature.reason, or, in -standalone,
+// from starting it.
 type Feature struct {
 	Name, State, Reason string
 }

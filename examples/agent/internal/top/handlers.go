@@ -20,6 +20,7 @@ var (
 	lServerAddress, lServerPort  = promLabel(semconv.ServerAddress), promLabel(semconv.ServerPort)
 	lErrorType                   = promLabel(semconv.ErrorType)
 	lFeature, lFeatureState      = promLabel(semconv.XpuscopeFeature), promLabel(semconv.XpuscopeFeatureState)
+	lFeatureReason               = promLabel(semconv.XpuscopeFeatureReason)
 )
 
 // famHandler reads the series of one family.
@@ -286,7 +287,8 @@ func init() {
 	// The agent's features.
 	handle(semconv.XpuscopeAgentFeatureState, func(b *builder, s *series) {
 		if s.value == 1 {
-			b.features = append(b.features, Feature{Name: b.intern(s.get(lFeature)), State: b.intern(s.get(lFeatureState))})
+			b.features = append(b.features, Feature{Name: b.intern(s.get(lFeature)), State: b.intern(s.get(lFeatureState)),
+				Reason: b.intern(s.get(lFeatureReason))})
 		}
 	})
 
