@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 // dockerfile is the image's build file, read as its instructions: the
@@ -52,6 +54,7 @@ func (d dockerfile) all(k string) []string {
 // the build line, run as written, producing an agent that needs nothing
 // but glibc, the entrypoint, and the port against the manifests.
 func TestDockerfile(t *testing.T) {
+	testutil.Native(t, "the agent built by the Dockerfile's line and run")
 	d := readDockerfile(t)
 
 	gomod, err := os.ReadFile("../go.mod")

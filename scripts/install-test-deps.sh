@@ -15,6 +15,8 @@ packages=(
 	curl libssl3 python3      # real HTTPS clients on the system OpenSSL, for the genai capture
 	libssl-dev                # OpenSSL's static archives: a client with OpenSSL linked in, as Node has
 	prometheus                # promtool for deploy/prometheus/rules.yml, and the server the agent's end-to-end test scrapes with
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # make test-arm64: the arm64 build with cgo, and the calling-convention tests' callers
+	qemu-user                 # make test-arm64: the arm64 test binaries run under qemu-aarch64 (no binfmt: scripts/qemu-aarch64)
 )
 
 # The Go releases the tests build Go programs with beside the machine's

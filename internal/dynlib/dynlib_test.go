@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 func TestStrings(t *testing.T) {
@@ -22,6 +24,7 @@ func TestStrings(t *testing.T) {
 // function the library lacks refuses it, an optional one is listed as
 // missing and left unbound, and what is bound calls through.
 func TestOpen(t *testing.T) {
+	testutil.Native(t, "C libraries built by the host's compiler")
 	_, err := exec.LookPath("gcc")
 	require.NoError(t, err, "gcc (make deps installs it)")
 	dir := t.TempDir()
