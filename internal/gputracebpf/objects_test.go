@@ -6,6 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/testutil"
@@ -49,4 +50,32 @@ func TestArm64ObjectOnThisKernel(t *testing.T) {
 	}
 	require.ErrorContains(t, load(driverLaunch), "invalid bpf_context access off=248", "the driver launch reads sp")
 	require.NoError(t, load(launch), "the runtime launch reads x0 to x7 only")
+}
+
+// The arm64 object publishes lane records (and lets stages go) with an
+// atomic exchange, which its JIT makes fully ordered, where the x86-64
+// object's plain stores are enough (lanes.bpf.h, LANE_PUBLISH): every
+// program of the arm64 object that uses the lanes has one, and the
+// x86-64 object has none.
+func TestLanePublishOrder(t *testing.T) {
+	for obj, want := range map[string]bool{"gputrace_x86_bpfel.o": false, "gputrace_arm64_bpfel.o": true} {
+		spec, err := ebpf.LoadCollectionSpec(obj)
+		require.NoError(t, err)
+		lanePrograms := 0
+		for name, p := range spec.Programs {
+			lanes, xchg := false, false
+			for _, ins := range p.Instructions {
+				lanes = lanes || ins.Reference() == "lanes"
+				xchg = xchg || ins.OpCode.Class() == asm.StXClass && ins.OpCode.Mode() == asm.AtomicMode &&
+					ins.OpCode.AtomicOp() == asm.Xchg
+			}
+			if lanes {
+				lanePrograms++
+				assert.Equal(t, want, xchg, "%s %s: an atomic exchange", obj, name)
+			} else if !want {
+				assert.False(t, xchg, "%s %s: an atomic exchange", obj, name)
+			}
+		}
+		assert.Greater(t, lanePrograms, 40, "%s: the programs that use the lanes", obj)
+	}
 }

@@ -126,7 +126,18 @@ func Analyze(insns asm.Instructions) (Reads, error) {
 		case cls.IsALU():
 			dst := &s.regs[ins.Dst]
 			if cls != asm.ALU64Class {
-				*dst = val{}
+				// 32-bit: constants are followed (a size moved into
+				// w2, with -mcpu=v3), zero-extended; the rest is lost.
+				v := val{}
+				switch {
+				case op.ALUOp() == asm.Mov && op.Source() == asm.ImmSource:
+					v = val{k: konst, add: int64(uint32(ins.Constant))}
+				case op.ALUOp() == asm.Mov && s.regs[ins.Src].k == konst:
+					v = val{k: konst, add: int64(uint32(s.regs[ins.Src].add))}
+				case op.ALUOp() == asm.Add && op.Source() == asm.ImmSource && dst.k == konst:
+					v = val{k: konst, add: int64(uint32(dst.add + ins.Constant))}
+				}
+				*dst = v
 				break
 			}
 			switch {
@@ -161,6 +172,11 @@ func Analyze(insns asm.Instructions) (Reads, error) {
 				s.regs[ins.Dst] = val{}
 			}
 		case cls == asm.StXClass || cls == asm.StClass:
+			if cls == asm.StXClass && op.Mode() == asm.AtomicMode {
+				// A fetching atomic leaves the old value in its source
+				// register (R0 for a compare-and-exchange).
+				s.regs[ins.Src], s.regs[asm.R0] = val{}, val{}
+			}
 			if ins.Dst != asm.R10 {
 				break
 			}
