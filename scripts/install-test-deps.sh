@@ -15,9 +15,15 @@ packages=(
 	curl libssl3 python3      # real HTTPS clients on the system OpenSSL, for the genai capture
 	libssl-dev                # OpenSSL's static archives: a client with OpenSSL linked in, as Node has
 	prometheus                # promtool for deploy/prometheus/rules.yml, and the server the agent's end-to-end test scrapes with
-	gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # make test-arm64: the arm64 build with cgo, and the calling-convention tests' callers
-	qemu-user                 # make test-arm64: the arm64 test binaries run under qemu-aarch64 (no binfmt: scripts/qemu-aarch64)
 )
+# The other architecture's C compiler (the calling-convention tests compile
+# callers for both), and on x86-64 what make test-arm64 needs: the arm64
+# build with cgo, and QEMU to run the arm64 test binaries (no binfmt:
+# scripts/qemu-aarch64).
+case "$(dpkg --print-architecture)" in
+amd64) packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;
+arm64) packages+=(gcc-x86-64-linux-gnu libc6-dev-amd64-cross) ;;
+esac
 
 # The Go releases the tests build Go programs with beside the machine's
 # own, so that the last three releases are covered (the genai capture of
