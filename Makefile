@@ -30,7 +30,7 @@ generate:
 	$(GO) generate ./...
 
 ## check-generate: go generate must reproduce the committed files exactly
-GENERATED := '*_bpfel.go' '*_bpfel.o' '*_gen.go' '*_gen_test.go' docs/metrics.md
+GENERATED := '*_bpfel.go' '*_bpfel.o' '*_gen.go' '*_gen_test.go' '*.pb.go' docs/metrics.md
 check-generate: generate
 	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
 		git status --short -- $(GENERATED); \

@@ -3,9 +3,9 @@
 // traffic from outside the application: no SDK in the workload, no code
 // change.
 //
-// Each data source is its own package (gpu, cudatrace, hiptrace, genai;
-// podjoin places what they see in pods) and follows one contract, the
-// Source:
+// Each data source is its own package (gpu, pmu, cudatrace, hiptrace,
+// genai, intelpt; podjoin places what they see in pods) and follows one
+// contract, the Source:
 //
 //	src, err := gpu.New(
 //		gpu.WithMeterProvider(mp), // default: otel.GetMeterProvider()

@@ -15,9 +15,11 @@
 // named by NCCL's own commHash (the same on every node, in NCCL's logs
 // and in the NCCL Inspector's records), and rank; a sequence per rank for
 // finding the one a hung job waits for; a span per group. Where a traced
-// job loads NVIDIA's NCCL Inspector, the time and bus bandwidth it
-// measured of each operation are read from its dump and joined to the
-// same series (docs/cudatrace.md, "NCCL collectives").
+// job loads NVIDIA's NCCL Inspector, the time and the bus and algorithm
+// bandwidths it measured are read from its JSON dump (each operation) or
+// its Prometheus textfiles (an interval's summary, with the algorithm and
+// protocol NCCL chose) and joined to the same series (docs/cudatrace.md,
+// "NCCL collectives").
 //
 // # Cost to the workload
 //

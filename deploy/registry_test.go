@@ -235,7 +235,7 @@ func TestRulesUseExportedMetrics(t *testing.T) {
 	require.NotZero(t, n, "no rules in prometheus/rules.yml")
 }
 
-var dashboards = []string{"grafana/gpu-overview.json", "grafana/cuda-activity.json", "grafana/llm-performance.json"}
+var dashboards = []string{"grafana/gpu-overview.json", "grafana/cuda-activity.json", "grafana/llm-performance.json", "grafana/training.json"}
 
 // dashboard is the part of a Grafana dashboard the tests read.
 type dashboard struct {

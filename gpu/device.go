@@ -52,6 +52,10 @@ type device struct {
 	Device
 	h   nvml.Device
 	mig bool
+	// source is the gpu.measurement.source of a runtime backend's device
+	// (DCGM, RDC, the TPU runtime); "" for the others.
+	source string
+	driver string // hw.driver_version
 	// unsupported has bit r set once the device answered read r with
 	// ERROR_NOT_SUPPORTED; the read is not tried again (until MIG mode
 	// changes, which changes what a device supports).
@@ -100,6 +104,9 @@ type series struct {
 	temperature, tempJunction, tempMemory opts
 	throttle                              []opts
 	other                                 opts // the process overflow series
+	// accel are the series of a runtime backend's values, by accelValue;
+	// nil for the other backends' devices.
+	accel []opts
 }
 
 // process is a GPU process's precomputed series identity.
@@ -123,7 +130,7 @@ func newDevice(h nvml.Device, info Device, driver string) *device {
 // if sensors is set.
 func newVendorDevice(info Device, vendor, driver, podID string, sensors bool) *device {
 	info.Vendor = vendor
-	d := &device{Device: info, mig: info.Parent != "", procs: map[uint32]*process{}, podID: podID, sensors: sensors}
+	d := &device{Device: info, mig: info.Parent != "", procs: map[uint32]*process{}, podID: podID, sensors: sensors, driver: driver}
 	d.attrs = []attribute.KeyValue{
 		semconv.HWID.String(info.UUID),
 		semconv.HWName.String(info.Name),
@@ -173,6 +180,9 @@ func (d *device) newSeries(owner []attribute.KeyValue) *series {
 	}
 	for i, r := range semconv.ThrottleReasons {
 		s.throttle[i] = with(semconv.GPUClockThrottleReason.String(r))
+	}
+	if d.source != "" {
+		s.accel = accelSeries(all)
 	}
 	s.temperature = s.base
 	if d.sensors {

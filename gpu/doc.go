@@ -3,7 +3,7 @@
 //
 // # Backends
 //
-// New tries four backends, in order (WithBackends selects among them),
+// New tries its backends in order (WithBackends selects among them),
 // and uses every one that finds GPUs: a node with GPUs of both vendors
 // reports both; the vendors' devices are disjoint. The three AMD backends
 // are fallbacks of one another: the first that finds the AMD GPUs reads
@@ -25,6 +25,36 @@
 //   - amdgpu sysfs (AMD): the files the amdgpu driver publishes in sysfs
 //     (WithSysfsRoot), tried only when neither library found a GPU: not
 //     installed, or unable to start.
+//   - DCGM (NVIDIA), a runtime backend: NVIDIA's Data Center GPU Manager,
+//     libdcgm.so.4, .3 or .2 (WithDCGMLibraryPath), bound with purego
+//     (package internal/dcgm). It reads the profiling fields NVML does not
+//     give (SM activity and occupancy, tensor, FP64/32/16 pipe and DRAM
+//     activity, PCIe and NVLink throughput) of the GPUs NVML found, under
+//     their hw.id, with gpu.measurement.source=dcgm, through nv-hostengine
+//     (WithDCGMHostEngine, or found on its default socket or port) or a
+//     host engine embedded in the process. Another profiler holding the
+//     counters, blank values and failed reads are counted in the
+//     xpuscope.gpu.scrape.misses, samples.blank and field.unavailable
+//     self-metrics; Status says what each backend reads.
+//   - RDC (AMD), a runtime backend: ROCm's Data Center tool,
+//     librdc_bootstrap.so (WithRDCLibraryPath), bound with purego (package
+//     internal/rdc), in its embedded mode. It reads utilization, VRAM,
+//     power and ECC totals (series of their own beside AMD SMI's or ROCm
+//     SMI's), XGMI bytes, and RDC's profiling fields (occupancy, waves,
+//     tensor activity, memory bandwidth, SM activity), each GPU under the
+//     identity the AMD backend gave the GPU of the same index, with
+//     gpu.measurement.source=rdc. A field the GPU's counters cannot hold
+//     beside those added before it is dropped for that GPU and counted.
+//   - TPU (Google), a runtime backend without a library: the chips from
+//     sysfs (PCI vendor 0x1ae0: v4, v5e, v5p, v6e, 7x, and v2/v3), each
+//     device the runtime numbers a series with hw.type=tpu,
+//     hw.vendor=Google and gpu.measurement.source=libtpu; their HBM use,
+//     TensorCore duty cycle and HLO queue and execution time from the TPU
+//     runtime's metrics service (libtpu's RuntimeMetricService, gRPC with
+//     local credentials) on the ports the workloads publish in
+//     TPU_RUNTIME_METRICS_PORTS, else 8431 (WithTPUMetricsPorts). The
+//     service exists only while a workload runs: a port nobody listens on
+//     is counted, not an error.
 //
 // The NVIDIA backend reports, per GPU, utilization (general, encoder,
 // decoder), memory (usage, limit, free, reserved, utilization),

@@ -83,3 +83,22 @@ func ExampleWithNVML() {
 	}
 	// Output: hw.power = 312.5 W
 }
+
+// Status says, backend by backend, what the Source reads, or why not: here
+// whether DCGM watches its profiling fields, or another profiler holds
+// the GPUs' counters.
+func ExampleSource_Status() {
+	src, err := gpu.New(gpu.WithBackends(gpu.BackendNVML, gpu.BackendDCGM))
+	if err != nil {
+		log.Printf("gpu metrics off: %v", err)
+		return
+	}
+	defer src.Close()
+	for _, b := range src.Status().Backends {
+		if b.Active {
+			log.Printf("%s: %d device(s): %s", b.Backend, b.Devices, b.Detail)
+		} else {
+			log.Printf("%s: off: %s", b.Backend, b.Detail)
+		}
+	}
+}

@@ -17,6 +17,7 @@ type instruments struct {
 	processMemory, symbolMissing                         metric.Int64ObservableUpDownCounter
 	io, errors, readErrors, overflow                     metric.Int64ObservableCounter
 	energy                                               metric.Float64ObservableCounter
+	accel                                                accelInstruments
 }
 
 func (in *instruments) create(m metric.Meter) error {
@@ -43,17 +44,18 @@ func (in *instruments) create(m metric.Meter) error {
 	in.readErrors = b.Counter(semconv.XpuscopeGPUReadErrors)
 	in.overflow = b.Counter(semconv.XpuscopeGPUProcessOverflow)
 	in.energy = b.FloatCounter(semconv.HWEnergy)
+	in.accel.create(&b)
 	return b.Err()
 }
 
 func (in *instruments) all() []metric.Observable {
-	return []metric.Observable{
+	return append([]metric.Observable{
 		in.utilization, in.memoryUtilization, in.memoryController, in.temperature,
 		in.power, in.powerLimit, in.powerAverage, in.clock, in.throttle, in.fan, in.processUtilization,
 		in.memoryUsage, in.memoryLimit, in.memoryFree, in.memoryReserved,
 		in.processMemory, in.symbolMissing, in.io, in.errors, in.readErrors,
 		in.overflow, in.energy,
-	}
+	}, in.accel.all...)
 }
 
 // observe reports the front snapshot and the counters. It only reads.
@@ -68,6 +70,7 @@ func (s *Source) observe(_ context.Context, o metric.Observer) error {
 		d.xid.observe(o, in.errors)
 	}
 	s.errors.observe(o, in.readErrors)
+	s.scrape.observe(o, &in.accel)
 	for _, m := range s.missing {
 		o.ObserveInt64(in.symbolMissing, 1, m...)
 	}
@@ -146,6 +149,7 @@ func observeSample(o metric.Observer, in *instruments, sm *sample) {
 			o.ObserveFloat64(in.throttle, float64(sm.throttle>>uint(i)&1), opts...)
 		}
 	}
+	observeAccel(o, &in.accel, sm)
 	for i := range sm.procs {
 		p := &sm.procs[i]
 		if p.hasMem {

@@ -43,10 +43,23 @@ const (
 	// BackendAMDSysfs reads AMD GPUs from what the amdgpu driver publishes
 	// in sysfs, when neither AMD SMI nor ROCm SMI found any.
 	BackendAMDSysfs Backend = "amdgpu_sysfs"
+	// BackendDCGM reads the profiling fields of NVIDIA GPUs (SM activity
+	// and occupancy, pipe and DRAM activity, PCIe and NVLink throughput)
+	// through NVIDIA DCGM: an embedded host engine, or nv-hostengine.
+	BackendDCGM Backend = "dcgm"
+	// BackendRDC reads AMD GPUs through ROCm's RDC: utilization, memory,
+	// power, ECC, XGMI bytes and its profiling fields.
+	BackendRDC Backend = "rdc"
+	// BackendTPU reads Google TPUs: the chips from sysfs, their figures
+	// from the TPU runtime's metrics service while a workload runs.
+	BackendTPU Backend = "tpu"
 )
 
-// allBackends is the default: every backend, in order.
-var allBackends = []Backend{BackendNVML, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs}
+// allBackends is the default: every backend, in the order New tries them.
+// The runtime backends come after the backend that finds their vendor's
+// devices (DCGM after NVML, RDC after the AMD ones), so that their series
+// take those devices' identity.
+var allBackends = []Backend{BackendNVML, BackendDCGM, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendTPU}
 
 type config struct {
 	meterProvider metric.MeterProvider
@@ -62,6 +75,14 @@ type config struct {
 	sysfs         fs.FS // nil: os.DirFS(sysfsRoot)
 	amdPCIe       bool
 	resolver      Resolver
+
+	dcgmPath   string  // "": the first of dcgm.DefaultLibraries found
+	dcgmEngine *string // nil: look for nv-hostengine at dcgmProbe
+	dcgmProbe  dcgmProbe
+	rdcPath    string // "": the first of rdc.DefaultLibraries found
+	tpuPorts   []int  // nil: the workloads' TPU_RUNTIME_METRICS_PORTS, else DefaultTPUMetricsPort
+	tpuHost    string
+	tpuTimeout time.Duration
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -72,6 +93,9 @@ func newConfig(opts []Option) (config, error) {
 		maxProcesses: DefaultMaxProcesses,
 		rocmPath:     DefaultROCmSMILibrary,
 		sysfsRoot:    DefaultSysfsRoot,
+		dcgmProbe:    defaultDCGMProbe,
+		tpuHost:      DefaultTPUMetricsHost,
+		tpuTimeout:   DefaultTPUTimeout,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -113,6 +137,18 @@ func newConfig(opts []Option) (config, error) {
 	if len(c.backends) == 0 {
 		return c, errors.New("gpu: WithBackends: no backend selected")
 	}
+	for _, p := range c.tpuPorts {
+		if p < 1 || p > 65535 {
+			return c, fmt.Errorf("gpu: WithTPUMetricsPorts: a port must be 1 to 65535, got %d", p)
+		}
+	}
+	if c.tpuHost == "" {
+		return c, errors.New("gpu: WithTPUMetricsHost: host is empty")
+	}
+	if c.tpuTimeout <= 0 {
+		return c, fmt.Errorf("gpu: WithTPUTimeout: the timeout must be positive, got %v", c.tpuTimeout)
+	}
+
 	for i, b := range c.backends {
 		if !slices.Contains(allBackends, b) {
 			return c, fmt.Errorf("gpu: WithBackends: unknown backend %q (known: %v)", b, allBackends)
@@ -179,9 +215,9 @@ func WithNVML(lib nvml.Interface) Option {
 }
 
 // WithBackends selects the backends New tries; the default is all of
-// them, in the order BackendNVML, BackendAMDSMI, BackendROCmSMI,
-// BackendAMDSysfs (which
-// New keeps whatever the order given). With WithNVML, the default is
+// them, in the order BackendNVML, BackendDCGM, BackendAMDSMI,
+// BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendTPU (which New
+// keeps whatever the order given). With WithNVML, the default is
 // BackendNVML alone.
 func WithBackends(b ...Backend) Option {
 	return optionFunc(func(c *config) { c.backends = append([]Backend{}, b...) })
@@ -224,6 +260,55 @@ func WithAMDPCIeThroughput(on bool) Option {
 // every poll, only while exactly one pod holds it. The default is none.
 func WithResolver(r Resolver) Option {
 	return optionFunc(func(c *config) { c.resolver = r })
+}
+
+// WithDCGMLibraryPath loads DCGM from path (a path, or a soname) instead
+// of the first of libdcgm.so.4, .so.3 and .so.2 found in the loader path
+// or under the GPU operator's driver root (/run/nvidia/driver).
+func WithDCGMLibraryPath(path string) Option {
+	return optionFunc(func(c *config) { c.dcgmPath = path })
+}
+
+// WithDCGMHostEngine makes the DCGM backend connect to nv-hostengine at
+// addr: host:port (host alone: DCGM's port, 5555), or unix:// and the path
+// of its domain socket. "" starts an embedded host engine in the agent's
+// process instead, whatever runs on the node. Without this option the
+// backend connects to nv-hostengine where one answers on its default
+// socket (/tmp/nv-hostengine) or 127.0.0.1:5555, and starts an embedded
+// one otherwise.
+func WithDCGMHostEngine(addr string) Option {
+	return optionFunc(func(c *config) { c.dcgmEngine = &addr })
+}
+
+// WithRDCLibraryPath loads RDC's bootstrap library from path instead of
+// the first of librdc_bootstrap.so.1, .so and .so.0 found in the loader
+// path or /opt/rocm/lib.
+func WithRDCLibraryPath(path string) Option {
+	return optionFunc(func(c *config) { c.rdcPath = path })
+}
+
+// WithTPUMetricsPorts sets the ports of the TPU runtime's metrics service
+// to read. Without this option the Source reads the ports the processes
+// holding the TPUs publish in their TPU_RUNTIME_METRICS_PORTS
+// (comma-separated, as libtpu takes it), and DefaultTPUMetricsPort for a
+// process without it, or when it sees none (no workload, or no access to
+// the host's /proc). With no port, the TPU backend reads the chips and no
+// runtime figures.
+func WithTPUMetricsPorts(ports ...int) Option {
+	return optionFunc(func(c *config) { c.tpuPorts = append([]int{}, ports...) })
+}
+
+// WithTPUMetricsHost sets the host the TPU runtime's metrics service is
+// reached at; the default is DefaultTPUMetricsHost, the node itself (TPU
+// workloads run in the host's network namespace).
+func WithTPUMetricsHost(host string) Option {
+	return optionFunc(func(c *config) { c.tpuHost = host })
+}
+
+// WithTPUTimeout bounds one scrape of a TPU runtime's metrics service
+// (its calls together); the default is DefaultTPUTimeout.
+func WithTPUTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.tpuTimeout = d })
 }
 
 // withSysfsFS makes the Source read sysfs through fsys, rooted where sysfs

@@ -50,6 +50,11 @@ type sample struct {
 	eccCorrected, eccUncorrected    int64
 	throttle                        uint64
 
+	// acc are the runtime backends' values, by accelValue; accHave has
+	// bit av set for each one read.
+	acc     [numAccel]float64
+	accHave uint64
+
 	procs       []procSample
 	otherMemory int64 // memory of the processes folded past the cap
 	folded      int   // how many were folded this cycle

@@ -24,11 +24,13 @@ const closeTimeout = 5 * time.Second
 type Source struct {
 	cfg      config
 	backends []backend // the backends that found GPUs, in New's order
+	states   []backendState
 	procs    procfs.FS
 
 	devices []*device // physical GPUs of every backend, fixed at New
 	missing []opts    // one per (symbol, metric) a library lacks
 	errors  readErrors
+	scrape  scrapeStats // the runtime backends' misses, blanks and unwatchable fields
 	inst    instruments
 	reg     metric.Registration
 
@@ -63,9 +65,12 @@ type backend interface {
 // says the backend found no GPU, and why.
 var openers = map[Backend]func(*Source) (backend, error){
 	BackendNVML:     openNVML,
+	BackendDCGM:     openDCGM,
 	BackendAMDSMI:   openAMDSMI,
 	BackendROCmSMI:  openROCmSMI,
 	BackendAMDSysfs: openAMDSysfs,
+	BackendRDC:      openRDC,
+	BackendTPU:      openTPU,
 }
 
 // New finds the GPUs, registers the instruments, reads every device once
@@ -104,11 +109,14 @@ func New(opts ...Option) (*Source, error) {
 // open opens the selected backends.
 func (s *Source) open() error {
 	var unavailable []error
-	amd := false
+	var amd Backend // the AMD backend that found the AMD GPUs
 	for _, kind := range s.cfg.backends {
-		if amd && (kind == BackendROCmSMI || kind == BackendAMDSysfs) {
-			continue // fallbacks of the AMD library that found the AMD GPUs
+		if amd != "" && (kind == BackendROCmSMI || kind == BackendAMDSysfs) {
+			// fallbacks of the AMD library that found the AMD GPUs
+			s.states = append(s.states, backendState{kind: kind, why: fmt.Sprintf("not tried: %s found the AMD GPUs", amd)})
+			continue
 		}
+		before := len(s.devices)
 		b, err := openers[kind](s)
 		if err != nil {
 			if !errors.Is(err, xpuscope.ErrUnavailable) {
@@ -116,10 +124,14 @@ func (s *Source) open() error {
 				return err
 			}
 			unavailable = append(unavailable, err)
+			s.states = append(s.states, backendState{kind: kind, why: err.Error()})
 			continue
 		}
 		s.backends = append(s.backends, b)
-		amd = amd || kind == BackendAMDSMI || kind == BackendROCmSMI
+		s.states = append(s.states, backendState{kind: kind, b: b, devices: len(s.devices) - before})
+		if amd == "" && (kind == BackendAMDSMI || kind == BackendROCmSMI) {
+			amd = kind
+		}
 	}
 	switch {
 	case len(s.backends) > 0:
@@ -209,15 +221,31 @@ func (s *Source) DriverVersion() string {
 
 // Devices lists the devices of the last read: each NVIDIA GPU, in NVML
 // index order, followed by its MIG instances (Parent set); then each AMD
-// GPU, in index order.
+// GPU, in index order; then each TPU. A device that a runtime backend
+// (DCGM, RDC) reads beside the backend that found it is listed once.
 func (s *Source) Devices() []Device {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]Device, len(s.front.samples))
+	out := make([]Device, 0, len(s.front.samples))
 	for i := range s.front.samples {
-		out[i] = s.front.samples[i].d.Device
+		d := s.front.samples[i].d
+		if d.source != "" && s.listed(d.UUID) {
+			continue
+		}
+		out = append(out, d.Device)
 	}
 	return out
+}
+
+// listed reports whether a backend other than a runtime backend read the
+// device with hw.id id in the front snapshot.
+func (s *Source) listed(id string) bool {
+	for i := range s.front.samples {
+		if d := s.front.samples[i].d; d.source == "" && d.UUID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Close stops polling, unregisters the instruments, and shuts down and

@@ -10,6 +10,7 @@ import (
 	prometheus "github.com/prometheus/procfs"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpuscope/xpuscope/internal/envscan"
 	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
 )
@@ -136,11 +137,11 @@ func BenchmarkReadEnviron(b *testing.B) {
 		},
 		func(p prometheus.Proc) error {
 			env, err := p.Environ()
-			var parser envParser
+			var parser envscan.Parser
 			for _, e := range env {
-				parser.entry([]byte(e))
+				parser.Entry([]byte(e))
 			}
-			if err == nil && parser.env.ServiceName == "" {
+			if err == nil && parser.Vars().ServiceName == "" {
 				err = errors.New("not read")
 			}
 			return err

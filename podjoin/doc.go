@@ -9,12 +9,16 @@
 // Resolver.Process reads /proc/<pid>/cgroup (ParseCgroup: cgroup v1 and
 // v2; containerd, CRI-O, Docker and Podman; the systemd and cgroupfs
 // layouts, with the kubepods, kubepods-burstable and kubepods-besteffort
-// levels) for the container id and pod UID, and four variables of
+// levels) for the container id and pod UID, and five variables of
 // /proc/<pid>/environ (ParseEnviron): TRACEPARENT and TRACESTATE
 // (ParseTraceparent, W3C Trace Context), OTEL_RESOURCE_ATTRIBUTES
-// (ParseResourceAttributes) and OTEL_SERVICE_NAME. No other variable is
-// kept, logged or exported: the environment is scanned in a reused
-// buffer, at most 1 MiB of it, which is zeroed after each read.
+// (ParseResourceAttributes) and OTEL_SERVICE_NAME. The allowlist has two
+// names more, which the Resolver does not use: MLFLOW_TRACKING_URI, which
+// genai/training reads (where a job's MLflow file store is), and
+// TPU_RUNTIME_METRICS_PORTS, which the gpu Source's TPU backend reads
+// through ReadEnviron. No other variable is kept, logged or exported: the
+// environment is scanned in a reused buffer, at most 1 MiB of it, which
+// is zeroed after each read.
 //
 // The kubelet's PodResources API knows no pod UIDs and no container ids,
 // so the pod name, namespace and container name of a process come from

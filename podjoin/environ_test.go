@@ -27,9 +27,11 @@ func TestParseEnviron(t *testing.T) {
 		in   []byte
 		want Environ
 	}{
-		{"all four among others", env("PATH=/bin", "TRACEPARENT="+tp, "TRACESTATE=a=b", "SECRET=x",
-			"OTEL_RESOURCE_ATTRIBUTES=k=v", "OTEL_SERVICE_NAME=svc"),
-			Environ{tp, "a=b", "k=v", "svc"}},
+		{"all five among others", env("PATH=/bin", "TRACEPARENT="+tp, "TRACESTATE=a=b", "SECRET=x",
+			"OTEL_RESOURCE_ATTRIBUTES=k=v", "MLFLOW_TRACKING_URI=file:///runs/mlruns", "OTEL_SERVICE_NAME=svc"),
+			Environ{Traceparent: tp, Tracestate: "a=b", ResourceAttributes: "k=v", ServiceName: "svc", MLflowTrackingURI: "file:///runs/mlruns"}},
+		{"MLflow's others are not read", env("MLFLOW_TRACKING_TOKEN=secret", "MLFLOW_TRACKING_PASSWORD=pw", "MLFLOW_TRACKING_URI_X=y", "MLFLOW_TRACKING_USERNAME=u"), Environ{}},
+		{"a TPU workload's metrics ports", env("PATH=/bin", "TPU_RUNTIME_METRICS_PORTS=8431,8432", "TPU_NAME=x"), Environ{TPURuntimeMetricsPorts: "8431,8432"}},
 		{"first occurrence counts", env("OTEL_SERVICE_NAME=one", "OTEL_SERVICE_NAME=two"), Environ{ServiceName: "one"}},
 		{"an empty first occurrence counts", env("OTEL_SERVICE_NAME=", "OTEL_SERVICE_NAME=two"), Environ{}},
 		{"a value over its cap is dropped whole", env("OTEL_SERVICE_NAME=" + strings.Repeat("s", MaxServiceName+1)), Environ{}},

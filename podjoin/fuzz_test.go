@@ -98,6 +98,7 @@ func FuzzParseEnviron(f *testing.F) {
 			{EnvTracestate, e.Tracestate, MaxTracestate},
 			{EnvResourceAttributes, e.ResourceAttributes, MaxResourceAttributes},
 			{EnvServiceName, e.ServiceName, MaxServiceName},
+			{EnvMLflowTrackingURI, e.MLflowTrackingURI, MaxMLflowTrackingURI},
 		} {
 			require.LessOrEqual(t, len(v.val), v.max, "%s: bytes", v.name)
 			require.NotContains(t, v.val, "\x00", "%s: %d bytes", v.name, len(v.val))

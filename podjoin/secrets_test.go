@@ -22,6 +22,7 @@ var secrets = []string{
 	"Bearer-SECRET3-otlp-header-token",
 	"SECRET4-inside-a-huge-variable",
 	"SECRET5-tracestate-lookalike",
+	"SECRET6-mlflow-token",
 }
 
 // secretEnviron is an environment with secrets around the allowed
@@ -39,6 +40,8 @@ func secretEnviron() []byte {
 	add("OTEL_EXPORTER_OTLP_HEADERS=Authorization=" + secrets[2])
 	add("BIG=" + strings.Repeat("b", 2*environBuf) + secrets[3] + strings.Repeat("b", environBuf))
 	add("TRACESTATEX=" + secrets[4])
+	add("MLFLOW_TRACKING_TOKEN=" + secrets[5])
+	add("MLFLOW_TRACKING_URI=file:///data/mlruns")
 	add("OTEL_SERVICE_NAME=payments")
 	add("OTEL_RESOURCE_ATTRIBUTES=team=ml,deployment.environment=prod")
 	return b

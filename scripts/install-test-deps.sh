@@ -15,6 +15,8 @@ packages=(
 	curl libssl3 python3      # real HTTPS clients on the system OpenSSL, for the genai capture
 	libssl-dev                # OpenSSL's static archives: a client with OpenSSL linked in, as Node has
 	prometheus                # promtool for deploy/prometheus/rules.yml, and the server the agent's end-to-end test scrapes with
+	protobuf-compiler libprotobuf-dev  # make check-generate: protoc 3.21.12 and the well-known types, for the TPU runtime's gRPC code
+	libipt2                   # Intel's Intel PT library: the optional decode step of intelpt's captures (internal/cmd/ptdecode) and its test's synthetic trace
 )
 # The other architecture's C compiler (the calling-convention tests compile
 # callers for both), and on x86-64 what make test-arm64 needs: the arm64

@@ -38,7 +38,7 @@ var (
 var agentMetrics = []Metric{XpuscopeAgentFeatureState, XpuscopeAgentExportFailures}
 
 var agentAttributes = []Attribute{
-	{XpuscopeFeature, "string", "A feature of the reference agent: the pod resolver (podjoin) or one Source (gpu, cudatrace, hiptrace, genai).", Self, []string{"podjoin", "gpu", "cudatrace", "hiptrace", "genai"}},
+	{XpuscopeFeature, "string", "A feature of the reference agent: the pod resolver (podjoin) or one Source (gpu, pmu, cudatrace, hiptrace, serving, training, genai, intelpt).", Self, []string{"podjoin", "gpu", "pmu", "cudatrace", "hiptrace", "serving", "training", "genai", "intelpt"}},
 	{XpuscopeFeatureState, "string", "What became of a feature at start-up.", Self, []string{FeatureActive, FeatureUnavailable, FeatureFault}},
 	{XpuscopeSignal, "string", "An OpenTelemetry signal the agent exports.", Self, []string{SignalMetrics, SignalTraces}},
 }

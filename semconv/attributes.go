@@ -113,12 +113,12 @@ var ThrottleReasons = []string{
 var coreAttributes = []Attribute{
 	{HWID, "string", "Unique identifier of the device on the host: the vendor UUID (NVIDIA GPU-…, MIG-…); for an AMD GPU its unique id as 0x and 16 hexadecimal digits (ROCm SMI, sysfs unique_id, which AMD SMI reads too), or its PCI address where it has none.", OTel, nil},
 	{HWName, "string", "Product name as the vendor library reports it.", OTel, nil},
-	{HWVendor, "string", "Vendor name.", OTel, []string{VendorNVIDIA, VendorAMD}},
-	{HWType, "string", "Component type.", OTel, []string{HWTypeGPU}},
+	{HWVendor, "string", "Vendor name.", OTel, []string{VendorNVIDIA, VendorAMD, VendorGoogle}},
+	{HWType, "string", "Component type: " + HWTypeGPU + ", or " + HWTypeTPU + " for a TPU (a documented value beside OpenTelemetry's).", OTel, []string{HWTypeGPU, HWTypeTPU}},
 	{HWParent, "string", "hw.id of the parent GPU; set on MIG instances.", OTel, nil},
 	{HWDriverVersion, "string", "Kernel driver version. AMD: the amdgpu module's version, or the kernel release for the in-tree driver.", OTel, nil},
 	{HWGPUTask, "string", "Task the utilization refers to.", OTel, []string{GPUTaskGeneral, GPUTaskEncoder, GPUTaskDecoder}},
-	{ErrorType, "string", "Error class.", OTel, []string{ErrorCorrected, ErrorUncorrected, ErrorXID, "on self-metrics: NVML return names (ERROR_UNKNOWN, ERROR_GPU_IS_LOST, …), AMD SMI and ROCm SMI status names (AMDSMI_STATUS_BUSY, RSMI_STATUS_BUSY, …), and for sysfs reads errno names (EAGAIN, EIO, …) or invalid_data; on xpuscope.bpf.ring.errors: " + RingErrorRead + ", " + RingErrorDecode + "; on GenAI calls: the provider's error type, the HTTP status, " + GenAIErrorStreamTruncated + ", " + GenAIErrorCancelled + " or _OTHER; on xpuscope.genai.server.requests: the model server's word for the failure (vLLM abort or error, TGI's err, Triton's reason, TF Serving's status); on xpuscope.genai.serving.scrapes: " + ScrapeErrorTimeout + ", " + ScrapeErrorConnect + ", " + ScrapeErrorNetNS + ", " + ScrapeErrorStatus + ", " + ScrapeErrorTooLarge + ", " + ScrapeErrorParse + ", " + ScrapeErrorUnrecognised}},
+	{ErrorType, "string", "Error class.", OTel, []string{ErrorCorrected, ErrorUncorrected, ErrorXID, "on self-metrics: NVML return names (ERROR_UNKNOWN, ERROR_GPU_IS_LOST, …), AMD SMI and ROCm SMI status names (AMDSMI_STATUS_BUSY, RSMI_STATUS_BUSY, …), and for sysfs reads errno names (EAGAIN, EIO, …) or invalid_data; on xpuscope.bpf.ring.errors: " + RingErrorRead + ", " + RingErrorDecode + "; on GenAI calls: the provider's error type, the HTTP status, " + GenAIErrorStreamTruncated + ", " + GenAIErrorCancelled + " or _OTHER; on xpuscope.genai.server.requests: the model server's word for the failure (vLLM abort or error, TGI's err, Triton's reason, TF Serving's status); on xpuscope.genai.serving.scrapes: " + ScrapeErrorTimeout + ", " + ScrapeErrorConnect + ", " + ScrapeErrorNetNS + ", " + ScrapeErrorStatus + ", " + ScrapeErrorTooLarge + ", " + ScrapeErrorParse + ", " + ScrapeErrorUnrecognised + "; on xpuscope.training.read.errors: " + TrainingErrorBadCRC + ", " + TrainingErrorCorrupt + ", " + TrainingErrorTooLarge + ", " + TrainingErrorDecode + ", " + TrainingErrorParse + ", " + TrainingErrorRead + ", " + TrainingErrorOpen}},
 	{NetworkIODir, "string", "Direction of the transfer, seen from the GPU.", OTel, []string{DirectionReceive, DirectionTransmit}},
 	{ServiceName, "string", "Resource attribute: the reporting service; the reference agent sets xpuscope-agent unless its configuration or OTEL_SERVICE_NAME says otherwise. On the series and spans of a process that package podjoin places: the process's own service, from its OTEL_SERVICE_NAME, else the service.name of its OTEL_RESOURCE_ATTRIBUTES.", OTel, nil},
 	{K8sNodeName, "string", "Resource attribute: the Kubernetes node the reference agent runs on, from the downward API (K8S_NODE_NAME).", OTel, nil},
@@ -157,7 +157,7 @@ var coreAttributes = []Attribute{
 
 // attributes is the registry: each area's list, in order. An area defined
 // in a file of its own adds its list here.
-var attributes = slices.Concat(coreAttributes, amdAttributes, occupancyAttributes, genaiAttributes, servingAttributes, captureAttributes, ncclAttributes, uprobeAttributes, agentAttributes, podjoinAttributes)
+var attributes = slices.Concat(coreAttributes, amdAttributes, acceleratorAttributes, occupancyAttributes, genaiAttributes, servingAttributes, trainingAttributes, captureAttributes, pmuAttributes, intelptAttributes, ncclAttributes, uprobeAttributes, agentAttributes, podjoinAttributes)
 
 // Attributes returns every registered attribute, in registry order.
 func Attributes() []Attribute {

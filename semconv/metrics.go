@@ -13,8 +13,10 @@ var gpuAttrs = []attribute.Key{
 }
 
 // deviceAttrs are carried by every GPU device series: the device's, and
-// the pod's while exactly one pod holds the device.
-var deviceAttrs = with(gpuAttrs, podAttrs...)
+// the pod's while exactly one pod holds the device; the series of the
+// runtime backends (DCGM, RDC, the TPU runtime) carry
+// gpu.measurement.source too.
+var deviceAttrs = with(with(gpuAttrs, podAttrs...), GPUMeasurementSource)
 
 // gpuProcAttrs are carried by a per-process GPU series: the device's, and
 // the process's.
@@ -32,19 +34,19 @@ var (
 		Name: "hw.gpu.utilization", Kind: Gauge, Unit: "1", Origin: OTel,
 		Description: "Fraction of the sample period during which the GPU was busy with the task.",
 		Attributes:  with(deviceAttrs, HWGPUTask),
-		Note:        "NVML: general from nvmlDeviceGetUtilizationRates (any kernel running, not how much of the GPU it used), encoder and decoder from their own reads. " + migOmitted + " AMD: general only, from rsmi_dev_busy_percent_get or gpu_busy_percent.",
+		Note:        "NVML: general from nvmlDeviceGetUtilizationRates (any kernel running, not how much of the GPU it used), encoder and decoder from their own reads. " + migOmitted + " AMD: general only, from rsmi_dev_busy_percent_get or gpu_busy_percent. RDC (gpu.measurement.source=rdc): RDC_FI_GPU_UTIL (500), percent → ratio, a series of its own beside AMD SMI's or ROCm SMI's.",
 	}
 	HWGPUMemoryUsage = Metric{
 		Name: "hw.gpu.memory.usage", Kind: UpDownCounter, Unit: "By", Origin: OTel,
 		Description: "GPU memory in use.",
 		Attributes:  deviceAttrs,
-		Note:        "Reported for GPUs and MIG instances. AMD: VRAM, from rsmi_dev_memory_usage_get or mem_info_vram_used.",
+		Note:        "Reported for GPUs and MIG instances. AMD: VRAM, from rsmi_dev_memory_usage_get or mem_info_vram_used. RDC (gpu.measurement.source=rdc): RDC_FI_GPU_MEMORY_USAGE (501).",
 	}
 	HWGPUMemoryLimit = Metric{
 		Name: "hw.gpu.memory.limit", Kind: UpDownCounter, Unit: "By", Origin: OTel,
 		Description: "Size of the GPU memory.",
 		Attributes:  deviceAttrs,
-		Note:        "Reported for GPUs and MIG instances. AMD: VRAM, from rsmi_dev_memory_total_get or mem_info_vram_total.",
+		Note:        "Reported for GPUs and MIG instances. AMD: VRAM, from rsmi_dev_memory_total_get or mem_info_vram_total. RDC (gpu.measurement.source=rdc): RDC_FI_GPU_MEMORY_TOTAL (502).",
 	}
 	HWGPUMemoryUtilization = Metric{
 		Name: "hw.gpu.memory.utilization", Kind: Gauge, Unit: "1", Origin: OTel,
@@ -62,7 +64,7 @@ var (
 		Name: "hw.power", Kind: Gauge, Unit: "W", Origin: OTel,
 		Description: "Instantaneous power drawn by the GPU.",
 		Attributes:  deviceAttrs,
-		Note:        migOmitted + " AMD: the socket power (rsmi_dev_current_socket_power_get, which ROCm 5.2 lacks, or hwmon power1_input); where the library or GPU has none, the firmware's average, as gpu.power.average.",
+		Note:        migOmitted + " AMD: the socket power (rsmi_dev_current_socket_power_get, which ROCm 5.2 lacks, or hwmon power1_input); where the library or GPU has none, the firmware's average, as gpu.power.average. RDC (gpu.measurement.source=rdc): RDC_FI_POWER_USAGE (300), µW → W (RDC's average socket power, else the current one).",
 	}
 	HWEnergy = Metric{
 		Name: "hw.energy", Kind: Counter, Unit: "J", Origin: OTel,
@@ -80,7 +82,7 @@ var (
 		Name: "hw.errors", Kind: Counter, Unit: "{error}", Origin: OTel,
 		Description: "Errors reported by the GPU: ECC memory errors (corrected, uncorrected) since the driver was loaded, and XID errors seen since the Source started.",
 		Attributes:  with(deviceAttrs, ErrorType, GPUXIDCode),
-		Note:        "ECC only where ECC is enabled. XID through an NVML event set (nvmlEventSetWait); XIDs that happened before the Source started are not seen. " + migOmitted + " AMD: ECC counts summed over the GPU blocks (rsmi_dev_ecc_count_get); no XID; not read from sysfs.",
+		Note:        "ECC only where ECC is enabled. XID through an NVML event set (nvmlEventSetWait); XIDs that happened before the Source started are not seen. " + migOmitted + " AMD: ECC counts summed over the GPU blocks (rsmi_dev_ecc_count_get); no XID; not read from sysfs. RDC (gpu.measurement.source=rdc): RDC_FI_ECC_CORRECT_TOTAL and _UNCORRECT_TOTAL (600, 601).",
 	}
 )
 
@@ -307,7 +309,7 @@ var cudaMetrics = []Metric{
 
 // metrics is the registry: each area's list, in order. An area defined in
 // a file of its own adds its list here.
-var metrics = slices.Concat(gpuMetrics, amdMetrics, cudaMetrics, ncclMetrics, occupancyMetrics, genaiMetrics, servingMetrics, captureMetrics, bpfMetrics, uprobeMetrics, agentMetrics, podjoinMetrics)
+var metrics = slices.Concat(gpuMetrics, amdMetrics, acceleratorMetrics, cudaMetrics, ncclMetrics, occupancyMetrics, genaiMetrics, servingMetrics, trainingMetrics, captureMetrics, pmuMetrics, intelptMetrics, bpfMetrics, uprobeMetrics, agentMetrics, podjoinMetrics)
 
 // Metrics returns every registered metric, in registry order.
 func Metrics() []Metric {

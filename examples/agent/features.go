@@ -19,10 +19,12 @@ import (
 	"github.com/xpuscope/xpuscope/examples/agent/internal/config"
 	"github.com/xpuscope/xpuscope/genai"
 	"github.com/xpuscope/xpuscope/genai/serving"
+	"github.com/xpuscope/xpuscope/genai/training"
 	"github.com/xpuscope/xpuscope/gpu"
 	"github.com/xpuscope/xpuscope/hiptrace"
 	"github.com/xpuscope/xpuscope/internal/bpfsource"
 	"github.com/xpuscope/xpuscope/occupancy"
+	"github.com/xpuscope/xpuscope/pmu"
 	"github.com/xpuscope/xpuscope/podjoin"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -33,6 +35,9 @@ type settings struct {
 	interval    time.Duration
 	nvmlLibrary string
 	procRoot    string
+	// intelptTrigger is the unix socket that asks for Intel PT captures;
+	// "" (the default) leaves Intel PT off.
+	intelptTrigger string
 
 	// genai: the LLM API capture.
 	rates          genai.Rates
@@ -56,6 +61,10 @@ type settings struct {
 	// gen_ai.server.* figures it reports; nil when it is not active.
 	servingOff bool
 	serving    *serving.Source
+
+	// trainingOff is set when the configuration turns the training jobs'
+	// Source off.
+	trainingOff bool
 }
 
 // fromConfig takes the configuration's settings for the features; a price
@@ -73,6 +82,7 @@ func (s *settings) fromConfig(cfg config.Config) error {
 	s.goTLS = llm.CaptureGoTLS
 	s.contentCapture = llm.Content.CaptureBytes()
 	s.servingOff = !cfg.AIML.Serving.Enabled
+	s.trainingOff = !cfg.AIML.Training.Enabled
 	return nil
 }
 
@@ -112,10 +122,13 @@ type feature struct {
 var features = []feature{
 	{"podjoin", startPodjoin},
 	{"gpu", startGPU},
+	{"pmu", startPMU},
 	{"cudatrace", startCUDATrace},
 	{"hiptrace", startHIPTrace},
 	{"serving", startServing},
+	{"training", startTraining},
 	{"genai", startGenAI},
+	{"intelpt", startIntelPT},
 }
 
 // startPodjoin starts the pod resolver on the host's procfs, the
@@ -271,6 +284,72 @@ func describeServing(st serving.Status) string {
 	return out
 }
 
+// errTrainingOff is the unavailable error of a training Source turned off
+// by the configuration.
+var errTrainingOff = xpuscope.Unavailablef("training: turned off by aiml.training.enabled")
+
+// startTraining finds the training jobs on the node and reads what they
+// write, every -interval.
+func startTraining(s settings, p providers) (xpuscope.Source, string, error) {
+	if s.trainingOff {
+		return nil, "", errTrainingOff
+	}
+	opts := []training.Option{
+		training.WithMeterProvider(p.meter),
+		training.WithInterval(s.interval),
+		training.WithProcRoot(s.procRoot),
+	}
+	if s.resolver != nil {
+		opts = append(opts, training.WithResolver(s.resolver))
+	}
+	src, err := training.New(opts...)
+	if err != nil {
+		return nil, "", err
+	}
+	return src, describeTraining(src.Status()), nil
+}
+
+// describeTraining lists each training job found: its framework and
+// launcher, its process, each file it is read from (format, path as the
+// job names it, run, records), and what could not be read and why.
+func describeTraining(st training.Status) string {
+	if len(st.Jobs) == 0 {
+		return "no training job found yet; processes are looked at every interval"
+	}
+	parts := make([]string, 0, len(st.Jobs))
+	for _, j := range st.Jobs {
+		var b strings.Builder
+		fw := j.Framework
+		if fw == "" {
+			fw = "unknown framework"
+		}
+		fmt.Fprintf(&b, "%s (pid %d, %s", fw, j.PID, j.Executable)
+		if j.Launcher != "" {
+			fmt.Fprintf(&b, ", launched by %s", j.Launcher)
+		}
+		if n := len(j.Processes); n > 1 {
+			fmt.Fprintf(&b, ", %d processes", n)
+		}
+		b.WriteString(")")
+		if len(j.Files) > 0 {
+			files := make([]string, 0, len(j.Files))
+			for _, f := range j.Files {
+				fs := fmt.Sprintf("%s %s (run %s, %d records)", f.Format, f.Path, f.Run, f.Records)
+				if f.Problem != "" {
+					fs += ": " + f.Problem
+				}
+				files = append(files, fs)
+			}
+			fmt.Fprintf(&b, " reads %s", strings.Join(files, ", "))
+		}
+		if len(j.Problems) > 0 {
+			fmt.Fprintf(&b, "; %s", strings.Join(j.Problems, "; "))
+		}
+		parts = append(parts, b.String())
+	}
+	return fmt.Sprintf("%d training job(s): %s", len(st.Jobs), strings.Join(parts, " | "))
+}
+
 func startCUDATrace(s settings, p providers) (xpuscope.Source, string, error) {
 	opts := []cudatrace.Option{
 		cudatrace.WithMeterProvider(p.meter),
@@ -408,6 +487,21 @@ func startGPU(s settings, p providers) (xpuscope.Source, string, error) {
 	return src, detail, nil
 }
 
+// startPMU counts the bytes the memory controllers move, every -interval,
+// from the uncore PMUs; -check says what it counts and how completely, or
+// exactly what is missing (a VM's PMUs, CAP_PERFMON).
+func startPMU(s settings, p providers) (xpuscope.Source, string, error) {
+	src, err := pmu.New(
+		pmu.WithMeterProvider(p.meter),
+		pmu.WithInterval(s.interval),
+		pmu.WithProcRoot(s.procRoot),
+	)
+	if err != nil {
+		return nil, "", err
+	}
+	return src, src.Status().Describe(), nil
+}
+
 type result struct {
 	name   string
 	state  state
@@ -477,8 +571,27 @@ func printCheck(w io.Writer, rs []result) {
 	fmt.Fprintf(tw, "platform\t%s/%s\t%s\n", runtime.GOOS, runtime.GOARCH, describePlatform())
 	for _, r := range rs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.state, r.detail)
+		if g, ok := r.src.(*gpu.Source); ok {
+			printGPUBackends(tw, g.Status())
+		}
 	}
 	tw.Flush()
+}
+
+// printGPUBackends prints a gpu/<backend> line for each backend of the gpu
+// Source: what it reads (DCGM's host engine and profiling fields, RDC's
+// fields, the TPU runtime's ports), or why it does not.
+func printGPUBackends(w io.Writer, st gpu.Status) {
+	for _, b := range st.Backends {
+		state, detail := unavailable, b.Detail
+		if b.Active {
+			state = active
+			if detail == "" {
+				detail = fmt.Sprintf("%d device(s)", b.Devices)
+			}
+		}
+		fmt.Fprintf(w, "gpu/%s\t%s\t%s\n", b.Backend, state, detail)
+	}
 }
 
 // closeAll closes the features in reverse start order: the Sources

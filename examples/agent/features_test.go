@@ -2,6 +2,7 @@ package main
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/genai"
+	"github.com/xpuscope/xpuscope/semconv"
 )
 
 // -check says what the capture probes: OpenSSL files and Go programs
@@ -49,4 +51,16 @@ func TestCheckSaysThePlatform(t *testing.T) {
 	for _, w := range want {
 		assert.Contains(t, lines[0], w)
 	}
+}
+
+// The registry's values of xpuscope.feature are the agent's features, in
+// start order: the label a dashboard filters on names every one.
+func TestFeatureNamesRegistered(t *testing.T) {
+	var names []string
+	for _, f := range features {
+		names = append(names, f.name)
+	}
+	i := slices.IndexFunc(semconv.Attributes(), func(a semconv.Attribute) bool { return a.Key == semconv.XpuscopeFeature })
+	require.GreaterOrEqual(t, i, 0)
+	require.Equal(t, names, semconv.Attributes()[i].Values)
 }

@@ -66,6 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.interval, "interval", gpu.DefaultInterval, "how often polled sources read their devices")
 	fs.StringVar(&o.nvmlLibrary, "nvml-library", gpu.DefaultNVMLLibrary, "NVML library to load (a path, for drivers outside the loader path)")
 	fs.StringVar(&o.procRoot, "proc-root", "/proc", "where the host's procfs is mounted")
+	fs.StringVar(&o.intelptTrigger, "intelpt-trigger", "", `unix socket that takes Intel PT capture requests (docs/intelpt.md); "" (the default) leaves Intel PT off`)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -91,6 +91,7 @@ func TestCheckOnNodeWithoutGPU(t *testing.T) {
 	assert.Regexp(t, `(?m)^podjoin +active +kubelet: unavailable \(.*kubelet\.sock.*\): cgroup and environment joins only`, stdout)
 	assert.Regexp(t, `(?m)^podjoin .*; pod names: `, stdout)
 	assert.Regexp(t, `(?m)^serving +active +(no model server found yet|\d+ model server\(s\): )`, stdout)
+	assert.Regexp(t, `(?m)^training +active +(no training job found yet|\d+ training job\(s\): )`, stdout)
 	if os.Geteuid() == 0 {
 		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
 		assert.Regexp(t, `(?m)^hiptrace +active +uprobes`, stdout)
@@ -109,6 +110,10 @@ func TestRunWithGPUs(t *testing.T) {
 	stdout, stderr, code := output(t, agent(t, "-check", "-nvml-library", lib))
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	assert.Regexp(t, `(?m)^gpu +active +NVIDIA: 2 GPU\(s\), driver 535\.999\.01: 0:NVIDIA Fake H100 80GB HBM3, 1:NVIDIA Fake A100-SXM4-40GB$`, stdout)
+	// A line per backend: NVML reads the GPUs; DCGM, not installed here,
+	// is unavailable, which is no fault.
+	assert.Regexp(t, `(?m)^gpu/nvml +active +2 device\(s\)$`, stdout)
+	assert.Regexp(t, `(?m)^gpu/dcgm +unavailable +gpu: DCGM library libdcgm\.so\.4 cannot be loaded`, stdout)
 	if os.Geteuid() == 0 {
 		// An NVIDIA node: the HIP tracer's ring is the small one.
 		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
@@ -313,6 +318,7 @@ export:
 	assert.Equal(t, 1.0, got["gpu/unavailable"], "%v", got)
 	assert.Equal(t, 1.0, got["podjoin/active"], "%v", got)
 	assert.Equal(t, 1.0, got["serving/active"], "%v", got)
+	assert.Equal(t, 1.0, got["training/active"], "%v", got)
 	assert.Equal(t, 0.0, got["gpu/active"], "%v", got)
 	if os.Geteuid() == 0 {
 		assert.Equal(t, 1.0, got["genai/active"], "%v", got)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,7 +151,9 @@ func TestOTLPExport(t *testing.T) {
 			if protocol != "grpc" {
 				endpoint = serveHTTP(t, r)
 			}
-			cmd := agent(t, "-duration", "6s", "-listen", "")
+			// No -duration: on a loaded machine the agent's start can
+			// take seconds; it runs until the test is done with it.
+			cmd := agent(t, "-listen", "")
 			cmd.Env = append(cmd.Env,
 				"OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint,
 				"OTEL_EXPORTER_OTLP_PROTOCOL="+protocol,
@@ -164,7 +167,13 @@ func TestOTLPExport(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
 
-			ok := poll(5*time.Second, func() bool { return r.has(semconv.XpuscopeAgentFeatureState.Name) })
+			stop := func() error {
+				if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					return err
+				}
+				return <-done
+			}
+			ok := poll(30*time.Second, func() bool { return r.has(semconv.XpuscopeAgentFeatureState.Name) })
 			require.True(t, ok, "no %s received over %s; agent: %s", semconv.XpuscopeAgentFeatureState.Name, protocol, stderr.String())
 			r.mu.Lock()
 			require.Equal(t, "gpu-node-7", r.resource[string(semconv.K8sNodeName)])
@@ -173,12 +182,13 @@ func TestOTLPExport(t *testing.T) {
 			r.mu.Unlock()
 
 			if os.Geteuid() != 0 {
+				require.NoError(t, stop(), "agent: %s", stderr.String())
 				testutil.SkipOrFail(t, "capturing an LLM call needs root")
 			}
 			// An LLM call the agent captures: its span is exported. The
 			// first curl may run before the agent has probed libssl.
 			s := llmserver.Start(t, llmserver.Options{TLS: true})
-			ok = poll(5*time.Second, func() bool {
+			ok = poll(30*time.Second, func() bool {
 				out, err := exec.Command("curl", "-sS", "--http1.1", "--cacert", s.CAFile, "-H", "Content-Type: application/json",
 					"-d", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`,
 					s.URL+"/v1/chat/completions").CombinedOutput()
@@ -187,7 +197,7 @@ func TestOTLPExport(t *testing.T) {
 				return slices.Contains(r.spanNames(), "chat gpt-4o-mini")
 			})
 			require.True(t, ok, "no span received: %v; agent: %s", r.spanNames(), stderr.String())
-			require.NoError(t, <-done, "agent: %s", stderr.String())
+			require.NoError(t, stop(), "agent: %s", stderr.String())
 		})
 	}
 }

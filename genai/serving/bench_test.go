@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/xpuscope/xpuscope/internal/procfs"
+	"github.com/xpuscope/xpuscope/internal/proctable"
 )
 
 // realSizedVLLM is a vLLM /metrics of a real server's size: the fixture
@@ -104,7 +105,7 @@ func BenchmarkScrapeAndMap(b *testing.B) {
 			reg, err := mp.Meter(ScopeName).RegisterCallback(s.observe, s.inst.all()...)
 			require.NoError(b, err)
 			defer reg.Unregister()
-			p.add(s)
+			p.sources.Add(s)
 			servers := make([]*server, n)
 			for i := range servers {
 				servers[i] = &server{spec: &vllmSpec, series: map[pointKey]*seriesState{}, port: uint16(8000 + i),
@@ -155,7 +156,8 @@ func BenchmarkDiscover(b *testing.B) {
 	require.NoError(b, err)
 	defer h.Close()
 	s := &Source{cfg: config{maxServers: DefaultMaxServers, maxModels: DefaultMaxModels, maxSeries: DefaultMaxSeries},
-		procs: fs, handle: h, entries: map[int]*procEntry{}, servers: map[serverKey]*server{}}
+		procs: fs, handle: h, servers: map[serverKey]*server{}}
+	s.table = proctable.Table{FS: fs, Handle: h, Identify: s.identify}
 	s.discover(time.Now())
 	pids, _ := fs.PIDs()
 	b.ReportAllocs()

@@ -109,7 +109,7 @@ func (s *Source) publish(now time.Time) {
 	for k := range s.servers {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b serverKey) int { return a.pid - b.pid })
+	slices.SortFunc(keys, func(a, b serverKey) int { return a.PID - b.PID })
 	states := map[string]int64{} // kind NUL state
 	for _, k := range keys {
 		srv := s.servers[k]

@@ -2,14 +2,13 @@ package serving
 
 import (
 	"context"
-	"slices"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -34,8 +33,7 @@ import (
 // first, then the readers, the MeterProvider and the Source. One
 // Producer serves several Sources.
 type Producer struct {
-	mu      sync.Mutex
-	sources []*Source
+	sources meterx.Sources[*Source]
 }
 
 // NewProducer returns a Producer for WithProducer.
@@ -44,9 +42,7 @@ func NewProducer() *Producer { return &Producer{} }
 // Produce returns the histograms of the last scrape of every open Source
 // given p, under ScopeName.
 func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
-	p.mu.Lock()
-	sources := slices.Clone(p.sources)
-	p.mu.Unlock()
+	sources := p.sources.List()
 	var out []metricdata.ScopeMetrics
 	now := time.Now()
 	for _, s := range sources {
@@ -93,16 +89,4 @@ func histograms(points []histPoint, now time.Time) []metricdata.Metrics {
 		}
 	}
 	return out
-}
-
-func (p *Producer) add(s *Source) {
-	p.mu.Lock()
-	p.sources = append(p.sources, s)
-	p.mu.Unlock()
-}
-
-func (p *Producer) remove(s *Source) {
-	p.mu.Lock()
-	p.sources = slices.DeleteFunc(p.sources, func(o *Source) bool { return o == s })
-	p.mu.Unlock()
 }

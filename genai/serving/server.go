@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/xpuscope/xpuscope/internal/procfs"
+	"github.com/xpuscope/xpuscope/internal/proctable"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -107,11 +108,11 @@ type server struct {
 	procSets map[int]attribute.Set
 }
 
-func (s *Source) newServer(root *procEntry, now time.Time) *server {
+func (s *Source) newServer(root *proctable.Process, now time.Time) *server {
 	srv := &server{
-		spec:   root.spec,
-		key:    serverKey{root.pid, root.start},
-		proc:   s.procs.Proc(root.pid),
+		spec:   root.Kind.(*spec),
+		key:    serverKey{root.PID, root.Start},
+		proc:   s.procs.Proc(root.PID),
 		procs:  s.procs,
 		found:  now,
 		next:   now,
@@ -123,8 +124,8 @@ func (s *Source) newServer(root *procEntry, now time.Time) *server {
 	}
 	srv.vals.lim = limits{models: s.cfg.maxModels, series: s.cfg.maxSeries, values: maxWords}
 	if r := s.cfg.resolver; r != nil {
-		srv.pod, _ = r.ProcessAttributes(root.pid)
-		srv.asked = append(srv.asked, root.pid)
+		srv.pod, _ = r.ProcessAttributes(root.PID)
+		srv.asked = append(srv.asked, root.PID)
 	}
 	srv.rebase()
 	return srv
@@ -135,7 +136,7 @@ func (s *Source) newServer(root *procEntry, now time.Time) *server {
 const maxWords = 64
 
 // setMembers brings the server's processes up to date, at most max.
-func (srv *server) setMembers(es []*procEntry, max int) {
+func (srv *server) setMembers(es []*proctable.Process, max int) {
 	srv.members = srv.members[:0]
 	srv.overProc = 0
 	for _, e := range es {
@@ -143,7 +144,7 @@ func (srv *server) setMembers(es []*procEntry, max int) {
 			srv.overProc++
 			continue
 		}
-		srv.members = append(srv.members, member{pid: e.pid, role: e.role, exe: e.exe, args: e.args})
+		srv.members = append(srv.members, member{pid: e.PID, role: e.Role, exe: e.Exe, args: e.Args})
 	}
 }
 
@@ -261,7 +262,7 @@ func (s *Source) findEndpoint(ctx context.Context, srv *server) *scrapeError {
 		path = p
 	}
 	listeners, known := s.listeners(srv)
-	cands := candidates(ports, listeners, known, srv.key.pid)
+	cands := candidates(ports, listeners, known, srv.key.PID)
 	if len(cands) == 0 {
 		return fail(semconv.ScrapeErrorConnect, "no listening TCP socket among its %d processes", len(srv.members))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xpuscope/xpuscope"
 	"github.com/xpuscope/xpuscope/internal/procfs"
+	"github.com/xpuscope/xpuscope/internal/proctable"
 )
 
 // ScopeName is the instrumentation scope of the Source's meter and of
@@ -24,12 +25,11 @@ type Source struct {
 	cfg    config
 	procs  procfs.FS
 	handle *procfs.Handle
-	self   int    // the Source's own pid in the procfs, left out
 	selfNS string // the Source's network namespace
 
 	// The state below is the run goroutine's (and New's, before it
 	// starts).
-	entries    map[int]*procEntry
+	table      proctable.Table // the Source's own pid left out
 	servers    map[serverKey]*server
 	generation uint64
 	listErr    string
@@ -83,13 +83,13 @@ func New(opts ...Option) (*Source, error) {
 		procs:   fs,
 		handle:  h,
 		selfNS:  selfNetNS(),
-		entries: map[int]*procEntry{},
 		servers: map[serverKey]*server{},
 		scrapes: map[scrapeKey]int64{},
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	s.self, _ = fs.Self()
+	self, _ := fs.Self()
+	s.table = proctable.Table{FS: fs, Handle: h, Self: self, Identify: s.identify}
 	meter := cfg.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(xpuscope.Version))
 	if err := s.inst.create(meter); err != nil {
 		_ = h.Close()
@@ -102,7 +102,7 @@ func New(opts ...Option) (*Source, error) {
 		return nil, fmt.Errorf("serving: register callback: %w", err)
 	}
 	if cfg.producer != nil {
-		cfg.producer.add(s)
+		cfg.producer.sources.Add(s)
 	}
 	go s.run()
 	return s, nil
@@ -177,7 +177,7 @@ func (s *Source) Close() error {
 		close(s.stop)
 		<-s.done
 		if s.cfg.producer != nil {
-			s.cfg.producer.remove(s)
+			s.cfg.producer.sources.Remove(s)
 		}
 		var errs []error
 		if s.reg != nil {

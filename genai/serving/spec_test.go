@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/xpuscope/xpuscope/internal/proctable"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -117,11 +118,14 @@ func TestCandidates(t *testing.T) {
 // the launcher, through a shell between them; a process of another kind
 // stays apart.
 func TestRootOf(t *testing.T) {
-	s := &Source{entries: map[int]*procEntry{}}
-	add := func(pid, ppid int, sp *spec) *procEntry {
-		e := &procEntry{pid: pid, ppid: ppid, spec: sp}
-		s.entries[pid] = e
-		return e
+	var tab proctable.Table
+	add := func(pid, ppid int, sp *spec) *proctable.Process {
+		p := &proctable.Process{PID: pid, PPID: ppid}
+		if sp != nil {
+			p.Kind = sp
+		}
+		tab.Put(p)
+		return p
 	}
 	add(1, 0, nil)
 	api := add(100, 1, &vllmSpec)
@@ -132,22 +136,22 @@ func TestRootOf(t *testing.T) {
 	router := add(202, 201, &tgiSpec)
 	ort := add(300, 100, &onnxSpec) // a child of vLLM's, of another kind
 	orphan := add(400, 1, &vllmSpec)
-	for e, root := range map[*procEntry]*procEntry{
+	for e, root := range map[*proctable.Process]*proctable.Process{
 		api: api, engine: api, worker: api, launcher: launcher, router: launcher, ort: ort, orphan: orphan,
 	} {
-		assert.Equal(t, root.pid, s.rootOf(e).pid, "the root of %d", e.pid)
+		assert.Equal(t, root.PID, tab.RootOf(e).PID, "the root of %d", e.PID)
 	}
 	// A cycle in the parents (a pid reused meanwhile) ends.
 	a := add(500, 501, &vllmSpec)
 	add(501, 500, &vllmSpec)
-	assert.Contains(t, []int{500, 501}, s.rootOf(a).pid)
+	assert.Contains(t, []int{500, 501}, tab.RootOf(a).PID)
 }
 
 // A server lists at most its cap of processes; the others are counted.
 func TestMemberCap(t *testing.T) {
-	var es []*procEntry
+	var es []*proctable.Process
 	for pid := 1000; pid < 1000+maxProcesses+6; pid++ {
-		es = append(es, &procEntry{pid: pid, spec: &vllmSpec, role: semconv.ServerRoleWorker})
+		es = append(es, &proctable.Process{PID: pid, Kind: &vllmSpec, Role: semconv.ServerRoleWorker})
 	}
 	srv := &server{spec: &vllmSpec}
 	srv.setMembers(es, maxProcesses)

@@ -57,7 +57,7 @@ type Process struct {
 func (srv *server) status(state string) Server {
 	st := Server{
 		Kind:     srv.spec.kind,
-		PID:      srv.key.pid,
+		PID:      srv.key.PID,
 		Endpoint: srv.endpoint,
 		Read:     srv.read,
 		LastRead: srv.lastScrape,

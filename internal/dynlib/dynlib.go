@@ -14,10 +14,13 @@ import (
 )
 
 // Binding binds the C function Name to *Fn, a pointer to a Go func
-// variable of the function's signature.
+// variable of the function's signature; or, with Addr set instead, stores
+// its address there, for a caller that calls it with purego.SyscallN
+// (which, unlike a registered func, allocates nothing per call).
 type Binding struct {
 	Name     string
 	Fn       any
+	Addr     *uintptr
 	Required bool
 }
 
@@ -46,6 +49,10 @@ func Open(path, what string, bs []Binding) (*Library, error) {
 				return nil, fmt.Errorf("%s is not a usable %s library: it lacks %s", path, what, b.Name)
 			}
 			l.missing = append(l.missing, b.Name)
+			continue
+		}
+		if b.Addr != nil {
+			*b.Addr = addr
 			continue
 		}
 		purego.RegisterFunc(b.Fn, addr)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -45,6 +46,15 @@ func TestOpen(t *testing.T) {
 	assert.False(t, l.Has("unknown"), "Has unknown")
 	assert.Equal(t, []string{"thrice"}, l.Missing(), "Missing")
 	assert.Equal(t, lib, l.Path(), "Path")
+
+	// Addr: the address, for purego.SyscallN, instead of a func.
+	var addr uintptr
+	l2, err := Open(lib, "test", []Binding{{Name: "twice", Addr: &addr, Required: true}})
+	require.NoError(t, err)
+	defer l2.Close()
+	require.NotZero(t, addr)
+	r, _, _ := purego.SyscallN(addr, 21)
+	assert.Equal(t, int32(42), int32(r), "twice(21) through its address")
 
 	var f func() int32
 	_, err = Open(lib, "test", []Binding{{Name: "thrice", Fn: &f, Required: true}})

@@ -72,7 +72,7 @@ func newHarness(t *testing.T, opts ...Option) *harness {
 	h.s.agg = newAggregator(&h.s.cfg, h.names, &h.s.inst, &spanner{tracer: tp.Tracer(CUDA.ScopeName()),
 		wall: func(k uint64) time.Time { return time.Unix(0, int64(k)) }})
 	if cfg.producer != nil {
-		cfg.producer.add(h.s)
+		cfg.producer.sources.Add(h.s)
 	}
 	return h
 }

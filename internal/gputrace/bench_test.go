@@ -16,16 +16,12 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -33,7 +29,6 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/sys/unix"
 
-	"github.com/xpuscope/xpuscope/internal/bpfsource"
 	"github.com/xpuscope/xpuscope/internal/gputracebpf"
 	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/testutil"
@@ -189,7 +184,7 @@ func newBenchSource(tb testing.TB, mp metric.MeterProvider, opts ...Option) *Sou
 	s.agg = newAggregator(&s.cfg, names, &s.inst, &spanner{tracer: cfg.tracerProvider.Tracer(CUDA.ScopeName()),
 		wall: func(k uint64) time.Time { return time.Unix(0, int64(k)) }})
 	if cfg.producer != nil {
-		cfg.producer.add(s)
+		cfg.producer.sources.Add(s)
 	}
 	return s
 }
@@ -483,56 +478,21 @@ func benchEnvInt(name string, def int) int {
 // XPUSCOPE_BENCH_ROUNDS (default 5) size it; Source.Close takes much of
 // each round (see the logged time). Run it once: -benchtime=1x.
 func BenchmarkLaunchOverhead(b *testing.B) {
-	if os.Geteuid() != 0 {
-		testutil.SkipOrFail(b, "uprobes need root")
-	}
 	lib := cudaprog.RealCudart(b)
 	exe := cudaprog.Build(b, "runtime")
 	drvExe := cudaprog.Build(b, "driver")
 	calls := benchEnvInt("XPUSCOPE_BENCH_CALLS", 300_000)
 	rounds := benchEnvInt("XPUSCOPE_BENCH_ROUNDS", 5)
+	o := newOverhead(b, lib, "cudaLaunchKernel", calls, func(threads int) *cudaprog.Proc {
+		return cudaprog.Start(b, exe, "loop", strconv.Itoa(calls), strconv.Itoa(threads))
+	})
 
-	objs, err := gputracebpf.Load(gputracebpf.LoadOptions{RingBytes: DefaultRingBytes, Bench: true})
-	require.NoError(b, err)
-	defer objs.Close()
-	cudart, err := link.OpenExecutable(lib)
-	require.NoError(b, err)
-
-	// loop runs the scenario on threads threads; attach (may be nil)
-	// runs between READY and the go line and returns what to undo after
-	// the run.
-	loop := func(threads int, attach func() func()) float64 {
-		p := cudaprog.Start(b, exe, "loop", strconv.Itoa(calls), strconv.Itoa(threads))
-		var detach func()
-		if attach != nil {
-			detach = attach()
-		}
-		p.Go()
-		lines := p.Wait()
-		if detach != nil {
-			detach()
-		}
-		ns, ok := cudaprog.NsPerCall(lines)
-		require.True(b, ok, "no NS_PER_CALL line in %q", lines)
-		return ns
-	}
-	uprobe := func(prog *ebpf.Program, cookie uint64) func() {
-		l, err := cudart.Uprobe("cudaLaunchKernel", prog, &link.UprobeOptions{Cookie: cookie})
-		require.NoError(b, err)
-		return func() { _ = l.Close() }
-	}
-	// waitRecords waits a second at most for want records to be read.
-	waitRecords := func(n *atomic.Int64, want int64) {
-		for deadline := time.Now().Add(time.Second); n.Load() < want && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
-	}
 	// drain reads the benchmark programs' ring buffer until stop is
 	// called, blocking (naive) or polling every DefaultPollInterval (as
 	// the Source's reader), and decodes every record; stop returns the
-	// records read, having waited for want of them.
+	// records read, having waited a second at most for want of them.
 	drain := func(blocking bool) (stop func(want int64) int64) {
-		rd, err := ringbuf.NewReader(objs.BenchEvents())
+		rd, err := ringbuf.NewReader(o.objs.BenchEvents())
 		require.NoError(b, err)
 		var (
 			wg sync.WaitGroup
@@ -557,222 +517,60 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 			}
 		})
 		return func(want int64) int64 {
-			waitRecords(&n, want)
+			for deadline := time.Now().Add(time.Second); n.Load() < want && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
 			_ = rd.Close()
 			wg.Wait()
 			return n.Load()
 		}
 	}
-	// drainLanes reads objs' lanes as a Source does, decoding every
-	// record, until stop is called.
-	drainLanes := func() (stop func(want int64) int64) {
-		var n atomic.Int64
-		var ev gputracebpf.Event
-		ring, err := objs.NewRing(bpfsource.RingConfig{Poll: DefaultPollInterval, Decode: func(raw []byte) error {
-			if err := gputracebpf.Decode(raw, &ev); err != nil {
-				return err
-			}
-			n.Add(1)
-			return nil
-		}})
-		require.NoError(b, err)
-		return func(want int64) int64 {
-			waitRecords(&n, want)
-			require.NoError(b, ring.Close())
-			return n.Load()
-		}
-	}
-	launchCookie := func() uint64 {
-		for _, p := range gputracebpf.Probes {
-			if p.Symbol == "cudaLaunchKernel" {
-				return p.Cookie()
-			}
-		}
-		require.Fail(b, "no cudaLaunchKernel probe")
-		return 0
-	}()
-
-	var oursRecords, oursCalls, oursDrops, naiveRecords, newTime, closeTime, oursRuns atomic.Int64
-	// ours runs the Source with mp: the SDK's with the Producer p on its
-	// reader, as the agent has, or the API's no-op one (p nil), which
-	// leaves out the SDK's share of the reader's work (on a 2-core machine
-	// the reader competes with the workload).
-	ours := func(threads int, mp metric.MeterProvider, p *Producer) float64 {
-		var (
-			src      *Source
-			launches atomic.Int64
-		)
-		ns := loop(threads, func() func() {
-			// New attaches to the files mapped now: libcudart (the
-			// program waiting at READY) and libcuda (a helper linked
-			// against it, also waiting), so that nothing is attached
-			// during the measured run, as in the steady state of a
-			// Source that has been up a while. (cudart dlopens libcuda on
-			// its first call.)
-			helper := cudaprog.Start(b, drvExe, "loop", "1")
-			defer helper.Kill()
-			t0 := time.Now()
-			var err error
-			opts := []Option{WithMeterProvider(mp)}
-			if p != nil {
-				opts = append(opts, WithProducer(p))
-			}
-			src, err = New(CUDA, append(opts,
-				WithTracerProvider(tracenoop.NewTracerProvider()),
-				withEventHook(func(e *gputracebpf.Event) {
-					if e.Kind == gputracebpf.KindLaunch {
-						launches.Add(1)
-					}
-				}))...)
-			require.NoError(b, err)
-			newTime.Add(int64(time.Since(t0)))
-			for _, target := range []string{TargetRuntime, TargetDriver} {
-				if a, ok := benchAttachment(src, target); !ok || len(a.AttachErrors) > 0 {
-					st := src.Status()
-					src.Close()
-					require.True(b, ok, "ours: %s not fully attached: %+v", target, st)
-					require.Empty(b, a.AttachErrors, "ours: %s not fully attached: %+v", target, st)
-				}
-			}
-			return func() {
-				// Let the reader drain: a poll interval and a margin.
-				time.Sleep(3 * DefaultPollInterval)
-				c, err := src.objs.Counters()
-				require.NoError(b, err)
-				oursDrops.Add(int64(c[gputracebpf.CounterDrops]))
-				t0 := time.Now()
-				assert.NoError(b, src.Close())
-				closeTime.Add(int64(time.Since(t0)))
-			}
-		})
-		oursRecords.Add(launches.Load())
-		oursCalls.Add(int64(threads * calls))
-		oursRuns.Add(1)
-		return ns
-	}
+	var naiveRecords atomic.Int64
 	naive := func(threads int) float64 {
 		stop := drain(true)
-		ns := loop(threads, func() func() { return uprobe(objs.Program("bench_naive"), 0) })
+		ns := o.under("bench_naive")(threads)
 		naiveRecords.Add(stop(int64(threads * calls)))
 		return ns
 	}
 	record := func(threads int) float64 {
 		stop := drain(false)
-		ns := loop(threads, func() func() { return uprobe(objs.Program("bench_record"), 0) })
+		ns := o.under("bench_record")(threads)
 		stop(int64(threads * calls))
 		return ns
 	}
-	floorRun := func(threads int) float64 {
-		return loop(threads, func() func() { return uprobe(objs.Program("bench_empty"), 0) })
+	// ours: libcudart is mapped by the program waiting at READY, libcuda
+	// (which cudart dlopens at its first call) by a helper linked against
+	// it, also waiting.
+	ours := func(sdk bool) func(threads int) float64 {
+		return func(threads int) float64 {
+			return o.ours(threads, oursRun{
+				sdk:     sdk,
+				targets: []string{TargetRuntime, TargetDriver},
+				record:  func(e *gputracebpf.Event, _ int) bool { return e.Kind == gputracebpf.KindLaunch },
+				helper: func() func() {
+					helper := cudaprog.Start(b, drvExe, "loop", "1")
+					return helper.Kill
+				},
+				drained: drainedAfterPolls,
+			})
+		}
 	}
-	argRead := func(threads int) float64 {
-		return loop(threads, func() func() { return uprobe(objs.Program("bench_args"), 0) })
-	}
-	hot := func(threads int) float64 {
-		return loop(threads, func() func() { return uprobe(objs.Program("bench_hot"), 0) })
-	}
-	variants := []struct {
-		name string
-		run  func(threads int) float64
-		once bool // one thread only
-	}{
-		{name: "untraced", run: func(threads int) float64 { return loop(threads, nil) }},
-		{name: "floor", run: floorRun},
-		{name: "argread", run: argRead},
+	runs := runOverhead(b, rounds, []int{1, 2}, []overheadVariant{
+		{name: "untraced", run: func(threads int) float64 { return o.loop(threads, nil) }},
+		{name: "floor", run: o.under("bench_empty")},
+		{name: "argread", run: o.under("bench_args")},
 		{name: "record", run: record},
-		{name: "hot", run: hot},
-		{name: "ours", run: func(threads int) float64 {
-			p := NewProducer()
-			return ours(threads, sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader(sdkmetric.WithProducer(p)))), p)
-		}},
-		{name: "ours-noop", run: func(threads int) float64 { return ours(threads, metricnoop.NewMeterProvider(), nil) }},
+		{name: "hot", run: o.under("bench_hot")},
+		{name: "ours", run: ours(true)},
+		{name: "ours-noop", run: ours(false)},
 		{name: "naive", run: naive, once: true},
-	}
-
-	// Another cudatrace Source on the host (another test binary, say)
-	// probes the same libcudart and spoils every variant: count the
-	// sync_enter programs loaded that are not objs'.
-	own := benchProgID(b, objs.Program("sync_enter"))
-	foreign := func() int {
-		n := 0
-		for id := ebpf.ProgramID(0); ; {
-			next, err := ebpf.ProgramGetNextID(id)
-			if err != nil {
-				return n
-			}
-			id = next
-			if id == own {
-				continue
-			}
-			p, err := ebpf.NewProgramFromID(id)
-			if err != nil {
-				continue
-			}
-			if info, err := p.Info(); err == nil && info.Name == "sync_enter" {
-				n++
-			}
-			p.Close()
-		}
-	}
-
-	// Runs spoilt that way are left out of the medians, unless a variant
-	// has no other.
-	type key struct {
-		name    string
-		threads int
-	}
-	results, spoilt := map[key][]float64{}, map[key][]float64{}
-	contaminated := 0
-	for r := range rounds {
-		for _, threads := range []int{1, 2} {
-			var line []string
-			for i := range variants {
-				v := variants[(i+r)%len(variants)]
-				if v.once && threads > 1 {
-					continue
-				}
-				for deadline := time.Now().Add(3 * time.Second); foreign() > 0 && time.Now().Before(deadline); {
-					time.Sleep(100 * time.Millisecond)
-				}
-				before := foreign()
-				ns := v.run(threads)
-				// A closed Source's programs linger a moment in the kernel.
-				after := foreign()
-				for deadline := time.Now().Add(2 * time.Second); after > 0 && time.Now().Before(deadline); after = foreign() {
-					time.Sleep(20 * time.Millisecond)
-				}
-				mark, k := "", key{v.name, threads}
-				if n := max(before, after); n > 0 {
-					contaminated++
-					mark = " (spoilt)"
-					b.Logf("round %d, %s, %d threads: %d other cudatrace Source(s) loaded on the host: left out", r, v.name, threads, n)
-					spoilt[k] = append(spoilt[k], ns)
-				} else {
-					results[k] = append(results[k], ns)
-				}
-				line = append(line, fmt.Sprintf("%s %.0f%s", v.name, ns, mark))
-			}
-			b.Logf("round %d, %d thread(s), ns/call: %s", r, threads, strings.Join(line, ", "))
-		}
-	}
-	b.Logf("ours: New %v, Close %v on average", time.Duration(newTime.Load()/oursRuns.Load()),
-		time.Duration(closeTime.Load()/oursRuns.Load()))
-	med := func(name string, threads int) float64 {
-		k := key{name, threads}
-		v := slices.Clone(results[k])
-		if len(v) == 0 {
-			b.Logf("%s, %d threads: no clean run; the median is of spoilt runs", name, threads)
-			v = slices.Clone(spoilt[k])
-		}
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
-	b.ReportMetric(0, "ns/op") // the wall time of the whole run says nothing
+	}, foreignPrograms(b, o.objs.Program("sync_enter")))
+	o.logOurs()
 	for _, threads := range []int{1, 2} {
-		sfx := map[int]string{1: "", 2: "-2t"}[threads]
-		untraced, floor, recordNs, oursNs, noopNs := med("untraced", threads), med("floor", threads), med("record", threads),
-			med("ours", threads), med("ours-noop", threads)
-		argNs, hotNs := med("argread", threads), med("hot", threads)
+		sfx := threadSuffix(threads)
+		untraced, floor, recordNs := runs.med("untraced", threads), runs.med("floor", threads), runs.med("record", threads)
+		oursNs, noopNs := runs.med("ours", threads), runs.med("ours-noop", threads)
+		argNs, hotNs := runs.med("argread", threads), runs.med("hot", threads)
 		b.ReportMetric(untraced, "untraced"+sfx+"-ns/call")
 		b.ReportMetric(floor, "floor"+sfx+"-ns/call")
 		b.ReportMetric(argNs, "argread"+sfx+"-ns/call")
@@ -783,56 +581,38 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		b.ReportMetric(oursNs, "ours"+sfx+"-ns/call")
 		b.ReportMetric(noopNs, "ours-noop"+sfx+"-ns/call")
 		b.ReportMetric(oursNs/floor, "ours/floor"+sfx)
+		b.ReportMetric(oursNs-floor, "ours-floor"+sfx+"-ns")
 		b.ReportMetric(noopNs/floor, "ours-noop/floor"+sfx)
 		b.ReportMetric(recordNs/floor, "record/floor"+sfx)
 		b.ReportMetric(oursNs/recordNs, "ours/record"+sfx)
 		b.ReportMetric((oursNs-untraced)/(floor-untraced), "ours/floor-added"+sfx)
 		if threads == 1 {
-			naiveNs := med("naive", threads)
+			naiveNs := runs.med("naive", threads)
 			b.ReportMetric(naiveNs, "naive-ns/call")
 			b.ReportMetric(naiveNs/oursNs, "naive/ours")
 			b.ReportMetric((naiveNs-untraced)/(oursNs-untraced), "naive/ours-added")
 		}
 	}
-	b.ReportMetric(float64(oursDrops.Load()), "ours-drops")
-	b.ReportMetric(float64(oursRecords.Load())/float64(oursCalls.Load()), "ours-records/call") // ours and ours-noop
+	b.ReportMetric(float64(o.drops.Load()), "ours-drops")
+	b.ReportMetric(float64(o.records.Load())/float64(o.called.Load()), "ours-records/call") // ours and ours-noop
 	b.ReportMetric(float64(naiveRecords.Load())/float64(rounds*calls), "naive-records/call")
-	b.ReportMetric(float64(contaminated), "spoilt-runs")
 
 	// The BPF programs' own run time, with statistics on.
-	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
-	if err != nil {
-		b.Logf("no BPF statistics: %v", err)
+	stop := bpfStats(b)
+	if stop == nil {
 		return
 	}
-	defer stats.Close()
-	perRun := func(p *ebpf.Program, run func() float64) (bpfNs, callNs float64) {
-		s0, err := p.Stats()
-		require.NoError(b, err)
-		callNs = run()
-		s1, err := p.Stats()
-		require.NoError(b, err)
-		if n := s1.RunCount - s0.RunCount; n > 0 {
-			bpfNs = float64(s1.Runtime-s0.Runtime) / float64(n)
-		}
-		return bpfNs, callNs
-	}
-	alone := func(threads int) func() float64 {
-		return func() float64 {
-			stop := drainLanes()
-			ns := loop(threads, func() func() { return uprobe(objs.Program("runtime_launch_kernel"), launchCookie) })
-			if n := stop(int64(threads * calls)); n < int64(threads*calls) {
-				b.Logf("runtime_launch_kernel alone, %d threads: %d records for %d calls", threads, n, threads*calls)
-			}
-			return ns
-		}
-	}
+	defer stop()
+	launches := func(e *gputracebpf.Event) bool { return true }
 	for _, threads := range []int{1, 2} {
-		sfx := map[int]string{1: "", 2: "-2t"}[threads]
-		floorBPF, floorStat := perRun(objs.Program("bench_empty"), func() float64 { return floorRun(threads) })
-		oursBPF, oursStat := perRun(objs.Program("runtime_launch_kernel"), alone(threads))
-		recordBPF, recordStat := perRun(objs.Program("bench_record"), func() float64 { return record(threads) })
-		hotBPF, hotStat := perRun(objs.Program("bench_hot"), func() float64 { return hot(threads) })
+		sfx := threadSuffix(threads)
+		floorBPF, floorStat := perRun(b, o.objs.Program("bench_empty"), func() float64 { return o.under("bench_empty")(threads) })
+		oursBPF, oursStat := perRun(b, o.objs.Program("runtime_launch_kernel"), func() float64 {
+			ns, _ := o.alone(threads, "runtime_launch_kernel", launches)
+			return ns
+		})
+		recordBPF, recordStat := perRun(b, o.objs.Program("bench_record"), func() float64 { return record(threads) })
+		hotBPF, hotStat := perRun(b, o.objs.Program("bench_hot"), func() float64 { return o.under("bench_hot")(threads) })
 		b.Logf("with BPF statistics on, %d thread(s), ns/call: floor %.0f, runtime_launch_kernel alone %.0f, record %.0f, hot %.0f",
 			threads, floorStat, oursStat, recordStat, hotStat)
 		b.ReportMetric(hotBPF, "hot-bpf"+sfx+"-ns/run")
@@ -841,17 +621,8 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		b.ReportMetric(oursBPF, "ours-bpf"+sfx+"-ns/run")
 		b.ReportMetric(recordBPF, "record-bpf"+sfx+"-ns/run")
 	}
-	naiveBPF, _ := perRun(objs.Program("bench_naive"), func() float64 { return naive(1) })
+	naiveBPF, _ := perRun(b, o.objs.Program("bench_naive"), func() float64 { return naive(1) })
 	b.ReportMetric(naiveBPF, "naive-bpf-ns/run")
-}
-
-// benchProgID returns p's kernel id.
-func benchProgID(b *testing.B, p *ebpf.Program) ebpf.ProgramID {
-	info, err := p.Info()
-	require.NoError(b, err)
-	id, ok := info.ID()
-	require.True(b, ok, "no program id")
-	return id
 }
 
 // benchAttachment returns src's attachment to a file of target.
@@ -931,9 +702,6 @@ func BenchmarkSymbolizeCached(b *testing.B) {
 // XPUSCOPE_BENCH_GRAPH_CALLS (default 50000) and XPUSCOPE_BENCH_ROUNDS
 // (default 5) size it. Run it once: -benchtime=1x.
 func BenchmarkGraphLaunchOverhead(b *testing.B) {
-	if os.Geteuid() != 0 {
-		testutil.SkipOrFail(b, "uprobes need root")
-	}
 	lib := cudaprog.RealCudart(b)
 	exe := cudaprog.Build(b, "runtime")
 	drvExe := cudaprog.Build(b, "driver")
@@ -941,143 +709,61 @@ func BenchmarkGraphLaunchOverhead(b *testing.B) {
 	rounds := benchEnvInt("XPUSCOPE_BENCH_ROUNDS", 5)
 	loop := cudaprog.RuntimeGraphLoop
 	require.Equal(b, cudaprog.GraphLoopKernels, len(loop.Setup)-3, "the graph's kernels: the setup less the capture's begin and end and the instantiation")
-
-	objs, err := gputracebpf.Load(gputracebpf.LoadOptions{RingBytes: DefaultRingBytes, Bench: true})
-	require.NoError(b, err)
-	defer objs.Close()
-	cudart, err := link.OpenExecutable(lib)
-	require.NoError(b, err)
-
-	// run runs the loop; attach (may be nil) runs at READY, before the
-	// setup, and returns what to do after the run.
-	run := func(attach func(pid int) func()) float64 {
-		p := cudaprog.Start(b, exe, loop.Name, strconv.Itoa(calls))
-		var after func()
-		if attach != nil {
-			after = attach(p.Pid)
-		}
-		p.Go()
-		lines := p.Wait()
-		if after != nil {
-			after()
-		}
-		ns, ok := cudaprog.NsPerCall(lines)
-		require.True(b, ok, "no NS_PER_CALL line in %q", lines)
+	o := newOverhead(b, lib, loop.Call.API, calls, func(int) *cudaprog.Proc {
+		return cudaprog.Start(b, exe, loop.Name, strconv.Itoa(calls))
+	})
+	o.check = func(lines []string) {
 		require.Equal(b, map[int]int{loop.Call.Ret: calls}, cudaprog.Rets(lines)[loop.Call.API], "the replays' return codes")
+	}
+	replay := func(e *gputracebpf.Event) bool { return e.Kind == gputracebpf.KindGraphLaunch }
+	var aloneRecords, aloneRuns atomic.Int64
+	alone := func(threads int) float64 {
+		ns, n := o.alone(threads, "graph_launch", replay)
+		aloneRecords.Add(n)
+		aloneRuns.Add(1)
 		return ns
 	}
-	floor := func(int) func() {
-		l, err := cudart.Uprobe(loop.Call.API, objs.Program("bench_empty"), nil)
-		require.NoError(b, err)
-		return func() { _ = l.Close() }
-	}
-	cookie := func() uint64 {
-		for _, p := range gputracebpf.Probes {
-			if p.Symbol == loop.Call.API {
-				return p.Cookie()
-			}
-		}
-		require.Fail(b, "no probe of "+loop.Call.API)
-		return 0
-	}()
-	var aloneRecords, aloneRuns atomic.Int64
-	alone := func(int) func() {
-		var n atomic.Int64
-		var ev gputracebpf.Event
-		ring, err := objs.NewRing(bpfsource.RingConfig{Poll: DefaultPollInterval, Decode: func(raw []byte) error {
-			if err := gputracebpf.Decode(raw, &ev); err != nil {
-				return err
-			}
-			if ev.Kind == gputracebpf.KindGraphLaunch {
-				n.Add(1)
-			}
-			return nil
-		}})
-		require.NoError(b, err)
-		l, err := cudart.Uprobe(loop.Call.API, objs.Program("graph_launch"), &link.UprobeOptions{Cookie: cookie})
-		require.NoError(b, err)
-		return func() {
-			_ = l.Close()
-			for deadline := time.Now().Add(time.Second); n.Load() < int64(calls) && time.Now().Before(deadline); {
-				time.Sleep(time.Millisecond)
-			}
-			require.NoError(b, ring.Close())
-			aloneRecords.Add(n.Load())
-			aloneRuns.Add(1)
-		}
-	}
-	var handled, dropped, oursRuns atomic.Int64
-	var cpu time.Duration
-	ours := func(pid int) func() {
-		// New attaches to the files mapped now (libcudart; libcuda,
-		// which cudart loads at its first call, through a helper that
-		// maps it), so that nothing is attached during the run.
-		helper := cudaprog.Start(b, drvExe, "loop", "1")
-		defer helper.Kill()
-		producer := NewProducer()
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader(sdkmetric.WithProducer(producer))))
-		var replays atomic.Int64
-		src, err := New(CUDA, WithMeterProvider(mp), WithProducer(producer), WithTracerProvider(tracenoop.NewTracerProvider()),
-			withEventHook(func(e *gputracebpf.Event) {
-				if e.PID == uint32(pid) && e.Kind == gputracebpf.KindGraphLaunch {
-					replays.Add(1)
+	var cpu, before time.Duration
+	ours := func(threads int) float64 {
+		return o.ours(threads, oursRun{
+			sdk:     true,
+			targets: []string{TargetRuntime, TargetDriver},
+			record:  func(e *gputracebpf.Event, pid int) bool { return e.PID == uint32(pid) && replay(e) },
+			// libcuda, which cudart loads at its first call, mapped by
+			// a helper, so that it is attached before the run.
+			helper: func() func() {
+				helper := cudaprog.Start(b, drvExe, "loop", "1")
+				return helper.Kill
+			},
+			started: func() { before = benchCPU(b) },
+			// Until the replays stop coming.
+			drained: func(replays *atomic.Int64) {
+				for n := int64(-1); n != replays.Load(); {
+					n = replays.Load()
+					time.Sleep(4 * DefaultPollInterval)
 				}
-			}))
-		require.NoError(b, err)
-		for _, target := range []string{TargetRuntime, TargetDriver} {
-			if _, ok := benchAttachment(src, target); !ok {
-				st := src.Status()
-				src.Close()
-				require.Failf(b, "not attached", "ours: %s not attached: %+v", target, st)
-			}
-		}
-		before := benchCPU(b)
-		return func() {
-			// Let the reader drain: until the replays stop coming.
-			for n := int64(-1); n != replays.Load(); {
-				n = replays.Load()
-				time.Sleep(4 * DefaultPollInterval)
-			}
-			cpu += benchCPU(b) - before
-			c, err := src.objs.Counters()
-			require.NoError(b, err)
-			src.mu.Lock()
-			var kernels int64
-			for k, c := range src.agg.launches {
-				if k.pid == uint32(pid) && k.api == apiOf(loop.Call.API) {
-					kernels += c.n
+				cpu += benchCPU(b) - before
+			},
+			done: func(src *Source, pid int, replays int64) {
+				src.mu.Lock()
+				var kernels int64
+				for k, c := range src.agg.launches {
+					if k.pid == uint32(pid) && k.api == apiOf(loop.Call.API) {
+						kernels += c.n
+					}
 				}
-			}
-			src.mu.Unlock()
-			require.Equal(b, replays.Load()*cudaprog.GraphLoopKernels, kernels, "every replay handled counts the graph's kernels")
-			handled.Add(replays.Load())
-			dropped.Add(int64(c[gputracebpf.CounterDrops]))
-			oursRuns.Add(1)
-			assert.NoError(b, src.Close())
-		}
+				src.mu.Unlock()
+				require.Equal(b, replays*cudaprog.GraphLoopKernels, kernels, "every replay handled counts the graph's kernels")
+			},
+		})
 	}
-	variants := []struct {
-		name   string
-		attach func(pid int) func()
-	}{{"untraced", nil}, {"floor", floor}, {"alone", alone}, {"ours", ours}}
-	results := map[string][]float64{}
-	for r := range rounds {
-		var line []string
-		for i := range variants {
-			v := variants[(i+r)%len(variants)]
-			ns := run(v.attach)
-			results[v.name] = append(results[v.name], ns)
-			line = append(line, fmt.Sprintf("%s %.0f", v.name, ns))
-		}
-		b.Logf("round %d, ns per cudaGraphLaunch: %s", r, strings.Join(line, ", "))
-	}
-	med := func(name string) float64 {
-		v := slices.Clone(results[name])
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
-	untraced, floorNs, aloneNs, oursNs := med("untraced"), med("floor"), med("alone"), med("ours")
-	b.ReportMetric(0, "ns/op") // the wall time of the whole run says nothing
+	runs := runOverhead(b, rounds, []int{1}, []overheadVariant{
+		{name: "untraced", run: func(threads int) float64 { return o.loop(threads, nil) }},
+		{name: "floor", run: o.under("bench_empty")},
+		{name: "alone", run: alone},
+		{name: "ours", run: ours},
+	}, foreignPrograms(b, o.objs.Program("graph_launch")))
+	untraced, floorNs, aloneNs, oursNs := runs.med("untraced", 1), runs.med("floor", 1), runs.med("alone", 1), runs.med("ours", 1)
 	b.ReportMetric(untraced, "untraced-ns/call")
 	b.ReportMetric(floorNs, "floor-ns/call")
 	b.ReportMetric(aloneNs, "alone-ns/call")
@@ -1086,10 +772,10 @@ func BenchmarkGraphLaunchOverhead(b *testing.B) {
 	b.ReportMetric(oursNs, "ours-ns/call")
 	b.ReportMetric(oursNs/floorNs, "ours/floor")
 	b.ReportMetric(oursNs-floorNs, "ours-floor-ns")
-	b.ReportMetric(float64(handled.Load())/float64(oursRuns.Load()*int64(calls)), "ours-replays-handled/call")
-	b.ReportMetric(float64(dropped.Load())/float64(oursRuns.Load()*int64(calls)), "ours-drops/call")
-	if handled.Load() > 0 {
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(handled.Load()), "ours-cpu-ns/replay")
+	b.ReportMetric(float64(o.records.Load())/float64(o.called.Load()), "ours-replays-handled/call")
+	b.ReportMetric(float64(o.drops.Load())/float64(o.called.Load()), "ours-drops/call")
+	if o.records.Load() > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(o.records.Load()), "ours-cpu-ns/replay")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"maps"
+	"slices"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -136,6 +137,9 @@ type procNCCL struct {
 	// their series.
 	named map[uint64][]int32
 	insp  map[inspKey]*inspSeries
+	// prom are the samples of the Inspector's textfiles the process
+	// holds, by file, joined to its ranks' series.
+	prom map[fileID][]promPoint
 }
 
 func (a *aggregator) procNCCL(p *proc) *procNCCL {
@@ -429,7 +433,7 @@ func (a *aggregator) ncclCall(ctx context.Context, p *proc, n *procNCCL, e *gput
 
 // forgetComms drops the identities of p whose communicators all ended
 // before the last collection, which reported their final values, with
-// their series.
+// their series, the NCCL Inspector's among them.
 func (n *procNCCL) forgetComms(collected uint64) {
 	gone := map[commIdentity]bool{}
 	for id, st := range n.ranks {
@@ -440,6 +444,10 @@ func (n *procNCCL) forgetComms(collected uint64) {
 	}
 	if len(gone) > 0 {
 		maps.DeleteFunc(n.series, func(k ncclSeriesKey, _ *ncclSeries) bool { return gone[k.identity] })
+		maps.DeleteFunc(n.insp, func(k inspKey, _ *inspSeries) bool { return gone[k.identity] })
+		for f, pts := range n.prom {
+			n.prom[f] = slices.DeleteFunc(pts, func(pt promPoint) bool { return gone[pt.identity] })
+		}
 	}
 }
 

@@ -24,7 +24,8 @@ type instruments struct {
 	ncclCalls, ncclBytes                                      metric.Int64ObservableCounter
 	ncclSequence, ncclAge                                     metric.Float64ObservableGauge
 	ncclTimed, inspErrors                                     metric.Int64ObservableCounter
-	ncclTime, ncclBusBytes                                    metric.Float64ObservableCounter
+	ncclTime, ncclBusBytes, ncclOpBytes                       metric.Float64ObservableCounter
+	inspTime, inspBusBW, inspAlgoBW                           metric.Float64ObservableGauge
 	processOverflow, attachedLate                             metric.Int64ObservableCounter
 	outstanding, attached                                     metric.Int64ObservableUpDownCounter
 	oldestAge                                                 metric.Float64ObservableGauge
@@ -67,6 +68,10 @@ func (in *instruments) create(m metric.Meter) error {
 	in.ncclTimed = b.Counter(semconv.GPUNCCLOpTimed)
 	in.ncclTime = b.FloatCounter(semconv.GPUNCCLOpTime)
 	in.ncclBusBytes = b.FloatCounter(semconv.GPUNCCLBusBytes)
+	in.ncclOpBytes = b.FloatCounter(semconv.GPUNCCLOpBytes)
+	in.inspTime = b.Gauge(semconv.GPUNCCLInspectorOpTime)
+	in.inspBusBW = b.Gauge(semconv.GPUNCCLInspectorBusBandwidth)
+	in.inspAlgoBW = b.Gauge(semconv.GPUNCCLInspectorAlgoBandwidth)
 	in.inspErrors = b.Counter(semconv.XpuscopeNCCLInspectorErrors)
 	return b.Err()
 }
@@ -77,7 +82,8 @@ func (in *instruments) observables() []metric.Observable {
 		in.dropped, in.unresolved, in.overflow, in.unknownReplays, in.suppressed, in.processOverflow, in.ringErrors, in.attachedLate, in.outstanding, in.attached, in.oldestAge,
 		in.threadTime, in.threadUtilization, in.smActive, in.capacity, in.occupancyDropped,
 		in.ncclCalls, in.ncclBytes, in.ncclSequence, in.ncclAge,
-		in.ncclTimed, in.ncclTime, in.ncclBusBytes, in.inspErrors,
+		in.ncclTimed, in.ncclTime, in.ncclBusBytes, in.ncclOpBytes, in.inspErrors,
+		in.inspTime, in.inspBusBW, in.inspAlgoBW,
 	}
 }
 
@@ -189,6 +195,7 @@ func (s *Source) fill(sn *snapshot) {
 	sn.int(in.processOverflow, a.procOverflow)
 	sn.int(in.inspErrors, s.inspReadErrors, inspReadAttrs...)
 	sn.int(in.inspErrors, s.inspRecordErrors, inspRecordAttrs...)
+	sn.int(in.inspErrors, s.inspUnjoined, inspUnjoinedAttrs...)
 	for _, sr := range a.occ.series {
 		sn.float(in.threadTime, sr.threadSeconds, sr.attrs.Observe...)
 		sn.int(in.capacity, sr.threads, sr.capacity.Observe...)

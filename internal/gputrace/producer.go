@@ -3,7 +3,6 @@ package gputrace
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -11,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -22,8 +22,7 @@ import (
 // it before the readers, which take their producers when they are made,
 // and so before the Sources.
 type Producer struct {
-	mu      sync.Mutex
-	sources []*Source
+	sources meterx.Sources[*Source]
 }
 
 // NewProducer returns a Producer with no Source yet.
@@ -31,9 +30,7 @@ func NewProducer() *Producer { return &Producer{} }
 
 // Produce returns the histograms of every open Source given the Producer.
 func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
-	p.mu.Lock()
-	sources := slices.Clone(p.sources)
-	p.mu.Unlock()
+	sources := p.sources.List()
 	now := time.Now()
 	out := make([]metricdata.ScopeMetrics, 0, len(sources))
 	for _, s := range sources {
@@ -42,18 +39,6 @@ func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 		}
 	}
 	return out, nil
-}
-
-func (p *Producer) add(s *Source) {
-	p.mu.Lock()
-	p.sources = append(p.sources, s)
-	p.mu.Unlock()
-}
-
-func (p *Producer) remove(s *Source) {
-	p.mu.Lock()
-	p.sources = slices.DeleteFunc(p.sources, func(o *Source) bool { return o == s })
-	p.mu.Unlock()
 }
 
 // histPoint is one histogram series in a snapshot; its bucket counts are

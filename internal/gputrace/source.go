@@ -103,14 +103,16 @@ type Source struct {
 	bpfCounters      [gputracebpf.NumCounters]uint64
 	attachedByTarget map[string]int64
 	targetAttrs      map[string]meterx.Attrs
-	// The NCCL Inspector's dumps read and not (inspector.go).
-	inspReadErrors, inspRecordErrors int64
+	// The NCCL Inspector's dumps read and not, and the samples of its
+	// textfiles not joined (inspector.go).
+	inspReadErrors, inspRecordErrors, inspUnjoined int64
 
 	// The reader's alone (housekeeping): the NCCL Inspector's state per
 	// process, and buffers reused.
-	insp     map[uint32]*inspected
-	inspPIDs []uint32
-	inspRecs []inspRecord
+	insp        map[uint32]*inspected
+	inspPIDs    []uint32
+	inspRecs    []inspRecord
+	promUpdates []promRead
 }
 
 // New loads the probes, attaches them to every file of rt mapped on the
@@ -196,7 +198,7 @@ func (s *Source) start(multi bool) error {
 		return fmt.Errorf("register callback: %w", err)
 	}
 	if p := s.cfg.producer; p != nil {
-		p.add(s)
+		p.sources.Add(s)
 	}
 	return nil
 }
@@ -335,7 +337,7 @@ func (s *Source) LeakSuspects(pid int, n int) []Allocation {
 // the first return nil.
 func (s *Source) Close() error {
 	if p := s.cfg.producer; p != nil {
-		p.remove(s)
+		p.sources.Remove(s)
 	}
 	err := s.kernel.Close()
 	s.closeInspectors() // the reader, which reads them, has stopped

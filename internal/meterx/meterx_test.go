@@ -1,6 +1,7 @@
 package meterx
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,4 +33,26 @@ func TestBuilderJoinsErrors(t *testing.T) {
 	err := b.Err()
 	require.ErrorContains(t, err, "hw.power is registered as a Gauge", "both errors wanted")
 	require.ErrorContains(t, err, "hw.gpu.memory.usage is registered as a UpDownCounter", "both errors wanted")
+}
+
+func TestSources(t *testing.T) {
+	var s Sources[*int]
+	a, b, c := new(int), new(int), new(int)
+	s.Add(a)
+	s.Add(b)
+	s.Add(c)
+	got := s.List()
+	s.Remove(b)
+	if want := []*int{a, b, c}; !slices.Equal(got, want) {
+		t.Fatalf("List before Remove = %v, want %v (a copy, untouched by Remove)", got, want)
+	}
+	if got, want := s.List(), []*int{a, c}; !slices.Equal(got, want) {
+		t.Fatalf("List after Remove(b) = %v, want %v", got, want)
+	}
+	s.Remove(b)
+	s.Remove(a)
+	s.Remove(c)
+	if got := s.List(); len(got) != 0 {
+		t.Fatalf("List after removing all = %v", got)
+	}
 }

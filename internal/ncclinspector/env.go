@@ -101,8 +101,9 @@ const (
 	// JSON: a line of JSON per operation, to a file of the process's
 	// own, the one read.
 	JSON
-	// Prometheus: per-GPU textfiles for node_exporter, not read (see the
-	// package's doc).
+	// Prometheus: per-GPU textfiles for node_exporter, rewritten whole
+	// once an interval, held open by the process (see the package's
+	// doc).
 	Prometheus
 )
 

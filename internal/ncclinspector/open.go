@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xpuscope/xpuscope/internal/procfs"
 )
 
 // MaxDirEntries bounds the entries of a dump directory looked through
@@ -25,8 +26,7 @@ var ErrNoDump = errors.New("no NCCL Inspector dump")
 // MaxDumps bounds the dumps of one process OpenDumps opens.
 const MaxDumps = 4
 
-// OpenDumps opens the JSON dumps of the process whose procfs directory is
-// procDir ("/proc/<pid>"): the files <hostname>-pid<nspid>.log in dir, an
+// OpenDumps opens the JSON dumps of process p: the files <hostname>-pid<nspid>.log in dir, an
 // absolute dir in the process's root, a relative one in its working
 // directory (nspid is the process's id in its own PID namespace, as
 // getpid() gave the Inspector). Its host name is not known here, so every
@@ -34,28 +34,17 @@ const MaxDumps = 4
 // several nodes' pods, another's process can have the same pid, and the
 // caller tells its records apart (they are another rank's). The lookup
 // never leaves the process's root, or its working directory for a
-// relative dir, and follows no symbolic link to a file; each must be a
-// regular one. It returns the files and their paths as the process sees
+// relative dir (procfs's Proc.Open), and follows no symbolic link to a
+// file; each must be a regular one (procfs.OpenIn). It returns the files and their paths as the process sees
 // them, or an error wrapping ErrNoDump when there is none (yet).
-func OpenDumps(procDir, dir string, nspid int) ([]*os.File, error) {
-	base, how := "cwd", uint64(unix.RESOLVE_BENEATH)
-	if filepath.IsAbs(dir) {
-		base, how = "root", unix.RESOLVE_IN_ROOT
-	}
-	bfd, err := unix.Open(filepath.Join(procDir, base), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("ncclinspector: open %s: %w", filepath.Join(procDir, base), err)
-	}
-	defer unix.Close(bfd)
-	dfd, err := unix.Openat2(bfd, dir, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: how | unix.RESOLVE_NO_MAGICLINKS})
+func OpenDumps(p procfs.Proc, dir string, nspid int) ([]*os.File, error) {
+	d, err := p.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, fmt.Errorf("ncclinspector: %w: no directory %s", ErrNoDump, dir)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ncclinspector: open the dump directory %s of %s: %w", dir, procDir, err)
+		return nil, fmt.Errorf("ncclinspector: the dump directory: %w", err)
 	}
-	d := os.NewFile(uintptr(dfd), dir)
 	defer d.Close()
 	suffix := "-pid" + strconv.Itoa(nspid) + ".log"
 	var names []string
@@ -77,16 +66,9 @@ func OpenDumps(procDir, dir string, nspid int) ([]*os.File, error) {
 	var files []*os.File
 	var errs []error
 	for _, name := range names {
-		ffd, err := unix.Openat2(dfd, name, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+		f, err := procfs.OpenIn(d, name)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("ncclinspector: open %s in %s: %w", name, dir, err))
-			continue
-		}
-		f := os.NewFile(uintptr(ffd), filepath.Join(dir, name))
-		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-			f.Close()
-			errs = append(errs, fmt.Errorf("ncclinspector: %s in %s is not a regular file", name, dir))
+			errs = append(errs, fmt.Errorf("ncclinspector: %w", err))
 			continue
 		}
 		files = append(files, f)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
@@ -27,6 +28,12 @@ func fakeProc(t *testing.T) (procDir, root string) {
 	require.NoError(t, os.Symlink(root, filepath.Join(procDir, "root")))
 	require.NoError(t, os.Symlink(filepath.Join(root, "work"), filepath.Join(procDir, "cwd")))
 	return procDir, root
+}
+
+// proc is the process of a procfs directory fakeProc made.
+func proc(procDir string) procfs.Proc {
+	pid, _ := strconv.Atoi(filepath.Base(procDir))
+	return procfs.FS{Root: filepath.Dir(procDir)}.Proc(pid)
 }
 
 func write(t *testing.T, path, s string) {
@@ -58,26 +65,26 @@ func TestOpenDumps(t *testing.T) {
 	write(t, filepath.Join(root, "logs/job/trainer-0-pid17.log"), "not this\n")
 	write(t, filepath.Join(root, "logs/job/trainer-0-pid7.log.gz"), "nor this\n")
 	write(t, filepath.Join(root, "logs/job/-pid7.log"), "nor this\n")
-	_, err := OpenDumps(procDir, "/logs/job", 1)
+	_, err := OpenDumps(proc(procDir), "/logs/job", 1)
 	assert.True(t, errors.Is(err, ErrNoDump), "%v", err)
-	files, err := OpenDumps(procDir, "/logs/job/", 7)
+	files, err := OpenDumps(proc(procDir), "/logs/job/", 7)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"/logs/job/node-a-pid7.log": "a\n", "/logs/job/node-b-pid7.log": "b\n"}, read(t, files))
 
 	// Relative: in its working directory.
 	write(t, filepath.Join(root, "work/nccl-inspector-unknown-jobid/node1-pid7.log"), "here\n")
-	files, err = OpenDumps(procDir, "nccl-inspector-unknown-jobid", 7)
+	files, err = OpenDumps(proc(procDir), "nccl-inspector-unknown-jobid", 7)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"nccl-inspector-unknown-jobid/node1-pid7.log": "here\n"}, read(t, files))
 
-	_, err = OpenDumps(procDir, "nccl-inspector-42", 7)
+	_, err = OpenDumps(proc(procDir), "nccl-inspector-42", 7)
 	assert.True(t, errors.Is(err, ErrNoDump), "no directory yet: %v", err)
 
 	// Bounded: MaxDumps of one pid at most.
 	for i := range MaxDumps + 3 {
 		write(t, filepath.Join(root, "many", strconv.Itoa(i)+"-pid9.log"), "x\n")
 	}
-	files, err = OpenDumps(procDir, "/many", 9)
+	files, err = OpenDumps(proc(procDir), "/many", 9)
 	require.NoError(t, err)
 	assert.Len(t, read(t, files), MaxDumps)
 }
@@ -93,22 +100,22 @@ func TestOpenDumpsStaysInside(t *testing.T) {
 
 	// ".." climbing out of the root resolves in it (RESOLVE_IN_ROOT): to
 	// the root's own /outside, which has no dump.
-	_, err := OpenDumps(procDir, "/../../outside", 7)
+	_, err := OpenDumps(proc(procDir), "/../../outside", 7)
 	assert.Error(t, err)
 	// A relative directory may not leave the working directory.
-	_, err = OpenDumps(procDir, "../../outside", 7)
+	_, err = OpenDumps(proc(procDir), "../../outside", 7)
 	assert.Error(t, err)
 	// A link in the root to a host path resolves in the root.
 	require.NoError(t, os.Symlink(outside, filepath.Join(root, "escape")))
-	_, err = OpenDumps(procDir, "/escape", 7)
+	_, err = OpenDumps(proc(procDir), "/escape", 7)
 	assert.Error(t, err)
 	// The file itself a link: not followed.
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "logs"), 0o755))
 	require.NoError(t, os.Symlink(filepath.Join(outside, "host-pid7.log"), filepath.Join(root, "logs", "x-pid7.log")))
-	_, err = OpenDumps(procDir, "/logs", 7)
+	_, err = OpenDumps(proc(procDir), "/logs", 7)
 	assert.Error(t, err)
 	// A directory of that name: not a regular file.
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "logs2", "x-pid7.log"), 0o755))
-	_, err = OpenDumps(procDir, "/logs2", 7)
+	_, err = OpenDumps(proc(procDir), "/logs2", 7)
 	assert.Error(t, err)
 }

@@ -5,12 +5,17 @@
 //
 // An FS is a procfs mounted at Root. FS.Proc names one process of it, and
 // the methods of Proc read that process's files: Alive, Exe, OpenExe and
-// ExecutableName, Comm, Cmdline, PPID, Maps and OpenMapped (which opens a
-// mapped file from outside the process's mount namespace), OpenFile (a
-// path as the process names it), Cgroup and Environ, and its sockets:
-// SocketInodes, NetTCP (the TCP sockets of its network namespace), NetNS
-// and OpenNetNS. FS itself lists the processes (PIDs) and their TCP
-// sockets (TCPSockets).
+// ExecutableName, Comm, Cmdline, PPID, Cwd, Maps and OpenMapped (which
+// opens a mapped file from outside the process's mount namespace), its
+// files as it names them (Open and OpenFile, resolved in its root or
+// working directory with openat2 and never out of them; OpenIn, an entry
+// of a directory so opened, no link followed), its descriptors (FDs, and
+// OpenFD, which reads a file it holds through its fd link, removed or
+// not), Cgroup and Environ, and its sockets: SocketInodes, NetTCP (the
+// TCP sockets of its network namespace), NetNS and OpenNetNS. FS itself
+// lists the processes (PIDs) and their TCP sockets (TCPSockets), and
+// says when the host booted (BootTime; StartedAt turns a start time into
+// the wall clock).
 // FS.Open holds the root open for the read a cache makes on every lookup,
 // a process's start time (Handle.StartTime), which allocates nothing.
 //

@@ -2,11 +2,9 @@ package procfs
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -87,42 +85,20 @@ func ParsePPID(b []byte) (int, bool) {
 	return int(ppid), err == nil
 }
 
-// maxFDs bounds the descriptors SocketInodes looks at: a process may hold
-// a million, and a server's listening sockets are among its first.
-const maxFDs = 1 << 16
-
 // SocketInodes returns the inodes of the sockets the process holds (the
 // fd links that read "socket:[inode]"), in the order of its descriptors,
-// looking at its first 65536 descriptors. It needs the privilege to read
-// the process's fd directory (ptrace access: root, or the same user).
+// looking at its first 65536 descriptors (FDs). It needs the privilege to
+// read the process's fd directory (ptrace access: root, or the same
+// user).
 func (p Proc) SocketInodes() ([]uint64, error) {
-	dir, err := os.Open(p.path("fd"))
-	if err != nil {
-		return nil, fmt.Errorf("procfs: %w", err)
-	}
-	defer dir.Close()
 	var inodes []uint64
-	seen := 0
-	for seen < maxFDs {
-		names, err := dir.Readdirnames(256)
-		for _, name := range names {
-			seen++
-			target, err := os.Readlink(filepath.Join(dir.Name(), name))
-			if err != nil {
-				continue // closed meanwhile
-			}
-			if ino, ok := socketInode(target); ok {
-				inodes = append(inodes, ino)
-			}
+	err := p.FDs(func(_ int, target string) bool {
+		if ino, ok := socketInode(target); ok {
+			inodes = append(inodes, ino)
 		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return inodes, fmt.Errorf("procfs: read %s: %w", dir.Name(), err)
-		}
-	}
-	return inodes, nil
+		return true
+	})
+	return inodes, err
 }
 
 // socketInode reads the inode of an fd link's target "socket:[12345]".
@@ -153,24 +129,6 @@ func (p Proc) NetNS() (string, error) {
 // OpenNetNS opens the process's network namespace, for setns(2).
 func (p Proc) OpenNetNS() (*os.File, error) {
 	f, err := os.Open(p.path("ns", "net"))
-	if err != nil {
-		return nil, fmt.Errorf("procfs: %w", err)
-	}
-	return f, nil
-}
-
-// OpenFile opens a file the process names, as the process sees it: an
-// absolute path under the process's root (its mount namespace), a
-// relative one from its working directory. ".." does not climb out of
-// the root.
-func (p Proc) OpenFile(path string) (*os.File, error) {
-	var full string
-	if filepath.IsAbs(path) {
-		full = p.rootPath(path)
-	} else {
-		full = filepath.Join(p.path("cwd"), filepath.Clean("/"+path))
-	}
-	f, err := os.Open(full)
 	if err != nil {
 		return nil, fmt.Errorf("procfs: %w", err)
 	}

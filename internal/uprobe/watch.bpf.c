@@ -656,13 +656,20 @@ static __always_inline void walk(void)
 	}
 	bpf_iter_task_vma_destroy(&it);
 	if (h) {
-		// The records before it name the files the hold waits for;
-		// the process stops on its way back to user space.
+		// The stop first: user space reads none of this walk's records
+		// (they follow the hold's, still reserved) before the hold is
+		// submitted, so its SIGCONT comes after the SIGSTOP is
+		// generated. The other way round, a reader on another CPU could
+		// end the hold before this CPU sent the stop (its vCPU taken by
+		// the hypervisor between the two), and the process would stay
+		// stopped with no hold left. The records before the hold's
+		// name the files it waits for; the process stops on its way
+		// back to user space.
+		if (first)
+			bpf_send_signal(SIGSTOP);
 		h->ktime = bpf_ktime_get_ns();
 		h->flags = flags;
 		bpf_ringbuf_submit(h, 0);
-		if (first)
-			bpf_send_signal(SIGSTOP);
 	}
 }
 

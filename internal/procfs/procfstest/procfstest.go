@@ -91,11 +91,12 @@ func Write(t testing.TB, root string, procs ...Process) {
 }
 
 // Host returns a root holding only the given processes of this host's
-// procfs, each a link to its /proc/<pid>: a Source given it sees those
-// processes alone, as they are.
+// procfs, each a link to its /proc/<pid>, and the host's stat file (its
+// boot time): a Source given it sees those processes alone, as they are.
 func Host(t testing.TB, pids ...int) string {
 	t.Helper()
 	root := t.TempDir()
+	link(t, "/proc/stat", filepath.Join(root, "stat"))
 	for _, pid := range pids {
 		link(t, filepath.Join("/proc", strconv.Itoa(pid)), filepath.Join(root, strconv.Itoa(pid)))
 	}

@@ -103,8 +103,19 @@ type OTLPSignal struct {
 
 // AIML is the aiml section.
 type AIML struct {
-	LLM     LLM
-	Serving Serving
+	LLM      LLM
+	Serving  Serving
+	Training Training
+}
+
+// Training is aiml.training: the training jobs on the node (PyTorch,
+// TensorFlow, JAX), found from their processes and read from the files
+// they already write (TensorBoard event files, MLflow file stores,
+// Lightning's CSVLogger), which need no configuration (package
+// genai/training).
+type Training struct {
+	// Enabled is aiml.training.enabled; default true.
+	Enabled bool
 }
 
 // Serving is aiml.serving: the model servers on the node (vLLM, TGI,

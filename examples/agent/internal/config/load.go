@@ -121,6 +121,7 @@ type layer struct {
 	capture     opt[bool]
 	contentMax  opt[int]
 	serving     opt[bool]
+	training    opt[bool]
 }
 
 // OTLP layers: the general settings and the per-signal ones.
@@ -188,6 +189,7 @@ func resolve(f, e layer) (Config, []error) {
 		},
 	}
 	c.AIML.Serving = Serving{Enabled: f.serving.or(true)}
+	c.AIML.Training = Training{Enabled: f.training.or(true)}
 	return c, errs
 }
 
@@ -528,6 +530,8 @@ func (d *decoder) top(root *yaml.Node) {
 		field{"aiml", func(v *yaml.Node, key string) {
 			d.object(v, key, field{"llm", d.llm}, field{"serving", func(v *yaml.Node, key string) {
 				d.object(v, key, field{"enabled", func(v *yaml.Node, key string) { d.boolean(v, key, &l.serving) }})
+			}}, field{"training", func(v *yaml.Node, key string) {
+				d.object(v, key, field{"enabled", func(v *yaml.Node, key string) { d.boolean(v, key, &l.training) }})
 			}})
 		}},
 	)

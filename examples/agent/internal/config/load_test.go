@@ -56,7 +56,7 @@ func defaults() Config {
 			CaptureBodyLimit: DefaultCaptureBodyLimit,
 			CaptureGoTLS:     true,
 			Content:          Content{MaxBytes: DefaultContentMaxBytes},
-		}, Serving: Serving{Enabled: true}},
+		}, Serving: Serving{Enabled: true}, Training: Training{Enabled: true}},
 	}
 }
 
@@ -98,7 +98,7 @@ func TestLoadFull(t *testing.T) {
 			CaptureBodyLimit: 131072,
 			CaptureGoTLS:     false,
 			Content:          Content{Capture: true, MaxBytes: 8192},
-		}, Serving: Serving{Enabled: false}},
+		}, Serving: Serving{Enabled: false}, Training: Training{Enabled: false}},
 	}
 	assert.Equal(t, want, c)
 	assert.NoError(t, c.Validate())
@@ -233,6 +233,10 @@ func TestLoadErrors(t *testing.T) {
 			[]want{{3, 14, "aiml.serving.enabled", `want true or false, got "off"`}}},
 		{"unknown serving key", "aiml:\n  serving:\n    port: 8000\n",
 			[]want{{3, 5, "aiml.serving", `unknown key "port" (want one of: enabled)`}}},
+		{"string for training's boolean", "aiml:\n  training:\n    enabled: no\n",
+			[]want{{3, 14, "aiml.training.enabled", `want true or false, got "no"`}}},
+		{"unknown training key", "aiml:\n  training:\n    logdir: /runs\n",
+			[]want{{3, 5, "aiml.training", `unknown key "logdir" (want one of: enabled)`}}},
 		{"number for a string", "service_name: 42\n",
 			[]want{{1, 15, "service_name", "want a string, got 42"}}},
 		{"mapping for a string", "log_level: {a: b}\n",

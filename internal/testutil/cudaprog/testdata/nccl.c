@@ -9,6 +9,8 @@
  *                                   rank, n ncclAllReduce calls on it
  *        nccl single                one thread's NCCL, then calls the stub
  *                                   must refuse (see single())
+ *        nccl one                   a job's process of one rank: a
+ *                                   communicator of 1 rank (see one())
  *
  * Every return is checked: one the program does not expect ends it with
  * status 1, saying which call on stderr.
@@ -339,14 +341,46 @@ static int single(void)
 	return 0;
 }
 
+/* one is a process of a job that has one rank of each communicator, as
+ * a job's processes have (the stand-in's ranks of one communicator are
+ * threads of one process, so its only communicator is of 1 rank): made
+ * after the go line, a call on it, then alive until the next line. */
+static int one(void)
+{
+	printf("READY %d\n", (int)getpid());
+	fflush(stdout);
+	read_line(0);
+	ncclUniqueId id;
+	check(ncclGetUniqueId(&id), "ncclGetUniqueId", "one", -1);
+	char hex[2 * NCCL_UNIQUE_ID_BYTES + 1];
+	for (int i = 0; i < NCCL_UNIQUE_ID_BYTES; i++)
+		sprintf(hex + 2 * i, "%02x", (unsigned char)id.internal[i]);
+	say("UID one %s\n", hex);
+	ncclComm_t c = NULL;
+	check(ncclCommInitRank(&c, 1, id, 0), "ncclCommInitRank", "one", 0);
+	say("COMM one 0 1 %ld 0x%lx 0x%lx\n", (long)syscall(SYS_gettid), (unsigned long)(uintptr_t)c,
+	    (unsigned long)cudaprogNcclCommHash(c));
+	check(ncclAllReduce(H(NCCL_SEND_BUFF), H(NCCL_RECV_BUFF), NCCL_SINGLE_COUNT, ncclFloat32, ncclSum, c,
+			    H(NCCL_LOOP_STREAM)),
+	      "ncclAllReduce", "one", 0);
+	say("ISSUED\n");
+	read_line(1);
+	check(ncclCommDestroy(c), "ncclCommDestroy", "one", 0);
+	say("DONE\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "single") == 0)
 		return single();
+	if (argc == 2 && strcmp(argv[1], "one") == 0)
+		return one();
 	if (argc >= 3 && strcmp(argv[1], "loop") == 0)
 		return loop(atol(argv[2]), argc > 3 ? atoi(argv[3]) : 1);
 	if (argc != 1) {
-		fprintf(stderr, "usage: %s | %s loop <n> [<threads>] | %s single\n", argv[0], argv[0], argv[0]);
+		fprintf(stderr, "usage: %s | %s loop <n> [<threads>] | %s single | %s one\n", argv[0], argv[0], argv[0],
+			argv[0]);
 		return 2;
 	}
 	return scenario();

@@ -1,4 +1,4 @@
-package ncclinspector
+package linetail
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// MaxLine is the longest line of the tests' Tails.
+const MaxLine = 4 << 10
 
 // growing is a file written as the Inspector writes its dump: appended to,
 // a line at a time or a part of one.
@@ -31,7 +34,7 @@ func collect(t *testing.T, tl *Tail, g *growing, max int) (got []string, skipped
 
 func TestTail(t *testing.T) {
 	g := &growing{}
-	tl := NewTail(g, 0)
+	tl := New(g, 0, make([]byte, MaxLine+1))
 	got, _ := collect(t, tl, g, 1<<20)
 	assert.Empty(t, got)
 
@@ -66,6 +69,15 @@ func TestTail(t *testing.T) {
 	g.b = []byte("new\n")
 	got, _ = collect(t, tl, g, 1<<20)
 	assert.Equal(t, []string{"new"}, got)
+
+	// Rewritten in place, longer (a CSV with a column more): Rewind reads
+	// it again from its start.
+	g.b = []byte("a,b,c\n1,2,3\n")
+	got, _ = collect(t, tl, g, 1<<20)
+	assert.Equal(t, []string{"c", "1,2,3"}, got, "without Rewind, the bytes past the old end")
+	tl.Rewind()
+	got, _ = collect(t, tl, g, 1<<20)
+	assert.Equal(t, []string{"a,b,c", "1,2,3"}, got)
 }
 
 // FuzzTail: whatever the file and however it grows, the lines handed out
@@ -75,7 +87,7 @@ func FuzzTail(f *testing.F) {
 	f.Add(bytes.Repeat([]byte("0123456789"), 10000), uint16(7), uint16(5000))
 	f.Fuzz(func(t *testing.T, content []byte, step, max uint16) {
 		g := &growing{}
-		tl := NewTail(g, 0)
+		tl := New(g, 0, make([]byte, MaxLine+1))
 		var got []string
 		for i := 0; i <= len(content); {
 			i = min(len(content), i+int(step)+1)
