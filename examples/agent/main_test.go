@@ -114,6 +114,10 @@ func TestRunWithGPUs(t *testing.T) {
 	// is unavailable, which is no fault.
 	assert.Regexp(t, `(?m)^gpu/nvml +active +2 device\(s\)$`, stdout)
 	assert.Regexp(t, `(?m)^gpu/dcgm +unavailable +gpu: DCGM library libdcgm\.so\.4 cannot be loaded`, stdout)
+	// No i915 or xe card here: Level Zero is not loaded, and neither
+	// Intel backend finds a GPU.
+	assert.Regexp(t, `(?m)^gpu/level_zero +unavailable +gpu: no Intel GPU: (sysfs at /sys: open class/drm: no such file or directory|no card of the i915 or xe driver in /sys/class/drm)$`, stdout)
+	assert.Regexp(t, `(?m)^gpu/intel_sysfs +unavailable +gpu: no Intel GPU: (sysfs at /sys: open class/drm: no such file or directory|no card of the i915 or xe driver in /sys/class/drm)$`, stdout)
 	if os.Geteuid() == 0 {
 		// An NVIDIA node: the HIP tracer's ring is the small one.
 		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
