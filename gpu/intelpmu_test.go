@@ -223,6 +223,7 @@ func softwareAsI915(t *testing.T) fstest.MapFS {
 // count advances with the wall clock, so the "engine" is busy about all
 // the time.
 func TestIntelPMUKernel(t *testing.T) {
+	testutil.Native(t, "the kernel's perf_event_open, which QEMU's user mode lacks")
 	if has, err := perfevent.HasPerfmon(); err != nil || !has {
 		testutil.SkipOrFail(t, "counting for every task on a CPU needs CAP_PERFMON (or root): %v", err)
 	}
@@ -239,6 +240,7 @@ func TestIntelPMUKernel(t *testing.T) {
 // refuses it (EACCES) unless kernel.perf_event_paranoid allows every
 // user, and the engines fall back to fdinfo with the reason.
 func TestIntelPMUKernelWithoutPerfmon(t *testing.T) {
+	testutil.Native(t, "the kernel's perf_event_open, which QEMU's user mode lacks")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "dropping capabilities and raising them again needs them permitted: run as root")
 	}

@@ -342,6 +342,7 @@ func TestNoPMU(t *testing.T) {
 // lacks): mapping the AUX area fails with EOPNOTSUPP, and openKernel
 // leaves no file descriptor open.
 func TestKernelAUXRefused(t *testing.T) {
+	testutil.Native(t, "the kernel's perf_event_open, which QEMU's user mode lacks")
 	before := countFDs(t)
 	_, err := openKernel(perfevent.TraceAttr{Type: unix.PERF_TYPE_SOFTWARE, Configs: perfevent.Configs{unix.PERF_COUNT_SW_DUMMY}, PID: 0, CPU: -1}, 16, 4, false)
 	var oe *perfevent.OpenError

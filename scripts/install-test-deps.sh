@@ -20,6 +20,14 @@ packages=(
 	libipt2                   # Intel's Intel PT library: the optional decode step of intelpt's captures (internal/cmd/ptdecode) and its test's synthetic trace
 	tmux                      # the real terminal agent top is driven in (send-keys, capture-pane)
 )
+# The other architecture's C compiler (the calling-convention tests compile
+# callers for both), and on x86-64 what make test-arm64 needs: the arm64
+# build with cgo, and QEMU to run the arm64 test binaries (no binfmt:
+# scripts/qemu-aarch64).
+case "$(dpkg --print-architecture)" in
+amd64) packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;
+arm64) packages+=(gcc-x86-64-linux-gnu libc6-dev-amd64-cross) ;;
+esac
 
 # The Go releases the tests build Go programs with beside the machine's
 # own, so that the last three releases are covered (the genai capture of

@@ -47,6 +47,7 @@ func TestMain(m *testing.M) {
 // agent runs the agent in a child process with args.
 func agent(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
+	testutil.Native(t, "the test binary run again as a program")
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

@@ -20,6 +20,7 @@ import (
 // runtime: the binding must work in both builds, the real loader and its
 // dispatch included.
 func TestWithoutCgo(t *testing.T) {
+	testutil.Native(t, "the test binary run again as a program")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		testutil.SkipOrFail(t, "the go tool is needed to build the tests with CGO_ENABLED=0: %v", err)

@@ -20,6 +20,7 @@ import (
 // sideband bits of a trace, or skips (fails in CI) without the privilege.
 func openDummy(t *testing.T) int {
 	t.Helper()
+	testutil.Native(t, "the kernel's perf_event_open, which QEMU's user mode lacks")
 	fd, err := perfevent.OpenTrace(perfevent.TraceAttr{Type: unix.PERF_TYPE_SOFTWARE, Configs: perfevent.Configs{unix.PERF_COUNT_SW_DUMMY}, PID: 0, CPU: -1})
 	var oe *perfevent.OpenError
 	if errors.As(err, &oe) && (oe.Errno == unix.EACCES || oe.Errno == unix.EPERM) {

@@ -19,6 +19,7 @@ import (
 // CGO_ENABLED=0, where purego loads libraries through its own fake cgo
 // runtime: the binding must work in both builds.
 func TestWithoutCgo(t *testing.T) {
+	testutil.Native(t, "the test binary run again as a program")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		testutil.SkipOrFail(t, "the go tool is needed to build the tests with CGO_ENABLED=0: %v", err)

@@ -26,6 +26,28 @@ func SkipOrFail(t testing.TB, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
+// Emulated is the emulator the tests run under, or "": scripts/qemu-aarch64,
+// the runner of `make test-arm64`, sets XPUSCOPE_EMULATED to run arm64
+// test binaries on an x86-64 machine, whose kernel, libraries and
+// programs are x86-64's.
+func Emulated() string { return os.Getenv("XPUSCOPE_EMULATED") }
+
+// Native skips t when the tests run emulated (Emulated): t needs what
+// only the machine's own architecture gives it, which needs says (the
+// kernel's BPF and uprobes, vendor libraries, C programs or libraries
+// built by the host's compiler, the test binary run again as a program).
+// Such a test runs in the native run of the suite, where a skip in CI is
+// a failure; the emulated run is for the pure tests (decoders, parsers,
+// models, probe placement, calling conventions), so that arm64's code
+// paths are executed, and skipping the rest there is by design, CI or
+// not.
+func Native(t testing.TB, needs string) {
+	t.Helper()
+	if e := Emulated(); e != "" {
+		t.Skipf("needs %s: not under %s", needs, e)
+	}
+}
+
 // Point is one data point, flattened. For a histogram Value is the sum,
 // Count the number of values and Buckets the counts per bucket.
 type Point struct {

@@ -33,6 +33,7 @@ const Header = "/usr/include/level_zero/zes_api.h"
 // real loader loads through ZE_ENABLE_ALT_DRIVERS.
 func Build(t testing.TB, name string, defines ...string) string {
 	t.Helper()
+	testutil.Native(t, "a fake library built by the host's compiler")
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		testutil.SkipOrFail(t, "gcc is needed to build the fake Level Zero driver: %v", err)
@@ -64,6 +65,7 @@ func InChild() bool { return os.Getenv(ChildEnv) == "1" }
 // and fails t with the child's output if it fails.
 func Run(t *testing.T, test string, env ...string) string {
 	t.Helper()
+	testutil.Native(t, "the test binary run again as a program, with the host's Level Zero loader")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
