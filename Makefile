@@ -10,7 +10,7 @@ run:
 	$(GO) run ./examples/agent $(ARGS)
 
 ## test: install what the tests need, then vet, check generated files, run every test, and the arm64 checks
-test: deps vet check-generate unit check-arm64
+test: deps vet check-generate unit test-arm64
 
 deps:
 	scripts/install-test-deps.sh
@@ -21,11 +21,11 @@ vet:
 unit:
 	$(GO) test -race -count=1 ./...
 
-## check-arm64: build for arm64 (cgo by the cross compiler, and without cgo), vet and run under qemu-user the packages whose arm64 code differs
+## check-arm64: the quick arm64 tier, for work on arm64 code: build for arm64 (cgo by the cross compiler, and without cgo), vet and run under qemu-user the packages whose arm64 code differs
 check-arm64:
 	GO=$(GO) scripts/test-arm64.sh
 
-## test-arm64: check-arm64 with vet of every package and every package's pure tests as arm64 binaries under qemu-user (not in make test: minutes more)
+## test-arm64: check-arm64 with vet of every package and every package's pure tests as arm64 binaries under qemu-user (part of make test)
 test-arm64:
 	GO=$(GO) scripts/test-arm64.sh all
 

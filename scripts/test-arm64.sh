@@ -2,7 +2,7 @@
 # The arm64 checks, on an x86-64 machine (Grace Hopper, Grace Blackwell
 # and Graviton GPU nodes run arm64).
 #
-#   scripts/test-arm64.sh        the tier `make test` runs:
+#   scripts/test-arm64.sh        make check-arm64, the quick tier:
 #     1. the library and the agent built for GOARCH=arm64 with cgo
 #        (go-nvml's NVML bindings need it), by Debian's cross compiler;
 #     2. every package that does not import go-nvml built without cgo
@@ -20,9 +20,9 @@
 #        programs skip there (testutil.Native); they run in the native
 #        suite, where a skip in CI is a failure.
 #
-#   scripts/test-arm64.sh all    make test-arm64: the same, with go vet
-#     of every package and every package's tests under QEMU (the pure
-#     ones run; several minutes more, so not part of make test).
+#   scripts/test-arm64.sh all    make test-arm64, the tier `make test`
+#     runs: the same, with go vet of every package and every package's
+#     tests under QEMU (the pure ones run; a few minutes more).
 #
 # Each step's time is printed, for the CI budget. scripts/install-test-deps.sh
 # installs gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user.
