@@ -17,9 +17,15 @@ import (
 func InCI() bool { return os.Getenv("CI") != "" }
 
 // SkipOrFail skips t for a missing tool, privilege or kernel feature, or
-// fails it when running in CI, where the setup must provide them.
+// fails it when running in CI, where the setup must provide them. Under
+// emulation (Emulated) it skips, CI or not: what is missing there is the
+// machine's own architecture's (its kernel, libraries, programs), which
+// the native run of the suite has, and where the same call fails in CI.
 func SkipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
+	if e := Emulated(); e != "" {
+		t.Skipf(format+" (under %s: the native run has it)", append(args, e)...)
+	}
 	if InCI() {
 		t.Fatalf(format+" (CI is set: a skip is a failure)", args...)
 	}
