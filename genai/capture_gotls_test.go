@@ -28,11 +28,10 @@ import (
 //	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o testdata/capture/goclient-stripped ./testdata/capture/goclient
 const committedStripped = "testdata/capture/goclient-stripped"
 
-// buildGoClient builds testdata/capture/goclient with the Go toolchain
-// (GOTOOLCHAIN: "local" is the machine's), with ldflags.
-func buildGoClient(t *testing.T, toolchain, ldflags string) string {
+// buildGoClient builds testdata/capture/goclient as b says.
+func buildGoClient(t *testing.T, b testutil.GoBuild) string {
 	t.Helper()
-	return testutil.BuildGo(t, "testdata/capture/goclient", toolchain, "goclient", ldflags)
+	return testutil.BuildGo(t, "testdata/capture/goclient", "goclient", b)
 }
 
 // runGoClient runs a goclient binary against s once the capture has
@@ -73,13 +72,15 @@ func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Serve
 // TestCaptureGoTLS: Go programs' crypto/tls, unmodified net/http clients
 // over TLS to the local mock: over HTTP/2 (ALPN) and HTTP/1.1, on one
 // keep-alive connection and on a new connection per call, built by the
-// test with the machine's Go and with the next release, stripped of their
-// symbols (-s -w) or not, and a stripped build committed. Every call is a span with the fields a
-// Python client's has; the credential appears nowhere.
+// test with each Go release the machine has, stripped of their symbols
+// (-s -w) or not, linked by Go's linker or by the C toolchain (as with
+// cgo; as a PIE too), and a stripped build committed. Every call is a
+// span with the fields a Python client's has; the credential appears
+// nowhere.
 func TestCaptureGoTLS(t *testing.T) {
 	s := llmserver.Start(t, llmserver.Options{TLS: true, HTTP2: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
 	h := startCapture(t, WithGoTLS(true))
-	full, stripped := buildGoClient(t, "local", ""), buildGoClient(t, "local", "-s -w")
+	full, stripped := buildGoClient(t, testutil.GoBuild{}), buildGoClient(t, testutil.GoBuild{LDFlags: "-s -w"})
 	type clientCase struct {
 		name  string
 		exe   string
@@ -93,9 +94,15 @@ func TestCaptureGoTLS(t *testing.T) {
 		{"http2, a connection per call", full, []string{"-fresh"}, "HTTP/2.0"},
 		{"stripped", stripped, nil, "HTTP/2.0"},
 		{"committed stripped", committedStripped, []string{"-http1", "-fresh"}, "HTTP/1.1"},
+		// Linked by the C toolchain, as every program that uses cgo is:
+		// C code comes first in .text, and the stripped build's probes
+		// are placed from its pclntab, whose entries count from
+		// runtime.text, not from the section's start.
+		{"externally linked, stripped", buildGoClient(t, testutil.GoBuild{External: true, LDFlags: "-s -w"}), nil, "HTTP/2.0"},
+		{"externally linked PIE, stripped", buildGoClient(t, testutil.GoBuild{External: true, PIE: true, LDFlags: "-s -w"}), []string{"-http1"}, "HTTP/1.1"},
 	}
 	for _, release := range testutil.OtherGoReleases {
-		cases = append(cases, clientCase{release + ", stripped", buildGoClient(t, release, "-s -w"), []string{"-fresh"}, "HTTP/2.0"})
+		cases = append(cases, clientCase{release + ", stripped", buildGoClient(t, testutil.GoBuild{Toolchain: release, LDFlags: "-s -w"}), []string{"-fresh"}, "HTTP/2.0"})
 	}
 	calls := 0
 	for _, tc := range cases {
@@ -145,7 +152,7 @@ func TestCaptureGoTLSAtOnce(t *testing.T) {
 	const n, model = 3, "gpt-4o-mini"
 	for round := range 3 {
 		// A new build each round: a file no capture has classified.
-		exe := buildGoClient(t, "local", "-s -w")
+		exe := buildGoClient(t, testutil.GoBuild{LDFlags: "-s -w"})
 		started := time.Now()
 		cmd := exec.Command(exe, "-at-once", "-fresh", s.URL, s.CAFile, model, strconv.Itoa(n))
 		cmd.Env = append(os.Environ(), "CAPTURE_SECRET="+captureSecret)
@@ -182,7 +189,7 @@ func TestCaptureGoTLSAtRETs(t *testing.T) {
 	s := llmserver.Start(t, llmserver.Options{TLS: true, HTTP2: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
 	h := startCapture(t, WithGoTLS(true), withGoReadAtRETs())
 	const n, model = 3, "gpt-4o-mini"
-	protos := runGoClient(t, h, buildGoClient(t, "local", "-s -w"), s, model, n)
+	protos := runGoClient(t, h, buildGoClient(t, testutil.GoBuild{LDFlags: "-s -w"}), s, model, n)
 	require.Equal(t, []string{"HTTP/2.0", "HTTP/2.0", "HTTP/2.0"}, protos)
 	for _, sp := range h.spansTo(t, s.Port, n) {
 		checkStreamedCall(t, h, sp, semconv.GenAIProviderOpenAICompatible, model, "stop")

@@ -14,19 +14,30 @@ import (
 // each.
 var OtherGoReleases = []string{"go1.25.14", "go1.27.4"}
 
-// BuildGo builds the main package in dir, which may import the standard
-// library only, with the Go toolchain (GOTOOLCHAIN: "local" is the
-// machine's), CGO_ENABLED=0, -trimpath and ldflags, for the architecture
-// the tests run on, and returns the executable's path, named name, in a
-// t.TempDir(). The package is built as a module of its own, so that a
-// toolchain older than the one this module requires builds it too.
-func BuildGo(t testing.TB, dir, toolchain, name, ldflags string) string {
-	t.Helper()
-	return BuildGoFor(t, runtime.GOARCH, dir, toolchain, name, ldflags)
+// GoBuild is how BuildGo builds a program. The zero value builds with the
+// machine's toolchain, for the architecture the tests run on, with cgo
+// off and Go's own linker, as `CGO_ENABLED=0 go build -trimpath` does.
+type GoBuild struct {
+	Toolchain string // GOTOOLCHAIN, such as "go1.27.4"; "": "local", the machine's
+	GOARCH    string // "": the tests' own
+	LDFlags   string // such as "-s -w"
+	// External turns cgo on and links with the C toolchain
+	// (-linkmode=external), as every program that uses cgo is linked:
+	// the C runtime's code then comes first in .text, before the Go
+	// code the pclntab's entries count from.
+	External bool
+	PIE      bool // -buildmode=pie
 }
 
-// BuildGoFor is BuildGo for the architecture goarch (GOARCH).
-func BuildGoFor(t testing.TB, goarch, dir, toolchain, name, ldflags string) string {
+// crossCC is the C compiler of each GOARCH the tests build external
+// links for on another architecture.
+var crossCC = map[string]string{"arm64": "aarch64-linux-gnu-gcc", "amd64": "x86_64-linux-gnu-gcc"}
+
+// BuildGo builds the main package in dir, which may import the standard
+// library only, as b says, and returns the executable's path, named name,
+// in a t.TempDir(). The package is built as a module of its own, so that
+// a toolchain older than the one this module requires builds it too.
+func BuildGo(t testing.TB, dir, name string, b GoBuild) string {
 	t.Helper()
 	srcs, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil || len(srcs) == 0 {
@@ -45,12 +56,30 @@ func BuildGoFor(t testing.TB, goarch, dir, toolchain, name, ldflags string) stri
 			t.Fatal(err)
 		}
 	}
+	toolchain, goarch, ldflags, cgo := b.Toolchain, b.GOARCH, b.LDFlags, "0"
+	if toolchain == "" {
+		toolchain = "local"
+	}
+	if goarch == "" {
+		goarch = runtime.GOARCH
+	}
+	env := append(os.Environ(), "GOTOOLCHAIN="+toolchain, "GOARCH="+goarch)
+	if b.External {
+		ldflags, cgo = "-linkmode=external "+ldflags, "1"
+		if goarch != runtime.GOARCH {
+			env = append(env, "CC="+crossCC[goarch])
+		}
+	}
+	args := []string{"build", "-trimpath", "-ldflags=" + ldflags}
+	if b.PIE {
+		args = append(args, "-buildmode=pie")
+	}
 	exe := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", exe, ".")
+	cmd := exec.Command("go", append(args, "-o", exe, ".")...)
 	cmd.Dir = mod
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN="+toolchain, "GOARCH="+goarch)
+	cmd.Env = append(env, "CGO_ENABLED="+cgo)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("testutil: go build of %s with %s for %s: %v\n%s", dir, toolchain, goarch, err, out)
+		t.Fatalf("testutil: go build of %s as %+v: %v\n%s", dir, b, err, out)
 	}
 	return exe
 }

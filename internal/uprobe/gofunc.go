@@ -1,7 +1,9 @@
 package uprobe
 
 import (
+	"cmp"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -94,11 +96,159 @@ func goTable(r io.ReaderAt, ef *elf.File) (tab *pclntab, release func(), err err
 	if err != nil {
 		return nil, nil, fmt.Errorf("read .gopclntab: %w", err)
 	}
-	if tab, err = parsePclntab(data, text.Addr); err != nil {
+	if tab, err = parsePclntab(data, 0); err != nil {
 		release()
 		return nil, nil, fmt.Errorf("parse .gopclntab: %w", err)
 	}
+	if tab.ver >= pcln118 {
+		if tab.textStart, err = goText(r, ef, tab, pcln.Addr); err != nil {
+			release()
+			return nil, nil, err
+		}
+	}
 	return tab, release, nil
+}
+
+// maxModuleSearchBytes bounds the data searched for the runtime's
+// moduledata, and the relocations read.
+const maxModuleSearchBytes = 64 << 20
+
+// goText returns runtime.text of the Go binary ef, whose pclntab, tab, is
+// at pclnAddr, as the runtime's first moduledata holds it (moduleText).
+// That is in a data section (.go.module since Go 1.26, .noptrdata
+// before), at an aligned word that holds pclnAddr, or, in a
+// position-independent executable whose linker left the loader's
+// relocations unapplied in the file (arm64's), at a relative relocation
+// whose addend is pclnAddr. Without it no function's address is known:
+// an error, never a guess such as the .text section's address, which is
+// off by the C code an external linker puts first; a probe placed by
+// that lands inside another function's instruction and crashes the
+// program.
+func goText(r io.ReaderAt, ef *elf.File, tab *pclntab, pclnAddr uint64) (uint64, error) {
+	var secs []*elf.Section
+	for _, s := range ef.Sections {
+		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_ALLOC != 0 && s.Flags&elf.SHF_WRITE != 0 {
+			secs = append(secs, s)
+		}
+	}
+	slices.SortStableFunc(secs, func(a, b *elf.Section) int {
+		return cmp.Compare(searchRank(a.Name), searchRank(b.Name))
+	})
+	searched, tried := uint64(0), 0
+	try := func(candidates []uint64) (uint64, bool, error) {
+		for _, at := range candidates {
+			tried++
+			md, err := moduleWordsAt(r, ef, at)
+			if err != nil {
+				return 0, false, err
+			}
+			if text, ok := moduleText(md, tab, pclnAddr); ok {
+				return text, true, nil
+			}
+		}
+		return 0, false, nil
+	}
+	for _, s := range secs {
+		if searched += s.Size; searched > maxModuleSearchBytes {
+			break
+		}
+		data, release, err := sectionBytes(r, s)
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", s.Name, err)
+		}
+		var candidates []uint64
+		for at := (8 - s.Addr%8) % 8; at+8 <= uint64(len(data)); at += 8 {
+			if binary.LittleEndian.Uint64(data[at:]) == pclnAddr {
+				candidates = append(candidates, s.Addr+at)
+			}
+		}
+		release()
+		if text, ok, err := try(candidates); ok || err != nil {
+			return text, err
+		}
+	}
+	var candidates []uint64
+	err := relativeRelocs(r, ef, func(off, addend uint64) {
+		if addend == pclnAddr {
+			candidates = append(candidates, off)
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	if text, ok, err := try(candidates); ok || err != nil {
+		return text, err
+	}
+	return 0, fmt.Errorf("none of %d words pointing at .gopclntab (in %d bytes of data, and relocations) is the runtime's moduledata: runtime.text unknown", tried, min(searched, maxModuleSearchBytes))
+}
+
+// searchRank orders the sections goText searches: where the linker puts
+// the moduledata first.
+func searchRank(name string) int {
+	switch name {
+	case ".go.module":
+		return 0
+	case ".noptrdata":
+		return 1
+	case ".data":
+		return 2
+	}
+	return 3
+}
+
+// moduleWordsAt reads moduleWords words of ef at the address at, in a
+// data section, each as the loader leaves it: the addend of a relative
+// relocation at it, or else the file's word.
+func moduleWordsAt(r io.ReaderAt, ef *elf.File, at uint64) ([]uint64, error) {
+	const size = 8 * moduleWords
+	i := slices.IndexFunc(ef.Sections, func(s *elf.Section) bool {
+		return s.Type == elf.SHT_PROGBITS && s.Addr <= at && at+size <= s.Addr+s.Size
+	})
+	if i < 0 {
+		return nil, nil // runs past its section: not the moduledata
+	}
+	raw := make([]byte, size)
+	if _, err := r.ReadAt(raw, int64(ef.Sections[i].Offset+at-ef.Sections[i].Addr)); err != nil {
+		return nil, fmt.Errorf("read the moduledata at %#x: %w", at, err)
+	}
+	md := make([]uint64, moduleWords)
+	for k := range md {
+		md[k] = binary.LittleEndian.Uint64(raw[8*k:])
+	}
+	err := relativeRelocs(r, ef, func(off, addend uint64) {
+		if at <= off && off < at+size && off%8 == at%8 {
+			md[(off-at)/8] = addend
+		}
+	})
+	return md, err
+}
+
+// relativeRelocs calls f with the address and addend of each relative
+// relocation (R_X86_64_RELATIVE, R_AARCH64_RELATIVE) of the 64-bit ELF
+// file ef, from its SHT_RELA sections, up to maxModuleSearchBytes of
+// them.
+func relativeRelocs(r io.ReaderAt, ef *elf.File, f func(off, addend uint64)) error {
+	relative := map[elf.Machine]uint32{elf.EM_X86_64: uint32(elf.R_X86_64_RELATIVE), elf.EM_AARCH64: uint32(elf.R_AARCH64_RELATIVE)}[ef.Machine]
+	read := uint64(0)
+	for _, s := range ef.Sections {
+		if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 {
+			continue
+		}
+		if read += s.Size; read > maxModuleSearchBytes {
+			return nil
+		}
+		data, release, err := sectionBytes(r, s)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", s.Name, err)
+		}
+		for e := data; len(e) >= 24; e = e[24:] { // Elf64_Rela: r_offset, r_info, r_addend
+			if uint32(binary.LittleEndian.Uint64(e[8:])) == relative {
+				f(binary.LittleEndian.Uint64(e), binary.LittleEndian.Uint64(e[16:]))
+			}
+		}
+		release()
+	}
+	return nil
 }
 
 // sectionBytes returns the bytes of s: mapped from the file r is, or,

@@ -11,24 +11,10 @@ import (
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
-// buildGo builds testdata/gotls with the machine's Go and ldflags.
-func buildGo(t *testing.T, ldflags string) string {
+// buildGo builds testdata/gotls as b says.
+func buildGo(t *testing.T, b testutil.GoBuild) string {
 	t.Helper()
-	return buildGoWith(t, "local", ldflags)
-}
-
-// buildGoWith builds testdata/gotls with the Go toolchain (GOTOOLCHAIN:
-// "local" is the machine's) and ldflags.
-func buildGoWith(t *testing.T, toolchain, ldflags string) string {
-	t.Helper()
-	return testutil.BuildGo(t, "testdata/gotls", toolchain, "gotls", ldflags)
-}
-
-// buildGoFor builds testdata/gotls for goarch (GOARCH) with the Go
-// toolchain and ldflags.
-func buildGoFor(t *testing.T, goarch, toolchain, ldflags string) string {
-	t.Helper()
-	return testutil.BuildGoFor(t, goarch, "testdata/gotls", toolchain, "gotls", ldflags)
+	return testutil.BuildGo(t, "testdata/gotls", "gotls", b)
 }
 
 // A Go program's crypto/tls methods are found by symbol and, stripped of
@@ -37,10 +23,24 @@ func buildGoFor(t *testing.T, goarch, toolchain, ldflags string) string {
 // runtime.memmove (the copy of the plaintext out), the same in both
 // builds; the entry probes go on the stack check's conditional branch.
 // For x86-64 and arm64 builds alike, wherever the test runs: the rules
-// are the file's instruction set's.
+// are the file's instruction set's. And for each way a Go program is
+// linked: by Go's linker, by the C toolchain's, as every program that
+// uses cgo is (C code then comes before runtime.text, where the
+// pclntab's entries count from, and a probe placed from the .text
+// section's address lands inside another function's instruction and
+// crashes the program), and as a position-independent executable.
 func TestGoFuncs(t *testing.T) {
+	links := map[string]testutil.GoBuild{
+		"internal":     {},
+		"external":     {External: true},
+		"pie":          {PIE: true},
+		"external pie": {External: true, PIE: true},
+	}
 	for _, goarch := range []string{"amd64", "arm64"} {
-		t.Run(goarch, func(t *testing.T) { testGoFuncs(t, goarch) })
+		for name, b := range links {
+			b.GOARCH = goarch
+			t.Run(goarch+", "+name, func(t *testing.T) { testGoFuncs(t, b) })
+		}
 	}
 }
 
@@ -66,9 +66,11 @@ var goInsns = map[string]struct {
 	},
 }
 
-func testGoFuncs(t *testing.T, goarch string) {
-	full := buildGoFor(t, goarch, "local", "")
-	stripped := buildGoFor(t, goarch, "local", "-s -w")
+func testGoFuncs(t *testing.T, b testutil.GoBuild) {
+	goarch := b.GOARCH
+	full := buildGo(t, b)
+	b.LDFlags = "-s -w"
+	stripped := buildGo(t, b)
 	wanted := map[string]bool{"crypto/tls.(*Conn).Read": true, "crypto/tls.(*Conn).Write": true, "crypto/tls.(*Conn).Close": true}
 	insn := goInsns[goarch]
 
@@ -77,6 +79,11 @@ func testGoFuncs(t *testing.T, goarch string) {
 	require.Nil(t, ef.Section(".symtab"), "the stripped build has no symbol table")
 	require.Equal(t, map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[goarch], ef.Machine)
 	ef.Close()
+
+	// Read's code in the file, by the full build's symbol table, which
+	// the stripped build's layout shares (its addresses equal, below).
+	readStart, readEnd := fileBounds(t, full, "crypto/tls.(*Conn).Read")
+	inRead := func(off uint64) bool { return readStart < off && off < readEnd }
 
 	var rets, calls [][]uint64
 	var addrs []map[string]uint64
@@ -94,7 +101,7 @@ func testGoFuncs(t *testing.T, goarch string) {
 		require.NoError(t, err)
 		for _, off := range ret.offsets {
 			require.True(t, insn.ret(code[off:]), "%s: no RET at %#x", exe, off)
-			require.Greater(t, off, a["crypto/tls.(*Conn).Read"], "a RET past the function's start")
+			require.True(t, inRead(off), "%s: a RET at %#x, outside Read's code [%#x, %#x)", exe, off, readStart, readEnd)
 		}
 		rets = append(rets, ret.offsets)
 
@@ -106,7 +113,7 @@ func testGoFuncs(t *testing.T, goarch string) {
 		require.Len(t, call.offsets, 1, "%s: Read's calls of runtime.memmove", exe)
 		require.Equal(t, goSite{call.offsets, 2, "crypto/tls.(*Conn).Read (call of runtime.memmove)"}, call)
 		require.True(t, insn.call(code[call.offsets[0]:]), "%s: no direct call at %#x", exe, call.offsets[0])
-		require.Greater(t, call.offsets[0], a["crypto/tls.(*Conn).Read"])
+		require.True(t, inRead(call.offsets[0]), "%s: the call at %#x, outside Read's code", exe, call.offsets[0])
 		require.Less(t, call.offsets[0], slices.Max(ret.offsets), "the call inside Read")
 		calls = append(calls, call.offsets)
 
@@ -253,4 +260,20 @@ func TestCookiesBesideReturns(t *testing.T) {
 	cookies, err := cookiesOf("", probes, map[string]uint64{"f": 16, "g": 32})
 	require.NoError(t, err)
 	require.Equal(t, map[string]uint64{"f": 2, "g": 4}, cookies)
+}
+
+// fileBounds returns the file offsets of the start and end of the code of
+// the function symbol in the executable exe, by its symbol table.
+func fileBounds(t *testing.T, exe, symbol string) (start, end uint64) {
+	t.Helper()
+	ef, err := elf.Open(exe)
+	require.NoError(t, err)
+	defer ef.Close()
+	syms, err := ef.Symbols()
+	require.NoError(t, err)
+	i := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == symbol })
+	require.GreaterOrEqual(t, i, 0, "%s: no symbol %s", exe, symbol)
+	start, ok := fileOffset(ef, syms[i].Value)
+	require.True(t, ok, "%s: %s in no executable segment", exe, symbol)
+	return start, start + syms[i].Size
 }

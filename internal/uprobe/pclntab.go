@@ -21,6 +21,10 @@ type pclntab struct {
 	textStart uint64
 	nfunc     int
 
+	// The offsets of funcnametab and of the function table from the
+	// table's start: the runtime's moduledata points at both.
+	funcnameOff, functabOff uint64
+
 	// The tables, from their offsets in the header to the section's end.
 	funcnametab, cutab, filetab, pctab, funcdata []byte
 	functab                                      []byte // the function table's entries, in funcdata
@@ -78,6 +82,12 @@ func parsePclntab(data []byte, textStart uint64) (*pclntab, error) {
 			return nil, errors.New("pclntab: header cut short")
 		}
 		*tab = data[off:]
+		switch i {
+		case 0:
+			t.funcnameOff = off
+		case len(tabs) - 1:
+			t.functabOff = off
+		}
 	}
 	size := (2*t.nfunc + 1) * t.fieldSize()
 	if size > len(t.funcdata) {
@@ -85,6 +95,43 @@ func parsePclntab(data []byte, textStart uint64) (*pclntab, error) {
 	}
 	t.functab = t.funcdata[:size]
 	return t, nil
+}
+
+// The runtime's moduledata (runtime/symtab.go) as 64-bit words, Go 1.16
+// to 1.27: pcHeader, then the slices funcnametab, cutab, filetab, pctab,
+// pclntable and ftab (pointer, length, capacity each), findfunctab,
+// minpc, maxpc, text, etext.
+const (
+	mdPCHeader  = 0
+	mdFuncnames = 1
+	mdFtab      = 16
+	mdFtabLen   = 17
+	mdMinPC     = 20
+	mdMaxPC     = 21
+	mdText      = 22
+	mdEtext     = 23
+	moduleWords = 24
+)
+
+// moduleText returns runtime.text, the address that a Go 1.18 or later
+// pclntab's function entries are offsets from, if md, moduleWords words,
+// are the runtime's first moduledata and t is the pclntab at pclnAddr.
+// It is not the .text section's address where an external linker (cgo,
+// -linkmode=external) put C code first; the pclntab's header has no copy
+// (the linker writes 0 there). md is the moduledata if it points at the
+// pclntab, its funcnametab and function table point into it, with as
+// many entries as t has, and its bounds agree with t's first and last
+// entries. t's textStart is not read.
+func moduleText(md []uint64, t *pclntab, pclnAddr uint64) (uint64, bool) {
+	if t.ver < pcln118 || len(md) < moduleWords {
+		return 0, false // entries are addresses
+	}
+	text := md[mdText]
+	ok := md[mdPCHeader] == pclnAddr && md[mdFuncnames] == pclnAddr+t.funcnameOff &&
+		md[mdFtab] == pclnAddr+t.functabOff && md[mdFtabLen] == uint64(t.nfunc)+1 &&
+		md[mdMinPC] == text+t.field(0) && md[mdMaxPC] == text+t.field(2*t.nfunc) &&
+		md[mdMaxPC] <= md[mdEtext]
+	return text, ok
 }
 
 // fieldSize is the size of a function table entry's fields.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,19 +20,27 @@ import (
 // The pclntab reader finds every function debug/gosym's table holds, at
 // the same bounds, and gives the same source file for the code of each,
 // inlined code included: in this test binary and in testdata/gotls built
-// with each toolchain the machine has, stripped, and for the other
-// architecture (arm64's pc quantum is 4 bytes, x86-64's 1). (Go
+// with each toolchain the machine has, stripped, for the other
+// architecture (arm64's pc quantum is 4 bytes, x86-64's 1), and linked
+// by the C toolchain, as a program that uses cgo is, where C code comes
+// before runtime.text, which the entries count from. debug/gosym is
+// given runtime.text from the symbol table, as cmd/internal/objfile
+// does, or, in a stripped build of Go's own linker, the .text section's
+// address, the same there; the reader finds it without either. (Go
 // 1.16–1.19 tables are read by the same code with other offsets; no such
 // toolchain is here.)
 func TestPclntabAgreesWithGosym(t *testing.T) {
 	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
 	exes := map[string]string{
-		"test binary":                   os.Args[0],
-		"gotls, stripped":               buildGo(t, "-s -w"),
-		"gotls, stripped, for " + other: buildGoFor(t, other, "local", "-s -w"),
+		"test binary":                            os.Args[0],
+		"gotls, stripped":                        buildGo(t, testutil.GoBuild{LDFlags: "-s -w"}),
+		"gotls, stripped, for " + other:          buildGo(t, testutil.GoBuild{GOARCH: other, LDFlags: "-s -w"}),
+		"gotls, externally linked":               buildGo(t, testutil.GoBuild{External: true}),
+		"gotls, externally linked PIE":           buildGo(t, testutil.GoBuild{External: true, PIE: true}),
+		"gotls, externally linked, for " + other: buildGo(t, testutil.GoBuild{GOARCH: other, External: true}),
 	}
 	for _, release := range testutil.OtherGoReleases {
-		exes[release+", stripped"] = buildGoWith(t, release, "-s -w")
+		exes[release+", stripped"] = buildGo(t, testutil.GoBuild{Toolchain: release, LDFlags: "-s -w"})
 	}
 	for name, exe := range exes {
 		t.Run(name, func(t *testing.T) {
@@ -42,7 +51,13 @@ func TestPclntabAgreesWithGosym(t *testing.T) {
 			require.NoError(t, err)
 			data, err := ef.Section(".gopclntab").Data()
 			require.NoError(t, err)
-			ref, err := gosym.NewTable(nil, gosym.NewLineTable(data, ef.Section(".text").Addr))
+			text := ef.Section(".text").Addr
+			if syms, err := ef.Symbols(); err == nil {
+				i := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == "runtime.text" })
+				require.GreaterOrEqual(t, i, 0, "no runtime.text in the symbol table")
+				text = syms[i].Value
+			}
+			ref, err := gosym.NewTable(nil, gosym.NewLineTable(data, text))
 			require.NoError(t, err)
 
 			tab, release, err := goTable(f, ef)
@@ -244,6 +259,50 @@ func BenchmarkPclntab(b *testing.B) {
 	b.ReportMetric(gosymBytes/oursBytes, "gosym/ours-bytes")
 }
 
+// runtime.text is read from the runtime's moduledata, told by what it
+// points at and by its bounds: a word that only holds the pclntab's
+// address, or a moduledata that disagrees with the pclntab in any field,
+// is not taken.
+func TestModuleText(t *testing.T) {
+	const pcln, text = 0x660860, 0x402440 // the pclntab's address, runtime.text
+	data := synthPclntab()
+	tab, err := parsePclntab(data, 0)
+	require.NoError(t, err)
+	le := binary.LittleEndian
+	header := func(word int) uint64 { return le.Uint64(data[8+8*word:]) } // Go 1.20's: nfunc, nfiles, 0, then the offsets
+	valid := func() []uint64 {
+		md := make([]uint64, moduleWords)
+		md[0] = pcln                     // pcHeader
+		md[1] = pcln + header(3)         // funcnametab
+		md[16] = pcln + header(7)        // ftab, at the start of pclntable
+		md[17], md[18] = 3, 3            // the two functions and the end
+		md[20], md[21] = text, text+0x30 // minpc, maxpc: main.a's entry, main.b's end
+		md[22], md[23] = text, text+0x40 // text, etext
+		return md
+	}
+	got, ok := moduleText(valid(), tab, pcln)
+	require.True(t, ok)
+	require.Equal(t, uint64(text), got)
+
+	for name, change := range map[string]func(md []uint64){
+		"another pclntab":                func(md []uint64) { md[0] += 0x1000 },
+		"funcnametab elsewhere":          func(md []uint64) { md[1] += 8 },
+		"function table elsewhere":       func(md []uint64) { md[16] += 8 },
+		"more functions":                 func(md []uint64) { md[17]++ },
+		"text past the first entry":      func(md []uint64) { md[22] += 0x10 },
+		"a last entry that is not maxpc": func(md []uint64) { md[21] -= 0x10 },
+		"etext before maxpc":             func(md []uint64) { md[23] = text + 0x20 },
+		"cut short":                      func(md []uint64) { clear(md[moduleWords/2:]) },
+	} {
+		md := valid()
+		change(md)
+		_, ok := moduleText(md, tab, pcln)
+		require.False(t, ok, name)
+	}
+	_, ok = moduleText(valid()[:moduleWords-1], tab, pcln)
+	require.False(t, ok, "fewer words than a moduledata")
+}
+
 // Only names a Go function can have send a lookup to the pclntab.
 func TestIsGoName(t *testing.T) {
 	for name, want := range map[string]bool{
@@ -258,7 +317,7 @@ func TestIsGoName(t *testing.T) {
 // makes an error, not a fault that ends the process.
 func TestPclntabFileCutShort(t *testing.T) {
 	testutil.Native(t, "the kernel's SIGBUS address, which QEMU leaves out")
-	src, err := os.ReadFile(buildGo(t, "-s -w"))
+	src, err := os.ReadFile(buildGo(t, testutil.GoBuild{LDFlags: "-s -w"}))
 	require.NoError(t, err)
 	exe := filepath.Join(t.TempDir(), "gotls")
 	require.NoError(t, os.WriteFile(exe, src, 0o755))

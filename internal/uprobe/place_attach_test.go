@@ -174,7 +174,7 @@ func TestTracerGoProbesFire(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "attaching uprobes needs root")
 	}
-	exe := buildGo(t, "-s -w")
+	exe := buildGo(t, testutil.GoBuild{LDFlags: "-s -w"})
 	addr := startSServer(t)
 	run := func(attach func(pid int)) string { return runReady(t, exec.Command(exe, addr), attach) }
 	want := run(func(int) {})
