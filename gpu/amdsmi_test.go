@@ -53,7 +53,7 @@ func TestAMDSMIFakeLibrary(t *testing.T) {
 		t.Run(tc.layout, func(t *testing.T) {
 			lib := amdsmitest.Build(t, tc.defines...)
 			var initialized func() int32
-			fakeHook(t, lib, "xpuscope_fake_amdsmi_initialized", &initialized)
+			testutil.FakeHook(t, lib, "xpuscope_fake_amdsmi_initialized", &initialized)
 			s, reader := newSource(t, amdsmiOpts(t, lib, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs)...)
 			require.Equal(t, int32(1), initialized())
 			require.Len(t, s.backends, 1, "AMD SMI found the GPUs: neither ROCm SMI nor sysfs")
@@ -139,7 +139,7 @@ func TestAMDSMIFakeLibrary(t *testing.T) {
 func TestAMDSMIReadErrors(t *testing.T) {
 	lib := amdsmitest.Build(t)
 	var fail func(which int32, st amdsmi.Status)
-	fakeHook(t, lib, "xpuscope_fake_amdsmi_fail", &fail)
+	testutil.FakeHook(t, lib, "xpuscope_fake_amdsmi_fail", &fail)
 	s, reader := newSource(t, amdsmiOpts(t, lib, BackendAMDSMI)...)
 	a, b := semconv.HWID.String(mi300xID), semconv.HWID.String(w7900ID)
 	errs, util := semconv.XpuscopeGPUReadErrors.Name, semconv.HWGPUUtilization.Name

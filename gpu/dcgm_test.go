@@ -196,8 +196,8 @@ func TestDCGMProfilingBusy(t *testing.T) {
 	lib := dcgmtest.Build(t, "-DPROF_BUSY")
 	var busy func(int32)
 	var state func(*[8]int64)
-	fakeHook(t, lib, "xpuscope_fake_dcgm_busy", &busy)
-	fakeHook(t, lib, "xpuscope_fake_dcgm_state", &state)
+	testutil.FakeHook(t, lib, "xpuscope_fake_dcgm_busy", &busy)
+	testutil.FakeHook(t, lib, "xpuscope_fake_dcgm_state", &state)
 	s, reader := newSource(t, dcgmOnly(lib)...)
 	d := s.Status().Backends[0]
 	assert.True(t, d.Active, "a profiler holding the counters is no reason to give up")
@@ -233,8 +233,8 @@ func TestDCGMFailuresMidRun(t *testing.T) {
 	lib := dcgmtest.Build(t)
 	var fail func(int32)
 	var age func(int64)
-	fakeHook(t, lib, "xpuscope_fake_dcgm_fail", &fail)
-	fakeHook(t, lib, "xpuscope_fake_dcgm_age", &age)
+	testutil.FakeHook(t, lib, "xpuscope_fake_dcgm_fail", &fail)
+	testutil.FakeHook(t, lib, "xpuscope_fake_dcgm_age", &age)
 	s, reader := newSource(t, dcgmOnly(lib)...)
 	fail(-18) // DCGM_ST_GPU_IS_LOST
 	s.poll()
@@ -261,9 +261,9 @@ func TestDCGMHostEngine(t *testing.T) {
 	var connected func(out *byte, n uint32, isUnix *uint32) int32
 	var fail func(int32)
 	var state func(*[8]int64)
-	fakeHook(t, lib, "xpuscope_fake_dcgm_connected", &connected)
-	fakeHook(t, lib, "xpuscope_fake_dcgm_fail", &fail)
-	fakeHook(t, lib, "xpuscope_fake_dcgm_state", &state)
+	testutil.FakeHook(t, lib, "xpuscope_fake_dcgm_connected", &connected)
+	testutil.FakeHook(t, lib, "xpuscope_fake_dcgm_fail", &fail)
+	testutil.FakeHook(t, lib, "xpuscope_fake_dcgm_state", &state)
 	where := func() (string, uint32) {
 		var buf [256]byte
 		var isUnix uint32

@@ -29,7 +29,7 @@ var rdcSource = semconv.GPUMeasurementSource.String(semconv.MeasurementSourceRDC
 func TestRDCBesideROCmSMI(t *testing.T) {
 	lib := rdctest.Build(t)
 	var state func(*[6]int64)
-	fakeHook(t, lib, "xpuscope_fake_rdc_state", &state)
+	testutil.FakeHook(t, lib, "xpuscope_fake_rdc_state", &state)
 	procs := amdProcRoot(t, map[uint32]string{900: "/usr/bin/torchrun", 901: "/usr/local/bin/ollama"}, "unused")
 	s, reader := newSource(t, WithBackends(BackendROCmSMI, BackendRDC), WithROCmSMILibraryPath(rocmsmitest.Build(t)),
 		WithRDCLibraryPath(lib), withSysfsFS(rocmFixture(t)), WithProcRoot(procs))
@@ -130,7 +130,7 @@ func TestRDCAlone(t *testing.T) {
 func TestRDCFailuresMidRun(t *testing.T) {
 	lib := rdctest.Build(t)
 	var fail func(uint32)
-	fakeHook(t, lib, "xpuscope_fake_rdc_fail", &fail)
+	testutil.FakeHook(t, lib, "xpuscope_fake_rdc_fail", &fail)
 	s, reader := newSource(t, WithBackends(BackendRDC), WithRDCLibraryPath(lib), withSysfsFS(rocmFixture(t)))
 	fail(13) // RDC_ST_NO_DATA
 	s.poll()

@@ -19,7 +19,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -40,18 +39,6 @@ func rocmFixture(t *testing.T) fstest.MapFS {
 	return amdsysfstest.Parse(b)
 }
 
-// fakeHook binds a test hook the fake library exports (not part of ROCm
-// SMI), through a handle of its own.
-func fakeHook(t *testing.T, lib, name string, fptr any) {
-	t.Helper()
-	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = purego.Dlclose(h) })
-	addr, err := purego.Dlsym(h, name)
-	require.NoError(t, err)
-	purego.RegisterFunc(fptr, addr)
-}
-
 const (
 	mi300xID = "0x5a3c9e01f00dbabe"
 	w7900ID  = "0000:83:00.0" // the fake has no unique id for it
@@ -63,7 +50,7 @@ const (
 func TestROCmSMIFakeLibrary(t *testing.T) {
 	lib := rocmsmitest.Build(t)
 	var initialized func() int32
-	fakeHook(t, lib, "xpuscope_fake_rsmi_initialized", &initialized)
+	testutil.FakeHook(t, lib, "xpuscope_fake_rsmi_initialized", &initialized)
 	procs := amdProcRoot(t, map[uint32]string{900: "/usr/bin/torchrun", 901: "/usr/local/bin/ollama"}, "unused")
 	// newSource polls hourly: the PCIe estimate holds for 3600 s.
 	s, reader := newSource(t, WithBackends(BackendROCmSMI, BackendAMDSysfs), WithROCmSMILibraryPath(lib),
@@ -166,7 +153,7 @@ func TestROCmSMIFakeLibrary(t *testing.T) {
 func TestROCmSMIReadErrors(t *testing.T) {
 	lib := rocmsmitest.Build(t)
 	var fail func(which int32, st rocmsmi.Status)
-	fakeHook(t, lib, "xpuscope_fake_rsmi_fail", &fail)
+	testutil.FakeHook(t, lib, "xpuscope_fake_rsmi_fail", &fail)
 	s, reader := newSource(t, WithBackends(BackendROCmSMI), WithROCmSMILibraryPath(lib),
 		withSysfsFS(rocmFixture(t)), WithProcRoot(t.TempDir()))
 	a, b := semconv.HWID.String(mi300xID), semconv.HWID.String(w7900ID)

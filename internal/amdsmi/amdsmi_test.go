@@ -5,24 +5,12 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/amdsmi/amdsmitest"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
-
-// fakeHook binds a test hook the fake library exports (not part of AMD
-// SMI) through a handle of its own.
-func fakeHook(t *testing.T, lib, name string, fptr any) {
-	t.Helper()
-	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = purego.Dlclose(h) })
-	addr, err := purego.Dlsym(h, name)
-	require.NoError(t, err)
-	purego.RegisterFunc(fptr, addr)
-}
 
 // layouts are the fake's builds, one per struct layout the binding knows.
 var layouts = []struct {
@@ -43,7 +31,7 @@ func TestStructLayoutMatchesTheFake(t *testing.T) {
 		t.Run(l.name, func(t *testing.T) {
 			lib := amdsmitest.Build(t, l.defines...)
 			var layout func(out *[16]uint64)
-			fakeHook(t, lib, "xpuscope_fake_amdsmi_layout", &layout)
+			testutil.FakeHook(t, lib, "xpuscope_fake_amdsmi_layout", &layout)
 			var got [16]uint64
 			layout(&got)
 			var u EngineUsage
@@ -79,7 +67,7 @@ func TestStructLayoutMatchesTheFake(t *testing.T) {
 
 func TestBDFBitfields(t *testing.T) {
 	var pack func(domain, bus, device, function uint64) uint64
-	fakeHook(t, amdsmitest.Build(t), "xpuscope_fake_amdsmi_bdf", &pack)
+	testutil.FakeHook(t, amdsmitest.Build(t), "xpuscope_fake_amdsmi_bdf", &pack)
 	for _, tc := range []struct {
 		d, b, dev, fn uint64
 		want          string
@@ -109,7 +97,7 @@ func TestFakeLibraryValues(t *testing.T) {
 func testValues(t *testing.T, defines []string, version Version) {
 	path := amdsmitest.Build(t, defines...)
 	var initialized func() int32
-	fakeHook(t, path, "xpuscope_fake_amdsmi_initialized", &initialized)
+	testutil.FakeHook(t, path, "xpuscope_fake_amdsmi_initialized", &initialized)
 	l := open(t, path)
 	if version.Year == 23 {
 		assert.Equal(t, []string{SymGPUDriverInfo}, l.Missing())

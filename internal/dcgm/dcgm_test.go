@@ -11,30 +11,18 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/dcgm/dcgmtest"
 	"github.com/xpuscope/xpuscope/internal/dynlib"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
-
-// fakeHook binds a test hook the fake library exports (not part of DCGM)
-// through a handle of its own.
-func fakeHook(t *testing.T, lib, name string, fptr any) {
-	t.Helper()
-	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = purego.Dlclose(h) })
-	addr, err := purego.Dlsym(h, name)
-	require.NoError(t, err)
-	purego.RegisterFunc(fptr, addr)
-}
 
 func TestStructLayoutMatchesTheFake(t *testing.T) {
 	lib := dcgmtest.Build(t)
 	var layout func(out *[20]uint64)
-	fakeHook(t, lib, "xpuscope_fake_dcgm_layout", &layout)
+	testutil.FakeHook(t, lib, "xpuscope_fake_dcgm_layout", &layout)
 	var got [20]uint64
 	layout(&got)
 	var fv FieldValue
@@ -91,7 +79,7 @@ func number(t *testing.T, v *FieldValue) (float64, Blank) {
 func TestFakeLibraryValues(t *testing.T) {
 	path := dcgmtest.Build(t, "-DFAKE_MIG")
 	var state func(out *[8]int64)
-	fakeHook(t, path, "xpuscope_fake_dcgm_state", &state)
+	testutil.FakeHook(t, path, "xpuscope_fake_dcgm_state", &state)
 	l := open(t, path)
 	assert.Empty(t, l.Missing())
 
@@ -194,7 +182,7 @@ func TestFakeLibraryValues(t *testing.T) {
 func TestConnect(t *testing.T) {
 	path := dcgmtest.Build(t)
 	var connected func(out *byte, n uint32, isUnix *uint32) int32
-	fakeHook(t, path, "xpuscope_fake_dcgm_connected", &connected)
+	testutil.FakeHook(t, path, "xpuscope_fake_dcgm_connected", &connected)
 	l := open(t, path)
 	require.Equal(t, OK, l.Init())
 	defer l.Shutdown()
@@ -215,8 +203,8 @@ func TestFailuresAndBusy(t *testing.T) {
 	path := dcgmtest.Build(t, "-DPROF_BUSY")
 	var fail func(int32)
 	var busy func(int32)
-	fakeHook(t, path, "xpuscope_fake_dcgm_fail", &fail)
-	fakeHook(t, path, "xpuscope_fake_dcgm_busy", &busy)
+	testutil.FakeHook(t, path, "xpuscope_fake_dcgm_fail", &fail)
+	testutil.FakeHook(t, path, "xpuscope_fake_dcgm_busy", &busy)
 	l := open(t, path)
 	require.Equal(t, OK, l.Init())
 	defer l.Shutdown()

@@ -11,27 +11,17 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/rdc/rdctest"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
-
-func fakeHook(t *testing.T, lib, name string, fptr any) {
-	t.Helper()
-	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = purego.Dlclose(h) })
-	addr, err := purego.Dlsym(h, name)
-	require.NoError(t, err)
-	purego.RegisterFunc(fptr, addr)
-}
 
 func TestStructLayoutMatchesTheFake(t *testing.T) {
 	lib := rdctest.Build(t)
 	var layout func(out *[10]uint64)
-	fakeHook(t, lib, "xpuscope_fake_rdc_layout", &layout)
+	testutil.FakeHook(t, lib, "xpuscope_fake_rdc_layout", &layout)
 	var got [10]uint64
 	layout(&got)
 	var v FieldValue
@@ -63,8 +53,8 @@ func TestFakeLibraryValues(t *testing.T) {
 	path := rdctest.Build(t)
 	var state func(out *[6]int64)
 	var fail func(uint32)
-	fakeHook(t, path, "xpuscope_fake_rdc_state", &state)
-	fakeHook(t, path, "xpuscope_fake_rdc_fail", &fail)
+	testutil.FakeHook(t, path, "xpuscope_fake_rdc_state", &state)
+	testutil.FakeHook(t, path, "xpuscope_fake_rdc_fail", &fail)
 	l := open(t, path)
 	assert.Empty(t, l.Missing())
 	_, st := l.StartEmbedded()

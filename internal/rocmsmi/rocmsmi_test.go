@@ -9,7 +9,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,22 +16,10 @@ import (
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
-// fakeHook binds a test hook the fake library exports (not part of ROCm
-// SMI) through a handle of its own.
-func fakeHook(t *testing.T, lib, name string, fptr any) {
-	t.Helper()
-	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = purego.Dlclose(h) })
-	addr, err := purego.Dlsym(h, name)
-	require.NoError(t, err)
-	purego.RegisterFunc(fptr, addr)
-}
-
 func TestStructLayoutMatchesTheFake(t *testing.T) {
 	lib := rocmsmitest.Build(t)
 	var layout func(out *[7]uint64)
-	fakeHook(t, lib, "xpuscope_fake_rsmi_layout", &layout)
+	testutil.FakeHook(t, lib, "xpuscope_fake_rsmi_layout", &layout)
 	var got [7]uint64
 	layout(&got)
 	var f Frequencies
@@ -60,7 +47,7 @@ func open(t *testing.T, path string) *Lib {
 func TestFakeLibraryValues(t *testing.T) {
 	path := rocmsmitest.Build(t)
 	var initialized func() int32
-	fakeHook(t, path, "xpuscope_fake_rsmi_initialized", &initialized)
+	testutil.FakeHook(t, path, "xpuscope_fake_rsmi_initialized", &initialized)
 	l := open(t, path)
 	assert.Empty(t, l.Missing())
 	assert.Equal(t, path, l.Path())
