@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"testing"
@@ -56,6 +57,8 @@ func TestPclntabAgreesWithGosym(t *testing.T) {
 				i := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == "runtime.text" })
 				require.GreaterOrEqual(t, i, 0, "no runtime.text in the symbol table")
 				text = syms[i].Value
+			} else if exe == os.Args[0] {
+				text = selfText(t, data)
 			}
 			ref, err := gosym.NewTable(nil, gosym.NewLineTable(data, text))
 			require.NoError(t, err)
@@ -107,6 +110,20 @@ func TestPclntabAgreesWithGosym(t *testing.T) {
 			require.Greater(t, files, 10000, "PCs checked")
 		})
 	}
+}
+
+// selfText returns runtime.text of this test binary, whose pclntab is
+// data, from where this test runs: go test strips the binaries it runs
+// of their symbol tables, and where the test binary links C code (its
+// packages use cgo) .text starts before runtime.text. The binary is not
+// position-independent: its addresses are its link-time ones.
+func selfText(t *testing.T, data []byte) uint64 {
+	t.Helper()
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, 0))
+	require.NoError(t, err)
+	fn := tab.LookupFunc("github.com/xpuscope/xpuscope/internal/uprobe.selfText")
+	require.NotNil(t, fn)
+	return uint64(reflect.ValueOf(selfText).Pointer()) - fn.Entry
 }
 
 // synthPclntab writes a Go 1.20 pclntab of two functions, main.a at
