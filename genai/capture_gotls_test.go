@@ -74,7 +74,8 @@ func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Serve
 // keep-alive connection and on a new connection per call, built by the
 // test with each Go release the machine has, stripped of their symbols
 // (-s -w) or not, linked by Go's linker or by the C toolchain (as with
-// cgo; as a PIE too), and a stripped build committed. Every call is a
+// cgo; as a PIE too), and a stripped build committed; and one that writes
+// its requests a byte at a time from ever deeper calls. Every call is a
 // span with the fields a Python client's has; the credential appears
 // nowhere.
 func TestCaptureGoTLS(t *testing.T) {
@@ -92,6 +93,11 @@ func TestCaptureGoTLS(t *testing.T) {
 		{"http2, anthropic", full, []string{"-anthropic"}, "HTTP/2.0"},
 		{"http1.1", full, []string{"-http1"}, "HTTP/1.1"},
 		{"http2, a connection per call", full, []string{"-fresh"}, "HTTP/2.0"},
+		// Each request written a byte at a time, from ever deeper calls:
+		// a Write that grows its goroutine's stack at its bound check
+		// starts over, through its probe a second time, and that byte
+		// is captured once.
+		{"http1.1, a byte a write, from ever deeper calls", full, []string{"-bytewise"}, "HTTP/1.1"},
 		{"stripped", stripped, nil, "HTTP/2.0"},
 		{"committed stripped", committedStripped, []string{"-http1", "-fresh"}, "HTTP/1.1"},
 		// Linked by the C toolchain, as every program that uses cgo is:

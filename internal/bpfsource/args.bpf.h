@@ -29,6 +29,13 @@
 // RBX, RCX, RDI, RSI, R8, R9, R10, R11 on x86-64 and R0 to R15 on arm64;
 // the goroutine's g in R14 and R28 (internal/httpbpf's test reads both
 // from the Go compiler's output).
+//
+// A probe that internal/uprobe placed on a Go function's stack bound
+// check (the branch to runtime.morestack) has GO_STACK_CHECK_COOKIE,
+// uprobe.GoStackCheck, set in its cookie. Where GO_STACK_GROWS, the
+// branch is taken: the function grows its stack and starts over, and the
+// probe fires again, so that hit is not the call's.
+#define GO_STACK_CHECK_COOKIE (1ULL << 63)
 
 #ifndef __XPUSCOPE_ARGS_BPF_H
 #define __XPUSCOPE_ARGS_BPF_H
@@ -49,6 +56,9 @@
 #define GO_ARG3(ctx) ((ctx)->rcx)
 #define GO_G(ctx) ((ctx)->r14)
 
+// The stack bound check's JBE is taken when CF or ZF is set.
+#define GO_STACK_GROWS(ctx) (((ctx)->eflags & 0x41) != 0)
+
 #elif defined(__TARGET_ARCH_arm64)
 
 #define __ARM64_REG(ctx, n) (((const struct user_pt_regs *)(ctx))->regs[n])
@@ -66,6 +76,10 @@
 #define GO_ARG2(ctx) __ARM64_REG(ctx, 1)
 #define GO_ARG3(ctx) __ARM64_REG(ctx, 2)
 #define GO_G(ctx) __ARM64_REG(ctx, 28)
+
+// The stack bound check's B.LS is taken when C is clear or Z set.
+#define __ARM64_PSTATE(ctx) (((const struct user_pt_regs *)(ctx))->pstate)
+#define GO_STACK_GROWS(ctx) ((__ARM64_PSTATE(ctx) & (1ULL << 29)) == 0 || (__ARM64_PSTATE(ctx) & (1ULL << 30)) != 0)
 
 #else
 #error "args.bpf.h: build with -D__TARGET_ARCH_x86 or -D__TARGET_ARCH_arm64 (bpf2go -target amd64 or arm64)"

@@ -620,6 +620,10 @@ int tls_free(struct pt_regs *ctx)
 //     on each of Read's RET instructions instead (single-stepped on
 //     x86-64, emulated on arm64), where the count is in GO_ARG1.
 //   - func (c *Conn) Close() error: the connection is over.
+//
+// The entry probes sit on the stack bound check's branch: a hit where it
+// is taken is not a call (args.bpf.h's GO_STACK_GROWS). Before that, a
+// Write whose goroutine grew its stack there was captured twice.
 SEC("uprobe")
 int go_tls(struct pt_regs *ctx)
 {
@@ -629,6 +633,11 @@ int go_tls(struct pt_regs *ctx)
 		return 0;
 	struct go_read_key rk = {.pid = pid, .g = GO_G(ctx)};
 	__u64 api = bpf_get_attach_cookie(ctx);
+	if (api & GO_STACK_CHECK_COOKIE) {
+		if (GO_STACK_GROWS(ctx))
+			return 0; // runtime.morestack, then the method starts over
+		api &= ~GO_STACK_CHECK_COOKIE;
+	}
 	switch (api) {
 	case GO_TLS_WRITE:
 		if ((long)GO_ARG3(ctx) > 0)

@@ -140,9 +140,11 @@ func testGoFuncs(t *testing.T, b testutil.GoBuild) {
 		for name := range wanted {
 			probes = append(probes, Probe{Symbol: name})
 		}
-		placed, err := locate(exe, probes, true)
+		p, err := locate(exe, probes, true)
 		require.NoError(t, err)
+		placed := p.offsets
 		require.Len(t, placed, len(wanted))
+		require.Len(t, p.stackChecks, len(wanted), "all on their stack checks: %v", p.stackChecks)
 		for name, off := range placed {
 			require.Contains(t, insn.checkAt, off-a[name], "%s placed %d bytes past its start", name, off-a[name])
 			require.True(t, insn.check(code[off:]), "%s: no stack check's branch where its probe goes", name)

@@ -233,7 +233,7 @@ func TestLocateCalleeARM64(t *testing.T) {
 
 			probes := []Probe{{Symbol: "inner", CalledFrom: []string{"wrap_int", "wrap_ex"}}, {Symbol: "wrap_int"},
 				{Symbol: "wrap_ex"}, {Symbol: "wrap_other"}}
-			got, err := locate(lib, probes, false)
+			got, err := locateOffsets(lib, probes, false)
 			require.NoError(t, err)
 			assert.Equal(t, want, got["inner"], "inner, through its wrappers' BLs")
 			assert.NotContains(t, got, "wrap_int", "replaced by inner")
@@ -247,7 +247,7 @@ func TestLocateCalleeARM64(t *testing.T) {
 				assert.Equal(t, uint32(0xd503233f), word(got["wrap_other"]), "paciasp")
 			}
 
-			got, err = locate(lib, probes, true)
+			got, err = locateOffsets(lib, probes, true)
 			require.NoError(t, err)
 			assert.Equal(t, want, got["inner"], ".symtab has inner: the same place")
 		})
@@ -265,7 +265,7 @@ __asm__(".globl literal\n.type literal, %function\nliteral:\n\tbti c\n\tldr x0, 
 int plain(int x) { return x + 1; }
 `
 	lib := buildELFWith(t, cc, src, "-shared", "-fPIC", "-O2")
-	got, err := locate(lib, []Probe{{Symbol: "exclusive"}, {Symbol: "literal"}, {Symbol: "plain"}}, false)
+	got, err := locateOffsets(lib, []Probe{{Symbol: "exclusive"}, {Symbol: "literal"}, {Symbol: "plain"}}, false)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"plain"}, keys(got), "%v", got)
 }
@@ -299,7 +299,7 @@ __asm__(".globl f\n.type f, %function\nf:\n\t.inst 0xfa1e0ff3\n\tret\n.size f, .
 	code, err := os.ReadFile(lib)
 	require.NoError(t, err)
 	require.Equal(t, uint64(4), pastEndbr(code[f:]), "the x86-64 rule would take these bytes for endbr64")
-	got, err := locate(lib, []Probe{{Symbol: "f"}}, false)
+	got, err := locateOffsets(lib, []Probe{{Symbol: "f"}}, false)
 	require.NoError(t, err)
 	require.Equal(t, map[string]uint64{"f": f}, got, "%s", fmt.Sprintf("%08x", binary.LittleEndian.Uint32(code[f:])))
 }

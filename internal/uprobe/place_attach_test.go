@@ -6,7 +6,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,24 +92,66 @@ func newHits(t *testing.T, n uint32) *ebpf.Map {
 	return hits
 }
 
-// hitCounter is a program that adds one to slot of an array map.
+// hitCounter is a program that adds one to slot of an array map at each
+// call its probe sees: at each hit, but for a hit on a Go function's
+// stack bound check where the branch is taken (its cookie has
+// GoStackCheck, and the flags take the branch: GO_STACK_GROWS in
+// args.bpf.h, read here from pt_regs), after which the function starts
+// over and its probe fires again.
 func hitCounter(t testing.TB, m *ebpf.Map, slot int32, attach ebpf.AttachType) *ebpf.Program {
 	t.Helper()
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type: ebpf.Kprobe, AttachType: attach, License: "GPL",
-		Instructions: asm.Instructions{
-			asm.StoreImm(asm.RFP, -4, int64(slot), asm.Word),
+	return callCounter(t, m, slot, -1, attach)
+}
+
+// callCounter is hitCounter, adding one to the slot hits as well at every
+// hit, unless hits is negative.
+func callCounter(t testing.TB, m *ebpf.Map, calls, hits int32, attach ebpf.AttachType) *ebpf.Program {
+	t.Helper()
+	add := func(slot int32, first, skip string) asm.Instructions {
+		return asm.Instructions{
+			asm.StoreImm(asm.RFP, -4, int64(slot), asm.Word).WithSymbol(first),
 			asm.Mov.Reg(asm.R2, asm.RFP),
 			asm.Add.Imm(asm.R2, -4),
 			asm.LoadMapPtr(asm.R1, m.FD()),
 			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, "out"),
+			asm.JEq.Imm(asm.R0, 0, skip),
 			asm.Mov.Imm(asm.R1, 1),
 			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-			asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
-			asm.Return(),
-		},
-	})
+		}
+	}
+	insns := asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1), // ctx
+		asm.FnGetAttachCookie.Call(),
+		asm.Mov.Reg(asm.R7, asm.R0),
+	}
+	if hits >= 0 {
+		insns = append(insns, add(hits, "hit", "check")...)
+	}
+	insns = append(insns,
+		asm.RSh.Imm(asm.R7, 63).WithSymbol("check"), // GoStackCheck
+		asm.JEq.Imm(asm.R7, 0, "call"))
+	switch runtime.GOARCH {
+	case "amd64": // pt_regs.eflags; JBE: CF or ZF
+		insns = append(insns,
+			asm.LoadMem(asm.R2, asm.R6, 18*8, asm.DWord),
+			asm.And.Imm(asm.R2, 0x41),
+			asm.JNE.Imm(asm.R2, 0, "out"))
+	case "arm64": // user_pt_regs.pstate; B.LS: C clear or Z set
+		insns = append(insns,
+			asm.LoadMem(asm.R2, asm.R6, 33*8, asm.DWord),
+			asm.Mov.Reg(asm.R3, asm.R2),
+			asm.RSh.Imm(asm.R3, 29),
+			asm.And.Imm(asm.R3, 1),
+			asm.JEq.Imm(asm.R3, 0, "out"),
+			asm.RSh.Imm(asm.R2, 30),
+			asm.And.Imm(asm.R2, 1),
+			asm.JNE.Imm(asm.R2, 0, "out"))
+	default:
+		t.Fatalf("no pt_regs layout for %s", runtime.GOARCH)
+	}
+	insns = append(insns, add(calls, "call", "out")...)
+	insns = append(insns, asm.Mov.Imm(asm.R0, 0).WithSymbol("out"), asm.Return())
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Kprobe, AttachType: attach, License: "GPL", Instructions: insns})
 	if err != nil {
 		testutil.SkipOrFail(t, "load a uprobe program: %v", err)
 	}
@@ -230,6 +274,46 @@ func testGoProbesFire(t *testing.T, run func(func(int)) string, want string, mul
 	// Read returned them with EOF.
 	assert.Positive(t, v[2], "%s: Read's copies out", label)
 	assert.Contains(t, []uint64{v[1] - 1, v[1]}, v[2], "%s: Read's copies out, one per Read that brought bytes", label)
+}
+
+// TestTracerGoEntryAfterMorestack: a Go function whose stack bound check
+// finds too little stack grows it (runtime.morestack) and starts over,
+// through its entry probe a second time. The Tracer marks the probes it
+// places on that check (GoStackCheck in the cookie), and a program that
+// leaves out the hits where the flags take the branch counts each call
+// once. gotls -depths calls Write from each of 2,000 call depths, each
+// on a new goroutine: the calls that grow the stack at Write's check make
+// the hits outnumber the calls, and the calls counted equal them. (The
+// runtime takes the same branch when it asks a goroutine to stop, as it
+// does at every garbage collection: how TestTracerGoProbesFire, which
+// counted hits, saw Write entered two and six times on a loaded machine.)
+func TestTracerGoEntryAfterMorestack(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "attaching uprobes needs root")
+	}
+	const calls = 2000
+	exe := buildGo(t, testutil.GoBuild{LDFlags: "-s -w"})
+	for _, mode := range attachModes() {
+		hits := newHits(t, 2)
+		probes := []Probe{{Symbol: "crypto/tls.(*Conn).Write", Entry: callCounter(t, hits, 0, 1, mode.attach)}}
+		got := runReady(t, exec.Command(exe, "-depths", strconv.Itoa(calls)), func(pid int) {
+			tr, err := New(Config{Targets: []Target{{Name: "gotls", Anchor: "crypto/tls.(*Conn).Read", Probes: probes, Multi: mode.multi}}})
+			if err != nil {
+				testutil.SkipOrFail(t, "uprobe.New: %v", err)
+			}
+			t.Cleanup(func() { tr.Close() })
+			require.True(t, slices.ContainsFunc(tr.Attachments(), func(a Attachment) bool { return a.PID == pid }),
+				"not attached: %+v %+v", tr.Attachments(), tr.Rejections())
+		})
+		require.Equal(t, strconv.Itoa(calls), got)
+		var counted, hit uint64
+		require.NoError(t, hits.Lookup(int32(0), &counted))
+		require.NoError(t, hits.Lookup(int32(1), &hit))
+		t.Logf("multi=%v: %d calls, %d hits", mode.multi, counted, hit)
+		require.Greater(t, hit, uint64(calls), "multi=%v: no call grew its stack at Write's check", mode.multi)
+		require.Equal(t, uint64(calls), counted, "multi=%v: calls counted", mode.multi)
+	}
 }
 
 // startSServer runs OpenSSL's s_server with a certificate of its own on a

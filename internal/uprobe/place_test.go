@@ -121,7 +121,7 @@ func TestLocateCallee(t *testing.T) {
 			return []Probe{{Symbol: "inner", CalledFrom: calledFrom}, {Symbol: "wrap_int"}, {Symbol: "wrap_ex"}, {Symbol: "wrap_other"}}
 		}
 		// .dynsym only: inner is hidden, so it is found through the calls.
-		got, err := locate(lib, probe("wrap_int", "wrap_ex"), false)
+		got, err := locateOffsets(lib, probe("wrap_int", "wrap_ex"), false)
 		require.NoError(t, err)
 		assert.Equal(t, want, got["inner"], "cet=%v", cet)
 		assert.NotContains(t, got, "wrap_int", "replaced by inner")
@@ -129,19 +129,19 @@ func TestLocateCallee(t *testing.T) {
 		assert.Contains(t, got, "wrap_other")
 
 		// The wrappers disagree: inner is not placed, they keep their own.
-		got, err = locate(lib, probe("wrap_int", "wrap_other"), false)
+		got, err = locateOffsets(lib, probe("wrap_int", "wrap_other"), false)
 		require.NoError(t, err)
 		assert.NotContains(t, got, "inner")
 		assert.Contains(t, got, "wrap_int")
 		assert.Contains(t, got, "wrap_other")
 
 		// A wrapper the file lacks: nothing is guessed from the others.
-		got, err = locate(lib, probe("wrap_int", "wrap_missing"), false)
+		got, err = locateOffsets(lib, probe("wrap_int", "wrap_missing"), false)
 		require.NoError(t, err)
 		assert.NotContains(t, got, "inner")
 
 		// .symtab has inner: found by name, at the same place.
-		got, err = locate(lib, probe("wrap_int", "wrap_ex"), true)
+		got, err = locateOffsets(lib, probe("wrap_int", "wrap_ex"), true)
 		require.NoError(t, err)
 		assert.Equal(t, want, got["inner"])
 
@@ -163,7 +163,7 @@ func TestLocateLibssl(t *testing.T) {
 		{Symbol: "ssl_read_internal", CalledFrom: []string{"SSL_read", "SSL_read_ex"}},
 		{Symbol: "SSL_write"}, {Symbol: "SSL_write_ex"}, {Symbol: "SSL_read"}, {Symbol: "SSL_read_ex"},
 	}
-	got, err := locate(lib, probes, false)
+	got, err := locateOffsets(lib, probes, false)
 	require.NoError(t, err, "libssl3 is installed by make test")
 	require.Len(t, got, 2, "%v", got)
 	code, err := os.ReadFile(lib)
@@ -204,9 +204,15 @@ func FuzzLocateELF(f *testing.F) {
 	f.Add([]byte("\x7fELF\x02\x01\x01"))
 	probes := []Probe{{Symbol: "ssl_read_internal", CalledFrom: []string{"SSL_read", "SSL_read_ex"}}, {Symbol: "SSL_free"}}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := locateELF(bytes.NewReader(b), probes, true)
-		if err == nil && len(got) > len(probes) {
+		placed, err := locateELF(bytes.NewReader(b), probes, true)
+		if got := placed.offsets; err == nil && len(got) > len(probes) {
 			require.LessOrEqual(t, len(got), len(probes), "located %d probes, asked for %d", len(got), len(probes))
 		}
 	})
+}
+
+// locateOffsets is the file offsets locate places probes at.
+func locateOffsets(path string, probes []Probe, symtab bool) (map[string]uint64, error) {
+	p, err := locate(path, probes, symtab)
+	return p.offsets, err
 }

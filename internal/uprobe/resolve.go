@@ -24,10 +24,11 @@ func resolve(path string, wanted map[string]bool, symtab bool) (map[string]uint6
 }
 
 // onFile runs f on the file at path, and names the path in its error.
-func onFile(path string, f func(io.ReaderAt) (map[string]uint64, error)) (map[string]uint64, error) {
+func onFile[T any](path string, f func(io.ReaderAt) (T, error)) (T, error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		var none T
+		return none, err
 	}
 	defer file.Close()
 	v, err := f(file)
@@ -97,23 +98,30 @@ func symbolAddrs(r io.ReaderAt, ef *elf.File, wanted map[string]bool, symtab boo
 // host, the capturing process's own among them.
 func isGoName(name string) bool { return strings.Contains(name, ".") }
 
-// locate opens the ELF file at path and returns the file offset each
-// probe attaches at, by Symbol; a probe it leaves out is not attached.
-func locate(path string, probes []Probe, symtab bool) (map[string]uint64, error) {
-	return onFile(path, func(r io.ReaderAt) (map[string]uint64, error) { return locateELF(r, probes, symtab) })
+// placement is where a file's probes go: the file offset each attaches
+// at, by Symbol (a probe left out is not attached), and which of them
+// sit on a Go function's stack bound check (see GoStackCheck).
+type placement struct {
+	offsets     map[string]uint64
+	stackChecks map[string]bool
+}
+
+// locate opens the ELF file at path and places its probes.
+func locate(path string, probes []Probe, symtab bool) (placement, error) {
+	return onFile(path, func(r io.ReaderAt) (placement, error) { return locateELF(r, probes, symtab) })
 }
 
 // locateELF is locate on an open file. A probe with CalledFrom is placed
 // on its Symbol, or, where the symbol tables lack it, on the function all
 // its wrappers call first; placed, it replaces the wrappers' own probes.
 // Every probe then goes past a leading landing pad (endbr64, BTI), and in
-// a Go binary past the stack bound check, by the rules of the file's
-// instruction set (place.go); one on an instruction the kernel refuses
-// to probe is left out.
-func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, error) {
+// a Go binary onto the stack bound check's branch, by the rules of the
+// file's instruction set (place.go); one on an instruction the kernel
+// refuses to probe is left out.
+func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (placement, error) {
 	ef, err := elf.NewFile(r)
 	if err != nil {
-		return nil, fmt.Errorf("not an ELF file: %w", err)
+		return placement{}, fmt.Errorf("not an ELF file: %w", err)
 	}
 	arch := isaOf(ef.Machine)
 	wanted := map[string]bool{}
@@ -128,7 +136,7 @@ func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, e
 	}
 	addrs, err := symbolAddrs(r, ef, wanted, symtab)
 	if err != nil {
-		return nil, err
+		return placement{}, err
 	}
 	code := func(vaddr uint64, n int) []byte {
 		off, ok := fileOffset(ef, vaddr)
@@ -161,19 +169,24 @@ func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, e
 		}
 	}
 	goBinary := ef.Section(".gopclntab") != nil
-	found := map[string]uint64{}
+	found := placement{offsets: map[string]uint64{}, stackChecks: map[string]bool{}}
 	for name, a := range placed {
+		check := uint64(0)
 		if arch != nil {
 			a += arch.pastLandingPad(code(a, landingPadBytes))
 			if goBinary {
-				a += arch.pastGoStackCheck(code(a, goCheckBytes))
+				check = arch.pastGoStackCheck(code(a, goCheckBytes))
+				a += check
 			}
 			if arch.refused(code(a, landingPadBytes)) {
 				continue
 			}
 		}
 		if off, ok := fileOffset(ef, a); ok {
-			found[name] = off
+			found.offsets[name] = off
+			if check > 0 {
+				found.stackChecks[name] = true
+			}
 		}
 	}
 	return found, nil
@@ -192,13 +205,13 @@ type goSite struct {
 // its RET instructions (see gofunc.go).
 func goSitesOf(path string, p Probe) (goSite, error) {
 	var site goSite
-	_, err := onFile(path, func(r io.ReaderAt) (map[string]uint64, error) {
+	_, err := onFile(path, func(r io.ReaderAt) (struct{}, error) {
 		offs, atCall, err := returnSites(r, p.Symbol, p.AtCallOf, p.CallFile)
 		site = goSite{offs, p.Cookie, p.Symbol + returnsSuffix}
 		if atCall {
 			site = goSite{offs, p.CallCookie, p.Symbol + callSuffix(p.AtCallOf)}
 		}
-		return nil, err
+		return struct{}{}, err
 	})
 	return site, err
 }

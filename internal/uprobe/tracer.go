@@ -59,8 +59,20 @@ import (
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
+// GoStackCheck is set in the attach cookie of a probe the Tracer placed
+// on a Go function's stack bound check, the conditional branch to
+// runtime.morestack after its first instruction or two (x86-64's JBE,
+// arm64's B.LS), where the kernel emulates the probe. Where that branch
+// is taken (the goroutine's stack is too small for the function, or the
+// runtime asks the goroutine to stop, as it does for every garbage
+// collection), the function grows the stack and starts over, and the
+// probe fires again: a program on such a probe ignores the hit where the
+// flags take the branch (args.bpf.h's GO_STACK_GROWS) and masks the bit
+// out of its cookie.
+const GoStackCheck uint64 = 1 << 63
+
 // Probe attaches Entry (and Return, if set) to Symbol, with Cookie as the
-// attach cookie.
+// attach cookie (with GoStackCheck set where it applies).
 type Probe struct {
 	Symbol string
 	// CalledFrom names exported functions that are thin wrappers of
@@ -415,15 +427,19 @@ func (t *Tracer) reject(r Rejection) {
 }
 
 func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe bool, how notice) bool {
-	offsets, err := locate(path, tg.Probes, isExe)
+	placed, err := locate(path, tg.Probes, isExe)
 	if err != nil {
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})
 		return false
 	}
+	offsets := placed.offsets
 	cookies, err := cookiesOf(path, tg.Probes, offsets)
 	if err != nil {
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})
 		return false
+	}
+	for name := range placed.stackChecks {
+		cookies[name] |= GoStackCheck
 	}
 	ex, err := link.OpenExecutable(path)
 	if err != nil {

@@ -7,11 +7,18 @@
 // It prints READY and waits for a line on stdin before the first call, so
 // that a test can make sure the probes are on it first.
 //
-//	goclient [-http1] [-fresh] [-anthropic] base cafile model n
+// With -bytewise, it speaks HTTP/1.1 on one TLS connection of its own and
+// writes each request's first line with one (*tls.Conn).Write, as HTTP
+// clients do, then the rest a byte at a time, byte k from k calls deep on
+// a goroutine of its own: some of those calls find too little stack at
+// Write's bound check, grow it, and start Write over.
+//
+//	goclient [-http1] [-fresh] [-anthropic] [-at-once] [-bytewise] base cafile model n
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"flag"
@@ -28,9 +35,10 @@ func main() {
 	fresh := flag.Bool("fresh", false, "a new connection for each call")
 	anthropic := flag.Bool("anthropic", false, "the Anthropic Messages API")
 	atOnce := flag.Bool("at-once", false, "call at once: no READY line, no wait for a line on stdin")
+	bytewise := flag.Bool("bytewise", false, "HTTP/1.1, each request written a byte at a time from ever deeper calls")
 	flag.Parse()
 	if flag.NArg() != 4 {
-		fail(fmt.Errorf("usage: goclient [-http1] [-fresh] [-anthropic] [-at-once] base cafile model n"))
+		fail(fmt.Errorf("usage: goclient [-http1] [-fresh] [-anthropic] [-at-once] [-bytewise] base cafile model n"))
 	}
 	base, caFile, model := flag.Arg(0), flag.Arg(1), flag.Arg(2)
 	n, err := strconv.Atoi(flag.Arg(3))
@@ -47,7 +55,12 @@ func main() {
 	if *http1 {
 		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	}
-	client := &http.Client{Transport: tr}
+	var client interface {
+		Do(*http.Request) (*http.Response, error)
+	} = &http.Client{Transport: tr}
+	if *bytewise {
+		client = &bytewiseClient{config: &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}}}
+	}
 	if !*atOnce {
 		fmt.Println("READY")
 		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
@@ -83,6 +96,55 @@ func main() {
 		fmt.Println(resp.Proto)
 	}
 	tr.CloseIdleConnections()
+	if c, ok := client.(*bytewiseClient); ok && c.conn != nil {
+		c.conn.Close()
+	}
+}
+
+// bytewiseClient sends each request on its one TLS connection: its first
+// line in one write, then the rest a byte at a time, byte k written from
+// k calls deep on a goroutine of its own.
+type bytewiseClient struct {
+	config *tls.Config
+	conn   *tls.Conn
+	r      *bufio.Reader
+}
+
+func (c *bytewiseClient) Do(req *http.Request) (*http.Response, error) {
+	if c.conn == nil {
+		conn, err := tls.Dial("tcp", req.URL.Host, c.config)
+		if err != nil {
+			return nil, err
+		}
+		c.conn, c.r = conn, bufio.NewReader(conn)
+	}
+	var wire bytes.Buffer
+	if err := req.Write(&wire); err != nil {
+		return nil, err
+	}
+	line, _, _ := bytes.Cut(wire.Bytes(), []byte("\r\n"))
+	if _, err := c.conn.Write(wire.Next(len(line))); err != nil {
+		return nil, err
+	}
+	for depth, b := range wire.Bytes() {
+		errc := make(chan error)
+		go func() { errc <- writeFrom(depth, c.conn, []byte{b}) }()
+		if err := <-errc; err != nil {
+			return nil, err
+		}
+	}
+	return http.ReadResponse(c.r, req)
+}
+
+// writeFrom writes b to c from depth calls deep.
+//
+//go:noinline
+func writeFrom(depth int, c *tls.Conn, b []byte) error {
+	if depth == 0 {
+		_, err := c.Write(b)
+		return err
+	}
+	return writeFrom(depth-1, c, b)
 }
 
 func fail(err error) {
