@@ -111,6 +111,7 @@ type captureConfig struct {
 	goTLS        bool
 	elsewhere    func(pid int, metric string) bool
 	goReadAtRETs bool // tests: crypto/tls's Read probed at its RETs, as in a build without its one call of runtime.memmove
+	goTLSOff     int  // tests: the process whose crypto/tls is left out in place of the capture's own
 }
 
 // maxBodyLimit bounds WithBodyLimit.
@@ -270,6 +271,25 @@ func withGoReadAtRETs() CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.goReadAtRETs = true })
 }
 
+// uncaptured is the process whose calls are left out: the capture's own
+// (an agent's exports), or withGoTLSLeftOut's. Its files are not probed
+// on its account, and its hits in a file probed for another are dropped
+// in the kernel.
+func (cc *captureConfig) uncaptured() int {
+	if cc.goTLSOff != 0 {
+		return cc.goTLSOff
+	}
+	return os.Getpid()
+}
+
+// withGoTLSLeftOut leaves out the crypto/tls of the process pid, in place
+// of the capture's own process (which then makes no TLS calls): a
+// benchmark's mock, in a process of its own, standing in for a provider
+// off the node.
+func withGoTLSLeftOut(pid int) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.goTLSOff = pid })
+}
+
 // WithGoTLS says whether Go programs' crypto/tls is captured (default
 // true). Every Go executable on the host that links crypto/tls is then
 // probed, and each of its TLS reads costs a probe on a RET instruction,
@@ -331,7 +351,7 @@ func NewCapture(opts ...CaptureOption) (*Capture, error) {
 	c := &Capture{cfg: cfg, emitter: e, waitKeys: map[waitingKey]bool{}}
 	cc := &c.cfg
 	multi := features.HaveBPFLinkUprobeMulti() == nil
-	c.objs, err = httpbpf.Load(httpbpf.LoadOptions{RingBytes: cc.ringBytes, WakeupBytes: uint64(cc.ringBytes / 4), SelfPID: uint32(os.Getpid()),
+	c.objs, err = httpbpf.Load(httpbpf.LoadOptions{RingBytes: cc.ringBytes, WakeupBytes: uint64(cc.ringBytes / 4), SelfPID: uint32(cc.uncaptured()),
 		UprobeMulti: multi, Plaintext: len(cc.ports) > 0})
 	if err != nil {
 		return nil, bpfsource.Classify("genai capture: load BPF object", err)
@@ -348,7 +368,7 @@ func (c *Capture) probes(ps []httpbpf.TLSProbe) []uprobe.Probe {
 	out := make([]uprobe.Probe, 0, len(ps))
 	for _, p := range ps {
 		up := uprobe.Probe{Symbol: p.Symbol, CalledFrom: p.CalledFrom, Cookie: p.Cookie, Entry: c.objs.Program(p.Entry),
-			AtReturns: p.AtReturns, AtCallOf: p.AtCallOf, CallCookie: p.CallCookie, CallFile: p.CallFile}
+			AtReturns: p.AtReturns, AtCallOf: p.AtCallOf, CallCookie: p.CallCookie, CallFile: p.CallFile, OnlyForReturns: p.OnlyForReturns}
 		if c.cfg.goReadAtRETs {
 			up.AtCallOf = ""
 		}
@@ -380,7 +400,7 @@ func (c *Capture) start(multi bool) error {
 		targets = append(targets, uprobe.Target{Name: TargetGoTLS, Anchor: httpbpf.GoTLSAnchor, Probes: c.probes(httpbpf.GoTLSProbes), Multi: multi,
 			InPrograms: true})
 	}
-	c.tracer, err = uprobe.New(uprobe.Config{Procfs: cc.procfs, Targets: targets, Hold: cc.loadHold})
+	c.tracer, err = uprobe.New(uprobe.Config{Procfs: cc.procfs, Targets: targets, Hold: cc.loadHold, Skip: cc.uncaptured()})
 	if err != nil {
 		return fmt.Errorf("genai capture: %w", err)
 	}

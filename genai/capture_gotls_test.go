@@ -47,12 +47,14 @@ func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Serve
 	ok := poll(10*time.Second, func() bool {
 		for _, a := range h.c.Status().Attachments {
 			if a.Target == TargetGoTLS && sameFile(fi, a.Dev, a.Inode) {
-				returns := "crypto/tls.(*Conn).Read (call of runtime.memmove)"
+				// Read's returns at its call of runtime.memmove, where
+				// the receiver is read from its spill slot, with no
+				// entry probe; or at its RETs, after its entry's.
+				want := []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read (call of runtime.memmove)", "crypto/tls.(*Conn).Close"}
 				if h.c.cfg.goReadAtRETs {
-					returns = "crypto/tls.(*Conn).Read (returns)"
+					want = []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read", "crypto/tls.(*Conn).Read (returns)", "crypto/tls.(*Conn).Close"}
 				}
-				require.ElementsMatch(t, []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read", returns,
-					"crypto/tls.(*Conn).Close"}, a.Symbols)
+				require.ElementsMatch(t, want, a.Symbols)
 				return true
 			}
 		}
@@ -204,18 +206,28 @@ func TestCaptureGoTLSAtRETs(t *testing.T) {
 }
 
 // WithGoTLS(false) leaves Go programs alone: after a sweep of every
-// process, this test binary (a Go program that links crypto/tls) is
-// probed by a capture with the default and by none without.
+// process, a Go program that links crypto/tls (the committed client,
+// waiting before its first call) is probed by a capture with the
+// default and by none without. The capturing process's own file, which
+// no other process maps, is probed by neither: its own calls (an agent's
+// exports) are not wanted, and cost it no trap.
 func TestCaptureWithoutGoTLS(t *testing.T) {
-	exe, err := os.Stat("/proc/self/exe")
+	c := startReady(t, exec.Command(committedStripped, "https://127.0.0.1:1", "/dev/null", "m", "1"))
+	t.Cleanup(func() { _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
+	client, err := os.Stat(committedStripped)
+	require.NoError(t, err)
+	self, err := os.Stat("/proc/self/exe")
 	require.NoError(t, err)
 	for _, on := range []bool{true, false} {
 		h := startCapture(t, WithGoTLS(on))
 		require.NoError(t, h.c.tracer.Rescan())
-		probed := slices.ContainsFunc(h.c.Status().Attachments, func(a xpuscope.Attachment) bool {
-			return a.Target == TargetGoTLS && sameFile(exe, a.Dev, a.Inode)
-		})
-		require.Equal(t, on, probed, "WithGoTLS(%v): %+v", on, h.c.Status())
+		probed := func(fi os.FileInfo) bool {
+			return slices.ContainsFunc(h.c.Status().Attachments, func(a xpuscope.Attachment) bool {
+				return a.Target == TargetGoTLS && sameFile(fi, a.Dev, a.Inode)
+			})
+		}
+		require.Equal(t, on, probed(client), "WithGoTLS(%v): %+v", on, h.c.Status())
+		require.False(t, probed(self), "WithGoTLS(%v): the capture's own file", on)
 		require.NoError(t, h.c.Close())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,14 +118,23 @@ func BenchmarkCaptureOverheadHTTP2(b *testing.B) {
 // BenchmarkCaptureOverheadGoTLS: as BenchmarkCaptureOverheadHTTP2, over
 // TLS: Go's net/http client negotiates HTTP/2 by ALPN with the mock (a
 // process of its own), and the capture reads it through the crypto/tls
-// probes (the mock's end, Go too, is captured as well). "call" reads
-// Read's plaintext at its call of runtime.memmove, as the capture does;
-// "rets" at its RET instructions, as in a build without that call.
+// probes. "call" reads Read's plaintext at its call of runtime.memmove,
+// as the capture does; "rets" at its RET instructions, as in a build
+// without that call. In both the mock, a Go program too, stands in for a
+// provider off the node, as in BenchmarkCaptureOverhead: it runs from a
+// copy of the test binary that the capture leaves unprobed, as it does
+// its own. "call, both ends" captures the mock's end as well: each call's
+// reads and writes probed twice, on the same two cores.
 func BenchmarkCaptureOverheadGoTLS(b *testing.B) {
-	s := startMockProcess(b, mockH2CEnv+"=tls")
+	exe := filepath.Join(b.TempDir(), "mock")
+	src, err := os.ReadFile(os.Args[0])
+	require.NoError(b, err)
+	require.NoError(b, os.WriteFile(exe, src, 0o755))
+	s, mock := startMockFrom(b, exe, mockH2CEnv+"=tls")
 	url := "https://127.0.0.1:" + strconv.Itoa(s.Port)
-	b.Run("call", func(b *testing.B) { goClientRounds(b, url, s.CAFile) })
-	b.Run("rets", func(b *testing.B) { goClientRounds(b, url, s.CAFile, withGoReadAtRETs()) })
+	b.Run("call", func(b *testing.B) { goClientRounds(b, url, s.CAFile, withGoTLSLeftOut(mock)) })
+	b.Run("rets", func(b *testing.B) { goClientRounds(b, url, s.CAFile, withGoTLSLeftOut(mock), withGoReadAtRETs()) })
+	b.Run("call, both ends", func(b *testing.B) { goClientRounds(b, url, s.CAFile) })
 }
 
 // goClientRounds measures the Go client's rate against url (over TLS
@@ -141,9 +151,12 @@ func goClientRounds(b *testing.B, url, ca string, opts ...CaptureOption) {
 		c, err := NewCapture(append(append(sdkProviders(), opts...), WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ }))...)
 		require.NoError(b, err)
 		defer c.Close()
+		// The client's first call, before READY, opens the connection,
+		// which the capture sees from its start: over TLS, the client
+		// (this test binary, run again, which the capture leaves alone
+		// in its own process) is held at its exec until probed.
+		cl := startH2CClient(b, url, ca, n)
 		if ca != "" {
-			// The client is this test binary, run again: its file is
-			// probed once the capture is up.
 			exe, err := os.Stat(os.Args[0])
 			require.NoError(b, err)
 			ok := poll(5*time.Second, func() bool {
@@ -151,11 +164,8 @@ func goClientRounds(b *testing.B, url, ca string, opts ...CaptureOption) {
 					return a.Target == TargetGoTLS && sameFile(exe, a.Dev, a.Inode)
 				})
 			})
-			require.True(b, ok, "the test binary not probed: %+v", c.Status())
+			require.True(b, ok, "the client not probed: %+v", c.Status())
 		}
-		// The client's first call, before READY, opens the connection,
-		// which the capture sees from its start.
-		cl := startH2CClient(b, url, ca, n)
 		ns := cl.run(b)
 		got := poll(5*time.Second, func() bool {
 			c.mu.Lock()

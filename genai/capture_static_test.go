@@ -163,7 +163,14 @@ const mockTestEnv = "XPUSCOPE_MOCK_TEST_STREAM"
 // startMockProcess runs serveMock in a child process until the test or
 // benchmark ends; env is added to its environment.
 func startMockProcess(b testing.TB, env ...string) *llmserver.Server {
-	cmd := exec.Command(os.Args[0])
+	s, _ := startMockFrom(b, os.Args[0], env...)
+	return s
+}
+
+// startMockFrom is startMockProcess with exe, a copy of the test binary,
+// and returns the mock's pid too.
+func startMockFrom(b testing.TB, exe string, env ...string) (*llmserver.Server, int) {
+	cmd := exec.Command(exe)
 	cmd.Env = append(append(os.Environ(), mockServerEnv+"="+b.TempDir()), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -180,7 +187,7 @@ func startMockProcess(b testing.TB, env ...string) *llmserver.Server {
 		s.CAFile, scheme = "", "http"
 	}
 	s.URL = scheme + "://127.0.0.1:" + strconv.Itoa(s.Port)
-	return &s
+	return &s, cmd.Process.Pid
 }
 
 // BenchmarkCaptureOverhead: requests/s of a TLS client loop (sslclient:

@@ -36,6 +36,13 @@
 // branch is taken: the function grows its stack and starts over, and the
 // probe fires again, so that hit is not the call's.
 #define GO_STACK_CHECK_COOKIE (1ULL << 63)
+//
+// A probe that internal/uprobe placed on a Go function's call of the
+// function that copies out what it returns carries in its cookie, in the
+// 16 bits from GO_RECEIVER_SHIFT (uprobe.GoReceiverShift), how far past
+// the stack pointer the spill slot of the function's first argument is
+// (0: not found).
+#define GO_RECEIVER_SHIFT 32
 
 #ifndef __XPUSCOPE_ARGS_BPF_H
 #define __XPUSCOPE_ARGS_BPF_H

@@ -616,7 +616,9 @@ int tls_free(struct pt_regs *ctx)
 //     runtime.memmove(to, from, n) (bytes.Reader.Read, inlined): at that
 //     call, which the kernel emulates (x86-64's CALL, arm64's BL), the
 //     bytes are read from GO_ARG2, GO_ARG3 of them, before they are
-//     copied. In a build where the call is not found once, the probe is
+//     copied, and c from its spill slot, which the cookie locates
+//     (uprobe.GoReceiverShift): the entry probe is then left off, one
+//     trap a Read fewer. In a build where the call is not found once, the probe is
 //     on each of Read's RET instructions instead (single-stepped on
 //     x86-64, emulated on arm64), where the count is in GO_ARG1.
 //   - func (c *Conn) Close() error: the connection is over.
@@ -632,12 +634,11 @@ int go_tls(struct pt_regs *ctx)
 	if (pid == self_pid)
 		return 0;
 	struct go_read_key rk = {.pid = pid, .g = GO_G(ctx)};
-	__u64 api = bpf_get_attach_cookie(ctx);
-	if (api & GO_STACK_CHECK_COOKIE) {
-		if (GO_STACK_GROWS(ctx))
-			return 0; // runtime.morestack, then the method starts over
-		api &= ~GO_STACK_CHECK_COOKIE;
-	}
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	if ((cookie & GO_STACK_CHECK_COOKIE) && GO_STACK_GROWS(ctx))
+		return 0; // runtime.morestack, then the method starts over
+	__u32 api = (__u32)cookie;
+	__u64 receiver_slot = (cookie >> GO_RECEIVER_SHIFT) & 0xffff;
 	switch (api) {
 	case GO_TLS_WRITE:
 		if ((long)GO_ARG3(ctx) > 0)
@@ -655,6 +656,13 @@ int go_tls(struct pt_regs *ctx)
 		long count = GO_ARG1(ctx), copied = GO_ARG3(ctx);
 		__u64 from = GO_ARG2(ctx);
 		asm volatile("" : "+r"(count), "+r"(copied), "+r"(from));
+		if (api == GO_TLS_READ_COPY && receiver_slot) {
+			// The receiver, from its spill slot: no entry probe.
+			__u64 conn = 0;
+			if (copied > 0 && !bpf_probe_read_user(&conn, sizeof(conn), (void *)(PT_REGS_SP(ctx) + receiver_slot)))
+				capture_tls(SOURCE_GOTLS, conn, from, copied, DIR_READ, ts);
+			return 0;
+		}
 		struct go_read *r = bpf_map_lookup_elem(&go_reads, &rk);
 		if (!r)
 			return 0;

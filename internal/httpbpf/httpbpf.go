@@ -165,6 +165,9 @@ type TLSProbe struct {
 	AtCallOf   string
 	CallCookie uint64
 	CallFile   string
+	// OnlyForReturns: an entry probe whose program only keeps state for
+	// the probe on the function's returns (uprobe.Probe's field).
+	OnlyForReturns bool
 }
 
 // GoTLSAnchor is the symbol that makes an executable a Go program whose
@@ -175,7 +178,9 @@ const GoTLSAnchor = "crypto/tls.(*Conn).Read"
 // their symbols or, in a stripped binary, in its pclntab. What Read
 // returns is read at its one call of runtime.memmove, which copies it out
 // (an emulated CALL: one trap), or, in a build without that one call, at
-// its RET instructions (each single-stepped: two traps), never with a
+// its RET instructions (each single-stepped: two traps). At the call,
+// the receiver is read from its spill slot and Read's entry probe is left
+// off: one trap a Read. Never with a
 // uretprobe: that rewrites the return address on the goroutine's stack,
 // which Go copies when the stack grows and walks in tracebacks, and a
 // moved or unknown return address crashes the program.
@@ -185,7 +190,7 @@ const GoTLSAnchor = "crypto/tls.(*Conn).Read"
 // programs.
 var GoTLSProbes = []TLSProbe{
 	{Symbol: "crypto/tls.(*Conn).Write", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_WRITE)},
-	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_READ)},
+	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_READ), OnlyForReturns: true},
 	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_READ_RETURN), AtReturns: true,
 		AtCallOf: "runtime.memmove", CallCookie: uint64(captureGoTlsApiGO_TLS_READ_COPY), CallFile: "bytes/reader.go"},
 	{Symbol: "crypto/tls.(*Conn).Close", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_CLOSE)},

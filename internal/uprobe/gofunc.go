@@ -342,8 +342,13 @@ func (c goCode) fileOffsets(at []uint64) []uint64 {
 // name the pclntab gives, "bytes/reader.go", the code of a function
 // inlined there), atCall then true; else, or where there is not exactly
 // one such call, each of its RET instructions. The function is read
-// once for either.
-func returnSites(r io.ReaderAt, symbol, callee, file string) (offs []uint64, atCall bool, err error) {
+// once for either. At the call, receiver is how far past the stack
+// pointer the spill slot of the function's first argument is, where its
+// code stores that argument there before the call (0 where not): Go's
+// register ABI reserves the slot in the caller's frame, 8 bytes above
+// the function's own frame, whose size at the call its pc-sp table
+// gives.
+func returnSites(r io.ReaderAt, symbol, callee, file string) (offs []uint64, atCall bool, receiver uint64, err error) {
 	err = faultSafe(func() error {
 		var also []string
 		if callee != "" {
@@ -364,6 +369,9 @@ func returnSites(r io.ReaderAt, symbol, callee, file string) (offs []uint64, atC
 			}
 			if err == nil && len(calls) == 1 {
 				offs, atCall = c.fileOffsets(calls), true
+				if sp, ok := c.tab.spAt(c.fn, c.fn.entry+calls[0]); ok && c.arch.spillsReceiver(c.code, int(calls[0]), sp+8) {
+					receiver = sp + 8
+				}
 				return nil
 			}
 		}
@@ -374,7 +382,7 @@ func returnSites(r io.ReaderAt, symbol, callee, file string) (offs []uint64, atC
 		offs = c.fileOffsets(rets)
 		return nil
 	})
-	return offs, atCall, err
+	return offs, atCall, receiver, err
 }
 
 // decodeAll calls f with each x86-64 instruction of code, one function's

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
@@ -51,18 +52,47 @@ func TestGoFuncs(t *testing.T) {
 var goInsns = map[string]struct {
 	ret, call, check func(code []byte) bool
 	checkAt          []uint64
+	// receiverSlot is, from a function's code, the offset from the stack
+	// pointer in its body to its first argument's spill slot: its
+	// frame, as its prologue makes it, and what is above that.
+	receiverSlot func(code []byte) uint64
 }{
 	"amd64": {
 		ret:     func(code []byte) bool { return code[0] == 0xc3 },
 		call:    func(code []byte) bool { return code[0] == 0xe8 }, // CALL rel32
 		check:   func(code []byte) bool { return code[0] == 0x0f || code[0] == 0x76 },
 		checkAt: []uint64{4, 9},
+		// CMPQ, JBE, PUSHQ BP, MOVQ SP, BP, SUBQ $n, SP: n, the saved
+		// BP and the return address.
+		receiverSlot: func(code []byte) uint64 {
+			for pos := 0; pos < 32; {
+				in, err := x86asm.Decode(code[pos:], 64)
+				if err != nil {
+					return 0
+				}
+				if n, ok := in.Args[1].(x86asm.Imm); in.Op == x86asm.SUB && in.Args[0] == x86asm.RSP && ok {
+					return uint64(n) + 16
+				}
+				pos += in.Len
+			}
+			return 0
+		},
 	},
 	"arm64": {
 		ret:     func(code []byte) bool { w, _ := arm64Word(code); return w == 0xd65f03c0 },
 		call:    func(code []byte) bool { w, _ := arm64Word(code); return w>>26 == 0x25 }, // BL
 		check:   func(code []byte) bool { w, _ := arm64Word(code); return w&0xff00001f == 0x54000009 },
 		checkAt: []uint64{8, 12},
+		// MOVD.W R30, -n(RSP) (STR X30, [SP, #-n]!): n and the slot
+		// above it.
+		receiverSlot: func(code []byte) uint64 {
+			for pos := 0; pos < 32; pos += 4 {
+				if w, _ := arm64Word(code[pos:]); w&0xffe00fff == 0xf8000ffe {
+					return uint64(-int64(int32(w<<11)>>23)) + 8 // imm9, sign-extended
+				}
+			}
+			return 0
+		},
 	},
 }
 
@@ -96,7 +126,7 @@ func testGoFuncs(t *testing.T, b testutil.GoBuild) {
 		ret, err := goSitesOf(exe, Probe{Symbol: "crypto/tls.(*Conn).Read", Cookie: 1, AtReturns: true})
 		require.NoError(t, err)
 		require.NotEmpty(t, ret.offsets)
-		require.Equal(t, goSite{ret.offsets, 1, "crypto/tls.(*Conn).Read" + returnsSuffix}, ret)
+		require.Equal(t, goSite{ret.offsets, 1, "crypto/tls.(*Conn).Read" + returnsSuffix, false}, ret)
 		code, err := os.ReadFile(exe)
 		require.NoError(t, err)
 		for _, off := range ret.offsets {
@@ -111,7 +141,11 @@ func testGoFuncs(t *testing.T, b testutil.GoBuild) {
 			AtCallOf: "runtime.memmove", CallCookie: 2})
 		require.NoError(t, err)
 		require.Len(t, call.offsets, 1, "%s: Read's calls of runtime.memmove", exe)
-		require.Equal(t, goSite{call.offsets, 2, "crypto/tls.(*Conn).Read (call of runtime.memmove)"}, call)
+		// Its cookie says where the receiver's spill slot is: 8 bytes
+		// above Read's frame, whose size its prologue makes.
+		slot := insn.receiverSlot(code[readStart:])
+		require.NotZero(t, slot, "%s: no frame in Read's prologue", exe)
+		require.Equal(t, goSite{call.offsets, 2 | slot<<GoReceiverShift, "crypto/tls.(*Conn).Read (call of runtime.memmove)", true}, call)
 		require.True(t, insn.call(code[call.offsets[0]:]), "%s: no direct call at %#x", exe, call.offsets[0])
 		require.True(t, inRead(call.offsets[0]), "%s: the call at %#x, outside Read's code", exe, call.offsets[0])
 		require.Less(t, call.offsets[0], slices.Max(ret.offsets), "the call inside Read")

@@ -236,6 +236,17 @@ func (t *pclntab) fileAt(f pclnFunc, pc uint64) (string, bool) {
 	return string(name), ok
 }
 
+// spAt returns how far the stack pointer at pc, in function f, is below
+// where it was at f's entry (its pc-sp table), or false.
+func (t *pclntab) spAt(f pclnFunc, pc uint64) (uint64, bool) {
+	pcsp, ok := t.funcField(f.index, 4)
+	if !ok || pc < f.entry || pc >= f.end {
+		return 0, false
+	}
+	v, ok := t.pcvalue(uint64(pcsp), f.entry, pc)
+	return uint64(v), ok && v >= 0
+}
+
 // maxPCValueSteps bounds the walk of one pc-value table.
 const maxPCValueSteps = 1 << 20
 

@@ -117,6 +117,17 @@ func pastGoStackCheck(code []byte) uint64 {
 	return uint64(pos)
 }
 
+// spillsReceiver is isa.spillsReceiver for x86-64: a MOVQ AX, disp(SP).
+func spillsReceiver(code []byte, end int, disp uint64) bool {
+	found := false
+	_ = decodeAll(code[:min(end, len(code))], func(_ int, in x86asm.Inst) {
+		m, ok := in.Args[0].(x86asm.Mem)
+		found = found || in.Op == x86asm.MOV && ok && m.Base == x86asm.RSP && m.Index == 0 &&
+			m.Disp == int64(disp) && in.Args[1] == x86asm.RAX
+	})
+	return found
+}
+
 // memBase returns the base register of a memory operand, 0 for any
 // other operand.
 func memBase(a x86asm.Arg) x86asm.Reg {
@@ -140,6 +151,11 @@ type isa struct {
 	// and its calls of a function.
 	retInstructions  func(code []byte) ([]uint64, error)
 	callInstructions func(code []byte, entry, target uint64) ([]uint64, error)
+	// spillsReceiver reports whether a Go function's code before the
+	// offset end stores its first register argument (RAX, R0) at disp
+	// past the stack pointer: to the spill slot that Go's register ABI
+	// reserves for it in the caller's frame.
+	spillsReceiver func(code []byte, end int, disp uint64) bool
 	// refused reports whether the kernel refuses a probe on the
 	// instruction code starts with.
 	refused func(code []byte) bool
@@ -150,9 +166,9 @@ type isa struct {
 const landingPadBytes = 4
 
 var (
-	isaX86 = isa{pastEndbr, firstCall, pastGoStackCheck, retInstructions, callInstructions,
+	isaX86 = isa{pastEndbr, firstCall, pastGoStackCheck, retInstructions, callInstructions, spillsReceiver,
 		func([]byte) bool { return false }}
-	isaARM64 = isa{pastBTI, firstCallARM64, pastGoStackCheckARM64, retInstructionsARM64, callInstructionsARM64,
+	isaARM64 = isa{pastBTI, firstCallARM64, pastGoStackCheckARM64, retInstructionsARM64, callInstructionsARM64, spillsReceiverARM64,
 		func(code []byte) bool {
 			w, ok := arm64Word(code)
 			return ok && arm64KernelStep(w) == stepRefused

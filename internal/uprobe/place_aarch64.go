@@ -314,6 +314,21 @@ func retInstructionsARM64(code []byte) ([]uint64, error) {
 	return rets, nil
 }
 
+// spillsReceiverARM64 is isa.spillsReceiver for arm64: a MOVD R0,
+// disp(RSP) (STR X0, [SP, #disp], its unsigned-offset form).
+func spillsReceiverARM64(code []byte, end int, disp uint64) bool {
+	if disp%8 != 0 || disp/8 > 0xfff {
+		return false
+	}
+	want := uint32(0xf90003e0) | uint32(disp/8)<<10
+	for pos := 0; pos+wordLen <= min(end, len(code)); pos += wordLen {
+		if w, _ := arm64Word(code[pos:]); w == want {
+			return true
+		}
+	}
+	return false
+}
+
 // callInstructionsARM64 is callInstructions' arm64 form: the offsets in
 // code, one function's whole code at the link-time address entry, of its
 // BLs of the function at target; none is not an error.

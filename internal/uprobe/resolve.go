@@ -195,9 +195,10 @@ func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (placement, error) {
 // goSite is where a probe on a Go function's return (Probe.AtReturns)
 // goes in one file.
 type goSite struct {
-	offsets []uint64
-	cookie  uint64
-	name    string // the probe's, as Attachment.Symbols lists it
+	offsets  []uint64
+	cookie   uint64
+	name     string // the probe's, as Attachment.Symbols lists it
+	receiver bool   // cookie carries the receiver's spill slot (GoReceiverShift)
 }
 
 // goSitesOf opens the ELF file at path and places p, a probe with
@@ -206,10 +207,10 @@ type goSite struct {
 func goSitesOf(path string, p Probe) (goSite, error) {
 	var site goSite
 	_, err := onFile(path, func(r io.ReaderAt) (struct{}, error) {
-		offs, atCall, err := returnSites(r, p.Symbol, p.AtCallOf, p.CallFile)
-		site = goSite{offs, p.Cookie, p.Symbol + returnsSuffix}
+		offs, atCall, receiver, err := returnSites(r, p.Symbol, p.AtCallOf, p.CallFile)
+		site = goSite{offs, p.Cookie, p.Symbol + returnsSuffix, false}
 		if atCall {
-			site = goSite{offs, p.CallCookie, p.Symbol + callSuffix(p.AtCallOf)}
+			site = goSite{offs, p.CallCookie | receiver<<GoReceiverShift, p.Symbol + callSuffix(p.AtCallOf), receiver != 0}
 		}
 		return struct{}{}, err
 	})

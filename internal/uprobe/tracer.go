@@ -71,6 +71,17 @@ import (
 // out of its cookie.
 const GoStackCheck uint64 = 1 << 63
 
+// GoReceiverShift is where, in the cookie of a probe on a Go function's
+// one call of AtCallOf (CallCookie in the bits below it), 16 bits start
+// that say how far past the stack pointer at the call the spill slot of
+// the function's first argument (a method's receiver) is: Go's register
+// ABI reserves it in the caller's frame, and the function's code stores
+// the argument there before the call; 0 where the Tracer found no such
+// store. A program at the call reads the receiver there, and needs no
+// state from the function's entry: the Tracer leaves out the entry
+// probes marked OnlyForReturns.
+const GoReceiverShift = 32
+
 // Probe attaches Entry (and Return, if set) to Symbol, with Cookie as the
 // attach cookie (with GoStackCheck set where it applies).
 type Probe struct {
@@ -107,6 +118,12 @@ type Probe struct {
 	// Cookie.
 	AtCallOf   string
 	CallCookie uint64
+	// OnlyForReturns marks an entry probe that only serves the probe on
+	// Symbol's returns (its program keeps what the return's needs): it is
+	// left off where that probe sits on the AtCallOf call and its cookie
+	// carries the receiver's slot (GoReceiverShift), one trap a call
+	// fewer.
+	OnlyForReturns bool
 	// CallFile, with AtCallOf, keeps to the calls in code from that
 	// source file, a suffix of the name the pclntab gives
 	// ("bytes/reader.go"): the code of the function inlined into Symbol
@@ -164,6 +181,12 @@ type Config struct {
 	// stopped already, and any on a procfs root without a self link (a
 	// fixture tree) are never held.
 	Hold bool
+	// Skip is a process whose mappings the Tracer leaves alone (a
+	// capturing process, whose own calls are not wanted): a file that
+	// only it maps is never probed, and its calls there cost it nothing.
+	// A file another process maps too is probed for that one, and then
+	// traps in this one as well: a probe is the file's. 0: none.
+	Skip int
 
 	// noWalks has a hub this Tracer starts read the processes' maps at
 	// exec and load instead of walking them in the kernel, as on kernels
@@ -371,6 +394,9 @@ func (t *Tracer) consider(pid int, m procfs.Mapping, isExe bool, file string, ho
 	if t.closed {
 		return verdictPlain
 	}
+	if pid == t.cfg.Skip && pid != 0 {
+		return verdictUnknown // not plain: another process may map it
+	}
 	id := fileID{m.Dev, m.Inode}
 	if s, done := t.seen[id]; done && (s.attached || s.path == m.Path) {
 		if s.attached {
@@ -447,11 +473,17 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 		return false
 	}
 	a := Attachment{Target: tg.Name, Path: m.Path, PID: pid, Dev: m.Dev, Inode: m.Inode, AttachedAt: time.Now(), Late: how.late}
+	returns := goReturns(tg, path, &a)
+	for _, p := range tg.Probes {
+		if entryLeftOff(tg, returns, p) {
+			delete(offsets, p.Symbol)
+		}
+	}
 	if tg.Multi {
-		t.attachMulti(ex, tg, path, offsets, cookies, &a)
+		t.attachMulti(ex, tg, offsets, cookies, returns, &a)
 	} else {
 		t.attachEach(ex, tg, offsets, cookies, &a)
-		t.attachReturns(ex, tg, path, &a)
+		t.attachReturns(ex, tg, returns, &a)
 	}
 	if len(a.Symbols) == 0 {
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: "no probe attached: " + strings.Join(a.AttachErrors, "; ")})
@@ -471,14 +503,10 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 // uprobes, one each (attachMulti adds them to its links). A function
 // whose RETs are not all probed has none probed (a return missed would
 // leave its entry's state behind).
-func (t *Tracer) attachReturns(ex *link.Executable, tg Target, path string, a *Attachment) {
-	for _, p := range tg.Probes {
-		if !p.AtReturns {
-			continue
-		}
-		site, err := goSitesOf(path, p)
-		if err != nil {
-			a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("returns of %s: %v", p.Symbol, err))
+func (t *Tracer) attachReturns(ex *link.Executable, tg Target, returns map[int]goSite, a *Attachment) {
+	for i, p := range tg.Probes {
+		site, ok := returns[i]
+		if !ok {
 			continue
 		}
 		links := make([]link.Link, 0, len(site.offsets))
@@ -499,6 +527,40 @@ func (t *Tracer) attachReturns(ex *link.Executable, tg Target, path string, a *A
 		t.links = append(t.links, links...)
 		a.Symbols = append(a.Symbols, site.name)
 	}
+}
+
+// goReturns places the probes of tg on Go functions' returns in the file
+// at path, by their index in tg.Probes; one it cannot place is an attach
+// error of a.
+func goReturns(tg Target, path string, a *Attachment) map[int]goSite {
+	sites := map[int]goSite{}
+	for i, p := range tg.Probes {
+		if !p.AtReturns {
+			continue
+		}
+		site, err := goSitesOf(path, p)
+		if err != nil {
+			a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("returns of %s: %v", p.Symbol, err))
+			continue
+		}
+		sites[i] = site
+	}
+	return sites
+}
+
+// entryLeftOff says whether p is an entry probe left off: one only for
+// the probe on its function's returns, which, placed at the call, reads
+// the receiver there.
+func entryLeftOff(tg Target, returns map[int]goSite, p Probe) bool {
+	if !p.OnlyForReturns || p.AtReturns {
+		return false
+	}
+	for i, site := range returns {
+		if site.receiver && tg.Probes[i].Symbol == p.Symbol {
+			return true
+		}
+	}
+	return false
 }
 
 // attachEach attaches one perf-event uprobe per symbol and program.
@@ -535,7 +597,7 @@ type multiGroup struct {
 
 // attachMulti attaches one uprobe_multi link per program (entry and
 // return apart), with each symbol's cookie.
-func (t *Tracer) attachMulti(ex *link.Executable, tg Target, path string, offsets, cookies map[string]uint64, a *Attachment) {
+func (t *Tracer) attachMulti(ex *link.Executable, tg Target, offsets, cookies map[string]uint64, returns map[int]goSite, a *Attachment) {
 	entry, ret := map[*ebpf.Program]*multiGroup{}, map[*ebpf.Program]*multiGroup{}
 	add := func(m map[*ebpf.Program]*multiGroup, prog *ebpf.Program, symbol string, off, cookie uint64) {
 		g := m[prog]
@@ -546,11 +608,10 @@ func (t *Tracer) attachMulti(ex *link.Executable, tg Target, path string, offset
 		g.symbols, g.addrs, g.cookies = append(g.symbols, symbol), append(g.addrs, off), append(g.cookies, cookie)
 	}
 	var placed []string // the probes' names, as Attachment.Symbols lists them
-	for _, p := range tg.Probes {
+	for i, p := range tg.Probes {
 		if p.AtReturns {
-			site, err := goSitesOf(path, p)
-			if err != nil {
-				a.AttachErrors = append(a.AttachErrors, fmt.Sprintf("returns of %s: %v", p.Symbol, err))
+			site, ok := returns[i]
+			if !ok {
 				continue
 			}
 			for _, off := range site.offsets {
