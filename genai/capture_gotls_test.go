@@ -98,7 +98,8 @@ func TestCaptureGoTLS(t *testing.T) {
 		// Each request written a byte at a time, from ever deeper calls:
 		// a Write that grows its goroutine's stack at its bound check
 		// starts over, through its probe a second time, and that byte
-		// is captured once.
+		// is captured once; and the connection's protocol is told from
+		// its first four writes, held until the fourth.
 		{"http1.1, a byte a write, from ever deeper calls", full, []string{"-bytewise"}, "HTTP/1.1"},
 		{"stripped", stripped, nil, "HTTP/2.0"},
 		{"committed stripped", committedStripped, []string{"-http1", "-fresh"}, "HTTP/1.1"},

@@ -143,7 +143,16 @@ struct conn {
 	__u32 state;  // enum conn_state
 	__u32 seq[2]; // calls captured so far, by direction: user space sees a lost one as a jump
 	__u32 gen;    // from next_gen
+	// A watched connection's first bytes, while fewer than it takes to
+	// tell its protocol (HEAD_BYTES), moved in direction head_dir.
+	__u8 head[4];
+	__u8 head_len;
+	__u8 head_dir;
+	__u8 _pad[2];
 };
+
+// HEAD_BYTES is how many bytes tell a connection's protocol.
+#define HEAD_BYTES 4
 
 // What a thread's call in progress needs at its return.
 struct pending {
@@ -501,10 +510,28 @@ static __always_inline void end_conn(struct conn_key *k, struct conn *c)
 	bpf_map_delete_elem(&conns, k);
 }
 
-// http_conn decides, from the first bytes a connection moves, whether it
-// speaks HTTP/1.x or HTTP/2, and returns whether to capture it. state is its entry
-// in conns.
-static __always_inline int http_conn(struct conn *c, __u64 buf, __u32 n)
+// emit_head sends the bytes held in c's head, which came before the ones
+// that told its protocol, as a call of their own in direction dir.
+static __always_inline void emit_head(struct conn_key *k, struct conn *c, __u8 dir, __u32 held, __u64 ts)
+{
+	held &= HEAD_BYTES - 1;
+	struct record *r = start_call(k, c, dir, held, ts);
+	if (!r || !held)
+		return;
+	__builtin_memcpy(r->data, c->head, HEAD_BYTES);
+	r->h.len = held;
+	r->h.offset = 0;
+	if (bpf_ringbuf_output(&records, r, sizeof(r->h) + held, submit_flags()))
+		count(COUNTER_DROPS);
+}
+
+// http_conn decides, from the first HEAD_BYTES bytes a connection moves
+// in one direction, whether it speaks HTTP/1.x or HTTP/2, and returns
+// whether to capture the n bytes at buf it moves now, in direction dir.
+// Bytes that come fewer at a time (a client that writes its method
+// apart) are held in c until there are enough; if they tell HTTP, they
+// are sent first, as a call of their own. c is k's entry in conns.
+static __always_inline int http_conn(struct conn_key *k, struct conn *c, __u64 buf, __u32 n, __u8 dir, __u64 ts)
 {
 	if (c->state == CONN_HTTP) {
 		if (!bpf_map_lookup_elem(&mute, &c->gen))
@@ -513,13 +540,37 @@ static __always_inline int http_conn(struct conn *c, __u64 buf, __u32 n)
 		bpf_map_delete_elem(&mute, &c->gen);
 		return 0;
 	}
-	if (c->state != CONN_WATCH || n < 4)
+	if (c->state != CONN_WATCH || n == 0)
 		return 0;
-	__u8 b[4] = {};
-	if (bpf_probe_read_user(b, sizeof(b), (void *)buf))
+	__u32 held = c->head_dir == dir ? c->head_len & (HEAD_BYTES - 1) : 0;
+	__u32 take = HEAD_BYTES - held;
+	if (take > n)
+		take = n;
+	// The bytes as one little-endian word, byte i in bits 8i: the held
+	// ones, then the new ones (scalars only, for the verifier).
+	__u32 word = 0, in = 0;
+	if (take < 1 || take > HEAD_BYTES || bpf_probe_read_user(&in, take, (void *)buf))
 		return 0;
+	if (held) {
+		__builtin_memcpy(&word, c->head, HEAD_BYTES);
+		word &= (1U << (8 * held)) - 1;
+	}
+	word |= in << (8 * held);
+	__u8 b[HEAD_BYTES];
+	__builtin_memcpy(b, &word, HEAD_BYTES);
+	if (held + take < HEAD_BYTES) {
+		__builtin_memcpy(c->head, &word, HEAD_BYTES);
+		c->head_len = held + take;
+		c->head_dir = dir;
+		return 0;
+	}
+	c->head_len = 0;
 	c->state = is_http_start(b) ? CONN_HTTP : CONN_IGNORE;
-	return c->state == CONN_HTTP;
+	if (c->state != CONN_HTTP)
+		return 0;
+	if (held)
+		emit_head(k, c, dir, held, ts);
+	return 1;
 }
 
 // ---- TLS: OpenSSL -------------------------------------------------------
@@ -537,9 +588,9 @@ static __always_inline void capture_tls(__u32 source, __u64 conn, __u64 buf, __u
 		if (!c)
 			return;
 	}
-	if (!http_conn(c, buf, n))
-		return;
 	__u32 total = n > 0xffffffff ? 0xffffffff : n;
+	if (!http_conn(&k, c, buf, total, dir, ts))
+		return;
 	if (!start_call(&k, c, dir, total, ts))
 		return;
 	if (emit(buf, total, 0) < total)
@@ -867,7 +918,7 @@ int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
 		first = v.base;
 		firstLen = v.len < n ? v.len : n;
 	}
-	if (!http_conn(c, first, firstLen) || !start_call(&k, c, dir, n, ts))
+	if (!http_conn(&k, c, first, firstLen, dir, ts) || !start_call(&k, c, dir, n, ts))
 		return 0;
 	if (iov_syscall(nr))
 		emit_iov(p.buf, p.size, n);

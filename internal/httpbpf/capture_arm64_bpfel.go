@@ -14,10 +14,14 @@ import (
 )
 
 type captureConn struct {
-	_     structs.HostLayout
-	State uint32
-	Seq   [2]uint32
-	Gen   uint32
+	_       structs.HostLayout
+	State   uint32
+	Seq     [2]uint32
+	Gen     uint32
+	Head    [4]uint8
+	HeadLen uint8
+	HeadDir uint8
+	Pad     [2]uint8
 }
 
 type captureConnKey struct {

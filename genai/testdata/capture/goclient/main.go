@@ -8,10 +8,11 @@
 // that a test can make sure the probes are on it first.
 //
 // With -bytewise, it speaks HTTP/1.1 on one TLS connection of its own and
-// writes each request's first line with one (*tls.Conn).Write, as HTTP
-// clients do, then the rest a byte at a time, byte k from k calls deep on
-// a goroutine of its own: some of those calls find too little stack at
-// Write's bound check, grow it, and start Write over.
+// writes each request a byte at a time with (*tls.Conn).Write, byte k
+// from k calls deep on a goroutine of its own: some of those calls find
+// too little stack at Write's bound check, grow it, and start Write over;
+// and the connection's first bytes come fewer than it takes to tell its
+// protocol.
 //
 //	goclient [-http1] [-fresh] [-anthropic] [-at-once] [-bytewise] base cafile model n
 package main
@@ -101,9 +102,8 @@ func main() {
 	}
 }
 
-// bytewiseClient sends each request on its one TLS connection: its first
-// line in one write, then the rest a byte at a time, byte k written from
-// k calls deep on a goroutine of its own.
+// bytewiseClient sends each request on its one TLS connection a byte at
+// a time, byte k written from k calls deep on a goroutine of its own.
 type bytewiseClient struct {
 	config *tls.Config
 	conn   *tls.Conn
@@ -120,10 +120,6 @@ func (c *bytewiseClient) Do(req *http.Request) (*http.Response, error) {
 	}
 	var wire bytes.Buffer
 	if err := req.Write(&wire); err != nil {
-		return nil, err
-	}
-	line, _, _ := bytes.Cut(wire.Bytes(), []byte("\r\n"))
-	if _, err := c.conn.Write(wire.Next(len(line))); err != nil {
 		return nil, err
 	}
 	for depth, b := range wire.Bytes() {
