@@ -1,0 +1,154 @@
+package nodebpf
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/xpuscope/xpuscope/internal/bpfsource"
+	"github.com/xpuscope/xpuscope/internal/testutil"
+)
+
+// load loads parts, skipping (failing in CI) where privilege or the
+// kernel's support is missing, and attaches every program loaded.
+func load(t *testing.T, o LoadOptions) *Objects {
+	t.Helper()
+	objs, err := Load(o)
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		t.Fatalf("the verifier refused a program: %+v", ve)
+	}
+	if err != nil {
+		if c := bpfsource.Classify("nodebpf", err); errors.Is(c, ebpf.ErrNotSupported) || bpfsource.Denied(err) {
+			testutil.SkipOrFail(t, "%v", c)
+		}
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() { assert.NoError(t, objs.Close()) })
+	for _, p := range objs.Attach {
+		l, err := link.AttachTracing(link.TracingOptions{Program: objs.Program(p.Name)})
+		require.NoError(t, err, "attach %s to tp_btf/%s", p.Name, p.Tracepoint)
+		t.Cleanup(func() { l.Close() })
+	}
+	return objs
+}
+
+// Every program of every part loads and attaches on this kernel (6.18:
+// it has every optional tracepoint), the retransmit program that reads
+// the tracepoint's err where the kernel has it (6.14+).
+func TestLoadAttachAll(t *testing.T) {
+	objs := load(t, LoadOptions{Parts: PartTCP | PartPageCache | PartFaults | PartSyscalls})
+	var tracepoints []string
+	for _, p := range objs.Attach {
+		tracepoints = append(tracepoints, p.Tracepoint)
+	}
+	var want []string
+	for _, p := range Programs {
+		want = append(want, p.Tracepoint)
+	}
+	assert.Equal(t, want, tracepoints)
+	assert.Empty(t, objs.Missing, "tracepoints this kernel lacks")
+	n, ok, err := tracepointArgs("tcp_retransmit_skb")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, n >= 3, objs.Loaded(nodeProgTcpRetransmitErr), "the program that reads err, on a tracepoint of %d arguments", n)
+	assert.NotEqual(t, objs.Loaded(nodeProgTcpRetransmit), objs.Loaded(nodeProgTcpRetransmitErr), "one retransmit program")
+
+	// A part left out loads none of its programs.
+	tcp := load(t, LoadOptions{Parts: PartTCP})
+	for _, p := range tcp.Attach {
+		assert.Equal(t, PartTCP, p.Part, p.Name)
+	}
+	assert.Nil(t, tcp.Program(nodeProgSysEnter))
+}
+
+// The syscall programs fire: an open of a file named like a model, as
+// large as its format's smallest, is watched in the kernel and told to
+// user space with the file's identity as stat(2) gives it; its reads are
+// counted, by file and by process; a file of another extension, or one
+// too small, is not.
+func TestOpenAndReadOfAModelFile(t *testing.T) {
+	var min [NumFormats]uint64
+	for i := range min {
+		min[i] = 1 << 20
+	}
+	// WakeupBytes 1: every record wakes the reader.
+	objs := load(t, LoadOptions{Parts: PartSyscalls | PartPageCache, MinSize: min, WakeupBytes: 1})
+	rd, err := ringbuf.NewReader(objs.Ring())
+	require.NoError(t, err)
+	defer rd.Close()
+
+	dir := t.TempDir()
+	write := func(name string, size int) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, make([]byte, size), 0o600))
+		return p
+	}
+	small := write("tiny.safetensors", 4096)
+	other := write("weights.txt", 2<<20)
+	model := write("Model-00001.SafeTensors", 2<<20) // any case
+	for _, p := range []string{small, other} {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.NotEmpty(t, b)
+	}
+	f, err := os.Open(model)
+	require.NoError(t, err)
+	defer f.Close()
+	var st unix.Stat_t
+	require.NoError(t, unix.Fstat(int(f.Fd()), &st))
+	buf := make([]byte, 256<<10)
+	var read int64
+	for range 3 {
+		n, err := f.Read(buf)
+		require.NoError(t, err)
+		read += int64(n)
+	}
+
+	// The one record: the model's open (the others made none).
+	rd.SetDeadline(time.Now().Add(5 * time.Second))
+	rec, err := rd.Read()
+	require.NoError(t, err, "no record of the model's open")
+	var o OpenRecord
+	require.NoError(t, DecodeOpen(rec.RawSample, &o))
+	assert.Equal(t, FormatSafetensors, o.Format)
+	assert.Equal(t, "Model-00001.SafeTensors", string(o.Name))
+	assert.Equal(t, uint32(os.Getpid()), o.PID)
+	assert.Equal(t, FileKey{Dev: KernelDev(st.Dev), Ino: st.Ino}, o.File)
+	assert.Equal(t, uint64(2<<20), o.Size)
+	rd.SetDeadline(time.Now().Add(100 * time.Millisecond))
+	_, err = rd.Read()
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded, "a record of a file that is no model")
+
+	var files []FileKey
+	var stats FileStats
+	require.NoError(t, objs.EachFile(func(k FileKey, s *FileStats) { files = append(files, k); stats = *s }))
+	require.Equal(t, []FileKey{o.File}, files, "the watched files")
+	assert.Equal(t, uint64(read), stats.ReadBytes)
+	assert.Equal(t, uint64(3), stats.Reads)
+	var procs int
+	require.NoError(t, objs.EachProc(func(k FileKey, pid uint32, p *ProcStats) {
+		procs++
+		assert.Equal(t, o.File, k)
+		assert.Equal(t, uint32(os.Getpid()), pid)
+		assert.Equal(t, uint64(read), p.ReadBytes)
+		assert.Equal(t, o.TS, p.First, "a process's use begins at its open")
+	}))
+	assert.Equal(t, 1, procs)
+	c, err := objs.Counters()
+	require.NoError(t, err)
+	assert.Zero(t, c[CounterDrops])
+
+	require.NoError(t, objs.Unwatch(o.File))
+	require.NoError(t, objs.EachFile(func(k FileKey, _ *FileStats) { t.Errorf("still watched: %+v", k) }))
+	require.NoError(t, objs.EachProc(func(k FileKey, pid uint32, _ *ProcStats) { t.Errorf("still counted: %+v %d", k, pid) }))
+}
