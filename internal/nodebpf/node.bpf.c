@@ -7,7 +7,9 @@
 // where the event is not the task's own:
 //
 //   - TCP: tcp_retransmit_skb (its err argument on kernels that have it:
-//     a second program), tcp_send_reset and tcp_receive_reset fire in
+//     a second program), tcp_retransmit_synack (a listener's SYN-ACK
+//     sent again, from its request socket: owned by the listener's
+//     owner), tcp_send_reset and tcp_receive_reset fire in
 //     softirq and timer context as often as in the owner's, so an event is
 //     attributed to its socket: the socket's inode number (what
 //     /proc/<pid>/fd shows as socket:[ino], the key other Sources join
@@ -476,6 +478,16 @@ static __always_inline __u64 sock_ino(struct sock___k *sk)
 
 // ---- TCP ----------------------------------------------------------------
 
+// listener_of is the key of the listener on sk's namespace and local port.
+static __always_inline struct listener_key listener_of(struct sock___k *sk)
+{
+	struct listener_key k = {
+		.netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum),
+		.port = BPF_CORE_READ(sk, __sk_common.skc_num),
+	};
+	return k;
+}
+
 // tcp_event records event on sk. Nothing here reads the current task: a
 // retransmit timer or a segment's softirq runs on behalf of whoever the
 // CPU was running.
@@ -513,6 +525,13 @@ static __always_inline int tcp_event(struct sock___k *sk, __u8 event, int err)
 		r->role = o->role;
 		if (!r->sport)
 			r->sport = o->sport;
+	} else if (r->state == TCP_NEW_SYN_RECV) {
+		// A listener's request socket (a SYN-ACK sent again): owned by
+		// the listener's owner.
+		struct listener_key lk = listener_of(sk);
+		__u32 *pid = bpf_map_lookup_elem(&listeners, &lk);
+		r->pid = pid ? *pid : 0;
+		r->role = ROLE_SERVER;
 	}
 	// A time-wait or request socket has only the common part: no
 	// socket, no cgroup.
@@ -552,6 +571,16 @@ int BPF_PROG(tcp_retransmit_err, struct sock___k *sk, void *skb, int err)
 	return tcp_event(sk, TCP_RETRANSMIT, err);
 }
 
+// tcp_retransmit_synack(sk, req): a listener sent a SYN-ACK again, from
+// its request socket req (not through tcp_retransmit_skb, though the
+// kernel counts it in RetransSegs). A request socket is the common part
+// of a socket only: its addresses, namespace and local port.
+SEC("tp_btf/tcp_retransmit_synack")
+int BPF_PROG(tcp_retransmit_synack, struct sock___k *sk, struct sock___k *req)
+{
+	return tcp_event(req, TCP_RETRANSMIT, 0);
+}
+
 SEC("tp_btf/tcp_send_reset")
 int BPF_PROG(tcp_send_reset, struct sock___k *sk)
 {
@@ -562,16 +591,6 @@ SEC("tp_btf/tcp_receive_reset")
 int BPF_PROG(tcp_receive_reset, struct sock___k *sk)
 {
 	return tcp_event(sk, TCP_RESET_RECEIVED, 0);
-}
-
-// listener_of is the key of the listener on sk's namespace and local port.
-static __always_inline struct listener_key listener_of(struct sock___k *sk)
-{
-	struct listener_key k = {
-		.netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum),
-		.port = BPF_CORE_READ(sk, __sk_common.skc_num),
-	};
-	return k;
 }
 
 // A TCP socket changed state. A connect (CLOSE to SYN_SENT) and a listen

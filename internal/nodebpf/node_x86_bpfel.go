@@ -192,6 +192,7 @@ const (
 	nodeProgTcpReceiveReset      = "tcp_receive_reset"
 	nodeProgTcpRetransmit        = "tcp_retransmit"
 	nodeProgTcpRetransmitErr     = "tcp_retransmit_err"
+	nodeProgTcpRetransmitSynack  = "tcp_retransmit_synack"
 	nodeProgTcpSendReset         = "tcp_send_reset"
 	nodeVarBurstGapNs            = "burst_gap_ns"
 	nodeVarFilesWatched          = "files_watched"
@@ -253,19 +254,20 @@ type nodeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type nodeProgramSpecs struct {
-	AsyncRa          *ebpf.ProgramSpec `ebpf:"async_ra"`
-	CacheAdd         *ebpf.ProgramSpec `ebpf:"cache_add"`
-	CacheDelete      *ebpf.ProgramSpec `ebpf:"cache_delete"`
-	FilemapFault     *ebpf.ProgramSpec `ebpf:"filemap_fault"`
-	FilemapMapPages  *ebpf.ProgramSpec `ebpf:"filemap_map_pages"`
-	SockState        *ebpf.ProgramSpec `ebpf:"sock_state"`
-	SyncRa           *ebpf.ProgramSpec `ebpf:"sync_ra"`
-	SysEnter         *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExit          *ebpf.ProgramSpec `ebpf:"sys_exit"`
-	TcpReceiveReset  *ebpf.ProgramSpec `ebpf:"tcp_receive_reset"`
-	TcpRetransmit    *ebpf.ProgramSpec `ebpf:"tcp_retransmit"`
-	TcpRetransmitErr *ebpf.ProgramSpec `ebpf:"tcp_retransmit_err"`
-	TcpSendReset     *ebpf.ProgramSpec `ebpf:"tcp_send_reset"`
+	AsyncRa             *ebpf.ProgramSpec `ebpf:"async_ra"`
+	CacheAdd            *ebpf.ProgramSpec `ebpf:"cache_add"`
+	CacheDelete         *ebpf.ProgramSpec `ebpf:"cache_delete"`
+	FilemapFault        *ebpf.ProgramSpec `ebpf:"filemap_fault"`
+	FilemapMapPages     *ebpf.ProgramSpec `ebpf:"filemap_map_pages"`
+	SockState           *ebpf.ProgramSpec `ebpf:"sock_state"`
+	SyncRa              *ebpf.ProgramSpec `ebpf:"sync_ra"`
+	SysEnter            *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit             *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	TcpReceiveReset     *ebpf.ProgramSpec `ebpf:"tcp_receive_reset"`
+	TcpRetransmit       *ebpf.ProgramSpec `ebpf:"tcp_retransmit"`
+	TcpRetransmitErr    *ebpf.ProgramSpec `ebpf:"tcp_retransmit_err"`
+	TcpRetransmitSynack *ebpf.ProgramSpec `ebpf:"tcp_retransmit_synack"`
+	TcpSendReset        *ebpf.ProgramSpec `ebpf:"tcp_send_reset"`
 }
 
 // nodeMapSpecs contains maps before they are loaded into the kernel.
@@ -376,19 +378,20 @@ type nodeVariables struct {
 //
 // It can be passed to loadNodeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nodePrograms struct {
-	AsyncRa          *ebpf.Program `ebpf:"async_ra"`
-	CacheAdd         *ebpf.Program `ebpf:"cache_add"`
-	CacheDelete      *ebpf.Program `ebpf:"cache_delete"`
-	FilemapFault     *ebpf.Program `ebpf:"filemap_fault"`
-	FilemapMapPages  *ebpf.Program `ebpf:"filemap_map_pages"`
-	SockState        *ebpf.Program `ebpf:"sock_state"`
-	SyncRa           *ebpf.Program `ebpf:"sync_ra"`
-	SysEnter         *ebpf.Program `ebpf:"sys_enter"`
-	SysExit          *ebpf.Program `ebpf:"sys_exit"`
-	TcpReceiveReset  *ebpf.Program `ebpf:"tcp_receive_reset"`
-	TcpRetransmit    *ebpf.Program `ebpf:"tcp_retransmit"`
-	TcpRetransmitErr *ebpf.Program `ebpf:"tcp_retransmit_err"`
-	TcpSendReset     *ebpf.Program `ebpf:"tcp_send_reset"`
+	AsyncRa             *ebpf.Program `ebpf:"async_ra"`
+	CacheAdd            *ebpf.Program `ebpf:"cache_add"`
+	CacheDelete         *ebpf.Program `ebpf:"cache_delete"`
+	FilemapFault        *ebpf.Program `ebpf:"filemap_fault"`
+	FilemapMapPages     *ebpf.Program `ebpf:"filemap_map_pages"`
+	SockState           *ebpf.Program `ebpf:"sock_state"`
+	SyncRa              *ebpf.Program `ebpf:"sync_ra"`
+	SysEnter            *ebpf.Program `ebpf:"sys_enter"`
+	SysExit             *ebpf.Program `ebpf:"sys_exit"`
+	TcpReceiveReset     *ebpf.Program `ebpf:"tcp_receive_reset"`
+	TcpRetransmit       *ebpf.Program `ebpf:"tcp_retransmit"`
+	TcpRetransmitErr    *ebpf.Program `ebpf:"tcp_retransmit_err"`
+	TcpRetransmitSynack *ebpf.Program `ebpf:"tcp_retransmit_synack"`
+	TcpSendReset        *ebpf.Program `ebpf:"tcp_send_reset"`
 }
 
 func (p *nodePrograms) Close() error {
@@ -405,6 +408,7 @@ func (p *nodePrograms) Close() error {
 		p.TcpReceiveReset,
 		p.TcpRetransmit,
 		p.TcpRetransmitErr,
+		p.TcpRetransmitSynack,
 		p.TcpSendReset,
 	)
 }

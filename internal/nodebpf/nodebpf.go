@@ -261,6 +261,7 @@ type Program struct {
 var Programs = []Program{
 	{nodeProgSockState, "inet_sock_set_state", PartTCP, false},
 	{nodeProgTcpRetransmit, "tcp_retransmit_skb", PartTCP, false}, // or tcp_retransmit_err: see Load
+	{nodeProgTcpRetransmitSynack, "tcp_retransmit_synack", PartTCP, false},
 	{nodeProgTcpSendReset, "tcp_send_reset", PartTCP, false},
 	{nodeProgTcpReceiveReset, "tcp_receive_reset", PartTCP, false},
 	{nodeProgCacheAdd, "mm_filemap_add_to_page_cache", PartPageCache, false},
