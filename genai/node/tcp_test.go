@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -210,29 +211,40 @@ func TestRetransmitsOnLLMCalls(t *testing.T) {
 
 	// The counts are the namespaces', which hold nothing but these
 	// connections: a retransmitted segment of these requests and chunks
-	// (each shorter than the MSS) is one retransmit.
+	// (each shorter than the MSS) is one retransmit. The kernel counts a
+	// retransmit in RetransSegs (and TCP_INFO) before the device takes
+	// it; one the device refused is a failure (the tracepoint's err), so
+	// retransmits <= RetransSegs <= retransmits + failures, and equal
+	// while none failed.
+	var clientFailures int64
 	eventually(t, 10*time.Second, func() (bool, string) {
-		c := h.total(t, semconv.XpuscopeTCPRetransmits.Name, append(server, semconv.XpuscopeTCPRole.String(semconv.TCPRoleClient))...)
-		s := h.total(t, semconv.XpuscopeTCPRetransmits.Name, append(server, semconv.XpuscopeTCPRole.String(semconv.TCPRoleServer))...)
-		return c == clientSegs && s == serverSegs, fmt.Sprintf("retransmits: client %d, server %d; the kernel's RetransSegs: %d, %d; all %v", c, s, clientSegs, serverSegs,
-			testutil.Collect(t, h.reader).Find(semconv.XpuscopeTCPRetransmits.Name))
+		client := append(slices.Clip(server), semconv.XpuscopeTCPRole.String(semconv.TCPRoleClient))
+		srv := append(slices.Clip(server), semconv.XpuscopeTCPRole.String(semconv.TCPRoleServer))
+		c, cf := h.total(t, semconv.XpuscopeTCPRetransmits.Name, client...), h.total(t, semconv.XpuscopeTCPRetransmitFailures.Name, client...)
+		s, sf := h.total(t, semconv.XpuscopeTCPRetransmits.Name, srv...), h.total(t, semconv.XpuscopeTCPRetransmitFailures.Name, srv...)
+		clientFailures = cf
+		return c <= clientSegs && clientSegs <= c+cf && s <= serverSegs && serverSegs <= s+sf,
+			fmt.Sprintf("retransmits: client %d (%d failed), server %d (%d failed); the kernel's RetransSegs: %d, %d; all %v", c, cf, s, sf, clientSegs, serverSegs,
+				testutil.Collect(t, h.reader).Find(semconv.XpuscopeTCPRetransmits.Name))
 	})
 
 	// Each call's: its socket's, between its start and end. A
 	// connection carries one call (no keep-alive), so the socket's
 	// retransmits (TCP_INFO's total, up to the 16 the kernel side keeps)
-	// are the call's.
-	withRetransmits := 0
+	// are the call's, less those the device refused.
+	withRetransmits, got, want := 0, 0, 0
 	for i, c := range calls {
-		got := h.s.CallRetransmits(os.Getpid(), c.c.ino, "", c.from, c.to)
-		want := min(int(c.c.info.Total_retrans), 16)
-		assert.Equal(t, want, got, "call %d (socket %d): its socket's retransmits (TCP_INFO)", i, c.c.ino)
-		if got > 0 {
+		n := h.s.CallRetransmits(os.Getpid(), c.c.ino, "", c.from, c.to)
+		w := min(int(c.c.info.Total_retrans), 16)
+		assert.LessOrEqual(t, n, w, "call %d (socket %d): its socket's retransmits (TCP_INFO)", i, c.c.ino)
+		got, want = got+n, want+w
+		if n > 0 {
 			withRetransmits++
 		}
 		assert.Zero(t, h.s.CallRetransmits(os.Getpid(), c.c.ino, "", c.to.Add(time.Millisecond), c.to.Add(time.Second)),
 			"call %d: retransmits after it ended", i)
 	}
+	assert.LessOrEqual(t, int64(want-got), clientFailures, "the calls' retransmits: %d, their sockets' (TCP_INFO): %d", got, want)
 	require.Positive(t, withRetransmits, "no call had a retransmit")
 }
 
@@ -316,8 +328,12 @@ func TestRetransmitsNamedByCalls(t *testing.T) {
 	named := []attribute.KeyValue{semconv.ServerAddress.String("llm.example.test"), semconv.ServerPort.Int(port),
 		semconv.XpuscopeTCPRole.String(semconv.TCPRoleClient)}
 	mark()
+	// Retransmits the device refused are failures (see
+	// TestRetransmitsOnLLMCalls): equal while none failed.
 	n := h.total(t, semconv.XpuscopeTCPRetransmits.Name, named...)
-	assert.Equal(t, total-first, n, "retransmits under the name (TCP_INFO: %d in all, %d before the name)", total, first)
+	failed := h.total(t, semconv.XpuscopeTCPRetransmitFailures.Name, named...)
+	assert.True(t, n <= total-first && total-first <= n+failed, "retransmits under the name %d (%d failed); TCP_INFO: %d in all, %d before the name",
+		n, failed, total, first)
 }
 
 // An abortive close (SO_LINGER 0) sends a reset the peer receives: one
