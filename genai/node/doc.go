@@ -23,11 +23,15 @@
 //     it yet, so GenAI spans carry no retransmit count.
 //   - Page cache, faults and readahead of model files (WithPageCache):
 //     mm_filemap_add_to_page_cache and mm_filemap_delete_from_page_cache,
-//     mm_filemap_fault and mm_filemap_map_pages (fault-around: one fault
-//     maps several pages), page_cache_sync_ra and page_cache_async_ra.
-//     The programs look the page's inode up among the watched files, and
-//     return for any other: the cost on a busy page cache is one hash
-//     lookup per page added or removed.
+//     page_cache_sync_ra and page_cache_async_ra, and the page faults:
+//     on x86, exceptions:page_fault_user, once per fault as getrusage
+//     counts them (while a file is watched, the faulting address's
+//     mapping is looked up with bpf_find_vma); elsewhere mm_filemap_fault
+//     and mm_filemap_map_pages, which miss a fault that maps a huge folio
+//     by its PMD and see a retried fault twice. The programs look the
+//     page's inode up among the watched files, and return for any other:
+//     the cost on a busy page cache is one hash lookup per page added or
+//     removed.
 //   - Opens and reads (WithFileSyscalls): the raw syscall tracepoints
 //     sys_enter and sys_exit. An open, openat or openat2 whose path ends
 //     in a model file's extension, of a regular file of that format's

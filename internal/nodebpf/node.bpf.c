@@ -814,6 +814,60 @@ int BPF_PROG(async_ra, struct inode___k *inode, unsigned long index, void *ra, u
 	return 0;
 }
 
+struct vm_area_struct___k {
+	struct file___k *vm_file;
+} __attribute__((preserve_access_index));
+
+// fault_vma is what fault_vma_cb found: the watched-file key of the
+// faulting address's mapping, if it maps a file.
+struct fault_vma {
+	struct file_key k;
+	__u32 file;
+};
+
+static long fault_vma_cb(void *task, struct vm_area_struct___k *vma, struct fault_vma *c)
+{
+	struct file___k *f = BPF_CORE_READ(vma, vm_file);
+	if (!f)
+		return 0;
+	struct inode___k *inode = BPF_CORE_READ(f, f_mapping, host);
+	if (!inode)
+		return 0;
+	c->k.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	c->k.ino = BPF_CORE_READ(inode, i_ino);
+	c->file = 1;
+	return 0;
+}
+
+// A user page fault (x86's exceptions:page_fault_user), once per fault as
+// the kernel's own fault counts (getrusage) have it, whatever served it:
+// filemap_fault, fault-around of small or large folios, or a PMD mapping
+// of a huge one, which mm_filemap_fault and mm_filemap_map_pages do not
+// all see. Where the kernel has it, it replaces those two (nodebpf.Load).
+// Until a file is watched it returns at once; then it looks the faulting
+// address's mapping up (bpf_find_vma) and the file among the watched.
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(page_fault_user, unsigned long address, void *regs, unsigned long error_code)
+{
+	if (!files_watched)
+		return 0;
+	struct fault_vma c = {};
+	if (bpf_find_vma(bpf_get_current_task_btf(), address, fault_vma_cb, &c, 0) || !c.file)
+		return 0;
+	struct file_stats *s = bpf_map_lookup_elem(&files, &c.k);
+	if (!s)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	s->last_io = now;
+	__sync_fetch_and_add(&s->faults, 1);
+	struct proc_stats *p = proc_stats(&c.k, now);
+	if (p) {
+		__sync_fetch_and_add(&p->faults, 1);
+		proc_io(p, now);
+	}
+	return 0;
+}
+
 // ---- Model files: opens and reads -----------------------------------------
 
 // fd_inode returns the inode whose page cache the current task's file fd

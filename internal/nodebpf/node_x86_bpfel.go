@@ -185,6 +185,7 @@ const (
 	nodeProgCacheDelete          = "cache_delete"
 	nodeProgFilemapFault         = "filemap_fault"
 	nodeProgFilemapMapPages      = "filemap_map_pages"
+	nodeProgPageFaultUser        = "page_fault_user"
 	nodeProgSockState            = "sock_state"
 	nodeProgSyncRa               = "sync_ra"
 	nodeProgSysEnter             = "sys_enter"
@@ -259,6 +260,7 @@ type nodeProgramSpecs struct {
 	CacheDelete         *ebpf.ProgramSpec `ebpf:"cache_delete"`
 	FilemapFault        *ebpf.ProgramSpec `ebpf:"filemap_fault"`
 	FilemapMapPages     *ebpf.ProgramSpec `ebpf:"filemap_map_pages"`
+	PageFaultUser       *ebpf.ProgramSpec `ebpf:"page_fault_user"`
 	SockState           *ebpf.ProgramSpec `ebpf:"sock_state"`
 	SyncRa              *ebpf.ProgramSpec `ebpf:"sync_ra"`
 	SysEnter            *ebpf.ProgramSpec `ebpf:"sys_enter"`
@@ -383,6 +385,7 @@ type nodePrograms struct {
 	CacheDelete         *ebpf.Program `ebpf:"cache_delete"`
 	FilemapFault        *ebpf.Program `ebpf:"filemap_fault"`
 	FilemapMapPages     *ebpf.Program `ebpf:"filemap_map_pages"`
+	PageFaultUser       *ebpf.Program `ebpf:"page_fault_user"`
 	SockState           *ebpf.Program `ebpf:"sock_state"`
 	SyncRa              *ebpf.Program `ebpf:"sync_ra"`
 	SysEnter            *ebpf.Program `ebpf:"sys_enter"`
@@ -401,6 +404,7 @@ func (p *nodePrograms) Close() error {
 		p.CacheDelete,
 		p.FilemapFault,
 		p.FilemapMapPages,
+		p.PageFaultUser,
 		p.SockState,
 		p.SyncRa,
 		p.SysEnter,
