@@ -8,18 +8,23 @@ package node
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	"golang.org/x/sys/unix"
 
 	"github.com/xpuscope/xpuscope/internal/testutil"
@@ -264,4 +269,94 @@ func sumPoints(ps testutil.Points) int64 {
 		n += int64(p.Value)
 	}
 	return n
+}
+
+// syncBuffer is a log sink the Source's goroutine writes to while the
+// test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A loaded 256 MiB model evicted from the page cache with
+// posix_fadvise(POSIX_FADV_DONTNEED) (never drop_caches, which is the
+// node's) and mapped and read again: its pages evicted and added back are
+// within 5% of its pages, and the reload is told once: one count, one
+// span with its event on the process that read it back, one log record.
+func TestModelFileEvictedAndReloaded(t *testing.T) {
+	const size = 256 << 20
+	name := fmt.Sprintf("xpuscope-reload-%d.safetensors", os.Getpid())
+	path, st := writeModel(t, name, size)
+	logs := &syncBuffer{}
+	h := start(t, WithTCP(false), withBurstGap(300*time.Millisecond), WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	file := semconv.XpuscopeModelFileID.String(fmt.Sprintf("%d:%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino))
+	byName := semconv.XpuscopeModelFileName.String(name)
+	pages := int64(size / os.Getpagesize())
+	loads := func(ps testutil.Points) uint64 {
+		var n uint64
+		for _, p := range ps.Find(semconv.XpuscopeModelFileLoadDuration.Name, byName) {
+			n += p.Count
+		}
+		return n
+	}
+
+	c := startChild(t, path)
+	c.do(t, "all")
+	eventually(t, 10*time.Second, func() (bool, string) {
+		ps := testutil.Collect(t, h.reader)
+		added := sumPoints(ps.Find(semconv.XpuscopeModelFilePageCacheAdded.Name, file))
+		return loads(ps) == 1 && within(added, pages), fmt.Sprintf("%d loads, %d pages added (of %d)", loads(ps), added, pages)
+	})
+	c.do(t, "unmap") // mapped pages are not evicted
+
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
+	require.Zero(t, cachedPages(t, f, size), "pages left in the page cache after POSIX_FADV_DONTNEED")
+	eventually(t, 10*time.Second, func() (bool, string) {
+		evicted := sumPoints(testutil.Collect(t, h.reader).Find(semconv.XpuscopeModelFilePageCacheEvicted.Name, file))
+		return within(evicted, pages), fmt.Sprintf("%d pages evicted (of %d)", evicted, pages)
+	})
+	assert.Empty(t, h.spans.GetSpans(), "a reload before the model was read again")
+
+	c.do(t, "all")
+	eventually(t, 10*time.Second, func() (bool, string) {
+		ps := testutil.Collect(t, h.reader)
+		added := sumPoints(ps.Find(semconv.XpuscopeModelFilePageCacheAdded.Name, file))
+		reloads := sumPoints(ps.Find(semconv.XpuscopeModelFileReloads.Name, file))
+		// The second load ends after the reload was seen: nothing more
+		// is to come.
+		return reloads == 1 && within(added, 2*pages) && loads(ps) == 2,
+			fmt.Sprintf("%d reloads, %d pages added (of %d twice), %d loads", reloads, added, pages, loads(ps))
+	})
+	ps := testutil.Collect(t, h.reader)
+	t.Logf("pages: %d added, %d evicted, of %d", sumPoints(ps.Find(semconv.XpuscopeModelFilePageCacheAdded.Name, file)),
+		sumPoints(ps.Find(semconv.XpuscopeModelFilePageCacheEvicted.Name, file)), pages)
+	spans := h.spans.GetSpans()
+	require.Len(t, spans, 1, "reload spans")
+	sp := spans[0]
+	assert.Equal(t, semconv.SpanModelFileReload.Name, sp.Name)
+	attrs := map[string]attribute.Value{}
+	for _, kv := range sp.Attributes {
+		attrs[string(kv.Key)] = kv.Value
+	}
+	assert.Equal(t, int64(c.cmd.Process.Pid), attrs[string(semconv.ProcessPID)].AsInt64(), "the process that read it back")
+	assert.True(t, within(attrs[string(semconv.XpuscopeModelFilePagesEvicted)].AsInt64(), pages), "pages evicted: %v", attrs)
+	assert.True(t, attrs[string(semconv.XpuscopeModelFilePagesAdded)].AsInt64()*4 >= pages, "pages added when the reload was seen: %v", attrs)
+	require.Len(t, sp.Events, 1)
+	assert.Equal(t, "model.file.evicted", sp.Events[0].Name)
+	assert.Equal(t, 1, strings.Count(logs.String(), "model file reloaded"), "log records: %s", logs.String())
 }
