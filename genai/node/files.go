@@ -247,6 +247,9 @@ func (s *Source) scanProcess(pid int) {
 		}
 		s.proc(f, uint32(pid))
 	}
+	if len(hits) > 0 {
+		_ = s.objs.WatchFaults(uint32(pid))
+	}
 }
 
 // candidate says whether a path may be a model file's, by its name: a

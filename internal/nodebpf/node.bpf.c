@@ -257,6 +257,19 @@ struct {
 	__type(value, struct file_stats);
 } files SEC(".maps");
 
+// The processes whose page faults are looked at (page_fault_user): those
+// that opened a watched file, or that a scan found holding one. Any
+// other process's fault costs a lookup here and returns: looking a
+// fault's mapping up (bpf_find_vma) costs microseconds in a VM (15 us a
+// fault, an irq_work to drop the mmap lock), too much for every fault of
+// the node.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} fault_procs SEC(".maps");
+
 struct file_proc_key {
 	struct file_key file;
 	__u32 pid;
@@ -844,12 +857,16 @@ static long fault_vma_cb(void *task, struct vm_area_struct___k *vma, struct faul
 // filemap_fault, fault-around of small or large folios, or a PMD mapping
 // of a huge one, which mm_filemap_fault and mm_filemap_map_pages do not
 // all see. Where the kernel has it, it replaces those two (nodebpf.Load).
-// Until a file is watched it returns at once; then it looks the faulting
-// address's mapping up (bpf_find_vma) and the file among the watched.
+// Until a file is watched it returns at once; then, for the processes of
+// fault_procs only, it looks the faulting address's mapping up
+// (bpf_find_vma) and the file among the watched.
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(page_fault_user, unsigned long address, void *regs, unsigned long error_code)
 {
 	if (!files_watched)
+		return 0;
+	__u32 pid = tgid();
+	if (!bpf_map_lookup_elem(&fault_procs, &pid))
 		return 0;
 	struct fault_vma c = {};
 	if (bpf_find_vma(bpf_get_current_task_btf(), address, fault_vma_cb, &c, 0) || !c.file)
@@ -1019,6 +1036,9 @@ static __always_inline void open_exit(struct thread *t, long fd)
 		return;
 	}
 	files_watched = 1;
+	__u8 one = 1;
+	__u32 self = tgid();
+	bpf_map_update_elem(&fault_procs, &self, &one, BPF_ANY);
 	struct file_proc_key pk = {.file = k, .pid = tgid()};
 	struct proc_stats n = {.first = t->ts, .burst = t->ts};
 	if (bpf_map_update_elem(&file_procs, &pk, &n, BPF_NOEXIST) == -7)

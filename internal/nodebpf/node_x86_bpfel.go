@@ -172,6 +172,7 @@ type nodeThread struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	nodeMapCounters              = "counters"
+	nodeMapFaultProcs            = "fault_procs"
 	nodeMapFileProcs             = "file_procs"
 	nodeMapFiles                 = "files"
 	nodeMapListeners             = "listeners"
@@ -277,6 +278,7 @@ type nodeProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type nodeMapSpecs struct {
 	Counters        *ebpf.MapSpec `ebpf:"counters"`
+	FaultProcs      *ebpf.MapSpec `ebpf:"fault_procs"`
 	FileProcs       *ebpf.MapSpec `ebpf:"file_procs"`
 	Files           *ebpf.MapSpec `ebpf:"files"`
 	Listeners       *ebpf.MapSpec `ebpf:"listeners"`
@@ -330,6 +332,7 @@ func (o *nodeObjects) Close() error {
 // It can be passed to loadNodeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nodeMaps struct {
 	Counters        *ebpf.Map `ebpf:"counters"`
+	FaultProcs      *ebpf.Map `ebpf:"fault_procs"`
 	FileProcs       *ebpf.Map `ebpf:"file_procs"`
 	Files           *ebpf.Map `ebpf:"files"`
 	Listeners       *ebpf.Map `ebpf:"listeners"`
@@ -343,6 +346,7 @@ type nodeMaps struct {
 func (m *nodeMaps) Close() error {
 	return _NodeClose(
 		m.Counters,
+		m.FaultProcs,
 		m.FileProcs,
 		m.Files,
 		m.Listeners,

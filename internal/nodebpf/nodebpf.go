@@ -424,6 +424,17 @@ func (o *Objects) Watch(f FileKey) (bool, error) {
 	return true, nil
 }
 
+// WatchFaults has the page faults of process pid looked at (where the
+// kernel has page_fault_user): a process found holding a watched file
+// that the kernel side did not see open it. The kernel side adds those
+// it sees open one; the table keeps the last 4,096.
+func (o *Objects) WatchFaults(pid uint32) error {
+	if err := o.nodeMaps.FaultProcs.Update(pid, uint8(1), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("nodebpf: watch the faults of %d: %w", pid, err)
+	}
+	return nil
+}
+
 // Unwatch stops counting f, and forgets its processes' counts.
 func (o *Objects) Unwatch(f FileKey) error {
 	err := o.nodeMaps.Files.Delete(nodeFileKey{Dev: f.Dev, Ino: f.Ino})
