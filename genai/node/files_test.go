@@ -359,4 +359,12 @@ func TestModelFileEvictedAndReloaded(t *testing.T) {
 	require.Len(t, sp.Events, 1)
 	assert.Equal(t, "model.file.evicted", sp.Events[0].Name)
 	assert.Equal(t, 1, strings.Count(logs.String(), "model file reloaded"), "log records: %s", logs.String())
+
+	// The scope, and each metric's unit, kind, description and bounds, as
+	// semconv has them.
+	names := testutil.CheckScope(t, h.reader, ScopeName)
+	assert.Subset(t, names, []string{semconv.XpuscopeModelFileRead.Name, semconv.XpuscopeModelFileFaults.Name,
+		semconv.XpuscopeModelFilePageCacheAdded.Name, semconv.XpuscopeModelFilePageCacheEvicted.Name,
+		semconv.XpuscopeModelFileSize.Name, semconv.XpuscopeModelFileLoadDuration.Name, semconv.XpuscopeModelFileReloads.Name,
+		semconv.XpuscopeModelFileReadahead.Name, semconv.XpuscopeNodeWatchedFiles.Name})
 }
