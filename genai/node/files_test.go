@@ -215,6 +215,18 @@ func cachedPages(t *testing.T, f *os.File, size int64) int64 {
 	return n
 }
 
+// faultsWithin says whether got, the faults counted on the model file, is
+// within 5% of the touching thread's own count, less a few: getrusage
+// counts every fault of the thread, and under load the Go runtime takes a
+// few of its own on that thread while the loop runs (its signal and
+// scheduler stacks, when the loop is preempted): 64 file faults against
+// the thread's 68 in one run on a busy machine. So a few more are
+// allowed below.
+func faultsWithin(got, thread int64) bool {
+	const runtimeFaults = 8
+	return got*20 <= thread*21 && (got+runtimeFaults)*20 >= thread*19
+}
+
 // within says whether got is within 5% of want.
 func within(got, want int64) bool {
 	d := got - want
@@ -253,7 +265,7 @@ func TestModelFileIO(t *testing.T) {
 		faults := sumPoints(ps.Find(semconv.XpuscopeModelFileFaults.Name, file, pid))
 		added := sumPoints(ps.Find(semconv.XpuscopeModelFilePageCacheAdded.Name, file))
 		loads := ps.Find(semconv.XpuscopeModelFileLoadDuration.Name, semconv.XpuscopeModelFileName.String(name))
-		ok := readBytes == read.ReadBytes && within(faults, touched.Faults) && within(added, pages) && len(loads) == 1 && loads[0].Count == 1
+		ok := readBytes == read.ReadBytes && faultsWithin(faults, touched.Faults) && within(added, pages) && len(loads) == 1 && loads[0].Count == 1
 		return ok, fmt.Sprintf("read %d bytes (want %d), %d faults (the child's %d), %d pages added (of %d), loads %v",
 			readBytes, read.ReadBytes, faults, touched.Faults, added, pages, loads)
 	})
