@@ -3,14 +3,14 @@ GO ?= go
 export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 
-.PHONY: run test deps vet unit generate check-generate bench agent gpu-binaries fuzz
+.PHONY: run test deps vet unit check-arm64 test-arm64 generate check-generate bench agent gpu-binaries fuzz
 
 ## run: the reference agent with defaults (ARGS="-check", ARGS="-duration 10s", …)
 run:
 	$(GO) run ./examples/agent $(ARGS)
 
-## test: install what the tests need, then vet, check generated files, run every test
-test: deps vet check-generate unit
+## test: install what the tests need, then vet, check generated files, run every test, and the arm64 checks
+test: deps vet check-generate unit test-arm64
 
 deps:
 	scripts/install-test-deps.sh
@@ -20,6 +20,14 @@ vet:
 
 unit:
 	$(GO) test -race -count=1 ./...
+
+## check-arm64: the quick arm64 tier, for work on arm64 code: build for arm64 (cgo by the cross compiler, and without cgo), vet and run under qemu-user the packages whose arm64 code differs
+check-arm64:
+	GO=$(GO) scripts/test-arm64.sh
+
+## test-arm64: check-arm64 with vet of every package and every package's pure tests as arm64 binaries under qemu-user (part of make test)
+test-arm64:
+	GO=$(GO) scripts/test-arm64.sh all
 
 ## generate: regenerate docs/metrics.md and the BPF objects (clang-19, libbpf-dev)
 generate:

@@ -190,7 +190,7 @@ func TestBedrockAllocs(t *testing.T) {
 // TestBedrockHostile: huge bodies, deep nesting and huge numbers cost
 // bounded memory.
 func TestBedrockHostile(t *testing.T) {
-	const n = hostileFlood
+	n := hostileFlood
 	js := Header{"Content-Type": {"application/json"}}
 	es := Header{"Content-Type": {"application/vnd.amazon.eventstream"}}
 	big := bedrockEvent("contentBlockDelta", `{"delta":{"text":"`+strings.Repeat("a", esMaxMessage)+`"}}`)

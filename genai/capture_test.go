@@ -48,6 +48,7 @@ type captureHarness struct {
 
 func startCapture(t *testing.T, opts ...CaptureOption) *captureHarness {
 	t.Helper()
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "the capture's BPF programs need root")
 	}
@@ -712,6 +713,7 @@ for path, body, headers in calls:
 // Close returns nil. The capture sees no process (an empty procfs root),
 // which keeps it quick.
 func TestCaptureCloseLeavesNothing(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "the capture's BPF programs need root")
 	}
@@ -746,6 +748,7 @@ const noPrivEnv = "XPUSCOPE_GENAI_NOPRIV_CHILD"
 // missing, as an ErrUnavailable. The test binary runs itself as nobody
 // (uid/gid 65534, no capabilities).
 func TestCaptureNoPrivilege(t *testing.T) {
+	testutil.Native(t, "the test binary run again as a program")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "switching to nobody needs root")
 	}

@@ -162,7 +162,7 @@ func TestOllamaAllocs(t *testing.T) {
 // TestOllamaHostile: endless lines, deep nesting and huge numbers cost
 // bounded memory.
 func TestOllamaHostile(t *testing.T) {
-	const n = hostileFlood
+	n := hostileFlood
 	const piece = 64 << 10
 	chunked := func(prefix string, fill byte) []Chunk {
 		out := []Chunk{{At: transcriptStart, Data: []byte(prefix)}}

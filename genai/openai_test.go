@@ -269,7 +269,7 @@ func TestOpenAIAllocs(t *testing.T) {
 // TestOpenAIHostile: endless lines, endless strings, deep nesting and
 // huge numbers cost bounded memory and leave the Call sane.
 func TestOpenAIHostile(t *testing.T) {
-	const n = hostileFlood
+	n := hostileFlood
 	const piece = 64 << 10
 	chunked := func(prefix string, fill byte) []Chunk {
 		out := []Chunk{{At: transcriptStart, Data: []byte(prefix)}}

@@ -249,7 +249,7 @@ func propConcurrent(t *testing.T, dir string, parse func(*Exchange) *Call) {
 // parser reads JSON array streams piece by piece (other JSON bodies are
 // held whole).
 func propHostile(t *testing.T, parse func(*Exchange) *Call, path, prefix, num string, arrays bool) {
-	const n = hostileFlood
+	n := hostileFlood
 	const piece = 64 << 10
 	chunked := func(prefix string, fill byte) []Chunk {
 		out := []Chunk{{At: transcriptStart, Data: []byte(prefix)}}

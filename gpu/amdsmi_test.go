@@ -222,7 +222,7 @@ func TestAMDSMIFallback(t *testing.T) {
 func TestAMDSMIDefaultLibraries(t *testing.T) {
 	c, err := newConfig(nil)
 	require.NoError(t, err)
-	assert.Equal(t, []Backend{BackendNVML, BackendDCGM, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendTPU}, c.backends)
+	assert.Equal(t, []Backend{BackendNVML, BackendDCGM, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendLevelZero, BackendIntelSysfs, BackendTPU}, c.backends)
 	assert.Empty(t, c.amdsmiPath, "the default list")
 	assert.Equal(t, "libamd_smi.so", amdsmi.DefaultLibraries[0])
 }

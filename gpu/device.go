@@ -15,14 +15,16 @@ type Device struct {
 	// Index is the NVML index (the parent's, for a MIG instance); for an
 	// AMD GPU, its position in AMD SMI's socket order, its ROCm SMI index,
 	// or its position in PCI-address order among the amdgpu cards when
-	// read from sysfs.
+	// read from sysfs; for an Intel GPU, its position in Level Zero's
+	// device order, or in PCI-address order among the i915 and xe cards.
 	Index int
 	// UUID is the device's hw.id: GPU-… for a GPU, MIG-… for an instance;
 	// for an AMD GPU, its unique id (0x followed by 16 hexadecimal
-	// digits), or its PCI address when it has none.
+	// digits), or its PCI address when it has none; for an Intel GPU,
+	// its PCI address.
 	UUID string
 	Name string
-	// Vendor is hw.vendor: "NVIDIA" or "AMD".
+	// Vendor is hw.vendor: "NVIDIA", "AMD", "Intel" or "Google".
 	Vendor string
 	// PCIAddress is in sysfs form, 0000:3b:00.0 (the parent's, for MIG).
 	PCIAddress string
@@ -55,7 +57,15 @@ type device struct {
 	// source is the gpu.measurement.source of a runtime backend's device
 	// (DCGM, RDC, the TPU runtime); "" for the others.
 	source string
-	driver string // hw.driver_version
+	// utilSource is the gpu.measurement.source of an Intel device's
+	// utilization series (level_zero, pmu, fdinfo), and tiles how many
+	// tiles have engine series of their own; "" and 0 for the others.
+	utilSource string
+	tiles      int
+	// memSensor: the device has a memory temperature sensor besides its
+	// one GPU sensor (Intel), a series with hw.sensor_location=memory.
+	memSensor bool
+	driver    string // hw.driver_version
 	// unsupported has bit r set once the device answered read r with
 	// ERROR_NOT_SUPPORTED; the read is not tried again (until MIG mode
 	// changes, which changes what a device supports).
@@ -107,12 +117,18 @@ type series struct {
 	// accel are the series of a runtime backend's values, by accelValue;
 	// nil for the other backends' devices.
 	accel []opts
+	// engine are an Intel device's gpu.engine.utilization series: [0]
+	// the whole device's, [t+1] tile t's, by class; nil for the others.
+	engine [][numEngineClasses]opts
 }
 
 // process is a GPU process's precomputed series identity.
 type process struct {
 	opts opts
-	seen uint64
+	// engine are its process.gpu.engine.utilization series by class, on
+	// an Intel device; nil elsewhere.
+	engine []opts
+	seen   uint64
 }
 
 func (d *device) isUnsupported(r readID) bool { return d.unsupported&(1<<r) != 0 }
@@ -163,12 +179,18 @@ func (d *device) newSeries(owner []attribute.KeyValue) *series {
 	// repeat.
 	all := append(slices.Clip(owner), d.attrs...)
 	with := func(kv ...attribute.KeyValue) opts { return newOpts(append(slices.Clip(all), kv...)...) }
+	task := func(t string) opts {
+		if d.utilSource != "" {
+			return with(semconv.HWGPUTask.String(t), semconv.GPUMeasurementSource.String(d.utilSource))
+		}
+		return with(semconv.HWGPUTask.String(t))
+	}
 	s := &series{
 		owner:          owner,
 		base:           with(),
-		taskGeneral:    with(semconv.HWGPUTask.String(semconv.GPUTaskGeneral)),
-		taskEncoder:    with(semconv.HWGPUTask.String(semconv.GPUTaskEncoder)),
-		taskDecoder:    with(semconv.HWGPUTask.String(semconv.GPUTaskDecoder)),
+		taskGeneral:    task(semconv.GPUTaskGeneral),
+		taskEncoder:    task(semconv.GPUTaskEncoder),
+		taskDecoder:    task(semconv.GPUTaskDecoder),
 		ioReceive:      with(semconv.NetworkIODir.String(semconv.DirectionReceive)),
 		ioTransmit:     with(semconv.NetworkIODir.String(semconv.DirectionTransmit)),
 		clockSM:        with(semconv.GPUClockDomain.String(semconv.ClockDomainSM)),
@@ -181,10 +203,16 @@ func (d *device) newSeries(owner []attribute.KeyValue) *series {
 	for i, r := range semconv.ThrottleReasons {
 		s.throttle[i] = with(semconv.GPUClockThrottleReason.String(r))
 	}
-	if d.source != "" {
+	if d.source != "" || d.utilSource != "" {
 		s.accel = accelSeries(all)
 	}
+	if d.utilSource != "" {
+		s.engine = intelSeries(all, d.tiles, d.utilSource)
+	}
 	s.temperature = s.base
+	if d.memSensor {
+		s.tempMemory = with(semconv.HWSensorLocation.String(semconv.SensorMemory))
+	}
 	if d.sensors {
 		s.temperature = with(semconv.HWSensorLocation.String(semconv.SensorEdge))
 		s.tempJunction = with(semconv.HWSensorLocation.String(semconv.SensorJunction))

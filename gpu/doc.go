@@ -1,5 +1,5 @@
 // Package gpu reports GPU device and per-process metrics as OpenTelemetry
-// metrics, for NVIDIA and AMD GPUs, under the same names.
+// metrics, for NVIDIA, AMD and Intel GPUs, under the same names.
 //
 // # Backends
 //
@@ -45,6 +45,21 @@
 //     identity the AMD backend gave the GPU of the same index, with
 //     gpu.measurement.source=rdc. A field the GPU's counters cannot hold
 //     beside those added before it is dropped for that GPU and counted.
+//   - Level Zero (Intel): Level Zero Sysman through the Level Zero loader,
+//     libze_loader.so.1 (WithLevelZeroLibraryPath), bound with purego
+//     (package internal/levelzero), where Intel's compute runtime is
+//     installed; loaded only when sysfs shows an i915 or xe card. It
+//     initialises Sysman with zesInit where the loader has it (Level
+//     Zero 1.5 and later), else sets ZES_ENABLE_SYSMAN=1 and calls
+//     zeInit; never both. It reads each engine group's activity (per
+//     tile where the group is a sub-device's), device memory and its
+//     bandwidth, the card's energy and power, temperatures, GPU and
+//     memory frequency, and the processes.
+//   - Intel sysfs (Intel): what the i915 and xe kernel drivers publish,
+//     for the Intel GPUs Level Zero does not read: hwmon energy, power
+//     limit and temperatures by label, the GTs' actual frequency, xe's
+//     VRAM size; engine busyness from the DRM clients' fdinfo summed per
+//     device.
 //   - TPU (Google), a runtime backend without a library: the chips from
 //     sysfs (PCI vendor 0x1ae0: v4, v5e, v5p, v6e, 7x, and v2/v3), each
 //     device the runtime numbers a series with hw.type=tpu,
@@ -55,6 +70,12 @@
 //     TPU_RUNTIME_METRICS_PORTS, else 8431 (WithTPUMetricsPorts). The
 //     service exists only while a workload runs: a port nobody listens on
 //     is counted, not an error.
+//
+// Both Intel backends read each process's DRM fdinfo (the card and render
+// nodes it holds open, in any mount namespace) for its memory and its
+// share of each engine class: gpu.engine.utilization and
+// process.gpu.engine.utilization carry gpu.engine.class and
+// gpu.measurement.source (level_zero, pmu or fdinfo).
 //
 // The NVIDIA backend reports, per GPU, utilization (general, encoder,
 // decoder), memory (usage, limit, free, reserved, utilization),

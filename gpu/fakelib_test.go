@@ -121,6 +121,7 @@ type child struct {
 // library at lib, and returns what it reported.
 func runChild(t *testing.T, lib string) child {
 	t.Helper()
+	testutil.Native(t, "the test binary run again as a program")
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), childTimeout)

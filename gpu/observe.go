@@ -13,6 +13,7 @@ type instruments struct {
 	utilization, memoryUtilization, memoryController     metric.Float64ObservableGauge
 	temperature, power, powerLimit, clock, throttle      metric.Float64ObservableGauge
 	fan, processUtilization, powerAverage                metric.Float64ObservableGauge
+	engineUtilization, processEngineUtilization          metric.Float64ObservableGauge
 	memoryUsage, memoryLimit, memoryFree, memoryReserved metric.Int64ObservableUpDownCounter
 	processMemory, symbolMissing                         metric.Int64ObservableUpDownCounter
 	io, errors, readErrors, overflow                     metric.Int64ObservableCounter
@@ -33,6 +34,8 @@ func (in *instruments) create(m metric.Meter) error {
 	in.throttle = b.Gauge(semconv.GPUClockThrottle)
 	in.fan = b.Gauge(semconv.GPUFanSpeed)
 	in.processUtilization = b.Gauge(semconv.ProcessGPUUtilization)
+	in.engineUtilization = b.Gauge(semconv.GPUEngineUtilization)
+	in.processEngineUtilization = b.Gauge(semconv.ProcessGPUEngineUtilization)
 	in.memoryUsage = b.UpDownCounter(semconv.HWGPUMemoryUsage)
 	in.memoryLimit = b.UpDownCounter(semconv.HWGPUMemoryLimit)
 	in.memoryFree = b.UpDownCounter(semconv.GPUMemoryFree)
@@ -52,6 +55,7 @@ func (in *instruments) all() []metric.Observable {
 	return append([]metric.Observable{
 		in.utilization, in.memoryUtilization, in.memoryController, in.temperature,
 		in.power, in.powerLimit, in.powerAverage, in.clock, in.throttle, in.fan, in.processUtilization,
+		in.engineUtilization, in.processEngineUtilization,
 		in.memoryUsage, in.memoryLimit, in.memoryFree, in.memoryReserved,
 		in.processMemory, in.symbolMissing, in.io, in.errors, in.readErrors,
 		in.overflow, in.energy,
@@ -98,6 +102,9 @@ func observeSample(o metric.Observer, in *instruments, sm *sample) {
 		if sm.total > 0 {
 			o.ObserveFloat64(in.memoryUtilization, float64(sm.used)/float64(sm.total), d.base...)
 		}
+	}
+	if has&fMemLimit != 0 {
+		o.ObserveInt64(in.memoryLimit, sm.total, d.base...)
 	}
 	if has&fReserved != 0 {
 		o.ObserveInt64(in.memoryReserved, sm.reserved, d.base...)
@@ -150,6 +157,12 @@ func observeSample(o metric.Observer, in *instruments, sm *sample) {
 		}
 	}
 	observeAccel(o, &in.accel, sm)
+	for i := range sm.engines {
+		e := &sm.engines[i]
+		if t := int(e.tile) + 1; t < len(d.engine) {
+			o.ObserveFloat64(in.engineUtilization, e.v, d.engine[t][e.class]...)
+		}
+	}
 	for i := range sm.procs {
 		p := &sm.procs[i]
 		if p.hasMem {
@@ -157,6 +170,13 @@ func observeSample(o metric.Observer, in *instruments, sm *sample) {
 		}
 		if p.hasUtil {
 			o.ObserveFloat64(in.processUtilization, p.util, p.p.opts...)
+		}
+		if p.engHave != 0 && p.p.engine != nil {
+			for c := range numEngineClasses {
+				if p.engHave&(1<<c) != 0 {
+					o.ObserveFloat64(in.processEngineUtilization, p.eng[c], p.p.engine[c]...)
+				}
+			}
 		}
 	}
 	if sm.folded > 0 {

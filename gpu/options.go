@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/xpuscope/xpuscope/internal/levelzero"
+	"github.com/xpuscope/xpuscope/internal/perfevent"
 	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/internal/rocmsmi"
 )
@@ -24,6 +26,8 @@ const (
 	DefaultNVMLLibrary = "libnvidia-ml.so.1"
 	// DefaultROCmSMILibrary is the soname ROCm installs.
 	DefaultROCmSMILibrary = rocmsmi.DefaultLibrary
+	// DefaultLevelZeroLibrary is the Level Zero loader's soname.
+	DefaultLevelZeroLibrary = levelzero.DefaultLibrary
 	// DefaultSysfsRoot is where the host's sysfs is mounted.
 	DefaultSysfsRoot = "/sys"
 )
@@ -50,6 +54,13 @@ const (
 	// BackendRDC reads AMD GPUs through ROCm's RDC: utilization, memory,
 	// power, ECC, XGMI bytes and its profiling fields.
 	BackendRDC Backend = "rdc"
+	// BackendLevelZero reads Intel GPUs through Level Zero Sysman, where
+	// Intel's compute runtime is installed.
+	BackendLevelZero Backend = "level_zero"
+	// BackendIntelSysfs reads Intel GPUs from what the i915 and xe
+	// drivers publish: sysfs, hwmon, their PMU and the DRM clients'
+	// fdinfo; for the GPUs Level Zero does not read.
+	BackendIntelSysfs Backend = "intel_sysfs"
 	// BackendTPU reads Google TPUs: the chips from sysfs, their figures
 	// from the TPU runtime's metrics service while a workload runs.
 	BackendTPU Backend = "tpu"
@@ -59,7 +70,7 @@ const (
 // The runtime backends come after the backend that finds their vendor's
 // devices (DCGM after NVML, RDC after the AMD ones), so that their series
 // take those devices' identity.
-var allBackends = []Backend{BackendNVML, BackendDCGM, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendTPU}
+var allBackends = []Backend{BackendNVML, BackendDCGM, BackendAMDSMI, BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendLevelZero, BackendIntelSysfs, BackendTPU}
 
 type config struct {
 	meterProvider metric.MeterProvider
@@ -76,26 +87,35 @@ type config struct {
 	amdPCIe       bool
 	resolver      Resolver
 
-	dcgmPath   string  // "": the first of dcgm.DefaultLibraries found
-	dcgmEngine *string // nil: look for nv-hostengine at dcgmProbe
-	dcgmProbe  dcgmProbe
-	rdcPath    string // "": the first of rdc.DefaultLibraries found
-	tpuPorts   []int  // nil: the workloads' TPU_RUNTIME_METRICS_PORTS, else DefaultTPUMetricsPort
-	tpuHost    string
-	tpuTimeout time.Duration
+	dcgmPath      string  // "": the first of dcgm.DefaultLibraries found
+	dcgmEngine    *string // nil: look for nv-hostengine at dcgmProbe
+	dcgmProbe     dcgmProbe
+	rdcPath       string // "": the first of rdc.DefaultLibraries found
+	levelZeroPath string
+	tpuPorts      []int // nil: the workloads' TPU_RUNTIME_METRICS_PORTS, else DefaultTPUMetricsPort
+	tpuHost       string
+	tpuTimeout    time.Duration
+
+	now func() time.Time // the clock of rates (power from energy, fdinfo's ns); a test seam
+	// perfOpener opens the Intel PMUs' counters: the kernel's, or a
+	// test's.
+	perfOpener perfevent.Opener
 }
 
 func newConfig(opts []Option) (config, error) {
 	c := config{
-		interval:     DefaultInterval,
-		nvmlPath:     DefaultNVMLLibrary,
-		procRoot:     procfs.DefaultRoot,
-		maxProcesses: DefaultMaxProcesses,
-		rocmPath:     DefaultROCmSMILibrary,
-		sysfsRoot:    DefaultSysfsRoot,
-		dcgmProbe:    defaultDCGMProbe,
-		tpuHost:      DefaultTPUMetricsHost,
-		tpuTimeout:   DefaultTPUTimeout,
+		interval:      DefaultInterval,
+		nvmlPath:      DefaultNVMLLibrary,
+		procRoot:      procfs.DefaultRoot,
+		maxProcesses:  DefaultMaxProcesses,
+		rocmPath:      DefaultROCmSMILibrary,
+		levelZeroPath: DefaultLevelZeroLibrary,
+		sysfsRoot:     DefaultSysfsRoot,
+		dcgmProbe:     defaultDCGMProbe,
+		tpuHost:       DefaultTPUMetricsHost,
+		tpuTimeout:    DefaultTPUTimeout,
+		now:           time.Now,
+		perfOpener:    perfevent.KernelOpener{},
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -124,6 +144,9 @@ func newConfig(opts []Option) (config, error) {
 	}
 	if c.nvmlPath == "" {
 		return c, errors.New("gpu: WithNVMLLibraryPath: NVML library path is empty")
+	}
+	if c.levelZeroPath == "" {
+		return c, errors.New("gpu: WithLevelZeroLibraryPath: Level Zero library path is empty")
 	}
 	if c.rocmPath == "" {
 		return c, errors.New("gpu: WithROCmSMILibraryPath: ROCm SMI library path is empty")
@@ -216,7 +239,8 @@ func WithNVML(lib nvml.Interface) Option {
 
 // WithBackends selects the backends New tries; the default is all of
 // them, in the order BackendNVML, BackendDCGM, BackendAMDSMI,
-// BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendTPU (which New
+// BackendROCmSMI, BackendAMDSysfs, BackendRDC, BackendLevelZero,
+// BackendIntelSysfs, BackendTPU (which New
 // keeps whatever the order given). With WithNVML, the default is
 // BackendNVML alone.
 func WithBackends(b ...Backend) Option {
@@ -287,6 +311,14 @@ func WithRDCLibraryPath(path string) Option {
 	return optionFunc(func(c *config) { c.rdcPath = path })
 }
 
+// WithLevelZeroLibraryPath loads the Level Zero loader from path (a path,
+// or a soname) instead of DefaultLevelZeroLibrary. The loader finds its
+// drivers itself (Intel's compute runtime, libze_intel_gpu.so.1; or those
+// ZE_ENABLE_ALT_DRIVERS names).
+func WithLevelZeroLibraryPath(path string) Option {
+	return optionFunc(func(c *config) { c.levelZeroPath = path })
+}
+
 // WithTPUMetricsPorts sets the ports of the TPU runtime's metrics service
 // to read. Without this option the Source reads the ports the processes
 // holding the TPUs publish in their TPU_RUNTIME_METRICS_PORTS
@@ -315,4 +347,16 @@ func WithTPUTimeout(d time.Duration) Option {
 // is mounted: a test seam, for fixtures and injected read errors.
 func withSysfsFS(fsys fs.FS) Option {
 	return optionFunc(func(c *config) { c.sysfs, c.sysfsRoot = fsys, "(injected sysfs)" })
+}
+
+// withClock makes the Source time its rates (power from an energy
+// counter, fdinfo's busy nanoseconds) with now: a test seam.
+func withClock(now func() time.Time) Option {
+	return optionFunc(func(c *config) { c.now = now })
+}
+
+// withPerfOpener makes the Source open the Intel PMUs' counters with o: a
+// test seam (no GPU PMU here).
+func withPerfOpener(o perfevent.Opener) Option {
+	return optionFunc(func(c *config) { c.perfOpener = o })
 }

@@ -61,6 +61,13 @@ func (s *Source) process(d *device, pid uint32) *process {
 			semconv.ProcessPID.Int(int(pid)),
 			semconv.ProcessExecutableName.String(s.procs.Proc(int(pid)).ExecutableName()))
 		p = &process{opts: newOpts(kv...)}
+		if d.utilSource != "" {
+			p.engine = make([]opts, numEngineClasses)
+			for c := range numEngineClasses {
+				p.engine[c] = newOpts(append(slices.Clip(kv), semconv.GPUEngineClass.String(engineClassNames[c]),
+					semconv.GPUMeasurementSource.String(semconv.MeasurementSourceFdinfo))...)
+			}
+		}
 		d.procs[pid] = p
 	}
 	p.seen = s.cycle

@@ -265,6 +265,7 @@ func realChild() {
 // in child processes whose output it reads: the library writes to the
 // process's stderr itself.
 func TestRealROCmSMIWithoutGPU(t *testing.T) {
+	testutil.Native(t, "the host's vendor libraries")
 	if _, ok := os.LookupEnv(envRealRoot); ok {
 		realChild()
 		return

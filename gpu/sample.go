@@ -30,6 +30,7 @@ const (
 	fTempJunction
 	fTempMemory
 	fPowerAverage
+	fMemLimit // the memory limit alone (total), usage unknown
 )
 
 // sample is one device's values from one poll cycle.
@@ -55,6 +56,9 @@ type sample struct {
 	acc     [numAccel]float64
 	accHave uint64
 
+	// engines are an Intel device's gpu.engine.utilization figures.
+	engines []engineSample
+
 	procs       []procSample
 	otherMemory int64 // memory of the processes folded past the cap
 	folded      int   // how many were folded this cycle
@@ -70,6 +74,10 @@ type procSample struct {
 	util    float64
 	utilTS  uint64
 	hasUtil bool
+	// eng are the process's shares of an Intel device's engine classes,
+	// engHave a bit per class read.
+	eng     [numEngineClasses]float64
+	engHave uint16
 }
 
 // snapshot is one poll cycle. Two of them alternate: the poller fills the
@@ -90,7 +98,7 @@ func (sn *snapshot) add(d *device) *sample {
 		sn.samples = append(sn.samples, sample{})
 	}
 	sm := &sn.samples[len(sn.samples)-1]
-	*sm = sample{d: d, s: d.series, procs: sm.procs[:0]}
+	*sm = sample{d: d, s: d.series, procs: sm.procs[:0], engines: sm.engines[:0]}
 	return sm
 }
 

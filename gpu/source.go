@@ -31,8 +31,12 @@ type Source struct {
 	missing []opts    // one per (symbol, metric) a library lacks
 	errors  readErrors
 	scrape  scrapeStats // the runtime backends' misses, blanks and unwatchable fields
-	inst    instruments
-	reg     metric.Registration
+	drm     *drmClients // the DRM clients' fdinfo, for the Intel backends; nil until one asks
+	// intelRead lists the PCI addresses of the Intel GPUs Level Zero
+	// reads: the Intel sysfs backend leaves them to it.
+	intelRead map[string]bool
+	inst      instruments
+	reg       metric.Registration
 
 	pollMu      sync.Mutex // serialises poll
 	cycle       uint64
@@ -64,13 +68,15 @@ type backend interface {
 // openers open each backend. An error wrapping xpuscope.ErrUnavailable
 // says the backend found no GPU, and why.
 var openers = map[Backend]func(*Source) (backend, error){
-	BackendNVML:     openNVML,
-	BackendDCGM:     openDCGM,
-	BackendAMDSMI:   openAMDSMI,
-	BackendROCmSMI:  openROCmSMI,
-	BackendAMDSysfs: openAMDSysfs,
-	BackendRDC:      openRDC,
-	BackendTPU:      openTPU,
+	BackendNVML:       openNVML,
+	BackendDCGM:       openDCGM,
+	BackendAMDSMI:     openAMDSMI,
+	BackendROCmSMI:    openROCmSMI,
+	BackendAMDSysfs:   openAMDSysfs,
+	BackendRDC:        openRDC,
+	BackendLevelZero:  openLevelZero,
+	BackendIntelSysfs: openIntelSysfs,
+	BackendTPU:        openTPU,
 }
 
 // New finds the GPUs, registers the instruments, reads every device once
@@ -78,7 +84,9 @@ var openers = map[Backend]func(*Source) (backend, error){
 //
 // It tries the backends in order (WithBackends): NVML for NVIDIA GPUs,
 // then AMD SMI for AMD GPUs, then, only when AMD SMI found none, ROCm SMI,
-// then, only when neither found any, the amdgpu driver's sysfs files. Every backend that finds GPUs is used: a
+// then, only when neither found any, the amdgpu driver's sysfs files; for
+// Intel GPUs Level Zero, then the i915 and xe drivers' files for the GPUs
+// it does not read. Every backend that finds GPUs is used: a
 // node with GPUs of both vendors reports both, and their devices are
 // disjoint. A backend that finds none (library missing, driver not loaded,
 // access denied, no GPU) is skipped. When none finds a GPU, New returns
@@ -221,7 +229,8 @@ func (s *Source) DriverVersion() string {
 
 // Devices lists the devices of the last read: each NVIDIA GPU, in NVML
 // index order, followed by its MIG instances (Parent set); then each AMD
-// GPU, in index order; then each TPU. A device that a runtime backend
+// GPU, in index order; then each Intel GPU, Level Zero's, then those of
+// the kernel's files; then each TPU. A device that a runtime backend
 // (DCGM, RDC) reads beside the backend that found it is listed once.
 func (s *Source) Devices() []Device {
 	s.mu.RLock()

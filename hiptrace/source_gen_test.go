@@ -31,6 +31,7 @@ import (
 // buckets the registry gives it; Close ends it, and the Producer reports
 // it no more.
 func TestSource(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "hiptrace needs root")
 	}

@@ -8,6 +8,7 @@ packages=(
 	gcc libc6-dev             # cgo, and the C programs and fake libraries the tests build
 	libnvidia-ml1             # the real NVML library (driver 535), GPU-less here
 	librocm-smi64-1           # the real ROCm SMI library (5.2, /usr/lib), GPU-less here: rsmi_init fails with 8
+	libze1 libze-dev          # the real Level Zero loader (1.8.12), driverless here: zeInit fails with 0x78000001; its v1.4 headers build the fake driver
 	libcudart11.0 libcuda1    # the real CUDA 11.8 runtime and driver 535 API, probed by cudatrace
 	libamdhip64-5             # the real HIP runtime (5.2), GPU-less here: probed by hiptrace
 	clang-19 llvm-19 libbpf-dev  # make check-generate: rebuild the BPF objects and compare
@@ -18,7 +19,16 @@ packages=(
 	prometheus                # promtool for deploy/prometheus/rules.yml, and the server the agent's end-to-end test scrapes with
 	protobuf-compiler libprotobuf-dev  # make check-generate: protoc 3.21.12 and the well-known types, for the TPU runtime's gRPC code
 	libipt2                   # Intel's Intel PT library: the optional decode step of intelpt's captures (internal/cmd/ptdecode) and its test's synthetic trace
+	tmux                      # the real terminal agent top is driven in (send-keys, capture-pane)
 )
+# The other architecture's C compiler (the calling-convention tests compile
+# callers for both), and on x86-64 what make test-arm64 needs: the arm64
+# build with cgo, and QEMU to run the arm64 test binaries (no binfmt:
+# scripts/qemu-aarch64).
+case "$(dpkg --print-architecture)" in
+amd64) packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;
+arm64) packages+=(gcc-x86-64-linux-gnu libc6-dev-amd64-cross) ;;
+esac
 
 # The Go releases the tests build Go programs with beside the machine's
 # own, so that the last three releases are covered (the genai capture of

@@ -158,9 +158,9 @@ var (
 	}
 	GPUMemoryThroughput = Metric{
 		Name: "gpu.memory.throughput", Kind: Gauge, Unit: "By/s", Origin: Extension,
-		Description: "Bytes a second the GPU's kernels read from and wrote to device memory, over RDC's profiler sample.",
+		Description: "Bytes a second the GPU's kernels read from and wrote to device memory, over the last sample period.",
 		Attributes:  with(acceleratorAttrs, GPUMemoryOperation),
-		Note:        rdcNote + "RDC_FI_PROF_EVAL_MEM_R_BW / _W_BW (806, 807): rocprofiler's FETCH_SIZE and WRITE_SIZE (KiB) over the sample's milliseconds, × 1,024,000.",
+		Note:        rdcNote + "RDC_FI_PROF_EVAL_MEM_R_BW / _W_BW (806, 807): rocprofiler's FETCH_SIZE and WRITE_SIZE (KiB) over the sample's milliseconds, × 1,024,000. Intel, Level Zero: Δ of zesMemoryGetBandwidth's read and write counters over Δ its timestamp, summed over the device-memory modules (no gpu.measurement.source: the device's own series).",
 	}
 	GPUWaves = Metric{
 		Name: "gpu.waves", Kind: Gauge, Unit: "{wave}", Origin: Extension,
@@ -242,7 +242,7 @@ var acceleratorAttributes = []Attribute{
 	{GPULinkType, "string", "The kind of link the bytes crossed.", Extension, []string{LinkPCIe, LinkNVLink, LinkXGMI}},
 	{GPUMemoryOperation, "string", "Whether device memory was read or written.", Extension, []string{MemoryRead, MemoryWrite}},
 	{TPUHLOStatistic, "string", "Which statistic of the HLO execution-time distribution: the mean, or a percentile.", Extension, []string{HLOStatisticMean, HLOStatisticP50, HLOStatisticP90, HLOStatisticP95, HLOStatisticP999}},
-	{XpuscopeGPUBackend, "string", "The gpu backend: nvml, amd_smi, rocm_smi, amdgpu_sysfs, dcgm, rdc, tpu.", Self, []string{"nvml", "amd_smi", "rocm_smi", "amdgpu_sysfs", "dcgm", "rdc", "tpu"}},
+	{XpuscopeGPUBackend, "string", "The gpu backend: nvml, amd_smi, rocm_smi, amdgpu_sysfs, dcgm, rdc, level_zero, intel_sysfs, tpu.", Self, []string{"nvml", "amd_smi", "rocm_smi", "amdgpu_sysfs", "dcgm", "rdc", "level_zero", "intel_sysfs", "tpu"}},
 	{XpuscopeGPUField, "string", "The vendor's name of the field or metric (DCGM_FI_PROF_SM_ACTIVE, RDC_FI_GPU_UTIL, tpu.runtime.hbm.memory.usage.bytes).", Self, nil},
 	{XpuscopeGPUReason, "string", "Why a read brought nothing, or a field was dropped: a vendor status name, a gRPC code, or one of the values listed.", Self,
 		[]string{GPUReasonBlank, GPUReasonNotFound, GPUReasonNotSupported, GPUReasonNotPermissioned, GPUReasonNaN, GPUReasonStale, GPUReasonInvalid, GPUReasonType,

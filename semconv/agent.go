@@ -6,8 +6,14 @@ import "go.opentelemetry.io/otel/attribute"
 const (
 	XpuscopeFeature      = attribute.Key("xpuscope.feature")
 	XpuscopeFeatureState = attribute.Key("xpuscope.feature.state")
-	XpuscopeSignal       = attribute.Key("xpuscope.signal")
+	// XpuscopeFeatureReason is why a feature is not active: its error's
+	// first line, at most MaxFeatureReason bytes; absent for an active one.
+	XpuscopeFeatureReason = attribute.Key("xpuscope.feature.reason")
+	XpuscopeSignal        = attribute.Key("xpuscope.signal")
 )
+
+// MaxFeatureReason bounds the length of an XpuscopeFeatureReason value.
+const MaxFeatureReason = 200
 
 // Values of XpuscopeFeatureState.
 const (
@@ -25,8 +31,8 @@ const (
 var (
 	XpuscopeAgentFeatureState = Metric{
 		Name: "xpuscope.agent.feature.state", Kind: UpDownCounter, Unit: "{feature}", Origin: Self,
-		Description: "1 for the state each of the agent's features is in (active, unavailable, fault), 0 for the others.",
-		Attributes:  []attribute.Key{XpuscopeFeature, XpuscopeFeatureState},
+		Description: "1 for the state each of the agent's features is in (active, unavailable, fault), 0 for the others; with why, where it is not active.",
+		Attributes:  []attribute.Key{XpuscopeFeature, XpuscopeFeatureState, XpuscopeFeatureReason},
 	}
 	XpuscopeAgentExportFailures = Metric{
 		Name: "xpuscope.agent.export.failures", Kind: Counter, Unit: "{export}", Origin: Self,
@@ -40,5 +46,6 @@ var agentMetrics = []Metric{XpuscopeAgentFeatureState, XpuscopeAgentExportFailur
 var agentAttributes = []Attribute{
 	{XpuscopeFeature, "string", "A feature of the reference agent: the pod resolver (podjoin) or one Source (gpu, pmu, cudatrace, hiptrace, serving, training, genai, intelpt).", Self, []string{"podjoin", "gpu", "pmu", "cudatrace", "hiptrace", "serving", "training", "genai", "intelpt"}},
 	{XpuscopeFeatureState, "string", "What became of a feature at start-up.", Self, []string{FeatureActive, FeatureUnavailable, FeatureFault}},
+	{XpuscopeFeatureReason, "string", "Why a feature is not active, as -check says it: the first line of its error, at most 200 bytes. One value per feature, set at start-up; absent for an active feature.", Self, nil},
 	{XpuscopeSignal, "string", "An OpenTelemetry signal the agent exports.", Self, []string{SignalMetrics, SignalTraces}},
 }

@@ -90,6 +90,12 @@ const (
 	ClockDomainSM     = "sm"
 	ClockDomainMemory = "memory"
 
+	MemcpyHostToHost     = "host_to_host"
+	MemcpyHostToDevice   = "host_to_device"
+	MemcpyDeviceToHost   = "device_to_host"
+	MemcpyDeviceToDevice = "device_to_device"
+	MemcpyDefault        = "default" // cudaMemcpyDefault: the runtime infers the direction from the pointers
+
 	// Unknown is a kernel name that could not be resolved.
 	Unknown = "unknown"
 
@@ -111,12 +117,12 @@ var ThrottleReasons = []string{
 }
 
 var coreAttributes = []Attribute{
-	{HWID, "string", "Unique identifier of the device on the host: the vendor UUID (NVIDIA GPU-…, MIG-…); for an AMD GPU its unique id as 0x and 16 hexadecimal digits (ROCm SMI, sysfs unique_id, which AMD SMI reads too), or its PCI address where it has none.", OTel, nil},
+	{HWID, "string", "Unique identifier of the device on the host: the vendor UUID (NVIDIA GPU-…, MIG-…); for an AMD GPU its unique id as 0x and 16 hexadecimal digits (ROCm SMI, sysfs unique_id, which AMD SMI reads too), or its PCI address where it has none; for an Intel GPU its PCI address (the same whether Level Zero or the kernel's files read it).", OTel, nil},
 	{HWName, "string", "Product name as the vendor library reports it.", OTel, nil},
-	{HWVendor, "string", "Vendor name.", OTel, []string{VendorNVIDIA, VendorAMD, VendorGoogle}},
+	{HWVendor, "string", "Vendor name.", OTel, []string{VendorNVIDIA, VendorAMD, VendorIntel, VendorGoogle}},
 	{HWType, "string", "Component type: " + HWTypeGPU + ", or " + HWTypeTPU + " for a TPU (a documented value beside OpenTelemetry's).", OTel, []string{HWTypeGPU, HWTypeTPU}},
 	{HWParent, "string", "hw.id of the parent GPU; set on MIG instances.", OTel, nil},
-	{HWDriverVersion, "string", "Kernel driver version. AMD: the amdgpu module's version, or the kernel release for the in-tree driver.", OTel, nil},
+	{HWDriverVersion, "string", "Kernel driver version. AMD: the amdgpu module's version, or the kernel release for the in-tree driver. Intel: Level Zero's driverVersion, or the kernel release (i915 and xe are in-tree).", OTel, nil},
 	{HWGPUTask, "string", "Task the utilization refers to.", OTel, []string{GPUTaskGeneral, GPUTaskEncoder, GPUTaskDecoder}},
 	{ErrorType, "string", "Error class.", OTel, []string{ErrorCorrected, ErrorUncorrected, ErrorXID, "on self-metrics: NVML return names (ERROR_UNKNOWN, ERROR_GPU_IS_LOST, …), AMD SMI and ROCm SMI status names (AMDSMI_STATUS_BUSY, RSMI_STATUS_BUSY, …), and for sysfs reads errno names (EAGAIN, EIO, …) or invalid_data; on xpuscope.bpf.ring.errors: " + RingErrorRead + ", " + RingErrorDecode + "; on GenAI calls: the provider's error type, the HTTP status, " + GenAIErrorStreamTruncated + ", " + GenAIErrorCancelled + " or _OTHER; on xpuscope.genai.server.requests: the model server's word for the failure (vLLM abort or error, TGI's err, Triton's reason, TF Serving's status); on xpuscope.genai.serving.scrapes: " + ScrapeErrorTimeout + ", " + ScrapeErrorConnect + ", " + ScrapeErrorNetNS + ", " + ScrapeErrorStatus + ", " + ScrapeErrorTooLarge + ", " + ScrapeErrorParse + ", " + ScrapeErrorUnrecognised + "; on xpuscope.training.read.errors: " + TrainingErrorBadCRC + ", " + TrainingErrorCorrupt + ", " + TrainingErrorTooLarge + ", " + TrainingErrorDecode + ", " + TrainingErrorParse + ", " + TrainingErrorRead + ", " + TrainingErrorOpen}},
 	{NetworkIODir, "string", "Direction of the transfer, seen from the GPU.", OTel, []string{DirectionReceive, DirectionTransmit}},
@@ -124,7 +130,7 @@ var coreAttributes = []Attribute{
 	{K8sNodeName, "string", "Resource attribute: the Kubernetes node the reference agent runs on, from the downward API (K8S_NODE_NAME).", OTel, nil},
 	{ProcessPID, "int", "Process id in the host's pid namespace.", OTel, nil},
 	{ProcessExecutableName, "string", "Base name of /proc/<pid>/exe (falling back to /proc/<pid>/comm); " + Other + " on the series that folds processes past the cap.", OTel, nil},
-	{GPUIndex, "int", "Vendor library index of the device (NVML index, position in AMD SMI's socket order, ROCm SMI index; from amdgpu sysfs, the position in PCI-address order). On MIG instances, the parent's index.", Extension, nil},
+	{GPUIndex, "int", "Vendor library index of the device (NVML index, position in AMD SMI's socket order, ROCm SMI index; from amdgpu sysfs, the position in PCI-address order; Intel: the position in Level Zero's device order, or in PCI-address order among the i915 and xe cards). On MIG instances, the parent's index.", Extension, nil},
 	{GPUPCIAddress, "string", "PCI address in sysfs form, domain:bus:device.function, lower case (0000:3b:00.0).", Extension, nil},
 	{GPUMIGGPUInstanceID, "int", "MIG GPU-instance id.", Extension, nil},
 	{GPUMIGComputeInstance, "int", "MIG compute-instance id.", Extension, nil},
@@ -136,7 +142,7 @@ var coreAttributes = []Attribute{
 	{CUDADevice, "int", "CUDA device ordinal the calling thread selected with cudaSetDevice (0 until it does).", Extension, nil},
 	{CUDAAPIName, "string", "The CUDA runtime or driver function (cudaMalloc, cuLaunchKernel, …).", Extension, nil},
 	{CUDAErrorCode, "int", "The function's return code (cudaError_t or CUresult).", Extension, nil},
-	{CUDAMemcpyKind, "string", "Copy direction.", Extension, []string{"host_to_host", "host_to_device", "device_to_host", "device_to_device", "default"}},
+	{CUDAMemcpyKind, "string", "Copy direction.", Extension, []string{MemcpyHostToHost, MemcpyHostToDevice, MemcpyDeviceToHost, MemcpyDeviceToDevice, MemcpyDefault}},
 	{CUDAStream, "string", "Stream handle, hexadecimal (0x0 is the default stream). Span attribute only.", Extension, nil},
 	{CUDAGridX, "int", "Grid dimension x. Span attribute only.", Extension, nil},
 	{CUDAGridY, "int", "Grid dimension y. Span attribute only.", Extension, nil},
@@ -157,7 +163,7 @@ var coreAttributes = []Attribute{
 
 // attributes is the registry: each area's list, in order. An area defined
 // in a file of its own adds its list here.
-var attributes = slices.Concat(coreAttributes, amdAttributes, acceleratorAttributes, occupancyAttributes, genaiAttributes, servingAttributes, trainingAttributes, captureAttributes, pmuAttributes, intelptAttributes, nodeAttributes, ncclAttributes, uprobeAttributes, agentAttributes, podjoinAttributes)
+var attributes = slices.Concat(coreAttributes, amdAttributes, acceleratorAttributes, intelAttributes, occupancyAttributes, genaiAttributes, servingAttributes, trainingAttributes, captureAttributes, pmuAttributes, intelptAttributes, nodeAttributes, ncclAttributes, uprobeAttributes, agentAttributes, podjoinAttributes)
 
 // Attributes returns every registered attribute, in registry order.
 func Attributes() []Attribute {

@@ -34,7 +34,7 @@ var (
 		Name: "hw.gpu.utilization", Kind: Gauge, Unit: "1", Origin: OTel,
 		Description: "Fraction of the sample period during which the GPU was busy with the task.",
 		Attributes:  with(deviceAttrs, HWGPUTask),
-		Note:        "NVML: general from nvmlDeviceGetUtilizationRates (any kernel running, not how much of the GPU it used), encoder and decoder from their own reads. " + migOmitted + " AMD: general only, from rsmi_dev_busy_percent_get or gpu_busy_percent. RDC (gpu.measurement.source=rdc): RDC_FI_GPU_UTIL (500), percent → ratio, a series of its own beside AMD SMI's or ROCm SMI's.",
+		Note:        "NVML: general from nvmlDeviceGetUtilizationRates (any kernel running, not how much of the GPU it used), encoder and decoder from their own reads. " + migOmitted + " AMD: general only, from rsmi_dev_busy_percent_get or gpu_busy_percent. RDC (gpu.measurement.source=rdc): RDC_FI_GPU_UTIL (500), percent → ratio, a series of its own beside AMD SMI's or ROCm SMI's. Intel (gpu.measurement.source=level_zero, pmu or fdinfo): general is the busiest engine class, or Level Zero's ALL engine group; encoder and decoder from Level Zero's media encode and decode groups; every class on gpu.engine.utilization.",
 	}
 	HWGPUMemoryUsage = Metric{
 		Name: "hw.gpu.memory.usage", Kind: UpDownCounter, Unit: "By", Origin: OTel,
@@ -46,7 +46,7 @@ var (
 		Name: "hw.gpu.memory.limit", Kind: UpDownCounter, Unit: "By", Origin: OTel,
 		Description: "Size of the GPU memory.",
 		Attributes:  deviceAttrs,
-		Note:        "Reported for GPUs and MIG instances. AMD: VRAM, from rsmi_dev_memory_total_get or mem_info_vram_total. RDC (gpu.measurement.source=rdc): RDC_FI_GPU_MEMORY_TOTAL (502).",
+		Note:        "Reported for GPUs and MIG instances. AMD: VRAM, from rsmi_dev_memory_total_get or mem_info_vram_total. RDC (gpu.measurement.source=rdc): RDC_FI_GPU_MEMORY_TOTAL (502). Intel: Level Zero's device memory modules, or the sum of xe's tile<T>/physical_vram_size_bytes (the kernel files say nothing of what is in use).",
 	}
 	HWGPUMemoryUtilization = Metric{
 		Name: "hw.gpu.memory.utilization", Kind: Gauge, Unit: "1", Origin: OTel,
@@ -64,19 +64,19 @@ var (
 		Name: "hw.power", Kind: Gauge, Unit: "W", Origin: OTel,
 		Description: "Instantaneous power drawn by the GPU.",
 		Attributes:  deviceAttrs,
-		Note:        migOmitted + " AMD: the socket power (rsmi_dev_current_socket_power_get, which ROCm 5.2 lacks, or hwmon power1_input); where the library or GPU has none, the firmware's average, as gpu.power.average. RDC (gpu.measurement.source=rdc): RDC_FI_POWER_USAGE (300), µW → W (RDC's average socket power, else the current one).",
+		Note:        migOmitted + " AMD: the socket power (rsmi_dev_current_socket_power_get, which ROCm 5.2 lacks, or hwmon power1_input); where the library or GPU has none, the firmware's average, as gpu.power.average. RDC (gpu.measurement.source=rdc): RDC_FI_POWER_USAGE (300), µW → W (RDC's average socket power, else the current one). Intel: the rate of hw.energy (ΔJ / Δs between two polls; none on the first, nor after the counter went backwards).",
 	}
 	HWEnergy = Metric{
 		Name: "hw.energy", Kind: Counter, Unit: "J", Origin: OTel,
 		Description: "Energy consumed by the GPU since the driver was loaded.",
 		Attributes:  deviceAttrs,
-		Note:        "NVML nvmlDeviceGetTotalEnergyConsumption (Volta and later). " + migOmitted + " AMD: rsmi_dev_energy_count_get's counter times its resolution; not read from sysfs.",
+		Note:        "NVML nvmlDeviceGetTotalEnergyConsumption (Volta and later). " + migOmitted + " AMD: rsmi_dev_energy_count_get's counter times its resolution; not read from sysfs. Intel: Level Zero's card power domain (zesPowerGetEnergyCounter), or the i915 or xe hwmon's energy input of the card (xe's channel labelled card, else pkg; an unlabelled energy1_input), µJ → J.",
 	}
 	HWTemperature = Metric{
 		Name: "hw.temperature", Kind: Gauge, Unit: "Cel", Origin: OTel,
 		Description: "GPU temperature: the die's, or each sensor's where the GPU has several.",
 		Attributes:  with(deviceAttrs, HWSensorLocation),
-		Note:        migOmitted + " AMD: one series per sensor (hw.sensor_location edge, junction, memory), from rsmi_dev_temp_metric_get or hwmon tempN_input, millidegrees converted.",
+		Note:        migOmitted + " AMD: one series per sensor (hw.sensor_location edge, junction, memory), from rsmi_dev_temp_metric_get or hwmon tempN_input, millidegrees converted. Intel: the GPU (Level Zero's GPU sensor, xe's temp labelled pkg) without a location, and memory (Level Zero's MEMORY sensor, xe's vram); i915's hwmon has none.",
 	}
 	HWErrors = Metric{
 		Name: "hw.errors", Kind: Counter, Unit: "{error}", Origin: OTel,
@@ -110,13 +110,13 @@ var (
 		Name: "gpu.power.limit", Kind: Gauge, Unit: "W", Origin: Extension,
 		Description: "Power limit the driver enforces.",
 		Attributes:  deviceAttrs,
-		Note:        migOmitted + " AMD: rsmi_dev_power_cap_get or hwmon power1_cap.",
+		Note:        migOmitted + " AMD: rsmi_dev_power_cap_get or hwmon power1_cap. Intel: the i915 or xe hwmon's power1_max (or the labelled channel of the energy read), µW → W; 0 there means no limit, and no value.",
 	}
 	GPUClockFrequency = Metric{
 		Name: "gpu.clock.frequency", Kind: Gauge, Unit: "Hz", Origin: Extension,
 		Description: "Current clock frequency.",
 		Attributes:  with(deviceAttrs, GPUClockDomain),
-		Note:        migOmitted + " AMD: SCLK as sm and MCLK as memory, the current level of rsmi_dev_gpu_clk_freq_get (omitted for a cycle in which the driver marks no level current); not read from sysfs.",
+		Note:        migOmitted + " AMD: SCLK as sm and MCLK as memory, the current level of rsmi_dev_gpu_clk_freq_get (omitted for a cycle in which the driver marks no level current); not read from sysfs. Intel: sm is the GPU's actual frequency, Level Zero's GPU frequency domain (actual), or the fastest GT's in sysfs (i915's cardN/gt_act_freq_mhz, else gt/gtM/rps_act_freq_mhz; xe's tile<T>/gt<G>/freq0/act_freq), MHz → Hz; memory from Level Zero's MEMORY domain.",
 	}
 	GPUClockThrottle = Metric{
 		Name: "gpu.clock.throttle", Kind: Gauge, Unit: "1", Origin: Extension,
@@ -138,7 +138,7 @@ var (
 		Name: "process.gpu.memory.usage", Kind: UpDownCounter, Unit: "By", Origin: Extension,
 		Description: "GPU memory used by the process on the device.",
 		Attributes:  gpuProcAttrs,
-		Note:        "Compute and graphics processes; a process in both lists counts once. Under MIG, reported on the MIG instance. Past the per-device process cap, the rest fold into one series with process.executable.name=" + Other + ", no process.pid and the pod attributes of the device's series. AMD: KFD's /sys/class/kfd/kfd/proc/<pid>/vram_<gpu_id>, for each GPU on which the process holds memory or runs waves.",
+		Note:        "Compute and graphics processes; a process in both lists counts once. Under MIG, reported on the MIG instance. Past the per-device process cap, the rest fold into one series with process.executable.name=" + Other + ", no process.pid and the pod attributes of the device's series. AMD: KFD's /sys/class/kfd/kfd/proc/<pid>/vram_<gpu_id>, for each GPU on which the process holds memory or runs waves. Intel: zesDeviceProcessesGetState's memSize, or the DRM clients' fdinfo: drm-resident-<region> summed over the device's own regions (local*, vram*), over every region on an integrated GPU; a client held by several descriptors or processes counted once, under the first process in /proc's order.",
 	}
 	ProcessGPUUtilization = Metric{
 		Name: "process.gpu.utilization", Kind: Gauge, Unit: "1", Origin: Extension,
@@ -309,7 +309,7 @@ var cudaMetrics = []Metric{
 
 // metrics is the registry: each area's list, in order. An area defined in
 // a file of its own adds its list here.
-var metrics = slices.Concat(gpuMetrics, amdMetrics, acceleratorMetrics, cudaMetrics, ncclMetrics, occupancyMetrics, genaiMetrics, servingMetrics, trainingMetrics, captureMetrics, pmuMetrics, intelptMetrics, nodeMetrics, bpfMetrics, uprobeMetrics, agentMetrics, podjoinMetrics)
+var metrics = slices.Concat(gpuMetrics, amdMetrics, acceleratorMetrics, intelMetrics, cudaMetrics, ncclMetrics, occupancyMetrics, genaiMetrics, servingMetrics, trainingMetrics, captureMetrics, pmuMetrics, intelptMetrics, nodeMetrics, bpfMetrics, uprobeMetrics, agentMetrics, podjoinMetrics)
 
 // Metrics returns every registered metric, in registry order.
 func Metrics() []Metric {

@@ -63,6 +63,7 @@ func rejectedInstruction(t *testing.T, obj []byte) []byte {
 // the agent says which feature and why, and exits non-zero, in -check and
 // in a run alike. The other features are unaffected.
 func TestCorruptBPFObjectIsAFault(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "loading BPF objects needs root (CAP_BPF and CAP_PERFMON)")
 	}

@@ -179,12 +179,15 @@ func startAgent(t *testing.T, args ...string) string {
 var listening = regexp.MustCompile(`msg="serving Prometheus metrics" addr=(\S+)`)
 
 // startStoppable starts cmd, whose context ends with the test: then it
-// is sent SIGTERM, and SIGKILL 10 s later. The function returned waits
-// for its exit, and says how it exited unless with status 0.
+// is sent SIGTERM, and SIGKILL 30 s later. The function returned waits
+// for its exit, and says how it exited unless with status 0. The agent
+// is this test binary (built with -race under make test): closing its
+// Sources took more than 10 s once with both cores of the machine busy
+// (TestTopRecordedFromTheAgent, SIGKILLed after its checks passed).
 func startStoppable(t *testing.T, cmd *exec.Cmd) func() error {
 	t.Helper()
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
+	cmd.WaitDelay = 30 * time.Second
 	require.NoError(t, cmd.Start(), "starting %s", cmd.Path)
 	done := make(chan error, 1)
 	go func() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -21,6 +22,7 @@ import (
 	"github.com/xpuscope/xpuscope/genai/training"
 	"github.com/xpuscope/xpuscope/gpu"
 	"github.com/xpuscope/xpuscope/hiptrace"
+	"github.com/xpuscope/xpuscope/internal/bpfsource"
 	"github.com/xpuscope/xpuscope/occupancy"
 	"github.com/xpuscope/xpuscope/pmu"
 	"github.com/xpuscope/xpuscope/podjoin"
@@ -563,8 +565,10 @@ func faulted(rs []result) bool {
 	return false
 }
 
+// printCheck prints -check's lines: the platform, then one per feature.
 func printCheck(w io.Writer, rs []result) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "platform\t%s/%s\t%s\n", runtime.GOOS, runtime.GOARCH, describePlatform())
 	for _, r := range rs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.state, r.detail)
 		if g, ok := r.src.(*gpu.Source); ok {
@@ -601,4 +605,14 @@ func closeAll(rs []result, log *slog.Logger) {
 			log.Error("close", "feature", r.name, "err", err)
 		}
 	}
+}
+
+// describePlatform says how the eBPF features read arguments and place
+// probes on this architecture, and what they cannot probe.
+func describePlatform() string {
+	p, ok := bpfsource.ThisPlatform()
+	if !ok {
+		return "no BPF objects for this architecture"
+	}
+	return fmt.Sprintf("calling conventions: %s; probes: %s; %s", p.Conventions, p.Placement, p.Limits)
 }

@@ -9,6 +9,7 @@
 //	agent -check              print what each feature could turn on, then exit
 //	agent -duration 10s       run 10s, print the final metrics to stdout, exit
 //	agent -config agent.yaml  read the optional configuration file
+//	agent top                 a live view of the node, read from the agent running on it
 //
 // The configuration file and the OTEL_* environment variables are
 // checked in full before anything starts (package
@@ -87,6 +88,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 const startupMemoryLimit = 24 << 20
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "top" {
+		return runTop(ctx, args[1:], stdout, stderr, isTerminal(os.Stdin) && isTerminal(os.Stdout))
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	o, err := parseFlags(args, stderr)
 	if err != nil {

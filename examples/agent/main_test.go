@@ -47,6 +47,7 @@ func TestMain(m *testing.M) {
 // agent runs the agent in a child process with args.
 func agent(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
+	testutil.Native(t, "the test binary run again as a program")
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -113,6 +114,10 @@ func TestRunWithGPUs(t *testing.T) {
 	// is unavailable, which is no fault.
 	assert.Regexp(t, `(?m)^gpu/nvml +active +2 device\(s\)$`, stdout)
 	assert.Regexp(t, `(?m)^gpu/dcgm +unavailable +gpu: DCGM library libdcgm\.so\.4 cannot be loaded`, stdout)
+	// No i915 or xe card here: Level Zero is not loaded, and neither
+	// Intel backend finds a GPU.
+	assert.Regexp(t, `(?m)^gpu/level_zero +unavailable +gpu: no Intel GPU: (sysfs at /sys: open class/drm: no such file or directory|no card of the i915 or xe driver in /sys/class/drm)$`, stdout)
+	assert.Regexp(t, `(?m)^gpu/intel_sysfs +unavailable +gpu: no Intel GPU: (sysfs at /sys: open class/drm: no such file or directory|no card of the i915 or xe driver in /sys/class/drm)$`, stdout)
 	if os.Geteuid() == 0 {
 		// An NVIDIA node: the HIP tracer's ring is the small one.
 		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
@@ -302,18 +307,25 @@ export:
 	states := families["xpuscope_agent_feature_state"]
 	require.NotNil(t, states, "no feature states in %s", stdout)
 	got := map[string]float64{}
+	reasons := map[string]string{}
 	for _, m := range states.GetMetric() {
-		var feature, state string
+		var feature, state, reason string
 		for _, l := range m.GetLabel() {
 			switch l.GetName() {
 			case "xpuscope_feature":
 				feature = l.GetValue()
 			case "xpuscope_feature_state":
 				state = l.GetValue()
+			case "xpuscope_feature_reason":
+				reason = l.GetValue()
 			}
 		}
 		got[feature+"/"+state] = m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		reasons[feature+"/"+state] = reason
 	}
+	assert.Contains(t, reasons["gpu/unavailable"], "/nonexistent/libnvidia-ml.so.1", "why gpu is not active, as -check says")
+	assert.Equal(t, reasons["gpu/unavailable"], reasons["gpu/active"], "one reason for each of the feature's series")
+	assert.Empty(t, reasons["podjoin/active"], "an active feature has no reason")
 	assert.Equal(t, 1.0, got["gpu/unavailable"], "%v", got)
 	assert.Equal(t, 1.0, got["podjoin/active"], "%v", got)
 	assert.Equal(t, 1.0, got["serving/active"], "%v", got)

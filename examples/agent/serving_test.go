@@ -51,6 +51,7 @@ func fakeModelServer(payload string) int {
 // command line args, in which %d becomes the port of its listener.
 func startModelServer(t *testing.T, payload string, args ...string) (pid, port int) {
 	t.Helper()
+	testutil.Native(t, "the test binary run again as a program")
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	cmd := exec.Command(exe)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
@@ -184,6 +185,21 @@ func (e *countingSpanExporter) ExportSpans(ctx context.Context, spans []sdktrace
 	return err
 }
 
+// featureReason is the reason an inactive feature's series carry: the
+// first line of its error, cut to semconv.MaxFeatureReason bytes on a
+// character's boundary.
+func featureReason(detail string) string {
+	line, _, _ := strings.Cut(detail, "\n")
+	if len(line) <= semconv.MaxFeatureReason {
+		return line
+	}
+	cut := semconv.MaxFeatureReason
+	for cut > 0 && !utf8.RuneStart(line[cut]) {
+		cut--
+	}
+	return line[:cut]
+}
+
 // observeSelf registers the agent's own metrics: each feature's state,
 // and the failed exports.
 func (t *telemetry) observeSelf(results []result) error {
@@ -204,8 +220,11 @@ func (t *telemetry) observeSelf(results []result) error {
 			if r.state == s {
 				v = 1
 			}
-			points = append(points, point{meterx.NewAttrs(semconv.XpuscopeFeature.String(r.name),
-				semconv.XpuscopeFeatureState.String(s.String())), v})
+			attrs := []attribute.KeyValue{semconv.XpuscopeFeature.String(r.name), semconv.XpuscopeFeatureState.String(s.String())}
+			if r.state != active {
+				attrs = append(attrs, semconv.XpuscopeFeatureReason.String(featureReason(r.detail)))
+			}
+			points = append(points, point{meterx.NewAttrs(attrs...), v})
 		}
 	}
 	signals := [2]meterx.Attrs{meterx.NewAttrs(semconv.XpuscopeSignal.String(semconv.SignalMetrics)),

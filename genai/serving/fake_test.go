@@ -232,6 +232,7 @@ type fakeOpts struct {
 // is in its command line where %d is.
 func startFake(t testing.TB, o fakeOpts) *fake {
 	t.Helper()
+	testutil.Native(t, "the test binary run again as a program")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "a fake server in a network namespace of its own, and reading other processes' sockets, need root")
 	}

@@ -67,6 +67,7 @@ func TestFrameworksAndLaunchers(t *testing.T) {
 // too large are counted by why; and a backlog of 100,000 records is read
 // a bounded piece an interval, to its end.
 func TestReadErrorsAndBacklog(t *testing.T) {
+	testutil.Native(t, "openat2(2), which QEMU 7.2's user mode lacks")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "reading another process's files needs root")
 	}
@@ -135,6 +136,7 @@ func (r *fakeResolver) Forget(pid int) {
 // counted, not read; a job's series carry its pod; a job that exits is
 // forgotten, its series gone and the resolver told.
 func TestCapsPodsAndExit(t *testing.T) {
+	testutil.Native(t, "openat2(2), which QEMU 7.2's user mode lacks")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "reading another process's files needs root")
 	}
@@ -175,6 +177,7 @@ func TestCapsPodsAndExit(t *testing.T) {
 // directory (where lightning_logs is) and its MLflow store on a tmpfs
 // the host does not see, read through /proc/<pid>/root.
 func TestMLflowAndCSVInItsOwnMountNamespace(t *testing.T) {
+	testutil.Native(t, "openat2(2), which QEMU 7.2's user mode lacks")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "a job in a mount namespace of its own needs root")
 	}

@@ -105,6 +105,7 @@ func TestTensorBoardJobInItsOwnMountNamespace(t *testing.T) {
 // them) and to Lightning's CSVLogger (under its working directory's
 // lightning_logs, rewritten whole when a column is added).
 func TestMLflowAndCSVJob(t *testing.T) {
+	testutil.Native(t, "openat2(2), which QEMU 7.2's user mode lacks")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "reading another process's files and environment needs root")
 	}

@@ -15,8 +15,14 @@
 // An object that defines LANE_STAGE_UNITS has a stage per lane, where
 // records of that size wait to go into the lane together (see Stages,
 // below).
-// The stores' order is x86-64's (total store order): the objects are
-// built for amd64 only.
+// A record's length, and a stage's count and lock, are published with
+// LANE_PUBLISH, after the stores they cover: on x86-64, whose stores are
+// seen in program order (total store order), a plain store, kept in
+// place by a compiler barrier; on arm64, whose stores other CPUs may see
+// in any order, an atomic exchange, which the BPF JIT makes fully
+// ordered (a fetching atomic: swpal, or an exclusive pair and a barrier).
+// The reader (lanes.go) reads them with Go's atomics, which order its
+// loads after (and its zeroing of a record before its tail's store).
 //
 // Layout of a lane (one array entry, LANE_HEADER + lane bytes + slack,
 // sized by bpfsource.Load): head (u64, at 0; BPF's) and tail (u64, at 64;
@@ -41,6 +47,12 @@
 // A reservation that loses the race for the head to another probe on the
 // lane (a preempted one, or another CPU's) tries again, this many times.
 #define LANE_TRIES 4
+
+#if defined(__TARGET_ARCH_arm64)
+#define LANE_PUBLISH(p, v) __sync_lock_test_and_set((p), (v))
+#else
+#define LANE_PUBLISH(p, v) (*(volatile typeof(*(p)) *)(p) = (v))
+#endif
 
 struct lane {
 	__u64 head;
@@ -147,7 +159,7 @@ static __always_inline void lane_woken(struct lane *l, __u64 pos, __u32 units, i
 static __always_inline void lane_submit(struct lane_slot *s, void *r, int wake)
 {
 	asm volatile("" ::: "memory"); // the record's stores come first
-	*(volatile __u32 *)&((struct lane_record *)r)->units = s->units;
+	LANE_PUBLISH(&((struct lane_record *)r)->units, s->units);
 	lane_woken(s->lane, s->pos, s->units, wake);
 }
 
@@ -207,7 +219,7 @@ static __always_inline void *lane_stage_reserve(struct lane_slot *s)
 		return 0;
 	__u32 n = *(volatile __u32 *)&st->n;
 	if (n >= LANE_STAGE_RECORDS) {
-		*(volatile __u64 *)&st->lock = 0;
+		LANE_PUBLISH(&st->lock, 0);
 		return 0;
 	}
 	s->lane = 0;
@@ -236,7 +248,7 @@ static __always_inline __u32 lane_stage_flush(struct lane_stage *st, __u32 i)
 	asm volatile("" ::: "memory"); // the records' stores come first
 	for (int k = 0; k < LANE_STAGE_RECORDS; k++) {
 		struct lane_record *r = lane_at(l, b.pos + k * LANE_STAGE_UNITS);
-		*(volatile __u32 *)&r->units = LANE_STAGE_UNITS;
+		LANE_PUBLISH(&r->units, LANE_STAGE_UNITS);
 	}
 	if (!st->flush_ts)
 		st->flush_ts = ((struct lane_record *)st->data)->ts; // a stage's records are in time order
@@ -260,7 +272,7 @@ static __always_inline void lane_stage_submit(struct lane_slot *s, void *r)
 		n = lane_stage_flush(st, bpf_get_smp_processor_id() & lane_mask);
 	asm volatile("" ::: "memory");
 	*(volatile __u32 *)&st->n = n;
-	*(volatile __u64 *)&st->lock = 0;
+	LANE_PUBLISH(&st->lock, 0);
 }
 #endif
 

@@ -50,6 +50,7 @@ func TestLoadRefusesWhatTheObjectLacks(t *testing.T) {
 // Load loads the programs named and no other, sizes the ring, makes the
 // uprobe programs named uprobe_multi ones, and leaves the spec as it was.
 func TestLoad(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "loading BPF programs needs root")
 	}
@@ -68,6 +69,7 @@ func TestLoad(t *testing.T) {
 // A map Replace names is used in place of the object's own: two objects
 // share it.
 func TestLoadReplace(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "loading BPF programs needs root")
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 func TestStrings(t *testing.T) {
@@ -23,6 +25,7 @@ func TestStrings(t *testing.T) {
 // function the library lacks refuses it, an optional one is listed as
 // missing and left unbound, and what is bound calls through.
 func TestOpen(t *testing.T) {
+	testutil.Native(t, "C libraries built by the host's compiler")
 	_, err := exec.LookPath("gcc")
 	require.NoError(t, err, "gcc (make deps installs it)")
 	dir := t.TempDir()

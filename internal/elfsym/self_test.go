@@ -118,6 +118,7 @@ func main() {
 // does by default), runs it, and turns the function pointers it prints
 // into names through its maps.
 func TestGoBinary(t *testing.T) {
+	testutil.Native(t, "a Go program built and run for the host")
 	// go test puts its own GOROOT/bin first in PATH.
 	goTool, err := exec.LookPath("go")
 	if err != nil {

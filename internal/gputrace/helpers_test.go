@@ -39,6 +39,7 @@ import (
 // requireRoot skips t (fails it in CI) unless it can load BPF programs.
 func requireRoot(t testing.TB) {
 	t.Helper()
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "the CUDA tracer needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN)")
 	}

@@ -143,8 +143,31 @@ func testTraceNCCL(t *testing.T) {
 			}
 		}
 	}
+	// Wait for the counts, not only the series: under load the series
+	// appear with a rank's first calls, before the reader has counted
+	// the rest.
 	pts := tr.waitPoints(t, func(pts testutil.Points) bool {
-		return len(ofPid(pts, p.Pid).Find(semconv.GPUNCCLCalls.Name)) >= len(calls)
+		pts = ofPid(pts, p.Pid)
+		for k, n := range calls {
+			f := pts.Find(semconv.GPUNCCLCalls.Name, semconv.GPUNCCLCommID.String(k.id), semconv.GPUNCCLRank.Int(k.rank),
+				semconv.GPUNCCLCollective.String(k.coll), semconv.GPUNCCLDataType.String(k.dt))
+			if len(f) != 1 || f[0].Value < n {
+				return false
+			}
+		}
+		splits := 0 // and the split communicators' calls, made last
+		for _, sl := range got.Splits {
+			if sl.Comm != 0 {
+				splits++
+			}
+		}
+		for _, pt := range pts.Find(semconv.GPUNCCLCalls.Name, semconv.GPUNCCLCollective.String("AllReduce"),
+			semconv.GPUNCCLDataType.String("float32")) {
+			if id := pt.Get(semconv.GPUNCCLCommID); id != idOf("A") && id != idOf("B") {
+				splits--
+			}
+		}
+		return splits <= 0
 	})
 	pts = ofPid(pts, p.Pid)
 	for k, n := range calls {

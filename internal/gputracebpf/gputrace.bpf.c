@@ -19,18 +19,18 @@
 // that make a graph, an executable graph or a kernel node (the handle),
 // and a graph update (whether it was made).
 //
-// Arguments follow the x86-64 System V ABI: rdi, rsi, rdx, rcx, r8, r9,
-// then the stack ([rsp+8] is the 7th argument at function entry).
+// Arguments are read by the C calling convention of the architecture the
+// object is built for (x86-64's System V ABI, arm64's AAPCS64), through
+// bpfsource's args.bpf.h: the argument words 1 to 6 are in registers on
+// both, the 7th and 8th on the stack on x86-64 and in x6, x7 on arm64.
 
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "../bpfsource/args.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-// libbpf 1.1's bpf_tracing.h stops at PARM5 on x86; the 6th is r9.
-#define ARG6(ctx) ((ctx)->r9)
 
 // What a record describes. Mirrored in Go by bpf2go (-type kind).
 enum kind {
@@ -553,12 +553,19 @@ static __always_inline __u32 api_of(struct pt_regs *ctx)
 	return (__u32)(bpf_get_attach_cookie(ctx) & 0xffff);
 }
 
+// arg is argument word n, 1 to 6 (and 7 on arm64), else 0.
 static __always_inline __u64 arg(struct pt_regs *ctx, __u32 n)
 {
-	// Context reads must use constant offsets: read the six registers,
-	// then index the copy.
+	// Context reads must use constant offsets: read the registers, then
+	// index the copy.
 	__u64 regs[8] = {0, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
-			 PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ARG6(ctx), 0};
+			 PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ARG6(ctx),
+#if ARG_REGS >= 8
+			 ARG7(ctx)
+#else
+			 0
+#endif
+	};
 	return regs[n & 7];
 }
 
@@ -621,31 +628,17 @@ static __always_inline int begin(struct thread *t, __u32 kind, struct pending *p
 	return 1;
 }
 
-// stack_args reads the 7th and 8th arguments (smem and stream of a
-// launch) into a[0] and a[1], zero if unreadable. The one read goes to the
-// BPF stack, then to a: with hardened usercopy (CONFIG_HARDENED_USERCOPY,
-// on in distribution kernels) a user copy into a map value, as a lane's
-// record is, takes the kernel's heap-object checks as well, which cost
-// ~50 ns a launch here (BenchmarkLaunchOverhead's argread variant has the
-// read alone).
-static __always_inline void stack_args(struct pt_regs *ctx, __u64 *a)
-{
-	__u64 st[2];
-	if (bpf_probe_read_user(st, sizeof(st), (void *)(PT_REGS_SP(ctx) + 8)))
-		st[0] = st[1] = 0;
-	a[0] = st[0];
-	a[1] = st[1];
-}
-
 // runtime_launch_args reads the arguments of cudaLaunchKernel(func, dim3
 // grid, dim3 block, args, smem, stream) into a, the a[] of its record.
+// Each dim3 takes two words (x | y << 32, then z): func is word 1, grid
+// words 2 and 3, block 4 and 5, args 6, smem and stream 7 and 8.
 static __always_inline void runtime_launch_args(struct pt_regs *ctx, __u64 *a)
 {
 	a[0] = PT_REGS_PARM1(ctx);
 	a[1] = PT_REGS_PARM2(ctx);
 	a[2] = (PT_REGS_PARM3(ctx) & 0xffffffff) | (PT_REGS_PARM5(ctx) << 32);
 	a[3] = PT_REGS_PARM4(ctx);
-	stack_args(ctx, &a[4]);
+	args_7_8(ctx, &a[4]);
 }
 
 struct launch_config {
@@ -771,10 +764,9 @@ static __always_inline int submit_driver_launch(struct pt_regs *ctx, const __u64
 SEC("uprobe")
 int driver_launch_kernel(struct pt_regs *ctx)
 {
-	// bz, smem and stream, the 7th to 9th arguments, in one read.
+	// bz, smem and stream, the 7th to 9th arguments.
 	__u64 st[3];
-	if (bpf_probe_read_user(st, sizeof(st), (void *)(PT_REGS_SP(ctx) + 8)))
-		st[0] = st[1] = st[2] = 0;
+	args_7_9(ctx, st);
 	__u64 a[6];
 	a[0] = PT_REGS_PARM1(ctx);
 	a[1] = (PT_REGS_PARM2(ctx) & 0xffffffff) | (PT_REGS_PARM3(ctx) << 32);
@@ -1643,7 +1635,7 @@ SEC("uprobe")
 int nccl_reduction(struct pt_regs *ctx)
 {
 	__u64 st[2];
-	stack_args(ctx, st);
+	args_7_8(ctx, st);
 	return submit_nccl(ctx, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx) & 0xffffffff, NCCL_NONE,
 			   ARG6(ctx), st[0]);
 }
@@ -1654,7 +1646,7 @@ SEC("uprobe")
 int nccl_rooted(struct pt_regs *ctx)
 {
 	__u64 st[2];
-	stack_args(ctx, st);
+	args_7_8(ctx, st);
 	return submit_nccl(ctx, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), NCCL_NONE, PT_REGS_PARM5(ctx) & 0xffffffff,
 			   ARG6(ctx), st[0]);
 }
@@ -1664,7 +1656,7 @@ SEC("uprobe")
 int nccl_reduce(struct pt_regs *ctx)
 {
 	__u64 st[2];
-	stack_args(ctx, st);
+	args_7_8(ctx, st);
 	return submit_nccl(ctx, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx) & 0xffffffff,
 			   ARG6(ctx) & 0xffffffff, st[0], st[1]);
 }
@@ -1738,13 +1730,20 @@ static __always_inline int nccl_comm_begin(struct pt_regs *ctx, const void *id, 
 }
 
 // ncclCommInitRank(comm *, nranks, ncclUniqueId id, rank) and
-// ncclCommInitRankConfig(…, config): the 128-byte id is passed in memory,
-// at [rsp+8], so the rank is the third register argument.
+// ncclCommInitRankConfig(…, config): the 128-byte id is passed in memory.
+// On x86-64 it is on the stack, where the 7th word would be, and the rank
+// is the third word; on arm64 the third word is the address of the id's
+// copy, and the rank the fourth.
 SEC("uprobe")
 int nccl_init_rank(struct pt_regs *ctx)
 {
-	return nccl_comm_begin(ctx, (void *)(PT_REGS_SP(ctx) + 8), 0,
+#if defined(__TARGET_ARCH_arm64)
+	return nccl_comm_begin(ctx, (void *)PT_REGS_PARM3(ctx), 0,
+			       (PT_REGS_PARM2(ctx) & 0xffffffff) | (PT_REGS_PARM4(ctx) << 32), PT_REGS_PARM1(ctx));
+#else
+	return nccl_comm_begin(ctx, (void *)ARG_STACK(ctx), 0,
 			       (PT_REGS_PARM2(ctx) & 0xffffffff) | (PT_REGS_PARM3(ctx) << 32), PT_REGS_PARM1(ctx));
+#endif
 }
 
 // ncclCommInitRankScalable(comm *, nranks, rank, nId, ncclUniqueId *ids,
@@ -1840,7 +1839,7 @@ int bench_record(struct pt_regs *ctx)
 	e->tid = (__u32)id;
 	e->kind = KIND_LAUNCH;
 	e->a[0] = PT_REGS_PARM1(ctx);
-	stack_args(ctx, &e->a[4]);
+	args_7_8(ctx, &e->a[4]);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
@@ -1872,14 +1871,14 @@ int bench_hot(struct pt_regs *ctx)
 	return 0;
 }
 
-// The one user-memory read every launch record of ours needs, alone: the
-// two stack arguments (stack_args), kept in bench_args_sink.
+// The one user-memory read every launch record of ours needs on x86-64,
+// alone: the two stack arguments (args_7_8), kept in bench_args_sink.
 __u64 bench_args_sink[2];
 
 SEC("uprobe")
 int bench_args(struct pt_regs *ctx)
 {
-	stack_args(ctx, bench_args_sink);
+	args_7_8(ctx, bench_args_sink);
 	return 0;
 }
 

@@ -485,6 +485,7 @@ func programSections(t *testing.T, o *Objects) map[*ebpf.Program]string {
 // as uprobe_multi programs: the verifier accepts them all, and each Probe
 // picks a uprobe for its entry and a uretprobe for its return.
 func TestLoad(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "loading BPF programs needs root")
 	}
@@ -546,6 +547,7 @@ func TestLoad(t *testing.T) {
 // TestLoadOnlyWhatIsUsed: a Source's load leaves out the benchmark
 // programs, and the programs of the libraries it does not trace.
 func TestLoadOnlyWhatIsUsed(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "loading BPF programs needs root")
 	}

@@ -94,6 +94,7 @@ func stagesCopied(t *testing.T, o *Objects) bool {
 //     BPF counted unrecorded for the process, and the drop counter has
 //     counted it, which is what xpuscope.cuda.events.dropped reports.
 func TestLanesKernel(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "uprobes need root")
 	}

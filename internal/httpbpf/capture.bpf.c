@@ -9,15 +9,17 @@
 //     the count is known; the entry probe keeps the arguments in
 //     task-local storage. SSL_free ends the connection.
 //   - Go's crypto/tls: uprobes on crypto/tls.(*Conn).Write (the bytes are
-//     read at entry: Go's register ABI passes the receiver in RAX and the
-//     slice in RBX, RCX), on (*Conn).Read's entry (the receiver and
-//     buffer kept by goroutine, the g pointer in R14, which a goroutine
-//     keeps across the threads it runs on) and on its one call of
-//     runtime.memmove, which copies the plaintext out (from RBX, RCX
-//     bytes), or, in a build without that call, on each of its RET
-//     instructions (the count in RAX): a uretprobe would swap the
-//     return address on a goroutine stack, which Go moves and walks.
-//     (*Conn).Close ends the connection.
+//     read at entry: Go's register ABI passes the receiver in its first
+//     integer register and the slice in the second and third: RAX, RBX,
+//     RCX on x86-64, R0, R1, R2 on arm64), on (*Conn).Read's entry (the
+//     receiver and buffer kept by goroutine, the g pointer in R14 or R28,
+//     which a goroutine keeps across the threads it runs on) and on its
+//     one call of runtime.memmove, which copies the plaintext out (from
+//     the second register, the third's count of bytes), or, in a build
+//     without that call, on each of its RET instructions (the count in
+//     the first): a uretprobe would swap the return address on a
+//     goroutine stack, which Go moves and walks. (*Conn).Close ends the
+//     connection. The registers are args.bpf.h's GO_ARG1-3 and GO_G.
 //   - Plaintext sockets: BTF raw tracepoints on sys_enter and sys_exit (no
 //     kprobes, no tracefs) for write, writev, sendto, sendmsg, read, readv,
 //     recvfrom and recvmsg; close ends the connection, and a read that
@@ -48,6 +50,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <asm/unistd.h>
+#include "../bpfsource/args.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -257,10 +261,28 @@ struct {
 	__type(value, struct thread);
 } threads SEC(".maps");
 
-// Kernel structures, relocated by CO-RE against the running kernel.
+// Kernel structures, relocated by CO-RE against the running kernel. The
+// registers of a system call: its first three arguments (SYS_ARG1-3) at
+// sys_enter, and its number at sys_exit (SYS_NR), where arm64 has
+// written the return value over x0.
+#if defined(__TARGET_ARCH_arm64)
+struct pt_regs___k {
+	unsigned long regs[31];
+	int syscallno;
+} __attribute__((preserve_access_index));
+#define SYS_ARG1(regs) ((regs)->regs[0])
+#define SYS_ARG2(regs) ((regs)->regs[1])
+#define SYS_ARG3(regs) ((regs)->regs[2])
+#define SYS_NR(regs) ((regs)->syscallno)
+#else
 struct pt_regs___k {
 	unsigned long di, si, dx, r10, r8, orig_ax;
 } __attribute__((preserve_access_index));
+#define SYS_ARG1(regs) ((regs)->di)
+#define SYS_ARG2(regs) ((regs)->si)
+#define SYS_ARG3(regs) ((regs)->dx)
+#define SYS_NR(regs) ((regs)->orig_ax)
+#endif
 
 struct inode___k {
 	unsigned short i_mode;
@@ -319,16 +341,18 @@ struct msghdr___u {
 #define AF_INET6 10
 #define SOCK_STREAM 1
 
-// x86-64 syscall numbers.
-#define NR_read 0
-#define NR_write 1
-#define NR_close 3
-#define NR_readv 19
-#define NR_writev 20
-#define NR_sendto 44
-#define NR_recvfrom 45
-#define NR_sendmsg 46
-#define NR_recvmsg 47
+// System call numbers, from the kernel headers of the architecture the
+// object is built for (gen.go's -I): x86-64's own, arm64's the generic
+// ones.
+#define NR_read __NR_read
+#define NR_write __NR_write
+#define NR_close __NR_close
+#define NR_readv __NR_readv
+#define NR_writev __NR_writev
+#define NR_sendto __NR_sendto
+#define NR_recvfrom __NR_recvfrom
+#define NR_sendmsg __NR_sendmsg
+#define NR_recvmsg __NR_recvmsg
 
 static __always_inline void count(__u32 c)
 {
@@ -552,7 +576,7 @@ int tls_return(struct pt_regs *ctx)
 		return 0;
 	struct pending p = t->tls;
 	t->tls.api = 0;
-	int ret = (int)PT_REGS_RC(ctx); // the functions return int: the upper half of rax is not theirs
+	int ret = (int)PT_REGS_RC(ctx); // the functions return int: the upper half of rax (x0) is not theirs
 	__u64 n = 0;
 	if (api == TLS_SSL_WRITE_EX || api == TLS_SSL_READ_EX) {
 		if (ret <= 0 || bpf_probe_read_user(&n, sizeof(n), (void *)p.size))
@@ -582,18 +606,19 @@ int tls_free(struct pt_regs *ctx)
 
 // The crypto/tls methods, by the cookie (enum go_tls_api):
 //
-//   - func (c *Conn) Write(b []byte) (int, error): c in RAX, b's pointer
-//     and length in RBX and RCX. The bytes are read at entry; a write
-//     that fails leaves its connection unusable, and its exchange
-//     abandoned.
+//   - func (c *Conn) Write(b []byte) (int, error): c in GO_ARG1, b's
+//     pointer and length in GO_ARG2 and GO_ARG3. The bytes are read at
+//     entry; a write that fails leaves its connection unusable, and its
+//     exchange abandoned.
 //   - func (c *Conn) Read(b []byte) (int, error), at entry: c and b's
 //     pointer are kept for the return, by goroutine. Read copies the
 //     plaintext it returns out of the connection's buffer with one
 //     runtime.memmove(to, from, n) (bytes.Reader.Read, inlined): at that
-//     CALL, which the kernel emulates, the bytes are read from RBX, RCX
-//     of them, before they are copied. In a build where the call is not
-//     found once, the probe is on each of Read's RET instructions
-//     instead (each single-stepped), where the count is in RAX.
+//     call, which the kernel emulates (x86-64's CALL, arm64's BL), the
+//     bytes are read from GO_ARG2, GO_ARG3 of them, before they are
+//     copied. In a build where the call is not found once, the probe is
+//     on each of Read's RET instructions instead (single-stepped on
+//     x86-64, emulated on arm64), where the count is in GO_ARG1.
 //   - func (c *Conn) Close() error: the connection is over.
 SEC("uprobe")
 int go_tls(struct pt_regs *ctx)
@@ -602,15 +627,15 @@ int go_tls(struct pt_regs *ctx)
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	if (pid == self_pid)
 		return 0;
-	struct go_read_key rk = {.pid = pid, .g = ctx->r14};
+	struct go_read_key rk = {.pid = pid, .g = GO_G(ctx)};
 	__u64 api = bpf_get_attach_cookie(ctx);
 	switch (api) {
 	case GO_TLS_WRITE:
-		if ((long)ctx->rcx > 0)
-			capture_tls(SOURCE_GOTLS, ctx->rax, ctx->rbx, ctx->rcx, DIR_WRITE, ts);
+		if ((long)GO_ARG3(ctx) > 0)
+			capture_tls(SOURCE_GOTLS, GO_ARG1(ctx), GO_ARG2(ctx), GO_ARG3(ctx), DIR_WRITE, ts);
 		return 0;
 	case GO_TLS_READ: {
-		struct go_read r = {.conn = ctx->rax, .buf = ctx->rbx};
+		struct go_read r = {.conn = GO_ARG1(ctx), .buf = GO_ARG2(ctx)};
 		bpf_map_update_elem(&go_reads, &rk, &r, BPF_ANY);
 		return 0;
 	}
@@ -618,8 +643,8 @@ int go_tls(struct pt_regs *ctx)
 	case GO_TLS_READ_COPY: {
 		// Both sites' registers, read before the choice between them:
 		// the verifier takes no context read at a chosen offset.
-		long count = ctx->rax, copied = ctx->rcx;
-		__u64 from = ctx->rbx;
+		long count = GO_ARG1(ctx), copied = GO_ARG3(ctx);
+		__u64 from = GO_ARG2(ctx);
 		asm volatile("" : "+r"(count), "+r"(copied), "+r"(from));
 		struct go_read *r = bpf_map_lookup_elem(&go_reads, &rk);
 		if (!r)
@@ -633,7 +658,7 @@ int go_tls(struct pt_regs *ctx)
 		return 0;
 	}
 	case GO_TLS_CLOSE: {
-		struct conn_key k = {.pid = pid, .source = SOURCE_GOTLS, .conn = ctx->rax};
+		struct conn_key k = {.pid = pid, .source = SOURCE_GOTLS, .conn = GO_ARG1(ctx)};
 		struct conn *c = bpf_map_lookup_elem(&conns, &k);
 		if (c)
 			end_conn(&k, c);
@@ -728,7 +753,7 @@ SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
 {
 	if (nr == NR_close) {
-		struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = (__u32)regs->di};
+		struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = (__u32)SYS_ARG1(regs)};
 		struct conn *c = bpf_map_lookup_elem(&conns, &k);
 		if (c)
 			end_conn(&k, c);
@@ -736,7 +761,7 @@ int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
 	}
 	if (!data_syscall(nr) || !gate_open())
 		return 0;
-	__u32 fd = regs->di;
+	__u32 fd = SYS_ARG1(regs);
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = fd};
 	struct conn *c = bpf_map_lookup_elem(&conns, &k);
 	if (!c) {
@@ -754,13 +779,13 @@ int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
 	t->sys.api = nr + 1; // 0 means none; read is 0
 	if (nr == NR_sendmsg || nr == NR_recvmsg) {
 		struct msghdr___u m = {};
-		if (bpf_probe_read_user(&m, sizeof(m), (void *)regs->si))
+		if (bpf_probe_read_user(&m, sizeof(m), (void *)SYS_ARG2(regs)))
 			t->sys.api = 0;
 		t->sys.buf = m.iov;
 		t->sys.size = m.iovlen;
 	} else {
-		t->sys.buf = regs->si;
-		t->sys.size = regs->dx; // iovcnt for readv and writev
+		t->sys.buf = SYS_ARG2(regs);
+		t->sys.size = SYS_ARG3(regs); // iovcnt for readv and writev
 	}
 	return 0;
 }
@@ -794,7 +819,7 @@ static __always_inline int iov_syscall(long nr)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
 {
-	long nr = regs->orig_ax;
+	long nr = SYS_NR(regs);
 	if (!data_syscall(nr) || !gate_open())
 		return 0;
 	struct thread *t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);

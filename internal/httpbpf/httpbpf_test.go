@@ -23,6 +23,7 @@ import (
 
 func requireRoot(t *testing.T) {
 	t.Helper()
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "BPF programs need root")
 	}

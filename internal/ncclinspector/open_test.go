@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/procfs"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 // fakeProc makes a procfs directory of one process whose root and working
@@ -54,6 +55,7 @@ func read(t *testing.T, files []*os.File) map[string]string {
 }
 
 func TestOpenDumps(t *testing.T) {
+	testutil.Native(t, "openat2(2), which QEMU 7.2's user mode lacks")
 	procDir, root := fakeProc(t)
 	// Absolute: in the process's root. The host name is the pod's, not
 	// known: the files are those of the pid (two here: a directory
@@ -91,6 +93,7 @@ func TestOpenDumps(t *testing.T) {
 // name never leads out of its root (or working directory), and the file
 // is never a link or other than a regular file.
 func TestOpenDumpsStaysInside(t *testing.T) {
+	testutil.Native(t, "openat2(2), which QEMU 7.2's user mode lacks")
 	procDir, root := fakeProc(t)
 	outside := filepath.Join(filepath.Dir(filepath.Dir(procDir)), "outside")
 	write(t, filepath.Join(outside, "host-pid7.log"), "the host's\n")

@@ -17,6 +17,7 @@ import (
 // when the kernel has none of that name.
 func hostPMU(t *testing.T, name string) *perfevent.PMU {
 	t.Helper()
+	testutil.Native(t, "the kernel's perf_event_open, which QEMU's user mode lacks")
 	p, err := perfevent.ReadPMU(os.DirFS("/sys"), name)
 	if err != nil {
 		testutil.SkipOrFail(t, "no %s PMU here: %v", name, err)
@@ -83,6 +84,7 @@ func TestKernelCountSoftware(t *testing.T) {
 // TestKernelOpenErrors: what the kernel answers for a type it has no PMU
 // of, and for a configuration a PMU refuses, and how each is classified.
 func TestKernelOpenErrors(t *testing.T) {
+	testutil.Native(t, "the kernel's perf_event_open, which QEMU's user mode lacks")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "the errors below are the kernel's answers to root; others get EACCES first")
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 // The test's own process: its descriptors, a file it holds open read
@@ -60,6 +61,7 @@ func TestFDsOfSelf(t *testing.T) {
 // and never leads out of them; OpenIn opens an entry of a directory, no
 // link followed, a regular file only.
 func TestOpenStaysInside(t *testing.T) {
+	testutil.Native(t, "openat2(2), which QEMU 7.2's user mode lacks")
 	base := t.TempDir()
 	root := filepath.Join(base, "rootfs")
 	outside := filepath.Join(base, "outside")

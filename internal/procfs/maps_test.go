@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 const (
@@ -331,6 +332,7 @@ func TestOpenMapped(t *testing.T) {
 // TestMapsOfSelf reads the test binary's own maps and checks that the
 // address of a Go function lands in the executable's text.
 func TestMapsOfSelf(t *testing.T) {
+	testutil.Native(t, "the kernel's own /proc/self/maps, which QEMU rewrites")
 	self := FS{Root: DefaultRoot}.Proc(os.Getpid())
 	ms, err := self.Maps()
 	require.NoError(t, err)

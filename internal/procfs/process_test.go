@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope/internal/procfs/procfstest"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 func TestParseCmdline(t *testing.T) {
@@ -103,6 +104,7 @@ func TestProcessOfHost(t *testing.T) {
 }
 
 func TestOpenFile(t *testing.T) {
+	testutil.Native(t, "openat2(2), which QEMU 7.2's user mode lacks")
 	root := procfstest.New(t, procfstest.Process{PID: 9, Files: map[string]string{
 		"root/etc/monitoring.config": "abs",
 		"cwd/conf/monitoring.config": "rel",

@@ -208,6 +208,7 @@ func TestOpenErrors(t *testing.T) {
 // which scripts/install-test-deps.sh installs, in a child process so that
 // what it writes to stderr can be checked.
 func TestRealLibraryWithoutGPU(t *testing.T) {
+	testutil.Native(t, "the test binary run again as a program")
 	if os.Getenv(envRealChild) != "" {
 		realChild(t)
 		return

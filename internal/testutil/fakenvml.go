@@ -17,6 +17,7 @@ import (
 // and PCI bus ids).
 func BuildFakeNVML(t testing.TB, defines ...string) string {
 	t.Helper()
+	Native(t, "C libraries built by the host's compiler")
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		SkipOrFail(t, "gcc is needed to build the fake NVML library: %v", err)

@@ -17,13 +17,41 @@ import (
 func InCI() bool { return os.Getenv("CI") != "" }
 
 // SkipOrFail skips t for a missing tool, privilege or kernel feature, or
-// fails it when running in CI, where the setup must provide them.
+// fails it when running in CI, where the setup must provide them. Under
+// emulation (Emulated) it skips, CI or not: what is missing there is the
+// machine's own architecture's (its kernel, libraries, programs), which
+// the native run of the suite has, and where the same call fails in CI.
 func SkipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
+	if e := Emulated(); e != "" {
+		t.Skipf(format+" (under %s: the native run has it)", append(args, e)...)
+	}
 	if InCI() {
 		t.Fatalf(format+" (CI is set: a skip is a failure)", args...)
 	}
 	t.Skipf(format, args...)
+}
+
+// Emulated is the emulator the tests run under, or "": scripts/qemu-aarch64,
+// the runner of `make test-arm64`, sets XPUSCOPE_EMULATED to run arm64
+// test binaries on an x86-64 machine, whose kernel, libraries and
+// programs are x86-64's.
+func Emulated() string { return os.Getenv("XPUSCOPE_EMULATED") }
+
+// Native skips t when the tests run emulated (Emulated): t needs what
+// only the machine's own architecture gives it, which needs says (the
+// kernel's BPF and uprobes, vendor libraries, C programs or libraries
+// built by the host's compiler, the test binary run again as a program).
+// Such a test runs in the native run of the suite, where a skip in CI is
+// a failure; the emulated run is for the pure tests (decoders, parsers,
+// models, probe placement, calling conventions), so that arm64's code
+// paths are executed, and skipping the rest there is by design, CI or
+// not.
+func Native(t testing.TB, needs string) {
+	t.Helper()
+	if e := Emulated(); e != "" {
+		t.Skipf("needs %s: not under %s", needs, e)
+	}
 }
 
 // Point is one data point, flattened. For a histogram Value is the sum,

@@ -122,6 +122,7 @@ int main(void) {
 // traced file are captured as it starts, and stay known, with its
 // executable's name and its files, after it exited.
 func TestCapturedAfterExit(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "attaching uprobes needs root")
 	}

@@ -25,10 +25,12 @@ import (
 // them in tracebacks and GC, which an unknown return address crashes. So
 // a probe on a Go function's return (Probe.AtReturns) goes on each of its
 // RET instructions instead, found by decoding the function between the
-// bounds the pclntab gives. A probe on a RET is single-stepped, a second
-// trap; where what the function returns is copied out by one call that
-// the kernel emulates at a probe (Probe.AtCallOf: crypto/tls's Read copies
-// its plaintext with one runtime.memmove), the probe goes on that call.
+// bounds the pclntab gives, by the rules of the file's instruction set
+// (place.go). On x86-64 a probe on a RET is single-stepped, a second trap
+// (arm64 emulates its RETs); where what the function returns is copied
+// out by one call that the kernel emulates at a probe (Probe.AtCallOf:
+// crypto/tls's Read copies its plaintext with one runtime.memmove, a CALL
+// on x86-64, a BL on arm64), the probe goes on that call.
 
 // goFunc is a function's bounds, as link-time addresses: [entry, end),
 // found in .symtab or in the pclntab (pclntab.go).
@@ -119,10 +121,11 @@ func sectionBytes(r io.ReaderAt, s *elf.Section) ([]byte, func(), error) {
 // maxGoFuncBytes bounds the code decoded of one function for its RETs.
 const maxGoFuncBytes = 64 << 10
 
-// goCode is a Go function's code, read from its ELF file, and the
-// binary's pclntab, which release unmaps.
+// goCode is a Go function's code, read from its ELF file, the rules of
+// its instruction set, and the binary's pclntab, which release unmaps.
 type goCode struct {
 	code    []byte
+	arch    *isa
 	fn      pclnFunc
 	start   uint64 // file offset of code[0]
 	tab     *pclntab
@@ -136,6 +139,10 @@ func readGoFunc(r io.ReaderAt, symbol string, also ...string) (goCode, map[strin
 	ef, err := elf.NewFile(r)
 	if err != nil {
 		return goCode{}, nil, fmt.Errorf("not an ELF file: %w", err)
+	}
+	arch := isaOf(ef.Machine)
+	if arch == nil {
+		return goCode{}, nil, fmt.Errorf("%s: no instruction decoder for a %v file", symbol, ef.Machine)
 	}
 	tab, release, err := goTable(r, ef)
 	if err != nil {
@@ -167,7 +174,7 @@ func readGoFunc(r io.ReaderAt, symbol string, also ...string) (goCode, map[strin
 		release()
 		return goCode{}, nil, fmt.Errorf("%s: read its code: %w", symbol, err)
 	}
-	return goCode{code: code, fn: f, start: start, tab: tab, release: release}, funcs, nil
+	return goCode{code: code, arch: arch, fn: f, start: start, tab: tab, release: release}, funcs, nil
 }
 
 // fileOffsets turns offsets in c's code into file offsets.
@@ -198,7 +205,7 @@ func returnSites(r io.ReaderAt, symbol, callee, file string) (offs []uint64, atC
 		}
 		defer c.release()
 		if target, ok := funcs[callee]; ok {
-			calls, err := callInstructions(c.code, c.fn.entry, target.entry)
+			calls, err := c.arch.callInstructions(c.code, c.fn.entry, target.entry)
 			if file != "" {
 				calls = slices.DeleteFunc(calls, func(at uint64) bool {
 					f, _ := c.tab.fileAt(c.fn, c.fn.entry+at)
@@ -210,7 +217,7 @@ func returnSites(r io.ReaderAt, symbol, callee, file string) (offs []uint64, atC
 				return nil
 			}
 		}
-		rets, err := retInstructions(c.code)
+		rets, err := c.arch.retInstructions(c.code)
 		if err != nil {
 			return fmt.Errorf("%s: %w", symbol, err)
 		}
@@ -220,11 +227,12 @@ func returnSites(r io.ReaderAt, symbol, callee, file string) (offs []uint64, atC
 	return offs, atCall, err
 }
 
-// decodeAll calls f with each instruction of code, one function's whole
-// code, and its offset, in turn. Code that does not decode is an error,
-// not a guess, since a probe placed inside an instruction corrupts it. Go
-// emits no data among a function's instructions on amd64; the INT3
-// padding to the next function decodes.
+// decodeAll calls f with each x86-64 instruction of code, one function's
+// whole code, and its offset, in turn. Code that does not decode is an
+// error, not a guess, since a probe placed inside an instruction corrupts
+// it. Go emits no data among a function's instructions on amd64; the INT3
+// padding to the next function decodes. (arm64's instructions are words:
+// decodeAllARM64.)
 func decodeAll(code []byte, f func(pos int, in x86asm.Inst)) error {
 	for pos := 0; pos < len(code); {
 		in, err := x86asm.Decode(code[pos:], 64)

@@ -24,18 +24,58 @@ func buildGoWith(t *testing.T, toolchain, ldflags string) string {
 	return testutil.BuildGo(t, "testdata/gotls", toolchain, "gotls", ldflags)
 }
 
+// buildGoFor builds testdata/gotls for goarch (GOARCH) with the Go
+// toolchain and ldflags.
+func buildGoFor(t *testing.T, goarch, toolchain, ldflags string) string {
+	t.Helper()
+	return testutil.BuildGoFor(t, goarch, "testdata/gotls", toolchain, "gotls", ldflags)
+}
+
 // A Go program's crypto/tls methods are found by symbol and, stripped of
 // its symbols, in its pclntab, at the same places; a probe on Read's
 // returns goes on each of its RET instructions, or on its one call of
 // runtime.memmove (the copy of the plaintext out), the same in both
-// builds.
+// builds; the entry probes go on the stack check's conditional branch.
+// For x86-64 and arm64 builds alike, wherever the test runs: the rules
+// are the file's instruction set's.
 func TestGoFuncs(t *testing.T) {
-	full, stripped := buildGo(t, ""), buildGo(t, "-s -w")
+	for _, goarch := range []string{"amd64", "arm64"} {
+		t.Run(goarch, func(t *testing.T) { testGoFuncs(t, goarch) })
+	}
+}
+
+// goInsns are what TestGoFuncs expects at each kind of probe site, by
+// GOARCH: the instruction at code[off:] is a return, a direct call, the
+// stack check's branch (JBE, B.LS), which sits that many bytes past the
+// function's start.
+var goInsns = map[string]struct {
+	ret, call, check func(code []byte) bool
+	checkAt          []uint64
+}{
+	"amd64": {
+		ret:     func(code []byte) bool { return code[0] == 0xc3 },
+		call:    func(code []byte) bool { return code[0] == 0xe8 }, // CALL rel32
+		check:   func(code []byte) bool { return code[0] == 0x0f || code[0] == 0x76 },
+		checkAt: []uint64{4, 9},
+	},
+	"arm64": {
+		ret:     func(code []byte) bool { w, _ := arm64Word(code); return w == 0xd65f03c0 },
+		call:    func(code []byte) bool { w, _ := arm64Word(code); return w>>26 == 0x25 }, // BL
+		check:   func(code []byte) bool { w, _ := arm64Word(code); return w&0xff00001f == 0x54000009 },
+		checkAt: []uint64{8, 12},
+	},
+}
+
+func testGoFuncs(t *testing.T, goarch string) {
+	full := buildGoFor(t, goarch, "local", "")
+	stripped := buildGoFor(t, goarch, "local", "-s -w")
 	wanted := map[string]bool{"crypto/tls.(*Conn).Read": true, "crypto/tls.(*Conn).Write": true, "crypto/tls.(*Conn).Close": true}
+	insn := goInsns[goarch]
 
 	ef, err := elf.Open(stripped)
 	require.NoError(t, err)
 	require.Nil(t, ef.Section(".symtab"), "the stripped build has no symbol table")
+	require.Equal(t, map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[goarch], ef.Machine)
 	ef.Close()
 
 	var rets, calls [][]uint64
@@ -53,19 +93,19 @@ func TestGoFuncs(t *testing.T) {
 		code, err := os.ReadFile(exe)
 		require.NoError(t, err)
 		for _, off := range ret.offsets {
-			require.Equal(t, byte(0xc3), code[off], "%s: no RET at %#x", exe, off)
+			require.True(t, insn.ret(code[off:]), "%s: no RET at %#x", exe, off)
 			require.Greater(t, off, a["crypto/tls.(*Conn).Read"], "a RET past the function's start")
 		}
 		rets = append(rets, ret.offsets)
 
-		// The call of runtime.memmove is a CALL rel32 inside Read, where
-		// the kernel emulates the probe's instruction.
+		// The call of runtime.memmove is a direct call inside Read,
+		// where the kernel emulates the probe's instruction.
 		call, err := goSitesOf(exe, Probe{Symbol: "crypto/tls.(*Conn).Read", Cookie: 1, AtReturns: true,
 			AtCallOf: "runtime.memmove", CallCookie: 2})
 		require.NoError(t, err)
 		require.Len(t, call.offsets, 1, "%s: Read's calls of runtime.memmove", exe)
 		require.Equal(t, goSite{call.offsets, 2, "crypto/tls.(*Conn).Read (call of runtime.memmove)"}, call)
-		require.Equal(t, byte(0xe8), code[call.offsets[0]], "%s: no CALL rel32 at %#x", exe, call.offsets[0])
+		require.True(t, insn.call(code[call.offsets[0]:]), "%s: no direct call at %#x", exe, call.offsets[0])
 		require.Greater(t, call.offsets[0], a["crypto/tls.(*Conn).Read"])
 		require.Less(t, call.offsets[0], slices.Max(ret.offsets), "the call inside Read")
 		calls = append(calls, call.offsets)
@@ -88,16 +128,17 @@ func TestGoFuncs(t *testing.T) {
 			require.Equal(t, ret, none, "no call of %s from %q in Read", p.AtCallOf, p.CallFile)
 		}
 
-		// The entry probes sit on the stack check's JBE.
+		// The entry probes sit on the stack check's branch.
 		var probes []Probe
 		for name := range wanted {
 			probes = append(probes, Probe{Symbol: name})
 		}
 		placed, err := locate(exe, probes, true)
 		require.NoError(t, err)
+		require.Len(t, placed, len(wanted))
 		for name, off := range placed {
-			require.Contains(t, []uint64{4, 9}, off-a[name], "%s placed %d bytes past its start", name, off-a[name])
-			require.Contains(t, []byte{0x0f, 0x76}, code[off], "%s: no JBE where its probe goes", name)
+			require.Contains(t, insn.checkAt, off-a[name], "%s placed %d bytes past its start", name, off-a[name])
+			require.True(t, insn.check(code[off:]), "%s: no stack check's branch where its probe goes", name)
 		}
 	}
 	require.Equal(t, addrs[0], addrs[1], "the symbol table and the pclntab agree")

@@ -64,6 +64,7 @@ type holdCase struct {
 
 func newHoldCase(t *testing.T) *holdCase {
 	t.Helper()
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "holding processes needs root")
 	}
@@ -361,6 +362,7 @@ func TestWithoutKernelWalks(t *testing.T) {
 // goroutine, while the reader is still noting it: the timer must be set
 // before anyone can end the hold (the race detector checks).
 func TestHoldPastItsLimit(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	h := &hub{held: map[int]*hold{}, filling: map[int]*hold{}}
 	for pid := 1; pid <= 100; pid++ {
 		hd := h.startHold(record{pid: pid, what: watchWatchWhatWATCH_HOLD, start: 1, ktime: 0})
@@ -374,6 +376,7 @@ func TestHoldPastItsLimit(t *testing.T) {
 // the hub never read, runs again when the hub closes: the hold map says
 // the hub holds it. (TestLoaderCopy once hung on such a cat.)
 func TestCloseResumesUnheardHolds(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "the watcher needs root")
 	}
@@ -414,6 +417,7 @@ func TestCloseResumesUnheardHolds(t *testing.T) {
 // live hub holds stays stopped, and the mark of a process that is gone is
 // removed.
 func TestOrphanedHoldsResume(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "the watcher needs root")
 	}
@@ -476,6 +480,7 @@ func TestOrphanedHoldsResume(t *testing.T) {
 // its own: the first stops a process as the watcher does, notes the hold,
 // and is killed; the second starts a Tracer and exits.
 func TestHoldsOutliveTheWatcher(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	switch os.Getenv("XPUSCOPE_HOLDS_CHILD") {
 	case "hold":
 		holdsChild(t, true)

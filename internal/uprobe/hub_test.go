@@ -36,6 +36,7 @@ int main(void) {
 // probed by each. Closing one leaves the other watching; closing the last
 // stops the hub.
 func TestTracersShareTheHub(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "attaching uprobes needs root")
 	}
@@ -109,6 +110,7 @@ func TestTracersShareTheHub(t *testing.T) {
 // its Tracer, and the hub with it: Sync then returns at once, and runs
 // nothing of the closed watcher (the race detector checks).
 func TestSyncAfterClose(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "attaching uprobes needs root")
 	}
@@ -133,6 +135,7 @@ func TestSyncAfterClose(t *testing.T) {
 // Tracer is: it once lacked the map of late files, and the first late
 // loader copy panicked the hub.
 func TestLoaderCopy(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "attaching uprobes needs root")
 	}

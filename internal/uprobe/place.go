@@ -2,15 +2,19 @@ package uprobe
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 
 	"golang.org/x/arch/x86/x86asm"
 )
 
-// Where in a function a probe sits decides much of what it costs. At a
-// probe the kernel emulates a few x86 instructions (push, nop, call, jmp,
-// jcc) and executes any other out of line with the trap flag set, which
-// takes a second trap. Where a hypervisor intercepts debug exceptions (KVM
+// Where in a function a probe sits decides much of what it costs, and
+// the rules are the instruction set's: a file's are chosen by its ELF
+// machine (isaOf), x86-64's here, arm64's in place_aarch64.go, whatever
+// the machine the code runs on. On x86-64, at a probe the kernel
+// emulates a few instructions (push, nop, call, jmp, jcc) and executes
+// any other out of line with the trap flag set, which takes a second
+// trap. Where a hypervisor intercepts debug exceptions (KVM
 // on AMD does, always) that second trap is a VM exit: ~10 µs a probe hit
 // instead of ~0.7 µs, measured on the CI machines. So the Tracer places
 // probes on instructions the kernel emulates where it safely can:
@@ -120,4 +124,49 @@ func memBase(a x86asm.Arg) x86asm.Reg {
 		return m.Base
 	}
 	return 0
+}
+
+// isa is one instruction set's rules for placing probes.
+type isa struct {
+	// pastLandingPad is how far past a function's start, whose first
+	// landingPadBytes are code, a probe goes for its landing pad.
+	pastLandingPad func(code []byte) uint64
+	// firstCall is the target of a wrapper's first direct call.
+	firstCall func(code []byte, vaddr uint64) (uint64, bool)
+	// pastGoStackCheck is how far past a Go function's start, whose
+	// first goCheckBytes are code, its probe goes.
+	pastGoStackCheck func(code []byte) uint64
+	// retInstructions and callInstructions find a Go function's returns
+	// and its calls of a function.
+	retInstructions  func(code []byte) ([]uint64, error)
+	callInstructions func(code []byte, entry, target uint64) ([]uint64, error)
+	// refused reports whether the kernel refuses a probe on the
+	// instruction code starts with.
+	refused func(code []byte) bool
+}
+
+// landingPadBytes are the bytes read for a landing pad: endbr64's, a
+// BTI's.
+const landingPadBytes = 4
+
+var (
+	isaX86 = isa{pastEndbr, firstCall, pastGoStackCheck, retInstructions, callInstructions,
+		func([]byte) bool { return false }}
+	isaARM64 = isa{pastBTI, firstCallARM64, pastGoStackCheckARM64, retInstructionsARM64, callInstructionsARM64,
+		func(code []byte) bool {
+			w, ok := arm64Word(code)
+			return ok && arm64KernelStep(w) == stepRefused
+		}}
+)
+
+// isaOf returns the rules for the files of machine m, nil for a machine
+// without them (a probe then goes on its symbol, as found).
+func isaOf(m elf.Machine) *isa {
+	switch m {
+	case elf.EM_X86_64:
+		return &isaX86
+	case elf.EM_AARCH64:
+		return &isaARM64
+	}
+	return nil
 }

@@ -121,6 +121,7 @@ func hitCounter(t testing.TB, m *ebpf.Map, slot int32, attach ebpf.AttachType) *
 // computes what it does unprobed (a return probe in the wrong place would
 // corrupt its stack).
 func TestTracerPlacedProbesFire(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "attaching uprobes needs root")
 	}
@@ -169,6 +170,7 @@ func TestTracerPlacedProbesFire(t *testing.T) {
 // break it). The TLS server is OpenSSL's s_server, so that no other Go
 // program's TLS calls count.
 func TestTracerGoProbesFire(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF and uprobes")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "attaching uprobes needs root")
 	}

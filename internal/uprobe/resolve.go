@@ -106,13 +106,16 @@ func locate(path string, probes []Probe, symtab bool) (map[string]uint64, error)
 // locateELF is locate on an open file. A probe with CalledFrom is placed
 // on its Symbol, or, where the symbol tables lack it, on the function all
 // its wrappers call first; placed, it replaces the wrappers' own probes.
-// Every probe then goes past a leading endbr64, and in a Go binary past
-// the stack bound check (see place.go).
+// Every probe then goes past a leading landing pad (endbr64, BTI), and in
+// a Go binary past the stack bound check, by the rules of the file's
+// instruction set (place.go); one on an instruction the kernel refuses
+// to probe is left out.
 func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, error) {
 	ef, err := elf.NewFile(r)
 	if err != nil {
 		return nil, fmt.Errorf("not an ELF file: %w", err)
 	}
+	arch := isaOf(ef.Machine)
 	wanted := map[string]bool{}
 	for _, p := range probes {
 		if p.AtReturns {
@@ -142,8 +145,8 @@ func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, e
 			continue
 		}
 		a, ok := addrs[p.Symbol]
-		if !ok {
-			a, ok = commonCallee(ef, addrs, p.CalledFrom, code)
+		if !ok && arch != nil {
+			a, ok = commonCallee(ef, arch, addrs, p.CalledFrom, code)
 		}
 		if ok {
 			placed[p.Symbol] = a
@@ -160,9 +163,14 @@ func locateELF(r io.ReaderAt, probes []Probe, symtab bool) (map[string]uint64, e
 	goBinary := ef.Section(".gopclntab") != nil
 	found := map[string]uint64{}
 	for name, a := range placed {
-		a += pastEndbr(code(a, len(endbr64)))
-		if goBinary {
-			a += pastGoStackCheck(code(a, goCheckBytes))
+		if arch != nil {
+			a += arch.pastLandingPad(code(a, landingPadBytes))
+			if goBinary {
+				a += arch.pastGoStackCheck(code(a, goCheckBytes))
+			}
+			if arch.refused(code(a, landingPadBytes)) {
+				continue
+			}
 		}
 		if off, ok := fileOffset(ef, a); ok {
 			found[name] = off
@@ -196,16 +204,16 @@ func goSitesOf(path string, p Probe) (goSite, error) {
 }
 
 // commonCallee returns the function that every one of the wrappers calls
-// first, if they are all defined, all call one function, and it is code
-// of the file outside its PLT.
-func commonCallee(ef *elf.File, addrs map[string]uint64, wrappers []string, code func(uint64, int) []byte) (uint64, bool) {
+// first (by the rules of arch), if they are all defined, all call one
+// function, and it is code of the file outside its PLT.
+func commonCallee(ef *elf.File, arch *isa, addrs map[string]uint64, wrappers []string, code func(uint64, int) []byte) (uint64, bool) {
 	var callee uint64
 	for i, w := range wrappers {
 		a, ok := addrs[w]
 		if !ok {
 			return 0, false
 		}
-		c, ok := firstCall(code(a, wrapperBytes), a)
+		c, ok := arch.firstCall(code(a, wrapperBytes), a)
 		if !ok || (i > 0 && c != callee) {
 			return 0, false
 		}

@@ -89,9 +89,10 @@ type Probe struct {
 	// inlined into it): where Symbol's code makes exactly one direct
 	// CALL of it, Entry goes on that CALL, with CallCookie, instead of
 	// on the RETs, and reads the callee's arguments from their
-	// registers. The kernel emulates a CALL at a probe, where it
-	// single-steps a RET, a second trap each time. Where the call is not
-	// there once, the probe goes on the RETs, with Cookie.
+	// registers. The kernel emulates a CALL (arm64: a BL) at a probe,
+	// where on x86-64 it single-steps a RET, a second trap each time.
+	// Where the call is not there once, the probe goes on the RETs, with
+	// Cookie.
 	AtCallOf   string
 	CallCookie uint64
 	// CallFile, with AtCallOf, keeps to the calls in code from that

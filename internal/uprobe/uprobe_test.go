@@ -20,12 +20,19 @@ func buildELF(t testing.TB, src string, flags ...string) string {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		testutil.SkipOrFail(t, "gcc is needed: %v", err)
 	}
+	return buildELFWith(t, "gcc", src, flags...)
+}
+
+// buildELFWith builds the C source src with the C compiler cc and flags
+// (testutil.CC names one for each architecture).
+func buildELFWith(t testing.TB, cc, src string, flags ...string) string {
+	t.Helper()
 	dir := t.TempDir()
 	c := filepath.Join(dir, "x.c")
 	require.NoError(t, os.WriteFile(c, []byte(src), 0o644))
 	out := filepath.Join(dir, "x")
-	b, err := exec.Command("gcc", append(flags, "-o", out, c)...).CombinedOutput()
-	require.NoError(t, err, "%s", b)
+	b, err := exec.Command(cc, append(flags, "-o", out, c)...).CombinedOutput()
+	require.NoError(t, err, "%s %v: %s", cc, flags, b)
 	return out
 }
 

@@ -24,6 +24,7 @@ import (
 // the loader may already have loaded.
 func Build(t testing.TB, defines ...string) string {
 	t.Helper()
+	testutil.Native(t, "C libraries built by the host's compiler")
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		testutil.SkipOrFail(t, "gcc is needed to build the fake AMD SMI library: %v", err)

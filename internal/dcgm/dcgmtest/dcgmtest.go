@@ -26,6 +26,7 @@ import (
 // loader may already have loaded.
 func Build(t testing.TB, defines ...string) string {
 	t.Helper()
+	testutil.Native(t, "a fake library built by the host's compiler")
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		testutil.SkipOrFail(t, "gcc is needed to build the fake DCGM library: %v", err)

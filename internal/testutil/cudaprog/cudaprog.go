@@ -258,6 +258,7 @@ var (
 // t, or fails it when CI is set; a compile error fails it.
 func Build(t testing.TB, name string) string {
 	t.Helper()
+	testutil.Native(t, "the vendor libraries and C programs built by the host's compiler")
 	tg, ok := targets[name]
 	if !ok {
 		t.Fatalf("cudaprog: no program %q", name)

@@ -670,6 +670,10 @@ func writeNCCLHeaders(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "nccl_scenario.h"), []byte(ncclScenarioHeader()), 0o644)
 }
 
+// NCCLHeader is the nccl.h the stub and the program include (ncclHeader),
+// for other tests that compile callers of NCCL's functions.
+func NCCLHeader() string { return ncclHeader() }
+
 // ncclHeader renders the nccl.h the stub and the program include: the
 // part of NCCL's nccl.h (NCCL 2.31) they use, with its types, enums and
 // struct layouts as NCCL declares them, and the prototypes from

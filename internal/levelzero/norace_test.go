@@ -1,0 +1,5 @@
+//go:build !race
+
+package levelzero
+
+const raceEnabled = false
