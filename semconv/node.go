@@ -73,6 +73,7 @@ const (
 	NodeReasonFiles         = "files"          // a model file opened with the kernel's table of watched files full: not counted
 	NodeReasonFileProcesses = "file_processes" // a process's use of a model file with the kernel's table full: not counted per process
 	NodeReasonLongPath      = "long_path"      // an open of a path of 512 bytes or more: not looked at
+	NodeReasonMappings      = "mappings"       // a mapping of a model file past a process's 16 (or past 4,096 processes): its page faults not counted
 )
 
 // tcpAttrs are carried by the TCP series: the server end where it is an
@@ -201,7 +202,7 @@ var nodeAttributes = []Attribute{
 	{XpuscopeModelFileID, "string", "A model file's device and inode, MAJOR:MINOR:INODE, as stat(2) gives them.", Extension, nil},
 	{XpuscopeModelFileFormat, "string", "A model file's format, by its extension: .safetensors, .gguf, .pt and .pth (pytorch), .bin, .ckpt (checkpoint), .onnx, .engine, .plan and .trt (tensorrt).", Extension, ModelFormats},
 	{XpuscopeReadaheadKind, "string", "Whether the reader waited for the readahead (sync) or it was made ahead of it (async).", Extension, []string{ReadaheadSync, ReadaheadAsync}},
-	{XpuscopeNodeReason, "string", "What a genai/node overflow count is of.", Self, []string{NodeReasonEndpoints, NodeReasonProcesses, NodeReasonFiles, NodeReasonFileProcesses, NodeReasonLongPath}},
+	{XpuscopeNodeReason, "string", "What a genai/node overflow count is of.", Self, []string{NodeReasonEndpoints, NodeReasonProcesses, NodeReasonFiles, NodeReasonFileProcesses, NodeReasonLongPath, NodeReasonMappings}},
 	{XpuscopeModelFilePagesEvicted, "int", "Pages of the file evicted from the page cache before a reload. Span attribute only.", Extension, nil},
 	{XpuscopeModelFilePagesAdded, "int", "Pages of the file added back to the page cache by the reload, when it was seen. Span attribute only.", Extension, nil},
 }

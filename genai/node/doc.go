@@ -25,9 +25,10 @@
 //     mm_filemap_add_to_page_cache and mm_filemap_delete_from_page_cache,
 //     page_cache_sync_ra and page_cache_async_ra, and the page faults:
 //     on x86, exceptions:page_fault_user, once per fault as getrusage
-//     counts them (the faulting address's mapping looked up with
-//     bpf_find_vma, only in the processes that opened or hold a watched
-//     file: the others' faults cost a hash lookup); elsewhere mm_filemap_fault
+//     counts them (the faulting address matched against the ranges the
+//     process mapped watched files at, kept from its mmap and munmap
+//     calls and the scans: the faults of a process that maps none cost
+//     a hash lookup); elsewhere (arm64) mm_filemap_fault
 //     and mm_filemap_map_pages, which miss a fault that maps a huge folio
 //     by its PMD and see a retried fault twice. The programs look the
 //     page's inode up among the watched files, and return for any other:

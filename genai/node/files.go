@@ -183,12 +183,19 @@ type found struct {
 
 func (s *Source) scanProcess(pid int) {
 	p := s.procs.Proc(pid)
-	var hits []found
+	var (
+		hits   []found
+		mapped []nodebpf.Mapping // of candidate files
+	)
 	seen := map[nodebpf.FileKey]bool{}
 	if maps, err := p.Maps(); err == nil {
 		for _, m := range maps.Files() {
 			k := nodebpf.FileKey{Dev: nodebpf.KernelDev(m.Dev), Ino: m.Inode}
-			if seen[k] || !candidate(m.Path) {
+			if !candidate(m.Path) {
+				continue
+			}
+			mapped = append(mapped, nodebpf.Mapping{Start: m.Start, End: m.End, File: k})
+			if seen[k] {
 				continue
 			}
 			seen[k] = true
@@ -247,8 +254,17 @@ func (s *Source) scanProcess(pid int) {
 		}
 		s.proc(f, uint32(pid))
 	}
-	if len(hits) > 0 {
-		_ = s.objs.WatchFaults(uint32(pid))
+	// The mappings of watched files, which the kernel side did not see
+	// made if they were made before the Source started: its faults are
+	// matched against them.
+	var watched []nodebpf.Mapping
+	for _, m := range mapped {
+		if _, ok := s.files.m[m.File]; ok {
+			watched = append(watched, m)
+		}
+	}
+	if dropped, err := s.objs.WatchMappings(uint32(pid), watched); err == nil {
+		s.over[reasonMappings] += int64(dropped)
 	}
 }
 

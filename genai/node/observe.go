@@ -18,11 +18,12 @@ const (
 	reasonFiles
 	reasonFileProcesses
 	reasonLongPath
+	reasonMappings
 	numReasons
 )
 
 var reasonNames = [numReasons]string{semconv.NodeReasonEndpoints, semconv.NodeReasonProcesses, semconv.NodeReasonFiles,
-	semconv.NodeReasonFileProcesses, semconv.NodeReasonLongPath}
+	semconv.NodeReasonFileProcesses, semconv.NodeReasonLongPath, semconv.NodeReasonMappings}
 
 type instruments struct {
 	retransmits, failures, resets           metric.Int64ObservableCounter
@@ -95,6 +96,7 @@ func (s *Source) publish() {
 	sn.overflow[reasonFiles] += int64(s.kcounters[nodebpf.CounterFilesFull])
 	sn.overflow[reasonFileProcesses] += int64(s.kcounters[nodebpf.CounterProcsFull])
 	sn.overflow[reasonLongPath] += int64(s.kcounters[nodebpf.CounterLongPath])
+	sn.overflow[reasonMappings] += int64(s.kcounters[nodebpf.CounterMappingsFull])
 	for _, ser := range s.tcp.series {
 		if ser.retransmits > 0 {
 			sn.retransmits = append(sn.retransmits, point{ser.base, ser.retransmits})

@@ -1,11 +1,14 @@
 package nodebpf
 
 import (
+	"cmp"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -176,4 +179,96 @@ func TestOpenAndReadOfAModelFile(t *testing.T) {
 	require.NoError(t, objs.Unwatch(want))
 	require.NoError(t, objs.EachFile(func(k FileKey, _ *FileStats) { assert.NotEqual(t, want, k, "still watched") }))
 	require.NoError(t, objs.EachProc(func(k FileKey, pid uint32, _ *ProcStats) { assert.NotEqual(t, want, k, "still counted for %d", pid) }))
+}
+
+// The mappings of a watched file are kept from mmap and munmap, where
+// page_fault_user counts faults (x86): a mapping of the model is kept
+// with the model's identity; a munmap in its middle splits it, a
+// MAP_FIXED anonymous mapping over its tail cuts it, a munmap of the rest
+// drops it; faults on the model's pages are counted, and none on the
+// anonymous memory mapped where the model was.
+func TestMappingsOfAWatchedFile(t *testing.T) {
+	var min [NumFormats]uint64
+	for i := range min {
+		min[i] = 1 << 20
+	}
+	objs := load(t, LoadOptions{Parts: PartSyscalls | PartPageCache | PartFaults, MinSize: min})
+	if !objs.UserFaults {
+		testutil.SkipOrFail(t, "the kernel has no page_fault_user (x86): faults are not matched by mapping")
+	}
+	const page, pages = 4096, 512 // 2 MiB: a gguf's smallest is 1 MiB
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	require.NoError(t, os.WriteFile(p, make([]byte, pages*page), 0o600))
+	f, err := os.Open(p)
+	require.NoError(t, err)
+	defer f.Close()
+	var st unix.Stat_t
+	require.NoError(t, unix.Fstat(int(f.Fd()), &st))
+	key := FileKey{Dev: KernelDev(st.Dev), Ino: st.Ino}
+	self := uint32(os.Getpid())
+	watched := false
+	require.NoError(t, objs.EachFile(func(k FileKey, _ *FileStats) { watched = watched || k == key }))
+	require.True(t, watched, "the open did not watch the model")
+
+	mem, err := unix.MmapPtr(int(f.Fd()), 0, nil, pages*page, unix.PROT_READ, unix.MAP_SHARED)
+	require.NoError(t, err)
+	b := unsafe.Slice((*byte)(mem), pages*page)
+	base := uint64(uintptr(mem))
+	unmap := func(from, to uint64) {
+		require.NoError(t, unix.MunmapPtr(unsafe.Pointer(&b[from*page]), uintptr((to-from)*page)))
+	}
+	at := func(i uint64) uint64 { return base + i*page }
+	mine := func() []Mapping {
+		ms, err := objs.Mappings(self)
+		require.NoError(t, err)
+		var out []Mapping
+		for _, m := range ms {
+			if m.Start >= base && m.End <= at(pages) {
+				out = append(out, m)
+			}
+		}
+		slices.SortFunc(out, func(a, b Mapping) int { return cmp.Compare(a.Start, b.Start) })
+		return out
+	}
+	require.Equal(t, []Mapping{{base, at(pages), key}}, mine())
+
+	faults := func() uint64 {
+		var n uint64
+		require.NoError(t, objs.EachProc(func(k FileKey, pid uint32, s *ProcStats) {
+			if k == key && pid == self {
+				n = s.Faults
+			}
+		}))
+		return n
+	}
+	var sum byte
+	for i := 0; i < pages; i += 64 {
+		sum += b[i*page]
+	}
+	touched := faults()
+	assert.NotZero(t, touched, "faults on the model's pages")
+
+	// A hole in the middle: two ranges.
+	unmap(16, 24)
+	assert.Equal(t, []Mapping{{base, at(16), key}, {at(24), at(pages), key}}, mine())
+	// Anonymous memory mapped over the tail replaces it.
+	anon, err := unix.MmapPtr(-1, 0, unsafe.Add(mem, (pages-16)*page), 16*page, unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED)
+	require.NoError(t, err)
+	require.Equal(t, uintptr(at(pages-16)), uintptr(anon))
+	assert.Equal(t, []Mapping{{base, at(16), key}, {at(24), at(pages - 16), key}}, mine())
+	// Its faults are not the model's.
+	for i := range 16 {
+		*(*byte)(unsafe.Add(anon, i*page)) = 1
+	}
+	assert.Equal(t, touched, faults(), "faults on anonymous memory counted as the model's")
+	// The rest unmapped: nothing is left.
+	unmap(0, 16)
+	unmap(24, pages-16)
+	require.NoError(t, unix.MunmapPtr(anon, 16*page))
+	assert.Empty(t, mine())
+	c, err := objs.Counters()
+	require.NoError(t, err)
+	assert.Zero(t, c[CounterMappingsFull])
+	assert.Zero(t, sum, "the model is zeros")
 }

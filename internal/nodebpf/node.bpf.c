@@ -32,6 +32,11 @@
 //     syscall tracepoints sys_enter and sys_exit. Their numbers and the
 //     registers of their arguments are the only architecture-specific
 //     part of this file (below).
+//   - Where the kernel has x86's exceptions:page_fault_user, the address
+//     ranges each process maps a watched file at (mmap's sys_exit, with
+//     the descriptor a watched file's; dropped at munmap, mremap, a
+//     MAP_FIXED mapping over them, exec and exit), against which a user
+//     fault's address is matched: no mmap lock is taken.
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -53,11 +58,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define NR_preadv 295
 #define NR_preadv2 327
 #define NR_openat2 437
+#define NR_mmap 9
+#define NR_munmap 11
+#define NR_mremap 25
 struct pt_regs___k {
-	unsigned long di, si;
+	unsigned long di, si, r8;
 } __attribute__((preserve_access_index));
 #define SYSCALL_ARG1(regs) BPF_CORE_READ(regs, di)
 #define SYSCALL_ARG2(regs) BPF_CORE_READ(regs, si)
+#define SYSCALL_ARG5(regs) BPF_CORE_READ(regs, r8)
 #elif defined(__TARGET_ARCH_arm64)
 #define NR_openat 56
 #define NR_read 63
@@ -66,12 +75,16 @@ struct pt_regs___k {
 #define NR_preadv 69
 #define NR_preadv2 286
 #define NR_openat2 437
+#define NR_munmap 215
+#define NR_mremap 216
+#define NR_mmap 222
 struct pt_regs___k {
 	unsigned long regs[31];
 	unsigned long orig_x0;
 } __attribute__((preserve_access_index));
 #define SYSCALL_ARG1(regs) BPF_CORE_READ(regs, orig_x0)
 #define SYSCALL_ARG2(regs) BPF_CORE_READ(regs, regs[1])
+#define SYSCALL_ARG5(regs) BPF_CORE_READ(regs, regs[4])
 #else
 #error "node.bpf.c: no syscall table for this architecture"
 #endif
@@ -115,6 +128,7 @@ enum counter {
 	COUNTER_FILES_FULL = 1, // model files opened with no room left in `files`
 	COUNTER_PROCS_FULL = 2, // (file, process) pairs with no room left in `file_procs`
 	COUNTER_LONG_PATH = 3,  // opens whose path was longer than PATH_BYTES: not looked at
+	COUNTER_MAPPINGS_FULL = 4, // mappings of watched files not kept: their process had MAX_MAPPINGS, or `mappings` was full
 	COUNTER_MAX,
 };
 
@@ -166,6 +180,11 @@ volatile __u32 files_watched = 0;
 // Threads between a watched syscall's entry and its exit; while 0, sys_exit
 // returns at once.
 volatile __u64 pending_syscalls = 0;
+// What sys_enter looks at (user space sets them): the opens of model files
+// and the reads of watched ones; the mappings of watched files (where
+// page_fault_user counts faults).
+volatile const __u32 track_io = 1;
+volatile const __u32 track_mappings = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -257,18 +276,39 @@ struct {
 	__type(value, struct file_stats);
 } files SEC(".maps");
 
-// The processes whose page faults are looked at (page_fault_user): those
-// that opened a watched file, or that a scan found holding one. Any
-// other process's fault costs a lookup here and returns: looking a
-// fault's mapping up (bpf_find_vma) costs microseconds in a VM (15 us a
-// fault, an irq_work to drop the mmap lock), too much for every fault of
-// the node.
+#define MAX_MAPPINGS 16
+
+// A mapping of a watched file: the addresses [start, end).
+struct mapping {
+	__u64 start, end; // end 0: a free slot
+	struct file_key file;
+};
+
+// A process's mappings of watched files, for page_fault_user: the
+// addresses it mapped them at (mmap's sys_exit, or a scan of its maps),
+// less what it unmapped since. Any other process's fault costs this
+// lookup and returns.
+struct proc_mappings {
+	struct bpf_spin_lock lock;
+	__u32 _pad;
+	struct mapping m[MAX_MAPPINGS];
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, __u8);
-} fault_procs SEC(".maps");
+	__type(value, struct proc_mappings);
+} mappings SEC(".maps");
+
+// A process's first mapping's entry is made from this, never written
+// (too large for the stack).
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, char[sizeof(struct proc_mappings)]);
+} mappings_zero SEC(".maps");
 
 struct file_proc_key {
 	struct file_key file;
@@ -297,6 +337,8 @@ enum pending_kind {
 	PENDING_NONE = 0,
 	PENDING_OPEN = 1,
 	PENDING_READ = 2,
+	PENDING_MMAP = 3,   // a mmap: of a watched file (mapped), or by a process that maps one
+	PENDING_UNMAP = 4,  // a munmap, or a mremap's old range
 };
 
 // A thread's state: its watched syscall between entry and exit, and the
@@ -313,6 +355,9 @@ struct thread {
 	__u64 around_mapping; // the address_space of the last fault-around
 	__u64 around_start, around_end;
 	__u64 around_ts; // CLOCK_MONOTONIC ns of it
+	__u64 addr, len;  // a pending munmap's range; a pending mmap's length
+	__u32 mapped;     // a pending mmap maps file
+	__u32 _pad2;
 };
 
 struct {
@@ -417,6 +462,8 @@ struct files_struct___k {
 } __attribute__((preserve_access_index));
 
 struct task_struct___k {
+	int pid;
+	int tgid;
 	struct files_struct___k *files;
 } __attribute__((preserve_access_index));
 
@@ -827,57 +874,43 @@ int BPF_PROG(async_ra, struct inode___k *inode, unsigned long index, void *ra, u
 	return 0;
 }
 
-struct vm_area_struct___k {
-	struct file___k *vm_file;
-} __attribute__((preserve_access_index));
-
-// fault_vma is what fault_vma_cb found: the watched-file key of the
-// faulting address's mapping, if it maps a file.
-struct fault_vma {
-	struct file_key k;
-	__u32 file;
-};
-
-static long fault_vma_cb(void *task, struct vm_area_struct___k *vma, struct fault_vma *c)
-{
-	struct file___k *f = BPF_CORE_READ(vma, vm_file);
-	if (!f)
-		return 0;
-	struct inode___k *inode = BPF_CORE_READ(f, f_mapping, host);
-	if (!inode)
-		return 0;
-	c->k.dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	c->k.ino = BPF_CORE_READ(inode, i_ino);
-	c->file = 1;
-	return 0;
-}
-
 // A user page fault (x86's exceptions:page_fault_user), once per fault as
 // the kernel's own fault counts (getrusage) have it, whatever served it:
 // filemap_fault, fault-around of small or large folios, or a PMD mapping
 // of a huge one, which mm_filemap_fault and mm_filemap_map_pages do not
 // all see. Where the kernel has it, it replaces those two (nodebpf.Load).
-// Until a file is watched it returns at once; then, for the processes of
-// fault_procs only, it looks the faulting address's mapping up
-// (bpf_find_vma) and the file among the watched.
+// Until a file is watched it returns at once; then it looks the faulting
+// process up in `mappings`, and for those that map a watched file, the
+// address among their mappings' ranges.
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(page_fault_user, unsigned long address, void *regs, unsigned long error_code)
 {
 	if (!files_watched)
 		return 0;
 	__u32 pid = tgid();
-	if (!bpf_map_lookup_elem(&fault_procs, &pid))
+	struct proc_mappings *pm = bpf_map_lookup_elem(&mappings, &pid);
+	if (!pm)
 		return 0;
-	struct fault_vma c = {};
-	if (bpf_find_vma(bpf_get_current_task_btf(), address, fault_vma_cb, &c, 0) || !c.file)
+	struct file_key k = {};
+	int hit = 0;
+	bpf_spin_lock(&pm->lock);
+	for (int i = 0; i < MAX_MAPPINGS; i++) {
+		if (address >= pm->m[i].start && address < pm->m[i].end) {
+			k = pm->m[i].file;
+			hit = 1;
+			break;
+		}
+	}
+	bpf_spin_unlock(&pm->lock);
+	if (!hit)
 		return 0;
-	struct file_stats *s = bpf_map_lookup_elem(&files, &c.k);
+	struct file_stats *s = bpf_map_lookup_elem(&files, &k);
 	if (!s)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	s->last_io = now;
 	__sync_fetch_and_add(&s->faults, 1);
-	struct proc_stats *p = proc_stats(&c.k, now);
+	struct proc_stats *p = proc_stats(&k, now);
 	if (p) {
 		__sync_fetch_and_add(&p->faults, 1);
 		proc_io(p, now);
@@ -1036,9 +1069,6 @@ static __always_inline void open_exit(struct thread *t, long fd)
 		return;
 	}
 	files_watched = 1;
-	__u8 one = 1;
-	__u32 self = tgid();
-	bpf_map_update_elem(&fault_procs, &self, &one, BPF_ANY);
 	struct file_proc_key pk = {.file = k, .pid = tgid()};
 	struct proc_stats n = {.first = t->ts, .burst = t->ts};
 	if (bpf_map_update_elem(&file_procs, &pk, &n, BPF_NOEXIST) == -7)
@@ -1094,26 +1124,194 @@ static __always_inline void read_exit(struct thread *t, long ret)
 	}
 }
 
+// ---- Model files: mappings --------------------------------------------------
+
+#define PAGE_END(a) (((a) + 4095) & ~4095UL)
+
+// unmap_locked takes [a, b) out of pm's ranges: a range within it goes,
+// one it overlaps is cut, one it splits keeps its head and takes a free
+// slot for its tail. It returns 1 when no slot was free (the tail is
+// dropped: its faults go uncounted).
+static __always_inline int unmap_locked(struct proc_mappings *pm, __u64 a, __u64 b)
+{
+	int split = 0;
+	__u64 tail_start = 0, tail_end = 0;
+	struct file_key tail_file = {};
+	for (int i = 0; i < MAX_MAPPINGS; i++) {
+		__u64 s = pm->m[i].start, e = pm->m[i].end;
+		if (!e || b <= s || a >= e)
+			continue;
+		if (a <= s && b >= e) {
+			pm->m[i].start = 0;
+			pm->m[i].end = 0;
+		} else if (a <= s) {
+			pm->m[i].start = b;
+		} else if (b >= e) {
+			pm->m[i].end = a;
+		} else {
+			pm->m[i].end = a;
+			split = 1;
+			tail_start = b;
+			tail_end = e;
+			tail_file = pm->m[i].file;
+		}
+	}
+	if (!split)
+		return 0;
+	for (int i = 0; i < MAX_MAPPINGS; i++) {
+		if (!pm->m[i].end) {
+			pm->m[i].start = tail_start;
+			pm->m[i].end = tail_end;
+			pm->m[i].file = tail_file;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+// mmap_enter makes a mmap pending when its fd is a watched file's, or when
+// its process maps one (a MAP_FIXED mapping may replace part of it).
+static __always_inline void mmap_enter(__u64 len, __u64 fd)
+{
+	struct file_key k = {};
+	int watched = (int)fd >= 0 && watched_inode(fd_inode((int)fd), &k);
+	__u32 pid = tgid();
+	if (!watched && !bpf_map_lookup_elem(&mappings, &pid))
+		return;
+	struct thread *t = current_thread(BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return;
+	t->file = k;
+	t->mapped = watched;
+	t->len = len;
+	set_pending(t, PENDING_MMAP);
+}
+
+// unmap_enter makes a munmap (or a mremap's old range) pending when its
+// process maps a watched file.
+static __always_inline void unmap_enter(__u64 addr, __u64 len)
+{
+	__u32 pid = tgid();
+	if (!bpf_map_lookup_elem(&mappings, &pid))
+		return;
+	struct thread *t = current_thread(BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return;
+	t->addr = addr;
+	t->len = len;
+	set_pending(t, PENDING_UNMAP);
+}
+
+// mmap_exit takes the new mapping's range out of the process's (a
+// MAP_FIXED mapping replaces what was there) and, for a watched file's,
+// adds it.
+static __always_inline void mmap_exit(struct thread *t, long ret)
+{
+	if (ret < 0 && ret > -4096) // an error
+		return;
+	__u64 a = ret, b = PAGE_END(a + t->len);
+	__u32 pid = tgid();
+	struct proc_mappings *pm = bpf_map_lookup_elem(&mappings, &pid);
+	if (!pm && t->mapped) {
+		__u32 z = 0;
+		void *zero = bpf_map_lookup_elem(&mappings_zero, &z);
+		if (zero)
+			bpf_map_update_elem(&mappings, &pid, zero, BPF_NOEXIST);
+		pm = bpf_map_lookup_elem(&mappings, &pid);
+	}
+	if (!pm) {
+		count(COUNTER_MAPPINGS_FULL);
+		return;
+	}
+	int full = 0;
+	bpf_spin_lock(&pm->lock);
+	full = unmap_locked(pm, a, b);
+	if (t->mapped) {
+		int put = 0;
+		for (int i = 0; i < MAX_MAPPINGS; i++) {
+			if (!pm->m[i].end) {
+				pm->m[i].start = a;
+				pm->m[i].end = b;
+				pm->m[i].file = t->file;
+				put = 1;
+				break;
+			}
+		}
+		full |= !put;
+	}
+	bpf_spin_unlock(&pm->lock);
+	if (full)
+		count(COUNTER_MAPPINGS_FULL);
+}
+
+static __always_inline void unmap_exit(struct thread *t, long ret)
+{
+	if (ret < 0 && ret > -4096)
+		return;
+	__u32 pid = tgid();
+	struct proc_mappings *pm = bpf_map_lookup_elem(&mappings, &pid);
+	if (!pm)
+		return;
+	__u64 a = t->addr, b = PAGE_END(t->addr + t->len);
+	bpf_spin_lock(&pm->lock);
+	int full = unmap_locked(pm, a, b);
+	bpf_spin_unlock(&pm->lock);
+	if (full)
+		count(COUNTER_MAPPINGS_FULL);
+}
+
+// A process's address space goes at exec and at its exit: so do its
+// mappings. (Its leader's exit is taken for the process's: threads that
+// outlive their leader fault uncounted.)
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(mappings_exec, struct task_struct___k *p)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+	bpf_map_delete_elem(&mappings, &pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(mappings_exit, struct task_struct___k *p)
+{
+	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+		return 0;
+	__u32 pid = BPF_CORE_READ(p, tgid);
+	bpf_map_delete_elem(&mappings, &pid);
+	return 0;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs___k *regs, long id)
 {
 	switch (id) {
 #ifdef NR_open
 	case NR_open:
-		open_enter(SYSCALL_ARG1(regs));
+		if (track_io)
+			open_enter(SYSCALL_ARG1(regs));
 		return 0;
 #endif
 	case NR_openat:
 	case NR_openat2:
-		open_enter(SYSCALL_ARG2(regs));
+		if (track_io)
+			open_enter(SYSCALL_ARG2(regs));
 		return 0;
 	case NR_read:
 	case NR_pread64:
 	case NR_readv:
 	case NR_preadv:
 	case NR_preadv2:
-		if (files_watched)
+		if (track_io && files_watched)
 			read_enter(SYSCALL_ARG1(regs));
+		return 0;
+	case NR_mmap:
+		if (track_mappings && files_watched)
+			mmap_enter(SYSCALL_ARG2(regs), SYSCALL_ARG5(regs));
+		return 0;
+	case NR_munmap:
+	case NR_mremap: // its old range: a moved mapping is not followed
+		if (track_mappings && files_watched)
+			unmap_enter(SYSCALL_ARG1(regs), SYSCALL_ARG2(regs));
 		return 0;
 	}
 	return 0;
@@ -1130,10 +1328,20 @@ int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
 	__u32 kind = t->pending;
 	t->pending = PENDING_NONE;
 	__sync_fetch_and_add(&pending_syscalls, -1);
-	if (kind == PENDING_OPEN)
+	switch (kind) {
+	case PENDING_OPEN:
 		open_exit(t, ret);
-	else
+		break;
+	case PENDING_READ:
 		read_exit(t, ret);
+		break;
+	case PENDING_MMAP:
+		mmap_exit(t, ret);
+		break;
+	case PENDING_UNMAP:
+		unmap_exit(t, ret);
+		break;
+	}
 	return 0;
 }
 
@@ -1149,3 +1357,4 @@ const struct file_stats *unused_file_stats __attribute__((unused));
 const struct proc_stats *unused_proc_stats __attribute__((unused));
 const struct file_proc_key *unused_file_proc_key __attribute__((unused));
 const struct retransmit_times *unused_sock_retransmits __attribute__((unused));
+const struct mapping *unused_mapping __attribute__((unused));

@@ -16,11 +16,12 @@ import (
 type nodeCounter uint32
 
 const (
-	nodeCounterCOUNTER_DROPS      nodeCounter = 0
-	nodeCounterCOUNTER_FILES_FULL nodeCounter = 1
-	nodeCounterCOUNTER_PROCS_FULL nodeCounter = 2
-	nodeCounterCOUNTER_LONG_PATH  nodeCounter = 3
-	nodeCounterCOUNTER_MAX        nodeCounter = 4
+	nodeCounterCOUNTER_DROPS         nodeCounter = 0
+	nodeCounterCOUNTER_FILES_FULL    nodeCounter = 1
+	nodeCounterCOUNTER_PROCS_FULL    nodeCounter = 2
+	nodeCounterCOUNTER_LONG_PATH     nodeCounter = 3
+	nodeCounterCOUNTER_MAPPINGS_FULL nodeCounter = 4
+	nodeCounterCOUNTER_MAX           nodeCounter = 5
 )
 
 type nodeFileKey struct {
@@ -73,6 +74,13 @@ type nodeListenerKey struct {
 	Pad   uint16
 }
 
+type nodeMapping struct {
+	_     structs.HostLayout
+	Start uint64
+	End   uint64
+	File  nodeFileKey
+}
+
 type nodeOpenRecord struct {
 	_       structs.HostLayout
 	Kind    uint8
@@ -85,6 +93,16 @@ type nodeOpenRecord struct {
 	Ino     uint64
 	Size    uint64
 	Name    [64]int8
+}
+
+type nodeProcMappings struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Pad uint32
+	M   [16]nodeMapping
 }
 
 type nodeProcStats struct {
@@ -165,6 +183,10 @@ type nodeThread struct {
 	AroundStart   uint64
 	AroundEnd     uint64
 	AroundTs      uint64
+	Addr          uint64
+	Len           uint64
+	Mapped        uint32
+	Pad2          uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -172,10 +194,11 @@ type nodeThread struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	nodeMapCounters              = "counters"
-	nodeMapFaultProcs            = "fault_procs"
 	nodeMapFileProcs             = "file_procs"
 	nodeMapFiles                 = "files"
 	nodeMapListeners             = "listeners"
+	nodeMapMappings              = "mappings"
+	nodeMapMappingsZero          = "mappings_zero"
 	nodeMapPathScratch           = "path_scratch"
 	nodeMapRecords               = "records"
 	nodeMapSockRetransmits       = "sock_retransmits"
@@ -186,6 +209,8 @@ const (
 	nodeProgCacheDelete          = "cache_delete"
 	nodeProgFilemapFault         = "filemap_fault"
 	nodeProgFilemapMapPages      = "filemap_map_pages"
+	nodeProgMappingsExec         = "mappings_exec"
+	nodeProgMappingsExit         = "mappings_exit"
 	nodeProgPageFaultUser        = "page_fault_user"
 	nodeProgSockState            = "sock_state"
 	nodeProgSyncRa               = "sync_ra"
@@ -200,10 +225,13 @@ const (
 	nodeVarFilesWatched          = "files_watched"
 	nodeVarMinSize               = "min_size"
 	nodeVarPendingSyscalls       = "pending_syscalls"
+	nodeVarTrackIo               = "track_io"
+	nodeVarTrackMappings         = "track_mappings"
 	nodeVarUnusedCounter         = "unused_counter"
 	nodeVarUnusedFileProcKey     = "unused_file_proc_key"
 	nodeVarUnusedFileStats       = "unused_file_stats"
 	nodeVarUnusedFormat          = "unused_format"
+	nodeVarUnusedMapping         = "unused_mapping"
 	nodeVarUnusedOpenRecord      = "unused_open_record"
 	nodeVarUnusedProcStats       = "unused_proc_stats"
 	nodeVarUnusedRecordKind      = "unused_record_kind"
@@ -261,6 +289,8 @@ type nodeProgramSpecs struct {
 	CacheDelete         *ebpf.ProgramSpec `ebpf:"cache_delete"`
 	FilemapFault        *ebpf.ProgramSpec `ebpf:"filemap_fault"`
 	FilemapMapPages     *ebpf.ProgramSpec `ebpf:"filemap_map_pages"`
+	MappingsExec        *ebpf.ProgramSpec `ebpf:"mappings_exec"`
+	MappingsExit        *ebpf.ProgramSpec `ebpf:"mappings_exit"`
 	PageFaultUser       *ebpf.ProgramSpec `ebpf:"page_fault_user"`
 	SockState           *ebpf.ProgramSpec `ebpf:"sock_state"`
 	SyncRa              *ebpf.ProgramSpec `ebpf:"sync_ra"`
@@ -278,10 +308,11 @@ type nodeProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type nodeMapSpecs struct {
 	Counters        *ebpf.MapSpec `ebpf:"counters"`
-	FaultProcs      *ebpf.MapSpec `ebpf:"fault_procs"`
 	FileProcs       *ebpf.MapSpec `ebpf:"file_procs"`
 	Files           *ebpf.MapSpec `ebpf:"files"`
 	Listeners       *ebpf.MapSpec `ebpf:"listeners"`
+	Mappings        *ebpf.MapSpec `ebpf:"mappings"`
+	MappingsZero    *ebpf.MapSpec `ebpf:"mappings_zero"`
 	PathScratch     *ebpf.MapSpec `ebpf:"path_scratch"`
 	Records         *ebpf.MapSpec `ebpf:"records"`
 	SockRetransmits *ebpf.MapSpec `ebpf:"sock_retransmits"`
@@ -297,10 +328,13 @@ type nodeVariableSpecs struct {
 	FilesWatched          *ebpf.VariableSpec `ebpf:"files_watched"`
 	MinSize               *ebpf.VariableSpec `ebpf:"min_size"`
 	PendingSyscalls       *ebpf.VariableSpec `ebpf:"pending_syscalls"`
+	TrackIo               *ebpf.VariableSpec `ebpf:"track_io"`
+	TrackMappings         *ebpf.VariableSpec `ebpf:"track_mappings"`
 	UnusedCounter         *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedFileProcKey     *ebpf.VariableSpec `ebpf:"unused_file_proc_key"`
 	UnusedFileStats       *ebpf.VariableSpec `ebpf:"unused_file_stats"`
 	UnusedFormat          *ebpf.VariableSpec `ebpf:"unused_format"`
+	UnusedMapping         *ebpf.VariableSpec `ebpf:"unused_mapping"`
 	UnusedOpenRecord      *ebpf.VariableSpec `ebpf:"unused_open_record"`
 	UnusedProcStats       *ebpf.VariableSpec `ebpf:"unused_proc_stats"`
 	UnusedRecordKind      *ebpf.VariableSpec `ebpf:"unused_record_kind"`
@@ -332,10 +366,11 @@ func (o *nodeObjects) Close() error {
 // It can be passed to loadNodeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nodeMaps struct {
 	Counters        *ebpf.Map `ebpf:"counters"`
-	FaultProcs      *ebpf.Map `ebpf:"fault_procs"`
 	FileProcs       *ebpf.Map `ebpf:"file_procs"`
 	Files           *ebpf.Map `ebpf:"files"`
 	Listeners       *ebpf.Map `ebpf:"listeners"`
+	Mappings        *ebpf.Map `ebpf:"mappings"`
+	MappingsZero    *ebpf.Map `ebpf:"mappings_zero"`
 	PathScratch     *ebpf.Map `ebpf:"path_scratch"`
 	Records         *ebpf.Map `ebpf:"records"`
 	SockRetransmits *ebpf.Map `ebpf:"sock_retransmits"`
@@ -346,10 +381,11 @@ type nodeMaps struct {
 func (m *nodeMaps) Close() error {
 	return _NodeClose(
 		m.Counters,
-		m.FaultProcs,
 		m.FileProcs,
 		m.Files,
 		m.Listeners,
+		m.Mappings,
+		m.MappingsZero,
 		m.PathScratch,
 		m.Records,
 		m.SockRetransmits,
@@ -366,10 +402,13 @@ type nodeVariables struct {
 	FilesWatched          *ebpf.Variable `ebpf:"files_watched"`
 	MinSize               *ebpf.Variable `ebpf:"min_size"`
 	PendingSyscalls       *ebpf.Variable `ebpf:"pending_syscalls"`
+	TrackIo               *ebpf.Variable `ebpf:"track_io"`
+	TrackMappings         *ebpf.Variable `ebpf:"track_mappings"`
 	UnusedCounter         *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedFileProcKey     *ebpf.Variable `ebpf:"unused_file_proc_key"`
 	UnusedFileStats       *ebpf.Variable `ebpf:"unused_file_stats"`
 	UnusedFormat          *ebpf.Variable `ebpf:"unused_format"`
+	UnusedMapping         *ebpf.Variable `ebpf:"unused_mapping"`
 	UnusedOpenRecord      *ebpf.Variable `ebpf:"unused_open_record"`
 	UnusedProcStats       *ebpf.Variable `ebpf:"unused_proc_stats"`
 	UnusedRecordKind      *ebpf.Variable `ebpf:"unused_record_kind"`
@@ -389,6 +428,8 @@ type nodePrograms struct {
 	CacheDelete         *ebpf.Program `ebpf:"cache_delete"`
 	FilemapFault        *ebpf.Program `ebpf:"filemap_fault"`
 	FilemapMapPages     *ebpf.Program `ebpf:"filemap_map_pages"`
+	MappingsExec        *ebpf.Program `ebpf:"mappings_exec"`
+	MappingsExit        *ebpf.Program `ebpf:"mappings_exit"`
 	PageFaultUser       *ebpf.Program `ebpf:"page_fault_user"`
 	SockState           *ebpf.Program `ebpf:"sock_state"`
 	SyncRa              *ebpf.Program `ebpf:"sync_ra"`
@@ -408,6 +449,8 @@ func (p *nodePrograms) Close() error {
 		p.CacheDelete,
 		p.FilemapFault,
 		p.FilemapMapPages,
+		p.MappingsExec,
+		p.MappingsExit,
 		p.PageFaultUser,
 		p.SockState,
 		p.SyncRa,

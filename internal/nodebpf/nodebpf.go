@@ -73,7 +73,11 @@ const (
 	CounterFilesFull = int(nodeCounterCOUNTER_FILES_FULL) // model files opened with the watch table full
 	CounterProcsFull = int(nodeCounterCOUNTER_PROCS_FULL) // (file, process) pairs with their table full
 	CounterLongPath  = int(nodeCounterCOUNTER_LONG_PATH)  // opens of a path too long to look at
-	NumCounters      = int(nodeCounterCOUNTER_MAX)
+	// CounterMappingsFull: mappings of watched files not kept (a process
+	// with MaxMappings already, or the table of processes full): their
+	// faults go uncounted.
+	CounterMappingsFull = int(nodeCounterCOUNTER_MAPPINGS_FULL)
+	NumCounters         = int(nodeCounterCOUNTER_MAX)
 )
 
 // Sizes of the records, as node.bpf.c lays them out.
@@ -87,6 +91,11 @@ const (
 	// how many (file, process) pairs are counted.
 	MaxFiles     = 1024
 	MaxFileProcs = 8192
+	// MaxMappings is how many mappings of watched files a process's
+	// faults are matched against (page_fault_user); MaxMappingProcs how
+	// many processes.
+	MaxMappings     = 16
+	MaxMappingProcs = 4096
 )
 
 // ErrMalformed is returned by the decoders for a record they cannot read.
@@ -255,6 +264,11 @@ type Program struct {
 	Optional bool
 }
 
+// userFaultPrograms are loaded only where the kernel has page_fault_user,
+// which needs the mappings of watched files: the programs that drop a
+// process's at exec and exit (sys_enter and sys_exit keep them).
+var userFaultPrograms = []string{nodeProgPageFaultUser, nodeProgMappingsExec, nodeProgMappingsExit}
+
 // Programs lists every program, in the order a Source attaches them: for
 // each part, what opens a gate before what it gates (the socket states
 // before the events, sys_exit before sys_enter).
@@ -266,6 +280,8 @@ var Programs = []Program{
 	{nodeProgTcpReceiveReset, "tcp_receive_reset", PartTCP, false},
 	{nodeProgCacheAdd, "mm_filemap_add_to_page_cache", PartPageCache, false},
 	{nodeProgCacheDelete, "mm_filemap_delete_from_page_cache", PartPageCache, false},
+	{nodeProgMappingsExec, "sched_process_exec", PartFaults, false}, // with page_fault_user only
+	{nodeProgMappingsExit, "sched_process_exit", PartFaults, false},
 	{nodeProgPageFaultUser, "page_fault_user", PartFaults, true}, // x86: see Load
 	{nodeProgFilemapFault, "mm_filemap_fault", PartFaults, true},
 	{nodeProgFilemapMapPages, "mm_filemap_map_pages", PartFaults, true},
@@ -302,6 +318,9 @@ type Objects struct {
 	// Missing are the optional tracepoints of the parts asked for that
 	// this kernel lacks: their programs were not loaded.
 	Missing []string
+	// UserFaults says that faults are counted by page_fault_user,
+	// matched against the mappings of watched files (WatchMappings).
+	UserFaults bool
 }
 
 // kernelTracepoints reads which BTF tracepoints the running kernel has.
@@ -354,16 +373,34 @@ func Load(o LoadOptions) (*Objects, error) {
 	// mm_filemap_fault and mm_filemap_map_pages: those miss a fault that
 	// maps a huge folio by its PMD, and see a retried fault twice (a
 	// process that took 66 faults over 128 MiB of a mapped file was
-	// counted 17 by them, or 80 with huge pages refused).
+	// counted 17 by them, or 80 with huge pages refused). Its faults are
+	// matched by address against the mappings of watched files, which
+	// sys_enter and sys_exit keep from mmap and munmap: they are loaded
+	// for it, without the opens and reads unless PartSyscalls is asked.
 	_, userFaults, err := tracepointArgs("page_fault_user")
 	if err != nil {
 		return nil, fmt.Errorf("nodebpf: read the kernel's BTF: %w: %w", err, ebpf.ErrNotSupported)
 	}
+	userFaults = userFaults && o.Parts&PartFaults != 0
+	objs.UserFaults = userFaults
+	if err := spec.Variables[nodeVarTrackIo].Set(boolU32(o.Parts&PartSyscalls != 0)); err != nil {
+		return nil, fmt.Errorf("nodebpf: set track_io: %w", err)
+	}
+	if err := spec.Variables[nodeVarTrackMappings].Set(boolU32(userFaults)); err != nil {
+		return nil, fmt.Errorf("nodebpf: set track_mappings: %w", err)
+	}
+	parts := o.Parts
+	if userFaults {
+		parts |= PartSyscalls
+	}
 	for _, p := range Programs {
-		if o.Parts&p.Part == 0 {
+		if parts&p.Part == 0 {
 			continue
 		}
 		if userFaults && (p.Name == nodeProgFilemapFault || p.Name == nodeProgFilemapMapPages) {
+			continue
+		}
+		if !userFaults && slices.Contains(userFaultPrograms, p.Name) {
 			continue
 		}
 		n, ok, err := tracepointArgs(p.Tracepoint)
@@ -388,6 +425,13 @@ func Load(o LoadOptions) (*Objects, error) {
 		return nil, err
 	}
 	return objs, nil
+}
+
+func boolU32(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Close frees the programs and maps.
@@ -424,15 +468,88 @@ func (o *Objects) Watch(f FileKey) (bool, error) {
 	return true, nil
 }
 
-// WatchFaults has the page faults of process pid looked at (where the
-// kernel has page_fault_user): a process found holding a watched file
-// that the kernel side did not see open it. The kernel side adds those
-// it sees open one; the table keeps the last 4,096.
-func (o *Objects) WatchFaults(pid uint32) error {
-	if err := o.nodeMaps.FaultProcs.Update(pid, uint8(1), ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("nodebpf: watch the faults of %d: %w", pid, err)
+// Mapping is a process's mapping of a watched file: the addresses
+// [Start, End).
+type Mapping struct {
+	Start, End uint64
+	File       FileKey
+}
+
+// procMappings is struct proc_mappings: its lock, then its slots.
+type procMappings struct {
+	Lock uint32
+	_    uint32
+	M    [MaxMappings]nodeMapping
+}
+
+// WatchMappings adds to process pid's mappings of watched files, against
+// which its faults are matched (where UserFaults), those of ms it lacks:
+// mappings a scan found that the kernel side did not see made. It
+// returns how many it could not keep (MaxMappings a process). A mapping
+// unmapped between the scan that found it and this call is kept, wrongly,
+// until the process maps or unmaps over it again, execs or exits.
+func (o *Objects) WatchMappings(pid uint32, ms []Mapping) (dropped int, err error) {
+	if !o.UserFaults || len(ms) == 0 {
+		return 0, nil
 	}
-	return nil
+	var v procMappings
+	err = o.nodeMaps.Mappings.LookupWithFlags(pid, &v, ebpf.LookupLock)
+	exists := err == nil
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return 0, fmt.Errorf("nodebpf: read the mappings of %d: %w", pid, err)
+	}
+	changed := false
+next:
+	for _, m := range ms {
+		free := -1
+		for i, have := range v.M {
+			if have.End == 0 {
+				if free < 0 {
+					free = i
+				}
+				continue
+			}
+			if have.Start < m.End && m.Start < have.End {
+				continue next // known, or a part of it
+			}
+		}
+		if free < 0 {
+			dropped++
+			continue
+		}
+		v.M[free] = nodeMapping{Start: m.Start, End: m.End, File: nodeFileKey{Dev: m.File.Dev, Ino: m.File.Ino}}
+		changed = true
+	}
+	if !changed {
+		return dropped, nil
+	}
+	flags := ebpf.UpdateLock
+	if !exists {
+		flags = ebpf.UpdateNoExist // BPF_F_LOCK needs the entry
+	}
+	if err := o.nodeMaps.Mappings.Update(pid, &v, flags); err != nil {
+		return dropped, fmt.Errorf("nodebpf: keep the mappings of %d: %w", pid, err)
+	}
+	return dropped, nil
+}
+
+// Mappings returns process pid's mappings of watched files as the kernel
+// side keeps them.
+func (o *Objects) Mappings(pid uint32) ([]Mapping, error) {
+	var v procMappings
+	if err := o.nodeMaps.Mappings.LookupWithFlags(pid, &v, ebpf.LookupLock); err != nil {
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("nodebpf: read the mappings of %d: %w", pid, err)
+	}
+	var out []Mapping
+	for _, m := range v.M {
+		if m.End != 0 {
+			out = append(out, Mapping{Start: m.Start, End: m.End, File: FileKey{Dev: m.File.Dev, Ino: m.File.Ino}})
+		}
+	}
+	return out, nil
 }
 
 // Unwatch stops counting f, and forgets its processes' counts.
