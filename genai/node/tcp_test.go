@@ -44,6 +44,7 @@ type harness struct {
 
 func start(t *testing.T, opts ...Option) *harness {
 	t.Helper()
+	testutil.Native(t, "the kernel's BPF")
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "genai/node's BPF programs need root")
 	}

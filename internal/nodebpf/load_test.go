@@ -25,6 +25,7 @@ import (
 // kernel's support is missing, and attaches every program loaded.
 func load(t *testing.T, o LoadOptions) *Objects {
 	t.Helper()
+	testutil.Native(t, "the kernel's BPF")
 	objs, err := Load(o)
 	var ve *ebpf.VerifierError
 	if errors.As(err, &ve) {
