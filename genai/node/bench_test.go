@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"golang.org/x/sys/unix"
 
@@ -14,7 +15,8 @@ import (
 )
 
 // overhead runs op b.N times with no Source, then b.N times with one
-// (every part on, as New's defaults, on the OpenTelemetry SDK), in
+// (every part on, as New's defaults, unless opts say otherwise; on the
+// OpenTelemetry SDK), in
 // rounds, and reports the time with it over the time without: the
 // overhead as a ratio measured in one run. A model file is held open
 // while the Source runs, so that the kernel side watches a file, as on a
@@ -22,7 +24,7 @@ import (
 // the workload), or, with self, by the benchmark's own (the workload is
 // the model server's, which maps the file: its page faults are looked
 // at).
-func overhead(b *testing.B, self bool, op func(b *testing.B)) {
+func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(b, "genai/node's BPF programs need root")
 	}
@@ -32,7 +34,27 @@ func overhead(b *testing.B, self bool, op func(b *testing.B)) {
 		b.Fatal(err)
 	}
 	const rounds = 5
-	var off, on time.Duration
+	var off, on, inBPF time.Duration
+	// The programs' own run time, summed over them (the kernel's BPF
+	// statistics, on meanwhile): the Source's cost in CPU, less noisy
+	// than the wall time on a shared machine, and an upper bound: it
+	// counts the programs' runs for every process of the node.
+	if stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
+		defer stats.Close()
+	} else {
+		b.Logf("no BPF statistics: %v", err)
+	}
+	byProgram := map[string]time.Duration{}
+	runtimeOf := func(s *Source, sign time.Duration) time.Duration {
+		var d time.Duration
+		for _, p := range s.objs.Attach {
+			if st, err := s.objs.Program(p.Name).Stats(); err == nil {
+				d += st.Runtime
+				byProgram[p.Name] += sign * st.Runtime
+			}
+		}
+		return d
+	}
 	measure := func() time.Duration {
 		start := time.Now()
 		for range b.N {
@@ -45,7 +67,7 @@ func overhead(b *testing.B, self bool, op func(b *testing.B)) {
 		off += measure()
 		b.StopTimer()
 		reader := sdkmetric.NewManualReader()
-		s, err := New(WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+		s, err := New(append([]Option{WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))}, opts...)...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -66,8 +88,10 @@ func overhead(b *testing.B, self bool, op func(b *testing.B)) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
+		ran := runtimeOf(s, -1)
 		on += measure()
 		b.StopTimer()
+		inBPF += runtimeOf(s, 1) - ran
 		if self {
 			_ = unix.Munmap(mapped)
 			f.Close()
@@ -81,6 +105,12 @@ func overhead(b *testing.B, self bool, op func(b *testing.B)) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(on)/float64(off), "on/off")
+	b.ReportMetric(float64(inBPF)/float64(off), "bpf/off")
+	for name, d := range byProgram {
+		if d > 0 {
+			b.Logf("%s: %.3g of the time without", name, float64(d)/float64(off))
+		}
+	}
 	b.ReportMetric(float64(off.Nanoseconds())/float64(rounds*b.N), "ns/op-off")
 	b.ReportMetric(float64(on.Nanoseconds())/float64(rounds*b.N), "ns/op-on")
 }

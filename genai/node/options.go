@@ -162,7 +162,10 @@ func WithPageCache(on bool) Option {
 // node and return at once for any but the opens and reads. Off, model
 // files are found only by the scans of the processes' mappings and
 // descriptors (WithScanInterval), their loads timed from the first fault
-// seen, and xpuscope.model.file.read is not reported.
+// seen, and xpuscope.model.file.read is not reported. Where the kernel
+// has x86's page_fault_user and WithPageCache is on, sys_enter and
+// sys_exit run anyway, for the mmap and munmap calls that faults are
+// matched by.
 func WithFileSyscalls(on bool) Option {
 	return optionFunc(func(c *config) { c.fileSyscalls = on })
 }
