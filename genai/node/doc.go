@@ -19,8 +19,10 @@
 //     named through CallRetransmits; the others, their pod only. The
 //     kernel keeps each socket's last 16 retransmit times by the
 //     socket's inode number, which CallRetransmits reads: the count of a
-//     call's retransmits, for its span. The genai capture does not call
-//     it yet, so GenAI spans carry no retransmit count.
+//     call's retransmits, for its span: the genai capture asks it for
+//     each call over plaintext TCP when given it (genai.WithRetransmits),
+//     and puts the count on the call's span
+//     (xpuscope.tcp.call.retransmits).
 //   - Page cache, faults and readahead of model files (WithPageCache):
 //     mm_filemap_add_to_page_cache and mm_filemap_delete_from_page_cache,
 //     page_cache_sync_ra and page_cache_async_ra, and the page faults:

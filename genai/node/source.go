@@ -210,7 +210,7 @@ func (s *Source) Close() error { return s.kernel.Close() }
 // the series of its connection and the others to the same address and
 // port. It reads what the kernel keeps, and does not block on I/O. It is
 // 0 while TCP is off. It is the seam a Source of calls over TCP (the
-// genai capture) is to join through; the capture does not call it yet.
+// genai capture) joins through: give it to genai.WithRetransmits.
 func (s *Source) CallRetransmits(pid int, ino uint64, server string, from, to time.Time) int {
 	if !s.cfg.tcp || ino == 0 {
 		return 0
