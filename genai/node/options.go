@@ -50,6 +50,7 @@ type config struct {
 
 	tcp, pageCache, fileSyscalls bool
 	serverPorts                  []uint16
+	modelServers                 func(pid int) bool
 	procRoot                     string
 	maxEndpoints, maxProcesses   int
 	maxFiles                     int
@@ -178,6 +179,18 @@ func WithFileSyscalls(on bool) Option {
 func WithServerPorts(ports ...uint16) Option {
 	ports = slices.Clone(ports)
 	return optionFunc(func(c *config) { c.serverPorts = ports })
+}
+
+// WithModelServers names the model servers' connections by their server
+// address and port whatever the port: serves(pid) says whether process
+// pid is a model server's (give it (*serving.Source).Serves, of package
+// genai/serving). A connection a listener of such a process accepted has
+// its server end counted by address and port, and so do the other
+// connections to that end. It is asked from the Source's reader, once per
+// new server end, and must only read. The default, nil, names the
+// connections of WithServerPorts' ports only.
+func WithModelServers(serves func(pid int) bool) Option {
+	return optionFunc(func(c *config) { c.modelServers = serves })
 }
 
 // WithProcRoot sets where the host's procfs is mounted (default /proc).

@@ -32,6 +32,11 @@ type tcpState struct {
 	sockServer map[uint64]netip.AddrPort
 	sockName   map[uint64]string
 	series     map[attribute.Distinct]*tcpSeries
+	// servers says whether a process is a model server's
+	// (WithModelServers); serverEnds the endpoints such a process's
+	// listeners accepted connections on.
+	servers    func(pid int) bool
+	serverEnds map[netip.AddrPort]bool
 }
 
 // tcpSeries is one series of the TCP metrics.
@@ -50,6 +55,7 @@ func (t *tcpState) init(c config) {
 	t.names, t.labeled, t.over = map[netip.AddrPort]string{}, map[netip.AddrPort]bool{}, map[netip.AddrPort]bool{}
 	t.sockServer, t.sockName = map[uint64]netip.AddrPort{}, map[uint64]string{}
 	t.series = map[attribute.Distinct]*tcpSeries{}
+	t.servers, t.serverEnds = c.modelServers, map[netip.AddrPort]bool{}
 }
 
 func (t *tcpState) watchedPort(p uint16) bool { return slices.Contains(t.ports, p) }
@@ -114,7 +120,7 @@ func (t *tcpState) name(ep netip.AddrPort, name string) {
 func (s *Source) endpoint(ep netip.AddrPort) []attribute.KeyValue {
 	t := &s.tcp
 	name, named := t.names[ep]
-	if !named && !t.watchedPort(ep.Port()) {
+	if !named && !t.watchedPort(ep.Port()) && !t.serverEnds[ep] {
 		return nil
 	}
 	if !t.labeled[ep] {
@@ -149,6 +155,10 @@ func (s *Source) tcpEvent(r *nodebpf.TCPRecord) {
 	var kvs []attribute.KeyValue
 	if r.Local.IsValid() {
 		ep := t.serverEnd(r)
+		if r.Role == nodebpf.RoleServer && r.PID != 0 && t.servers != nil && !t.serverEnds[ep] && t.servers(int(r.PID)) {
+			bound(t.serverEnds, maxSockets)
+			t.serverEnds[ep] = true
+		}
 		if r.Ino != 0 {
 			if name, ok := t.sockName[r.Ino]; ok {
 				delete(t.sockName, r.Ino)
