@@ -52,6 +52,7 @@ type config struct {
 	serverPorts                  []uint16
 	modelServers                 func(pid int) bool
 	procRoot                     string
+	cgroupRoot                   string
 	maxEndpoints, maxProcesses   int
 	maxFiles                     int
 	scanInterval, pollInterval   time.Duration
@@ -191,6 +192,15 @@ func WithServerPorts(ports ...uint16) Option {
 // connections of WithServerPorts' ports only.
 func WithModelServers(serves func(pid int) bool) Option {
 	return optionFunc(func(c *config) { c.modelServers = serves })
+}
+
+// WithCgroupRoot sets where the host's cgroup v2 hierarchy is mounted
+// (default: the first cgroup2 mount of the Source's mount table, as
+// /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host): with
+// WithResolver, a socket whose owner the kernel side did not see begin
+// is put in its cgroup's pod through a process of the cgroup.
+func WithCgroupRoot(path string) Option {
+	return optionFunc(func(c *config) { c.cgroupRoot = path })
 }
 
 // WithProcRoot sets where the host's procfs is mounted (default /proc).

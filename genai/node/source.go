@@ -47,7 +47,10 @@ type Source struct {
 	tcp    tcpState
 	files  fileState
 	owners ownerCache
-	over   [numReasons]int64
+	// cgroupPIDs is a process of each cgroup whose sockets had an event
+	// with no owner (cgroupProcess).
+	cgroupPIDs map[uint64]uint32
+	over       [numReasons]int64
 	// dropped are the kernel side's counters, as last read.
 	kcounters [nodebpf.NumCounters]uint64
 	nextScan  time.Time
@@ -112,6 +115,7 @@ func (s *Source) start() error {
 	s.tcp.init(s.cfg)
 	s.files.init()
 	s.owners.init(s.cfg.maxProcesses)
+	s.cgroupPIDs = map[uint64]uint32{}
 	// The model files already open, before the programs that see new
 	// ones: a file found twice is watched once.
 	if s.cfg.pageCache || s.cfg.fileSyscalls {

@@ -169,7 +169,13 @@ func (s *Source) tcpEvent(r *nodebpf.TCPRecord) {
 		}
 		kvs = append(kvs, s.endpoint(ep)...)
 		kvs = append(kvs, semconv.XpuscopeTCPRole.String(roleName(r.Role)))
-		if o := s.owner(r.PID); !o.over {
+		// A socket older than the Source has no owner: its cgroup's
+		// processes stand for it (a pod's are all of one pod).
+		pid := r.PID
+		if pid == 0 && r.Cgroup != 0 && s.cfg.resolver != nil {
+			pid = s.cgroupProcess(r.Cgroup)
+		}
+		if o := s.owner(pid); !o.over {
 			kvs = append(kvs, o.attrs...)
 		}
 	}
