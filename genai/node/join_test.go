@@ -23,18 +23,37 @@ import (
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
-// The genai capture joined to the Source (genai.WithRetransmits): curl,
-// in the client's network namespace, makes streamed chat completions to
-// the LLM mock over a link that drops half the client's data segments,
-// each call on a connection of its own. The calls' GenAI spans carry the
-// retransmits of their connections: some, and in all no more than the
-// kernel counted in the client's namespace (RetransSegs), less the SYNs
-// sent again, which come before a call begins; and the connections'
-// series are named by the calls' server.
+// joinClient is the client of TestGenAISpansCarryRetransmits: Python's
+// http.client, each call on a connection of its own, held open a little
+// after its response as a client that reuses its connections would (the
+// capture finds a connection's socket by its descriptor when it first
+// reads its bytes: a connection closed before then carries no count).
+const joinClient = `
+import http.client, sys, time
+host, port, calls = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+body = '{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+for _ in range(calls):
+    c = http.client.HTTPConnection(host, port, timeout=60)
+    c.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read()
+    assert r.status == 200 and b"[DONE]" in data, (r.status, data[-200:])
+    time.sleep(0.3)
+    c.close()
+`
+
+// The genai capture joined to the Source (genai.WithRetransmits): a
+// Python client, in the client's network namespace, makes streamed chat
+// completions to the LLM mock over a link that drops half the client's
+// data segments, each call on a connection of its own. The calls' GenAI
+// spans carry the retransmits of their connections: some, and in all no
+// more than the kernel counted in the client's namespace (RetransSegs),
+// less the SYNs sent again, which come before a call begins; and the
+// connections' series are named by the calls' server.
 func TestGenAISpansCarryRetransmits(t *testing.T) {
-	curl, err := exec.LookPath("curl")
+	python, err := exec.LookPath("python3")
 	if err != nil {
-		testutil.SkipOrFail(t, "curl: %v", err)
+		testutil.SkipOrFail(t, "python3: %v", err)
 	}
 	lab := netlab.New(t)
 	ln := lab.Listen(t)
@@ -66,13 +85,8 @@ func TestGenAISpansCarryRetransmits(t *testing.T) {
 	before := lab.Client.Counters(t)
 	loss := lab.DropToServer(t, 2)
 	const calls = 12
-	url := fmt.Sprintf("http://%s/v1/chat/completions", ln.Addr())
-	for range calls {
-		out, err := lab.Client.Command(curl, "-sS", "-N", "--max-time", "60", "-H", "Content-Type: application/json",
-			"-d", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, url).CombinedOutput()
-		require.NoError(t, err, "curl: %s", out)
-		require.Contains(t, string(out), "[DONE]")
-	}
+	out, err := lab.Client.Command(python, "-c", joinClient, lab.ServerAddr.String(), strconv.Itoa(port), strconv.Itoa(calls)).CombinedOutput()
+	require.NoError(t, err, "the client: %s", out)
 	dropped := loss.Dropped()
 	loss.Close()
 	after := lab.Client.Counters(t)
@@ -102,9 +116,8 @@ func TestGenAISpansCarryRetransmits(t *testing.T) {
 		return len(got) == calls && carried > 0, fmt.Sprintf("%d spans of %d calls; %d retransmits on %d of them, the client's %d less %d SYNs",
 			len(got), calls, carried, withAttr, segs, syn)
 	})
-	// No more than the client's: a connection whose process closed it
-	// before the capture read its first record carries none (its socket
-	// is found by its descriptor then), so not all of them need be there.
+	// No more than the client's. Not always all of them: in runs on the
+	// test machine, 31 of 34 and 11 of 12 (see genai-node.md).
 	assert.LessOrEqual(t, carried, segs-syn, "retransmits on the spans: more than the client retransmitted")
 	t.Logf("the spans carry %d of the client's %d retransmits of data, on %d of %d calls", carried, segs-syn, withAttr, calls)
 	// Named by the calls: the client's series carry the server the calls
