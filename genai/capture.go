@@ -101,6 +101,7 @@ type captureConfig struct {
 	bodyLimit    int
 	hosts        HostMap
 	onExchange   func(*Exchange, *Call, Endpoint)
+	retransmits  func(pid int, ino uint64, server string, from, to time.Time) int
 	procfs       procfs.FS
 	pollInterval time.Duration
 	ringBytes    uint32
@@ -236,6 +237,21 @@ func WithIdleTimeout(d time.Duration) CaptureOption {
 // package documentation. The default is none.
 func WithResolver(r xpuscope.ProcessResolver) CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.resolver = r })
+}
+
+// WithRetransmits has each call over a plaintext TCP connection carry, on
+// its span, the segments its connection retransmitted during the call
+// (xpuscope.tcp.call.retransmits, where there were any): count(pid, ino,
+// server, from, to) says how many times the socket of inode ino of
+// process pid retransmitted between from and to (give it
+// (*node.Source).CallRetransmits, of package genai/node, which also
+// names the retransmit series of the connection's server end by server,
+// the call's server.address). The socket is found by its descriptor when the capture
+// first sees the connection; TLS connections, whose descriptor the
+// capture does not see, carry none. It is asked at each call, from the
+// capture's reader, and must not block. The default, nil, asks nothing.
+func WithRetransmits(count func(pid int, ino uint64, server string, from, to time.Time) int) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.retransmits = count })
 }
 
 // WithServedElsewhere names the gen_ai.server.* metrics that another

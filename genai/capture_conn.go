@@ -49,6 +49,9 @@ type capConn struct {
 	// peerClosed: a read returned the end of the stream (plaintext only):
 	// the other end closed first.
 	peerClosed bool
+	// ino is the connection's socket's inode number, for WithRetransmits
+	// (plaintext only); 0 when not known.
+	ino uint64
 }
 
 // liveCall is an LLM API call whose response is parsed as it arrives, so
@@ -194,6 +197,9 @@ func (t *connTable) add(k connKey) *capConn {
 	}
 	p.conns++
 	cc := &capConn{key: k, proc: p}
+	if t.cfg.retransmits != nil && k.src == httpbpf.SourceSocket {
+		cc.ino = socketInode(t.cfg.procfs, k.pid, k.conn)
+	}
 	cc.frame = httpframe.New(httpframe.Config{
 		OnExchange:  func(x *httpframe.Exchange) { t.exchange(cc, x) },
 		OnResponse:  func(x *httpframe.Exchange) func(httpframe.Piece) { return t.response(cc, x) },
@@ -259,6 +265,7 @@ func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
 		x.RequestHeader, x.ResponseHeader = live.head[0], live.head[1]
 	}
 	toExchange(fx, t.wall, &x)
+	x.sock = cc.ino
 	if fx.ResetBy != 0 {
 		live = t.reset(fx, &x, live)
 	}
@@ -345,6 +352,7 @@ func (t *connTable) abandoned(cc *capConn, fx *httpframe.Exchange) {
 	var x Exchange
 	x.RequestHeader, x.ResponseHeader = l.head[0], l.head[1]
 	toExchange(l.fx, t.wall, &x)
+	x.sock = cc.ino
 	x.End = t.wall(uint64(max(l.last, l.fx.ResponseStart)))
 	l.failed = cc.endedBy(l.fx.Role, semconv.GenAIErrorStreamTruncated)
 	if l.fx.Role == httpframe.Server {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"debug/elf"
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -26,6 +30,7 @@ func (c *Capture) exchange(x *Exchange, _ *httpframe.Exchange, p *capProc, live 
 		return o
 	}
 	ctx, pod := c.process(context.Background(), p)
+	pod = c.retransmitted(pod, x, ep, p)
 	c.emitter.emit(ctx, x, &call, ep, pod)
 	if h := c.cfg.onExchange; h != nil {
 		h(x, &call, ep)
@@ -42,6 +47,7 @@ func (c *Capture) serve(x *Exchange, p *capProc, live *liveCall) outcome {
 		return o
 	}
 	ctx, pod := c.process(context.Background(), p)
+	pod = c.retransmitted(pod, x, ep, p)
 	if sc := trace.SpanContextFromContext(traceContext.Extract(context.Background(), propagation.HeaderCarrier(x.RequestHeader))); sc.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
@@ -51,6 +57,39 @@ func (c *Capture) serve(x *Exchange, p *capProc, live *liveCall) outcome {
 	}
 	c.emitter.emitServer(ctx, x, &call, ep, pod, skip)
 	return outcomeEmitted
+}
+
+// retransmitted returns the span-only attributes attrs with the count of
+// the segments x's connection retransmitted during x, where it did
+// (WithRetransmits).
+func (c *Capture) retransmitted(attrs []attribute.KeyValue, x *Exchange, ep Endpoint, p *capProc) []attribute.KeyValue {
+	f := c.cfg.retransmits
+	if f == nil || x.sock == 0 {
+		return attrs
+	}
+	n := f(int(p.pid), x.sock, ep.ServerAddress, x.Start, x.End)
+	if n <= 0 {
+		return attrs
+	}
+	return append(attrs[:len(attrs):len(attrs)], semconv.XpuscopeTCPCallRetransmits.Int(n))
+}
+
+// socketInode returns the inode number of the socket that descriptor fd
+// of process pid is (socket:[ino] in /proc/<pid>/fd), or 0.
+func socketInode(fs procfs.FS, pid uint32, fd uint64) uint64 {
+	target, err := os.Readlink(filepath.Join(fs.Proc(int(pid)).Dir(), "fd", strconv.FormatUint(fd, 10)))
+	if err != nil {
+		return 0
+	}
+	s, ok := strings.CutPrefix(target, "socket:[")
+	if !ok {
+		return 0
+	}
+	ino, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return ino
 }
 
 // traceContext reads a request's W3C traceparent.

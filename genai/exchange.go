@@ -26,6 +26,10 @@ type Exchange struct {
 	ResponseHeader    Header
 	Chunks            []Chunk
 	ResponseTruncated bool
+
+	// sock is the inode number of the capture's connection's socket,
+	// where known (WithRetransmits).
+	sock uint64
 }
 
 // Chunk is a piece of the response body as the capture read it.

@@ -12,7 +12,8 @@ packages=(
 	libcudart11.0 libcuda1    # the real CUDA 11.8 runtime and driver 535 API, probed by cudatrace
 	libamdhip64-5             # the real HIP runtime (5.2), GPU-less here: probed by hiptrace
 	clang-19 llvm-19 libbpf-dev  # make check-generate: rebuild the BPF objects and compare
-	util-linux                # unshare, for the mount-namespace test
+	util-linux                # unshare, for the mount-namespace test; nsenter, for netlab
+	iproute2 nftables         # netlab: a veth pair between two network namespaces, and the random-drop rule of its lossy link (nftables numgen; the kernel has no netem)
 	curl libssl3 python3      # real HTTPS clients on the system OpenSSL, for the genai capture
 	libssl-dev                # OpenSSL's static archives: a client with OpenSSL linked in, as Node has
 	prometheus                # promtool for deploy/prometheus/rules.yml, and the server the agent's end-to-end test scrapes with

@@ -38,7 +38,7 @@ export GOARCH=arm64 CC=aarch64-linux-gnu-gcc
 export CGO_CFLAGS=${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}
 
 # The packages whose arm64 code differs from x86-64's, or says what it is.
-arch=(./internal/uprobe ./internal/gputracebpf ./internal/httpbpf ./internal/bpfsource
+arch=(./internal/uprobe ./internal/gputracebpf ./internal/httpbpf ./internal/nodebpf ./internal/bpfsource
 	./internal/testutil/bpfregs ./internal/testutil/cabi)
 vet=("${arch[@]}" ./examples/agent)
 tests=("${arch[@]}")

@@ -44,7 +44,7 @@ var (
 var agentMetrics = []Metric{XpuscopeAgentFeatureState, XpuscopeAgentExportFailures}
 
 var agentAttributes = []Attribute{
-	{XpuscopeFeature, "string", "A feature of the reference agent: the pod resolver (podjoin) or one Source (gpu, pmu, cudatrace, hiptrace, serving, training, genai, intelpt).", Self, []string{"podjoin", "gpu", "pmu", "cudatrace", "hiptrace", "serving", "training", "genai", "intelpt"}},
+	{XpuscopeFeature, "string", "A feature of the reference agent: the pod resolver (podjoin) or one Source (gpu, pmu, cudatrace, hiptrace, serving, training, node, genai, intelpt).", Self, []string{"podjoin", "gpu", "pmu", "cudatrace", "hiptrace", "serving", "training", "node", "genai", "intelpt"}},
 	{XpuscopeFeatureState, "string", "What became of a feature at start-up.", Self, []string{FeatureActive, FeatureUnavailable, FeatureFault}},
 	{XpuscopeFeatureReason, "string", "Why a feature is not active, as -check says it: the first line of its error, at most 200 bytes. One value per feature, set at start-up; absent for an active feature.", Self, nil},
 	{XpuscopeSignal, "string", "An OpenTelemetry signal the agent exports.", Self, []string{SignalMetrics, SignalTraces}},

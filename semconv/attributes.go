@@ -163,7 +163,7 @@ var coreAttributes = []Attribute{
 
 // attributes is the registry: each area's list, in order. An area defined
 // in a file of its own adds its list here.
-var attributes = slices.Concat(coreAttributes, amdAttributes, acceleratorAttributes, intelAttributes, occupancyAttributes, genaiAttributes, servingAttributes, trainingAttributes, captureAttributes, pmuAttributes, intelptAttributes, ncclAttributes, uprobeAttributes, agentAttributes, podjoinAttributes)
+var attributes = slices.Concat(coreAttributes, amdAttributes, acceleratorAttributes, intelAttributes, occupancyAttributes, genaiAttributes, servingAttributes, trainingAttributes, captureAttributes, pmuAttributes, intelptAttributes, nodeAttributes, ncclAttributes, uprobeAttributes, agentAttributes, podjoinAttributes)
 
 // Attributes returns every registered attribute, in registry order.
 func Attributes() []Attribute {

@@ -309,7 +309,7 @@ var cudaMetrics = []Metric{
 
 // metrics is the registry: each area's list, in order. An area defined in
 // a file of its own adds its list here.
-var metrics = slices.Concat(gpuMetrics, amdMetrics, acceleratorMetrics, intelMetrics, cudaMetrics, ncclMetrics, occupancyMetrics, genaiMetrics, servingMetrics, trainingMetrics, captureMetrics, pmuMetrics, intelptMetrics, bpfMetrics, uprobeMetrics, agentMetrics, podjoinMetrics)
+var metrics = slices.Concat(gpuMetrics, amdMetrics, acceleratorMetrics, intelMetrics, cudaMetrics, ncclMetrics, occupancyMetrics, genaiMetrics, servingMetrics, trainingMetrics, captureMetrics, pmuMetrics, intelptMetrics, nodeMetrics, bpfMetrics, uprobeMetrics, agentMetrics, podjoinMetrics)
 
 // Metrics returns every registered metric, in registry order.
 func Metrics() []Metric {
@@ -340,7 +340,7 @@ var cudaSpans = []Span{
 }
 
 // spans is the span registry: each area's list, in order.
-var spans = slices.Concat(cudaSpans, ncclSpans, []Span{SpanGenAIClient, SpanGenAIServer})
+var spans = slices.Concat(cudaSpans, ncclSpans, []Span{SpanGenAIClient, SpanGenAIServer, SpanModelFileReload})
 
 // Spans returns every registered span, in registry order.
 func Spans() []Span {

@@ -125,12 +125,12 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	assert.GreaterOrEqual(t, b.value(t), 1.0, "calls counted in the +Inf bucket")
 	assert.LessOrEqual(t, b.value(t), float64(calls), "calls counted in the +Inf bucket")
 
-	states := prom.waitSeries(t, `xpuscope_agent_feature_state{xpuscope_feature_state="active"} == 1`, 7)
+	states := prom.waitSeries(t, `xpuscope_agent_feature_state{xpuscope_feature_state="active"} == 1`, 8)
 	var active []string
 	for _, s := range states {
 		active = append(active, s.Metric["xpuscope_feature"])
 	}
-	assert.ElementsMatch(t, []string{"podjoin", "gpu", "cudatrace", "hiptrace", "serving", "training", "genai"}, active)
+	assert.ElementsMatch(t, []string{"podjoin", "gpu", "cudatrace", "hiptrace", "serving", "training", "node", "genai"}, active)
 
 	// The exemplar of the call's duration: Prometheus scraped it in
 	// OpenMetrics, with the trace id of the call's span.

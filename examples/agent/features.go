@@ -18,6 +18,7 @@ import (
 	"github.com/xpuscope/xpuscope/cudatrace"
 	"github.com/xpuscope/xpuscope/examples/agent/internal/config"
 	"github.com/xpuscope/xpuscope/genai"
+	"github.com/xpuscope/xpuscope/genai/node"
 	"github.com/xpuscope/xpuscope/genai/serving"
 	"github.com/xpuscope/xpuscope/genai/training"
 	"github.com/xpuscope/xpuscope/gpu"
@@ -65,6 +66,12 @@ type settings struct {
 	// trainingOff is set when the configuration turns the training jobs'
 	// Source off.
 	trainingOff bool
+
+	// node is the kernel's view of the node's AI workloads; nodeOff is
+	// set when the configuration turns it off. The capture's calls get
+	// their connections' retransmits from it; nil when it is not active.
+	nodeOff bool
+	node    *node.Source
 }
 
 // fromConfig takes the configuration's settings for the features; a price
@@ -83,6 +90,7 @@ func (s *settings) fromConfig(cfg config.Config) error {
 	s.contentCapture = llm.Content.CaptureBytes()
 	s.servingOff = !cfg.AIML.Serving.Enabled
 	s.trainingOff = !cfg.AIML.Training.Enabled
+	s.nodeOff = !cfg.AIML.Node.Enabled
 	return nil
 }
 
@@ -118,7 +126,9 @@ type feature struct {
 
 // features lists every Source of the library, in start order: podjoin
 // first, since the others label their series through it; serving before
-// genai, whose capture leaves it the figures it reads from the servers.
+// genai, whose capture leaves it the figures it reads from the servers,
+// and before node, which names the servers' connections through it; node
+// before genai, whose calls get their retransmits from it.
 var features = []feature{
 	{"podjoin", startPodjoin},
 	{"gpu", startGPU},
@@ -127,6 +137,7 @@ var features = []feature{
 	{"hiptrace", startHIPTrace},
 	{"serving", startServing},
 	{"training", startTraining},
+	{"node", startNode},
 	{"genai", startGenAI},
 	{"intelpt", startIntelPT},
 }
@@ -182,6 +193,9 @@ func startGenAI(s settings, p providers) (xpuscope.Source, string, error) {
 	}
 	if s.serving != nil {
 		opts = append(opts, genai.WithServedElsewhere(s.serving.Reports))
+	}
+	if s.node != nil {
+		opts = append(opts, genai.WithRetransmits(s.node.CallRetransmits))
 	}
 	c, err := genai.NewCapture(opts...)
 	if err != nil {
@@ -282,6 +296,54 @@ func describeServing(st serving.Status) string {
 		out += "; their histograms are not reported (no Producer)"
 	}
 	return out
+}
+
+// errNodeOff is the unavailable error of a node Source turned off by the
+// configuration.
+var errNodeOff = xpuscope.Unavailablef("node: turned off by aiml.node.enabled")
+
+// startNode starts the kernel's view of the node's AI workloads: TCP
+// retransmits and resets (the model servers' connections named through
+// serving), model files' I/O and page cache.
+func startNode(s settings, p providers) (xpuscope.Source, string, error) {
+	if s.nodeOff {
+		return nil, "", errNodeOff
+	}
+	opts := []node.Option{
+		node.WithMeterProvider(p.meter),
+		node.WithTracerProvider(p.tracer),
+		node.WithProcRoot(s.procRoot),
+	}
+	if s.resolver != nil {
+		opts = append(opts, node.WithResolver(s.resolver))
+	}
+	if s.serving != nil {
+		opts = append(opts, node.WithModelServers(s.serving.Serves))
+	}
+	src, err := node.New(opts...)
+	if err != nil {
+		return nil, "", err
+	}
+	return src, describeNode(src.Status()), nil
+}
+
+// describeNode says which parts run, what the kernel lacks, and the model
+// files watched.
+func describeNode(st node.Status) string {
+	var parts []string
+	for _, p := range []struct {
+		on   bool
+		name string
+	}{{st.TCP, "TCP retransmits and resets"}, {st.PageCache, "model files' page cache and faults"}, {st.FileSyscalls, "model files' opens and reads"}} {
+		if p.on {
+			parts = append(parts, p.name)
+		}
+	}
+	d := strings.Join(parts, ", ")
+	if len(st.Missing) > 0 {
+		d += fmt.Sprintf("; the kernel lacks %s", strings.Join(st.Missing, ", "))
+	}
+	return d + fmt.Sprintf("; %d model file(s) watched; TCP server ports %v", len(st.Files), st.ServerPorts)
 }
 
 // errTrainingOff is the unavailable error of a training Source turned off
@@ -539,6 +601,8 @@ func startAll(s settings, p providers) []result {
 			s.resolver = src
 		case *serving.Source:
 			s.serving = src
+		case *node.Source:
+			s.node = src
 		case *gpu.Source:
 			s.gpus = src.Devices()
 			s.nvidiaCapacity = commonCapacity(s.gpus, semconv.VendorNVIDIA)

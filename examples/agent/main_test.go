@@ -96,10 +96,12 @@ func TestCheckOnNodeWithoutGPU(t *testing.T) {
 		assert.Regexp(t, `(?m)^cudatrace +active +uprobes`, stdout)
 		assert.Regexp(t, `(?m)^hiptrace +active +uprobes`, stdout)
 		assert.Regexp(t, `(?m)^genai +active +plaintext HTTP on ports \[8000 8080 4000 3000 30000 11434\]; TLS: `, stdout)
+		assert.Regexp(t, `(?m)^node +active +TCP retransmits and resets, model files' page cache and faults, model files' opens and reads; \d+ model file\(s\) watched; TCP server ports \[8000 8080 4000 3000 30000 11434\]`, stdout)
 	} else {
 		assert.Regexp(t, `(?m)^cudatrace +unavailable +cudatrace: .*needs CAP_BPF`, stdout)
 		assert.Regexp(t, `(?m)^hiptrace +unavailable +hiptrace: .*needs CAP_BPF`, stdout)
 		assert.Regexp(t, `(?m)^genai +unavailable +genai capture: .*needs CAP_BPF`, stdout)
+		assert.Regexp(t, `(?m)^node +unavailable +node: `, stdout)
 	}
 }
 
@@ -333,6 +335,7 @@ export:
 	assert.Equal(t, 0.0, got["gpu/active"], "%v", got)
 	if os.Geteuid() == 0 {
 		assert.Equal(t, 1.0, got["genai/active"], "%v", got)
+		assert.Equal(t, 1.0, got["node/active"], "%v", got)
 		assert.Equal(t, 1.0, got["cudatrace/active"], "%v", got)
 		assert.Equal(t, 1.0, got["hiptrace/active"], "%v", got)
 	}

@@ -289,7 +289,7 @@ func checkRecordedFrame(t *testing.T, f *top.Frame, late int, interval time.Dura
 			active = append(active, ft.Name)
 		}
 	}
-	assert.Equal(t, []string{"podjoin", "gpu", "cudatrace", "hiptrace", "serving", "genai", "training"}, active)
+	assert.Equal(t, []string{"podjoin", "gpu", "cudatrace", "hiptrace", "serving", "genai", "node", "training"}, active)
 
 	i = slices.IndexFunc(f.Training, func(r top.TrainingRow) bool { return slices.Contains(r.Key, topRun) })
 	require.GreaterOrEqual(t, i, 0, "no training row of run %s in %+v", topRun, f.Training)
@@ -421,7 +421,7 @@ func TestTopInTmux(t *testing.T) {
 	s := newTmux(t, 100, 30, script)
 
 	s.wait("GPUs", func(screen string) bool {
-		return strings.Contains(screen, "Fake H100") && strings.Contains(screen, "75%") && strings.Contains(screen, "features 7/9 active")
+		return strings.Contains(screen, "Fake H100") && strings.Contains(screen, "75%") && strings.Contains(screen, "features 8/10 active")
 	})
 	s.keys(true, "2/late")
 	s.keys(false, "Enter")

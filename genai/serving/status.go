@@ -103,6 +103,25 @@ func (s *Source) Status() Status {
 	return st
 }
 
+// Serves reports whether process pid is one of a model server's, as of
+// the Source's last interval: package genai/node's WithModelServers takes
+// it, to count the server's connections by its address and port. It only
+// reads the last snapshot.
+func (s *Source) Serves(pid int) bool {
+	sn := s.snap.Load()
+	if sn == nil {
+		return false
+	}
+	for _, srv := range sn.status.Servers {
+		for _, p := range srv.Processes {
+			if p.PID == pid {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Reports reports whether the Source reports gen_ai.server.* metric
 // name for the server process pid belongs to, from the server's own
 // endpoint (its last scrape had it, and a Producer reports it): the

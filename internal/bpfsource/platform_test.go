@@ -36,7 +36,7 @@ func TestPlatformsAreTheObjects(t *testing.T) {
 		stem := filepath.Join(filepath.Base(filepath.Dir(f)), strings.SplitN(filepath.Base(f), "_", 2)[0])
 		objects[stem] = append(objects[stem], expr)
 	}
-	require.Len(t, objects, 3, "the BPF objects: %v", objects)
+	require.Len(t, objects, 4, "the BPF objects: %v", objects)
 	built := func(exprs []constraint.Expr, goarch string) bool {
 		for _, e := range exprs {
 			if e.Eval(func(tag string) bool { return tag == goarch || tag == "linux" }) {

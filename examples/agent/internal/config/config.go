@@ -106,6 +106,16 @@ type AIML struct {
 	LLM      LLM
 	Serving  Serving
 	Training Training
+	Node     Node
+}
+
+// Node is aiml.node: the kernel's view of the node's AI workloads (TCP
+// retransmits and resets of LLM calls and model servers, model files'
+// reads, faults and page cache), from BTF tracepoints (package
+// genai/node).
+type Node struct {
+	// Enabled is aiml.node.enabled; default true.
+	Enabled bool
 }
 
 // Training is aiml.training: the training jobs on the node (PyTorch,

@@ -122,6 +122,7 @@ type layer struct {
 	contentMax  opt[int]
 	serving     opt[bool]
 	training    opt[bool]
+	node        opt[bool]
 }
 
 // OTLP layers: the general settings and the per-signal ones.
@@ -190,6 +191,7 @@ func resolve(f, e layer) (Config, []error) {
 	}
 	c.AIML.Serving = Serving{Enabled: f.serving.or(true)}
 	c.AIML.Training = Training{Enabled: f.training.or(true)}
+	c.AIML.Node = Node{Enabled: f.node.or(true)}
 	return c, errs
 }
 
@@ -532,6 +534,8 @@ func (d *decoder) top(root *yaml.Node) {
 				d.object(v, key, field{"enabled", func(v *yaml.Node, key string) { d.boolean(v, key, &l.serving) }})
 			}}, field{"training", func(v *yaml.Node, key string) {
 				d.object(v, key, field{"enabled", func(v *yaml.Node, key string) { d.boolean(v, key, &l.training) }})
+			}}, field{"node", func(v *yaml.Node, key string) {
+				d.object(v, key, field{"enabled", func(v *yaml.Node, key string) { d.boolean(v, key, &l.node) }})
 			}})
 		}},
 	)

@@ -56,7 +56,7 @@ func defaults() Config {
 			CaptureBodyLimit: DefaultCaptureBodyLimit,
 			CaptureGoTLS:     true,
 			Content:          Content{MaxBytes: DefaultContentMaxBytes},
-		}, Serving: Serving{Enabled: true}, Training: Training{Enabled: true}},
+		}, Serving: Serving{Enabled: true}, Training: Training{Enabled: true}, Node: Node{Enabled: true}},
 	}
 }
 
@@ -98,7 +98,7 @@ func TestLoadFull(t *testing.T) {
 			CaptureBodyLimit: 131072,
 			CaptureGoTLS:     false,
 			Content:          Content{Capture: true, MaxBytes: 8192},
-		}, Serving: Serving{Enabled: false}, Training: Training{Enabled: false}},
+		}, Serving: Serving{Enabled: false}, Training: Training{Enabled: false}, Node: Node{Enabled: false}},
 	}
 	assert.Equal(t, want, c)
 	assert.NoError(t, c.Validate())

@@ -1,0 +1,181 @@
+package node
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"golang.org/x/sys/unix"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
+)
+
+// overhead runs op b.N times with no Source, then b.N times with one
+// (every part on, as New's defaults, unless opts say otherwise; on the
+// OpenTelemetry SDK), in
+// rounds, and reports the time with it over the time without: the
+// overhead as a ratio measured in one run. A model file is held open
+// while the Source runs, so that the kernel side watches a file, as on a
+// node that serves a model: by another process (a model server beside
+// the workload), or, with self, by the benchmark's own (the workload is
+// the model server's, which maps the file: its page faults are looked
+// at).
+func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(b, "genai/node's BPF programs need root")
+	}
+	dir := b.TempDir()
+	model := filepath.Join(dir, "bench.safetensors")
+	if err := os.WriteFile(model, make([]byte, 2<<20), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	const rounds = 5
+	var off, on, inBPF time.Duration
+	// The programs' own run time, summed over them (the kernel's BPF
+	// statistics, on meanwhile): the Source's cost in CPU, less noisy
+	// than the wall time on a shared machine, and an upper bound: it
+	// counts the programs' runs for every process of the node.
+	if stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
+		defer stats.Close()
+	} else {
+		b.Logf("no BPF statistics: %v", err)
+	}
+	byProgram := map[string]time.Duration{}
+	runtimeOf := func(s *Source, sign time.Duration) time.Duration {
+		var d time.Duration
+		for _, p := range s.objs.Attach {
+			if st, err := s.objs.Program(p.Name).Stats(); err == nil {
+				d += st.Runtime
+				byProgram[p.Name] += sign * st.Runtime
+			}
+		}
+		return d
+	}
+	measure := func() time.Duration {
+		start := time.Now()
+		for range b.N {
+			op(b)
+		}
+		return time.Since(start)
+	}
+	b.ResetTimer()
+	for range rounds {
+		off += measure()
+		b.StopTimer()
+		reader := sdkmetric.NewManualReader()
+		s, err := New(append([]Option{WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))}, opts...)...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var holder *exec.Cmd
+		var f *os.File
+		var mapped []byte
+		if self {
+			f, err = os.Open(model) // watched from its open
+			if err == nil {
+				// and mapped, as a model server maps its weights
+				mapped, err = unix.Mmap(int(f.Fd()), 0, 2<<20, unix.PROT_READ, unix.MAP_SHARED)
+			}
+		} else {
+			holder = exec.Command("sh", "-c", "exec sleep 600 < "+model)
+			err = holder.Start()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		ran := runtimeOf(s, -1)
+		on += measure()
+		b.StopTimer()
+		inBPF += runtimeOf(s, 1) - ran
+		if self {
+			_ = unix.Munmap(mapped)
+			f.Close()
+		} else {
+			_ = holder.Process.Kill()
+			_ = holder.Wait()
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(on)/float64(off), "on/off")
+	b.ReportMetric(float64(inBPF)/float64(off), "bpf/off")
+	for name, d := range byProgram {
+		if d > 0 {
+			b.Logf("%s: %.3g of the time without", name, float64(d)/float64(off))
+		}
+	}
+	b.ReportMetric(float64(off.Nanoseconds())/float64(rounds*b.N), "ns/op-off")
+	b.ReportMetric(float64(on.Nanoseconds())/float64(rounds*b.N), "ns/op-on")
+}
+
+// BenchmarkPageCacheOverhead: page-cache churn on files no Source
+// watches, with no disk I/O to hide the cost: each op writes 4 MiB to a
+// file (pages added) and truncates it to nothing (pages removed, before
+// any writeback), on a disk file system.
+func BenchmarkPageCacheOverhead(b *testing.B) {
+	dir := b.TempDir()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		b.Fatal(err)
+	}
+	if fs.Type == unix.TMPFS_MAGIC {
+		b.Fatalf("%s is tmpfs: its pages do not go through the page cache's tracepoints", dir)
+	}
+	f, err := os.Create(filepath.Join(dir, "churn.dat"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4<<20)
+	b.SetBytes(int64(len(buf)))
+	overhead(b, false, func(b *testing.B) {
+		if _, err := f.WriteAt(buf, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Truncate(0); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkFaultOverhead: page faults on memory that maps no watched file
+// (a fresh anonymous 16 MiB mapping touched page by page, a fault a
+// page), while a model file is watched: in a process that holds none
+// (other), the cost of x86's page_fault_user program is a hash lookup;
+// in one that opened and mapped a model file (model_process), it matches
+// each fault's address against the process's mappings of watched files,
+// and each mmap and munmap of the op is looked at too.
+func BenchmarkFaultOverhead(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		self bool
+	}{{"other", false}, {"model_process", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			const size = 16 << 20
+			page := os.Getpagesize()
+			b.SetBytes(size)
+			overhead(b, bc.self, func(b *testing.B) {
+				m, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := unix.Madvise(m, unix.MADV_NOHUGEPAGE); err != nil {
+					b.Fatal(err)
+				}
+				for i := 0; i < size; i += page {
+					m[i] = 1
+				}
+				if err := unix.Munmap(m); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
