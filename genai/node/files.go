@@ -189,9 +189,11 @@ func (s *Source) scanProcess(pid int) {
 	)
 	seen := map[nodebpf.FileKey]bool{}
 	if maps, err := p.Maps(); err == nil {
-		for _, m := range maps.Files() {
+		// Every mapping, not one a file (maps.Files): faults are matched
+		// against each.
+		for _, m := range maps {
 			k := nodebpf.FileKey{Dev: nodebpf.KernelDev(m.Dev), Ino: m.Inode}
-			if !candidate(m.Path) {
+			if m.Inode == 0 || !candidate(m.Path) {
 				continue
 			}
 			mapped = append(mapped, nodebpf.Mapping{Start: m.Start, End: m.End, File: k})
@@ -263,8 +265,10 @@ func (s *Source) scanProcess(pid int) {
 			watched = append(watched, m)
 		}
 	}
-	if dropped, err := s.objs.WatchMappings(uint32(pid), watched); err == nil {
-		s.over[reasonMappings] += int64(dropped)
+	if dropped, err := s.objs.WatchMappings(uint32(pid), watched); err == nil && dropped > s.unheld[uint32(pid)] {
+		// Every scan finds them again: count each once.
+		s.over[reasonMappings] += int64(dropped - s.unheld[uint32(pid)])
+		s.unheld[uint32(pid)] = dropped
 	}
 }
 
@@ -439,6 +443,11 @@ func (s *Source) forgetExited() {
 	for pid := range s.owners.m {
 		if !isAlive(pid) {
 			s.forgetOwner(pid)
+		}
+	}
+	for pid := range s.unheld {
+		if !isAlive(pid) {
+			delete(s.unheld, pid)
 		}
 	}
 }

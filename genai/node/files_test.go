@@ -61,6 +61,7 @@ type childReport struct {
 //	touch  map the file and read a byte of each page of its second half
 //	all    map the file and read a byte of each of its pages
 //	unmap  unmap it
+//	split  map pieces one page each, apart: as many mappings
 func modelChild(path string, in io.Reader, out io.Writer) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -74,6 +75,7 @@ func modelChild(path string, in io.Reader, out io.Writer) error {
 	size := int(st.Size())
 	page := os.Getpagesize()
 	var m []byte
+	var kept [][]byte // the split step's
 	enc := json.NewEncoder(out)
 	touch := func(from int) (childReport, error) {
 		if m == nil {
@@ -119,6 +121,16 @@ func modelChild(path string, in io.Reader, out io.Writer) error {
 		case "all":
 			if r, err = touch(0); err != nil {
 				return err
+			}
+		case "split":
+			// Every other page: neighbours in the file are not in
+			// memory, so the kernel cannot merge the mappings.
+			for i := range pieces {
+				p, err := unix.Mmap(int(f.Fd()), int64(2*i*page), page, unix.PROT_READ, unix.MAP_SHARED)
+				if err != nil {
+					return err
+				}
+				kept = append(kept, p)
 			}
 		case "unmap":
 			if err := unix.Munmap(m); err != nil {
@@ -275,6 +287,45 @@ func TestModelFileIO(t *testing.T) {
 		watched = append(watched, f.Name)
 	}
 	assert.Contains(t, watched, name)
+}
+
+// pieces is how many mappings the child's split step makes: more than
+// the kernel side holds of a process (MAX_MAPPINGS, 16).
+const pieces = 20
+
+// A process that maps a model file in more pieces than the kernel side
+// keeps, before the Source starts: the scan gives the kernel side every
+// piece it has room for, and counts each it has not once, however many
+// scans find them.
+func TestMappingsPastTheCapCountedOnce(t *testing.T) {
+	name := fmt.Sprintf("xpuscope-test-%d-split.safetensors", os.Getpid())
+	path, _ := writeModel(t, name, 4<<20)
+	c := startChild(t, path)
+	c.do(t, "split")
+	// The mappings were made before the Source started: its first scan
+	// finds them.
+	h := start(t, WithTCP(false))
+	if !h.s.objs.UserFaults {
+		t.Fatalf("this kernel's faults are not counted by mapping: %v", h.s.objs.Missing)
+	}
+	overflow := func() int64 {
+		ps := testutil.Collect(t, h.reader)
+		return sumPoints(ps.Find(semconv.XpuscopeNodeOverflow.Name, semconv.XpuscopeNodeReason.String(semconv.NodeReasonMappings)))
+	}
+	h.s.mu.Lock()
+	h.s.publish()
+	h.s.mu.Unlock()
+	held, err := h.s.objs.Mappings(uint32(c.cmd.Process.Pid))
+	require.NoError(t, err)
+	require.Len(t, held, 16, "the kernel side holds as many as it has room for")
+	require.Equal(t, int64(pieces-16), overflow(), "after the first scan")
+	for range 3 {
+		h.s.mu.Lock()
+		h.s.scanProcess(c.cmd.Process.Pid)
+		h.s.publish()
+		h.s.mu.Unlock()
+	}
+	require.Equal(t, int64(pieces-16), overflow(), "after three more scans")
 }
 
 func sumPoints(ps testutil.Points) int64 {

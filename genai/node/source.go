@@ -50,7 +50,11 @@ type Source struct {
 	// cgroupPIDs is a process of each cgroup whose sockets had an event
 	// with no owner (cgroupProcess).
 	cgroupPIDs map[uint64]uint32
-	over       [numReasons]int64
+	// unheld is, for each process a scan found with more mappings of
+	// watched files than the kernel side holds, the most it could not
+	// hold: a later scan counts only those past it.
+	unheld map[uint32]int
+	over   [numReasons]int64
 	// dropped are the kernel side's counters, as last read.
 	kcounters [nodebpf.NumCounters]uint64
 	nextScan  time.Time
@@ -116,6 +120,7 @@ func (s *Source) start() error {
 	s.files.init()
 	s.owners.init(s.cfg.maxProcesses)
 	s.cgroupPIDs = map[uint64]uint32{}
+	s.unheld = map[uint32]int{}
 	// The model files already open, before the programs that see new
 	// ones: a file found twice is watched once.
 	if s.cfg.pageCache || s.cfg.fileSyscalls {
