@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sync"
@@ -113,6 +114,7 @@ type captureConfig struct {
 	elsewhere    func(pid int, metric string) bool
 	goReadAtRETs bool // tests: crypto/tls's Read probed at its RETs, as in a build without its one call of runtime.memmove
 	goTLSOff     int  // tests: the process whose crypto/tls is left out in place of the capture's own
+	rawSyscalls  bool // tests: the system-call programs at the raw tracepoints, as without tracefs
 }
 
 // maxBodyLimit bounds WithBodyLimit.
@@ -302,6 +304,12 @@ func (cc *captureConfig) uncaptured() int {
 // of the capture's own process (which then makes no TLS calls): a
 // benchmark's mock, in a process of its own, standing in for a provider
 // off the node.
+// withRawSyscalls attaches the plaintext capture's system-call programs
+// to the raw tracepoints, as where tracefs is not mounted.
+func withRawSyscalls() CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.rawSyscalls = true })
+}
+
 func withGoTLSLeftOut(pid int) CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.goTLSOff = pid })
 }
@@ -335,7 +343,10 @@ type Capture struct {
 	objs    *httpbpf.Objects
 	tracer  *uprobe.Tracer
 	kernel  bpfsource.Kernel // objs, the probes, ring and callback, to close
-	record  httpbpf.Record   // the record being handled; guarded by mu
+	// rawSyscalls is why the system-call programs are at the raw
+	// tracepoints (Status); nil when at the data syscalls' own.
+	rawSyscalls error
+	record      httpbpf.Record // the record being handled; guarded by mu
 
 	mu      sync.Mutex // guards record, conns, goProcs and waitKeys
 	conns   *connTable
@@ -465,10 +476,46 @@ func (c *Capture) startPlaintext() error {
 	if err := c.checkPreexisting(); err != nil {
 		return err
 	}
+	if c.cfg.rawSyscalls {
+		c.rawSyscalls = errors.New("asked for")
+	} else if c.rawSyscalls = c.attachSyscalls(); c.rawSyscalls == nil {
+		return nil
+	} else if bpfsource.Denied(c.rawSyscalls) {
+		return bpfsource.Classify("genai capture", c.rawSyscalls)
+	}
 	if err := attach("sys_enter", httpbpf.SysEnter); err != nil {
 		return err
 	}
 	return attach("sys_exit", httpbpf.SysExit)
+}
+
+// attachSyscalls attaches the system-call programs to the tracepoints of
+// close and the data syscalls, close's first: a descriptor closed while
+// they attach is never read as its next holder's.
+func (c *Capture) attachSyscalls() error {
+	var links []io.Closer
+	for _, a := range []struct {
+		program string
+		exit    bool
+		calls   []string
+	}{
+		{httpbpf.SyscallClose, false, []string{"close"}},
+		{httpbpf.SyscallEnter, false, httpbpf.DataSyscalls},
+		{httpbpf.SyscallExit, true, httpbpf.DataSyscalls},
+	} {
+		ls, err := bpfsource.AttachSyscalls(c.objs.Program(a.program), a.exit, a.calls...)
+		if err != nil {
+			for _, l := range links {
+				l.Close()
+			}
+			return err
+		}
+		for _, l := range ls {
+			links = append(links, l)
+		}
+	}
+	c.kernel.Probes = append(c.kernel.Probes, links...)
+	return nil
 }
 
 // checkPreexisting opens the plaintext gate while a TCP socket with a
@@ -529,6 +576,11 @@ type CaptureStatus struct {
 	Rejections  []xpuscope.Rejection
 	// PlaintextPorts are the TCP ports whose plaintext HTTP is read.
 	PlaintextPorts []uint16
+	// RawSyscalls, when not nil, says why the plaintext capture's
+	// programs run at every system call of every process (the raw
+	// tracepoints), not at the data syscalls' own: tracefs, which names
+	// those, not mounted, say.
+	RawSyscalls error
 }
 
 // Status lists the OpenSSL files and Go programs the probes are attached
@@ -536,7 +588,7 @@ type CaptureStatus struct {
 // probed, with why, and the plaintext ports.
 func (c *Capture) Status() CaptureStatus {
 	a, r := c.tracer.Status()
-	return CaptureStatus{Attachments: a, Rejections: r, PlaintextPorts: c.cfg.ports}
+	return CaptureStatus{Attachments: a, Rejections: r, PlaintextPorts: c.cfg.ports, RawSyscalls: c.rawSyscalls}
 }
 
 // Close detaches the probes, stops the reader and frees the kernel

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -296,15 +297,16 @@ func TestCaptureTLSClients(t *testing.T) {
 // The same in plaintext to a watched port: a new socket takes the closed
 // one's descriptor.
 func TestCaptureConnectionPerCall(t *testing.T) {
-	for _, tls := range []bool{true, false} {
-		t.Run(map[bool]string{true: "tls", false: "plaintext"}[tls], func(t *testing.T) { connectionPerCall(t, tls) })
-	}
+	t.Run("tls", func(t *testing.T) { connectionPerCall(t, true) })
+	t.Run("plaintext", func(t *testing.T) { connectionPerCall(t, false) })
+	// As where tracefs is not mounted: the programs at every system call.
+	t.Run("plaintext, raw syscalls", func(t *testing.T) { connectionPerCall(t, false, withRawSyscalls()) })
 }
 
-func connectionPerCall(t *testing.T, tls bool) {
+func connectionPerCall(t *testing.T, tls bool, opts ...CaptureOption) {
 	const n = 50 // LLM calls
 	s := llmserver.Start(t, llmserver.Options{TLS: tls, Chunks: chunks})
-	h := captureOver(t, tls, s.Port)
+	h := captureOver(t, tls, s.Port, opts...)
 
 	pythonClient(t, s, "/v1/chat/completions,/v1/files,/v1/messages", "gpt-4o-mini,x,claude-sonnet-4", n*3/2, true)
 	spans := h.spansTo(t, s.Port, n)
@@ -324,12 +326,12 @@ func connectionPerCall(t *testing.T, tls bool) {
 
 // captureOver starts a capture that sees calls over TLS (once the system
 // libssl is probed) or in plaintext to port.
-func captureOver(t *testing.T, tls bool, port int) *captureHarness {
+func captureOver(t *testing.T, tls bool, port int, opts ...CaptureOption) *captureHarness {
 	t.Helper()
 	if !tls {
-		return startCapture(t, WithPlaintextPorts(uint16(port)))
+		return startCapture(t, append(opts, WithPlaintextPorts(uint16(port)))...)
 	}
-	h := startCapture(t)
+	h := startCapture(t, opts...)
 	h.waitAttached(t, systemLibSSL(t))
 	return h
 }
@@ -841,7 +843,12 @@ func TestCapturePlaintextGate(t *testing.T) {
 	}
 	g := gate()
 	require.True(t, g.Preexisting, "a connection on %d predates the capture: %+v", port, g)
-	require.Len(t, h.c.kernel.Probes, 1+3, "the TLS tracer, and the socket state and syscall programs")
+	// tracefs mounted (make deps mounts it as a node's systemd does),
+	// the syscall programs are at the data syscalls' own tracepoints.
+	if _, err := os.Stat("/sys/kernel/tracing/events/syscalls"); err == nil || os.Getenv("CI") != "" {
+		require.NoError(t, h.c.Status().RawSyscalls)
+		require.Len(t, h.c.kernel.Probes, 1+1+1+2*len(httpbpf.DataSyscalls), "the TLS tracer, the socket state program, and close's and the data syscalls' tracepoints")
+	}
 
 	// Closed, it no longer holds the gate open, and neither does the
 	// listener: a new connection changes state before a byte passes.
@@ -868,4 +875,42 @@ func TestCapturePlaintextGate(t *testing.T) {
 	none := startCapture(t, WithPlaintextPorts())
 	require.Len(t, none.c.kernel.Probes, 1, "no port watched, no program on every syscall: the TLS tracer alone")
 	require.Nil(t, none.c.objs.Program(httpbpf.SysEnter), "no port watched, the syscall programs not even loaded")
+}
+
+// Where tracefs is not mounted (a container given /sys without it), the
+// syscalls' own tracepoints cannot be named: the plaintext capture runs
+// its programs at the raw ones, and Status says why. The capture starts
+// on a thread of its own in a mount namespace of its own, private, with
+// tracefs unmounted there alone.
+func TestCaptureWithoutTracefs(t *testing.T) {
+	startCapture(t) // root, and the kernel's BPF
+	type started struct {
+		c   *Capture
+		err error
+	}
+	done := make(chan started)
+	go func() {
+		// Never unlocked: the thread, and its namespace, end with the
+		// goroutine.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			done <- started{err: fmt.Errorf("unshare: %w", err)}
+			return
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			done <- started{err: fmt.Errorf("make the mounts private: %w", err)}
+			return
+		}
+		for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing", "/sys/kernel/debug"} {
+			_ = unix.Unmount(dir, unix.MNT_DETACH)
+		}
+		c, err := NewCapture(WithPlaintextPorts(8000), WithGoTLS(false))
+		done <- started{c, err}
+	}()
+	s := <-done
+	require.NoError(t, s.err)
+	t.Cleanup(func() { require.NoError(t, s.c.Close()) })
+	st := s.c.Status()
+	require.ErrorContains(t, st.RawSyscalls, "syscalls:sys_enter_close")
+	require.Len(t, s.c.kernel.Probes, 1+3, "the TLS tracer, the socket state program and the raw sys_enter and sys_exit")
 }

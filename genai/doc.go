@@ -38,9 +38,12 @@
 //   - plaintext HTTP to local model servers (WithPlaintextPorts, default
 //     vLLM 8000, llama.cpp and TGI 8080, LiteLLM 4000, TGI's launcher 3000,
 //     SGLang 30000, Ollama 11434), from
-//     BTF raw tracepoints on the socket syscalls (no kprobes, no tracefs),
-//     which stand aside while no TCP connection with a watched port
-//     exists (a listener does not count);
+//     the tracepoints of close and the data syscalls (read, write and
+//     their vector and socket forms; where tracefs, which names them, is
+//     not mounted, the raw sys_enter and sys_exit, which every system call
+//     runs: CaptureStatus.RawSyscalls says why), which stand aside while
+//     no TCP connection with a watched port exists (a listener does not
+//     count); no kprobes;
 //   - HTTP/1.1 framing per connection (Content-Length, chunked, SSE,
 //     keep-alive, pipelining), each response read stamped with the
 //     kernel's time of the read; a streamed response parsed as it

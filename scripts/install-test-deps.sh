@@ -38,6 +38,14 @@ for release in go1.25.14 go1.27.4; do
 	GOTOOLCHAIN=$release "${GO:-go}" version >/dev/null
 done
 
+# tracefs where a node's systemd mounts it: the genai capture's plaintext
+# programs attach to the system calls' own tracepoints, which tracefs
+# names (without it they fall back to the raw ones, which the tests try
+# too).
+if [ "$(id -u)" -eq 0 ] && ! mountpoint -q /sys/kernel/tracing; then
+	mount -t tracefs tracefs /sys/kernel/tracing
+fi
+
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

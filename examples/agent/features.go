@@ -227,7 +227,11 @@ func describeCapture(st genai.CaptureStatus) string {
 	if len(parts) > 0 {
 		tls = strings.Join(parts, "; ")
 	}
-	s := fmt.Sprintf("plaintext HTTP on ports %v; TLS: %s", st.PlaintextPorts, tls)
+	s := fmt.Sprintf("plaintext HTTP on ports %v", st.PlaintextPorts)
+	if st.RawSyscalls != nil && len(st.PlaintextPorts) > 0 {
+		s += fmt.Sprintf(" (at every system call: %v)", st.RawSyscalls)
+	}
+	s += "; TLS: " + tls
 	for _, r := range st.Rejections {
 		s += fmt.Sprintf("; not probed: %s (pid %d): %s", r.Path, r.PID, r.Reason)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"runtime"
 	"slices"
 	"strings"
@@ -30,6 +31,9 @@ func TestDescribeCapture(t *testing.T) {
 	}
 	require.Equal(t, "plaintext HTTP on ports [8000]; TLS: uprobes on 1 OpenSSL file(s): /usr/lib/libssl.so.3 (pid 3); "+
 		"uprobes on 2 Go program(s): /usr/bin/gateway (pid 7) /opt/agent (pid 9); not probed: /opt/libssl.so.1.1 (pid 4): stripped",
+		describeCapture(st))
+	st.RawSyscalls = errors.New("tracefs not mounted")
+	require.True(t, strings.HasPrefix(describeCapture(st), "plaintext HTTP on ports [8000] (at every system call: tracefs not mounted); TLS: "),
 		describeCapture(st))
 }
 

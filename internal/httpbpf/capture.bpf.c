@@ -817,11 +817,13 @@ static __always_inline int data_syscall(long nr)
 	return 0;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
+// on_sys_enter keeps, at the entry of a data syscall nr (on a socket
+// with a watched port), its buffer for sys_exit; at close's, it ends the
+// descriptor's connection.
+static __always_inline int on_sys_enter(long nr, __u64 arg1, __u64 arg2, __u64 arg3)
 {
 	if (nr == NR_close) {
-		struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = (__u32)SYS_ARG1(regs)};
+		struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = (__u32)arg1};
 		struct conn *c = bpf_map_lookup_elem(&conns, &k);
 		if (c)
 			end_conn(&k, c);
@@ -829,7 +831,7 @@ int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
 	}
 	if (!data_syscall(nr) || !gate_open())
 		return 0;
-	__u32 fd = SYS_ARG1(regs);
+	__u32 fd = arg1;
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = fd};
 	struct conn *c = bpf_map_lookup_elem(&conns, &k);
 	if (!c) {
@@ -847,13 +849,13 @@ int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
 	t->sys.api = nr + 1; // 0 means none; read is 0
 	if (nr == NR_sendmsg || nr == NR_recvmsg) {
 		struct msghdr___u m = {};
-		if (bpf_probe_read_user(&m, sizeof(m), (void *)SYS_ARG2(regs)))
+		if (bpf_probe_read_user(&m, sizeof(m), (void *)arg2))
 			t->sys.api = 0;
 		t->sys.buf = m.iov;
 		t->sys.size = m.iovlen;
 	} else {
-		t->sys.buf = SYS_ARG2(regs);
-		t->sys.size = SYS_ARG3(regs); // iovcnt for readv and writev
+		t->sys.buf = arg2;
+		t->sys.size = arg3; // iovcnt for readv and writev
 	}
 	return 0;
 }
@@ -884,10 +886,10 @@ static __always_inline int iov_syscall(long nr)
 	return nr == NR_readv || nr == NR_writev || nr == NR_sendmsg || nr == NR_recvmsg;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
+// on_sys_exit emits what a data syscall nr that on_sys_enter kept read
+// or wrote, ret bytes.
+static __always_inline int on_sys_exit(long nr, long ret)
 {
-	long nr = SYS_NR(regs);
 	if (!data_syscall(nr) || !gate_open())
 		return 0;
 	struct thread *t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
@@ -925,6 +927,69 @@ int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
 	else if (emit(p.buf, n, 0) < n)
 		count(COUNTER_SHORT);
 	return 0;
+}
+
+// The programs, in two forms. Where tracefs gives the syscalls' own
+// tracepoints, syscall_enter and syscall_exit are attached to those of
+// the data syscalls and syscall_close to close's entry: they run at those
+// calls only. Where it does not, sys_enter and sys_exit are attached to
+// the raw tracepoints, which every system call of every process runs.
+
+// The records of the syscalls' tracepoints (their format files): a
+// common header, the call's number, then its arguments or its result.
+// A program attached to a call's tracepoint reads no further than the
+// call's record: syscall_close reads one argument, syscall_enter three.
+struct syscall_enter_record {
+	__u64 common;
+	int nr;
+	int pad;
+	__u64 args[3];
+};
+
+struct syscall_close_record {
+	__u64 common;
+	int nr;
+	int pad;
+	__u64 fd;
+};
+
+struct syscall_exit_record {
+	__u64 common;
+	int nr;
+	int pad;
+	long ret;
+};
+
+SEC("tracepoint/syscalls")
+int syscall_enter(struct syscall_enter_record *r)
+{
+	return on_sys_enter(r->nr, r->args[0], r->args[1], r->args[2]);
+}
+
+SEC("tracepoint/syscalls")
+int syscall_close(struct syscall_close_record *r)
+{
+	return on_sys_enter(NR_close, r->fd, 0, 0);
+}
+
+SEC("tracepoint/syscalls")
+int syscall_exit(struct syscall_exit_record *r)
+{
+	return on_sys_exit(r->nr, r->ret);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs___k *regs, long nr)
+{
+	if (nr != NR_close && !data_syscall(nr))
+		return 0;
+	return on_sys_enter(nr, SYS_ARG1(regs), SYS_ARG2(regs), SYS_ARG3(regs));
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
+{
+	return on_sys_exit(SYS_NR(regs), ret);
 }
 
 // Keep the types in BTF for bpf2go -type.

@@ -164,6 +164,9 @@ const (
 	captureProgSockState         = "sock_state"
 	captureProgSysEnter          = "sys_enter"
 	captureProgSysExit           = "sys_exit"
+	captureProgSyscallClose      = "syscall_close"
+	captureProgSyscallEnter      = "syscall_enter"
+	captureProgSyscallExit       = "syscall_exit"
 	captureProgTlsEnter          = "tls_enter"
 	captureProgTlsFree           = "tls_free"
 	captureProgTlsReturn         = "tls_return"
@@ -225,13 +228,16 @@ type captureSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type captureProgramSpecs struct {
-	GoTls     *ebpf.ProgramSpec `ebpf:"go_tls"`
-	SockState *ebpf.ProgramSpec `ebpf:"sock_state"`
-	SysEnter  *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExit   *ebpf.ProgramSpec `ebpf:"sys_exit"`
-	TlsEnter  *ebpf.ProgramSpec `ebpf:"tls_enter"`
-	TlsFree   *ebpf.ProgramSpec `ebpf:"tls_free"`
-	TlsReturn *ebpf.ProgramSpec `ebpf:"tls_return"`
+	GoTls        *ebpf.ProgramSpec `ebpf:"go_tls"`
+	SockState    *ebpf.ProgramSpec `ebpf:"sock_state"`
+	SysEnter     *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit      *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	SyscallClose *ebpf.ProgramSpec `ebpf:"syscall_close"`
+	SyscallEnter *ebpf.ProgramSpec `ebpf:"syscall_enter"`
+	SyscallExit  *ebpf.ProgramSpec `ebpf:"syscall_exit"`
+	TlsEnter     *ebpf.ProgramSpec `ebpf:"tls_enter"`
+	TlsFree      *ebpf.ProgramSpec `ebpf:"tls_free"`
+	TlsReturn    *ebpf.ProgramSpec `ebpf:"tls_return"`
 }
 
 // captureMapSpecs contains maps before they are loaded into the kernel.
@@ -338,13 +344,16 @@ type captureVariables struct {
 //
 // It can be passed to loadCaptureObjects or ebpf.CollectionSpec.LoadAndAssign.
 type capturePrograms struct {
-	GoTls     *ebpf.Program `ebpf:"go_tls"`
-	SockState *ebpf.Program `ebpf:"sock_state"`
-	SysEnter  *ebpf.Program `ebpf:"sys_enter"`
-	SysExit   *ebpf.Program `ebpf:"sys_exit"`
-	TlsEnter  *ebpf.Program `ebpf:"tls_enter"`
-	TlsFree   *ebpf.Program `ebpf:"tls_free"`
-	TlsReturn *ebpf.Program `ebpf:"tls_return"`
+	GoTls        *ebpf.Program `ebpf:"go_tls"`
+	SockState    *ebpf.Program `ebpf:"sock_state"`
+	SysEnter     *ebpf.Program `ebpf:"sys_enter"`
+	SysExit      *ebpf.Program `ebpf:"sys_exit"`
+	SyscallClose *ebpf.Program `ebpf:"syscall_close"`
+	SyscallEnter *ebpf.Program `ebpf:"syscall_enter"`
+	SyscallExit  *ebpf.Program `ebpf:"syscall_exit"`
+	TlsEnter     *ebpf.Program `ebpf:"tls_enter"`
+	TlsFree      *ebpf.Program `ebpf:"tls_free"`
+	TlsReturn    *ebpf.Program `ebpf:"tls_return"`
 }
 
 func (p *capturePrograms) Close() error {
@@ -353,6 +362,9 @@ func (p *capturePrograms) Close() error {
 		p.SockState,
 		p.SysEnter,
 		p.SysExit,
+		p.SyscallClose,
+		p.SyscallEnter,
+		p.SyscallExit,
 		p.TlsEnter,
 		p.TlsFree,
 		p.TlsReturn,

@@ -224,13 +224,24 @@ const (
 	tlsReturn = captureProgTlsReturn
 )
 
-// The programs of the plaintext capture, each attached to the BTF
-// tracepoint of its name.
+// The programs of the plaintext capture. SockState is attached to the
+// BTF tracepoint inet_sock_set_state. The system-call programs come in
+// two forms: SyscallEnter, SyscallClose and SyscallExit for the
+// tracepoints of DataSyscalls and close, which run at those calls only,
+// where tracefs names them; else SysEnter and SysExit, for the BTF raw
+// tracepoints of their names, which run at every system call.
 const (
-	SockState = captureProgSockState // inet_sock_set_state: opens the gate
-	SysEnter  = captureProgSysEnter  // sys_enter: the data syscalls' buffers
-	SysExit   = captureProgSysExit   // sys_exit: their bytes
+	SockState    = captureProgSockState    // inet_sock_set_state: opens the gate
+	SyscallEnter = captureProgSyscallEnter // syscalls:sys_enter_<data syscall>: the buffers
+	SyscallClose = captureProgSyscallClose // syscalls:sys_enter_close: a connection's end
+	SyscallExit  = captureProgSyscallExit  // syscalls:sys_exit_<data syscall>: their bytes
+	SysEnter     = captureProgSysEnter     // sys_enter: SyscallEnter's and SyscallClose's work
+	SysExit      = captureProgSysExit      // sys_exit: SyscallExit's
 )
+
+// DataSyscalls are the system calls whose bytes the plaintext capture
+// reads, as tracefs names them.
+var DataSyscalls = []string{"read", "write", "readv", "writev", "sendto", "recvfrom", "sendmsg", "recvmsg"}
 
 // LoadOptions tune the BPF side.
 type LoadOptions struct {
@@ -245,9 +256,9 @@ type LoadOptions struct {
 	// SelfPID is the capturing process, whose Go crypto/tls is not
 	// captured (the agent's own exports); 0: none.
 	SelfPID uint32
-	// Plaintext loads the plaintext capture's programs too (SockState,
-	// SysEnter, SysExit); the TLS probes' (OpenSSL's and Go's) are always
-	// loaded.
+	// Plaintext loads the plaintext capture's programs too (SockState
+	// and both forms of the system-call programs); the TLS probes'
+	// (OpenSSL's and Go's) are always loaded.
 	Plaintext bool
 }
 
@@ -271,7 +282,7 @@ func Load(o LoadOptions) (*Objects, error) {
 		lo.UprobeMulti = tls
 	}
 	if o.Plaintext {
-		lo.Programs = append(slices.Clip(tls), SockState, SysEnter, SysExit)
+		lo.Programs = append(slices.Clip(tls), SockState, SyscallEnter, SyscallClose, SyscallExit, SysEnter, SysExit)
 	}
 	if err := spec.Variables["self_pid"].Set(o.SelfPID); err != nil {
 		return nil, fmt.Errorf("httpbpf: set self_pid: %w", err)
