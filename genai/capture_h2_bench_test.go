@@ -17,8 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
+	"github.com/xpuscope/xpuscope/internal/httpbpf"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
 )
@@ -112,7 +115,11 @@ func startH2CClient(b *testing.B, url, ca string, n int) *sslClient {
 // Run it once: -benchtime=1x.
 func BenchmarkCaptureOverheadHTTP2(b *testing.B) {
 	s := startMockProcess(b, mockH2CEnv+"=1")
-	goClientRounds(b, "http://127.0.0.1:"+strconv.Itoa(s.Port), "", WithPlaintextPorts(uint16(s.Port)))
+	url := "http://127.0.0.1:" + strconv.Itoa(s.Port)
+	b.Run("watched", func(b *testing.B) { goClientRounds(b, url, "", WithPlaintextPorts(uint16(s.Port))) })
+	// The system-call programs attached, watching a port nobody uses:
+	// what they cost the client when they capture nothing.
+	b.Run("other port", func(b *testing.B) { goClientRoundsCapturing(b, url, "", false, WithPlaintextPorts(1)) })
 }
 
 // BenchmarkCaptureOverheadGoTLS: as BenchmarkCaptureOverheadHTTP2, over
@@ -135,17 +142,55 @@ func BenchmarkCaptureOverheadGoTLS(b *testing.B) {
 	b.Run("call", func(b *testing.B) { goClientRounds(b, url, s.CAFile, withGoTLSLeftOut(mock)) })
 	b.Run("rets", func(b *testing.B) { goClientRounds(b, url, s.CAFile, withGoTLSLeftOut(mock), withGoReadAtRETs()) })
 	b.Run("call, both ends", func(b *testing.B) { goClientRounds(b, url, s.CAFile) })
+	// Without plaintext ports, the system-call programs, which run at
+	// every system call of every process while they are attached, are
+	// not: what the TLS probes cost alone.
+	b.Run("call, no plaintext ports", func(b *testing.B) {
+		goClientRounds(b, url, s.CAFile, withGoTLSLeftOut(mock), WithPlaintextPorts())
+	})
 }
 
 // goClientRounds measures the Go client's rate against url (over TLS
 // with a CA file) without and with a capture made with opts.
 func goClientRounds(b *testing.B, url, ca string, opts ...CaptureOption) {
+	goClientRoundsCapturing(b, url, ca, true, opts...)
+}
+
+// goClientRoundsCapturing is goClientRounds with the calls the capture
+// must see said: all of them, or none.
+func goClientRoundsCapturing(b *testing.B, url, ca string, captures bool, opts ...CaptureOption) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(b, "the capture's BPF programs need root")
 	}
 	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
 	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
 	untraced := func() float64 { return startH2CClient(b, url, ca, n).run(b) }
+	// The capture's programs' runs and run time over the traced calls
+	// (the kernel's BPF statistics): a run is a probe's hit (the TLS
+	// probes) or a system call's (the plaintext programs, of every
+	// process on the node).
+	if stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
+		defer stats.Close()
+	} else {
+		b.Logf("no BPF statistics: %v", err)
+	}
+	var runs, runNs, made uint64
+	bpfRuns := func(c *Capture) (count, ns uint64) {
+		for _, name := range []string{httpbpf.SysEnter, httpbpf.SysExit, httpbpf.SockState, "go_tls", "tls_enter", "tls_return", "tls_free", httpbpf.SyscallEnter, httpbpf.SyscallExit, httpbpf.SyscallClose} {
+			if p := c.objs.Program(name); p != nil {
+				if st, err := p.Stats(); err == nil {
+					count, ns = count+st.RunCount, ns+uint64(st.Runtime)
+				}
+			}
+		}
+		return count, ns
+	}
+	defer func() {
+		if made > 0 {
+			b.ReportMetric(float64(runs)/float64(made), "bpf-runs/call")
+			b.ReportMetric(float64(runNs)/float64(made), "bpf-ns/call")
+		}
+	}()
 	traced := func() float64 {
 		var calls int
 		c, err := NewCapture(append(append(sdkProviders(), opts...), WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ }))...)
@@ -166,13 +211,20 @@ func goClientRounds(b *testing.B, url, ca string, opts ...CaptureOption) {
 			})
 			require.True(b, ok, "the client not probed: %+v", c.Status())
 		}
+		r0, ns0 := bpfRuns(c)
 		ns := cl.run(b)
+		r1, ns1 := bpfRuns(c)
+		runs, runNs, made = runs+r1-r0, runNs+ns1-ns0, made+uint64(n)
+		want := n + 1
+		if !captures {
+			want = 0
+		}
 		got := poll(5*time.Second, func() bool {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			return calls == n+1
+			return calls == want
 		})
-		require.True(b, got, "%d calls captured of %d", calls, n+1)
+		require.True(b, got, "%d calls captured, want %d", calls, want)
 		return ns
 	}
 	benchRounds(b, rounds, untraced, traced)
