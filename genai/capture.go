@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"sync"
@@ -480,7 +479,7 @@ func (c *Capture) startPlaintext() error {
 		c.rawSyscalls = errors.New("asked for")
 	} else if c.rawSyscalls = c.attachSyscalls(); c.rawSyscalls == nil {
 		return nil
-	} else if bpfsource.Denied(c.rawSyscalls) {
+	} else if errors.Is(c.rawSyscalls, os.ErrPermission) {
 		return bpfsource.Classify("genai capture", c.rawSyscalls)
 	}
 	if err := attach("sys_enter", httpbpf.SysEnter); err != nil {
@@ -493,29 +492,14 @@ func (c *Capture) startPlaintext() error {
 // close and the data syscalls, close's first: a descriptor closed while
 // they attach is never read as its next holder's.
 func (c *Capture) attachSyscalls() error {
-	var links []io.Closer
-	for _, a := range []struct {
-		program string
-		exit    bool
-		calls   []string
-	}{
-		{httpbpf.SyscallClose, false, []string{"close"}},
-		{httpbpf.SyscallEnter, false, httpbpf.DataSyscalls},
-		{httpbpf.SyscallExit, true, httpbpf.DataSyscalls},
-	} {
-		ls, err := bpfsource.AttachSyscalls(c.objs.Program(a.program), a.exit, a.calls...)
-		if err != nil {
-			for _, l := range links {
-				l.Close()
-			}
-			return err
-		}
-		for _, l := range ls {
-			links = append(links, l)
-		}
+	links, err := bpfsource.AttachSyscalls(
+		bpfsource.Syscalls{Program: c.objs.Program(httpbpf.SyscallClose), Calls: []string{"close"}},
+		bpfsource.Syscalls{Program: c.objs.Program(httpbpf.SyscallEnter), Calls: httpbpf.DataSyscalls},
+		bpfsource.Syscalls{Program: c.objs.Program(httpbpf.SyscallExit), Exit: true, Calls: httpbpf.DataSyscalls})
+	for _, l := range links {
+		c.kernel.Probes = append(c.kernel.Probes, l)
 	}
-	c.kernel.Probes = append(c.kernel.Probes, links...)
-	return nil
+	return err
 }
 
 // checkPreexisting opens the plaintext gate while a TCP socket with a
