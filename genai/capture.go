@@ -288,6 +288,12 @@ func withGoReadAtRETs() CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.goReadAtRETs = true })
 }
 
+// withRawSyscalls attaches the plaintext capture's system-call programs
+// to the raw tracepoints, as where tracefs is not mounted.
+func withRawSyscalls() CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.rawSyscalls = true })
+}
+
 // uncaptured is the process whose calls are left out: the capture's own
 // (an agent's exports), or withGoTLSLeftOut's. Its files are not probed
 // on its account, and its hits in a file probed for another are dropped
@@ -303,20 +309,14 @@ func (cc *captureConfig) uncaptured() int {
 // of the capture's own process (which then makes no TLS calls): a
 // benchmark's mock, in a process of its own, standing in for a provider
 // off the node.
-// withRawSyscalls attaches the plaintext capture's system-call programs
-// to the raw tracepoints, as where tracefs is not mounted.
-func withRawSyscalls() CaptureOption {
-	return captureOptionFunc(func(c *captureConfig) { c.rawSyscalls = true })
-}
-
 func withGoTLSLeftOut(pid int) CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.goTLSOff = pid })
 }
 
 // WithGoTLS says whether Go programs' crypto/tls is captured (default
 // true). Every Go executable on the host that links crypto/tls is then
-// probed, and each of its TLS reads costs a probe on a RET instruction,
-// which the kernel single-steps (see docs/genai.md); a node that runs no
+// probed, and each of its TLS reads and writes costs a uprobe's trap
+// (see docs/genai.md); a node that runs no
 // Go LLM client or server may turn it off.
 func WithGoTLS(on bool) CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.goTLS = on })
