@@ -75,7 +75,6 @@ func modelChild(path string, in io.Reader, out io.Writer) error {
 	size := int(st.Size())
 	page := os.Getpagesize()
 	var m []byte
-	var kept [][]byte // the split step's
 	enc := json.NewEncoder(out)
 	touch := func(from int) (childReport, error) {
 		if m == nil {
@@ -126,11 +125,9 @@ func modelChild(path string, in io.Reader, out io.Writer) error {
 			// Every other page: neighbours in the file are not in
 			// memory, so the kernel cannot merge the mappings.
 			for i := range pieces {
-				p, err := unix.Mmap(int(f.Fd()), int64(2*i*page), page, unix.PROT_READ, unix.MAP_SHARED)
-				if err != nil {
+				if _, err := unix.Mmap(int(f.Fd()), int64(2*i*page), page, unix.PROT_READ, unix.MAP_SHARED); err != nil {
 					return err
 				}
-				kept = append(kept, p)
 			}
 		case "unmap":
 			if err := unix.Munmap(m); err != nil {
@@ -306,7 +303,7 @@ func TestMappingsPastTheCapCountedOnce(t *testing.T) {
 	// finds them.
 	h := start(t, WithTCP(false))
 	if !h.s.objs.UserFaults {
-		t.Fatalf("this kernel's faults are not counted by mapping: %v", h.s.objs.Missing)
+		testutil.SkipOrFail(t, "the kernel has no page_fault_user (x86): faults are not matched by mapping")
 	}
 	overflow := func() int64 {
 		ps := testutil.Collect(t, h.reader)
