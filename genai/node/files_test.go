@@ -295,6 +295,7 @@ const pieces = 20
 // piece it has room for, and counts each it has not once, however many
 // scans find them.
 func TestMappingsPastTheCapCountedOnce(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF, and a child that is this test binary")
 	name := fmt.Sprintf("xpuscope-test-%d-split.safetensors", os.Getpid())
 	path, _ := writeModel(t, name, 4<<20)
 	c := startChild(t, path)
