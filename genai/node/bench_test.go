@@ -14,6 +14,10 @@ import (
 	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
+// overheadRounds is how many rounds overhead runs, each with the Source
+// and without.
+const overheadRounds = 5
+
 // overhead runs op b.N times with no Source, then b.N times with one
 // (every part on, as New's defaults, unless opts say otherwise; on the
 // OpenTelemetry SDK), in
@@ -33,7 +37,7 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 	if err := os.WriteFile(model, make([]byte, 2<<20), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	const rounds = 5
+	const rounds = overheadRounds
 	var off, on, inBPF time.Duration
 	// The programs' own run time, summed over them (the kernel's BPF
 	// statistics, on meanwhile): the Source's cost in CPU, less noisy
