@@ -64,7 +64,7 @@ func BenchmarkBusyNode(b *testing.B) {
 	var idle, busy, starts float64
 	for range b.N {
 		cmd := exec.Command(exe, args...)
-		var stderr syncBuffer
+		var stderr testutil.SyncBuffer
 		cmd.Stderr = &stderr
 		require.NoError(b, cmd.Start(), "starting the agent %v", args)
 		done := make(chan error, 1)

@@ -57,7 +57,7 @@ func BenchmarkChurn(b *testing.B) {
 	args := []string{"-interval", "1s", "-nvml-library", lib, "-listen", "127.0.0.1:0"}
 	for range b.N {
 		cmd := exec.Command(exe, args...)
-		var stderr syncBuffer
+		var stderr testutil.SyncBuffer
 		cmd.Stderr = &stderr
 		start := time.Now()
 		require.NoError(b, cmd.Start(), "starting the agent %v", args)
@@ -132,7 +132,7 @@ func benchEnv(b *testing.B, name string, def int) int {
 
 // waitListening waits up to 30 s for the agent to say where it serves
 // /metrics.
-func waitListening(cmd *exec.Cmd, stderr *syncBuffer, done <-chan error) (string, error) {
+func waitListening(cmd *exec.Cmd, stderr *testutil.SyncBuffer, done <-chan error) (string, error) {
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		select {
 		case err := <-done:

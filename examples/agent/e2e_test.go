@@ -158,7 +158,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 func startAgent(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := agent(t, args...)
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	cmd.Stderr = &stderr
 	wait := startStoppable(t, cmd)
 	t.Cleanup(func() {
@@ -203,7 +203,7 @@ func startStoppable(t *testing.T, cmd *exec.Cmd) func() error {
 // promServer is a running Prometheus server's HTTP API.
 type promServer struct {
 	url string
-	log *syncBuffer
+	log *testutil.SyncBuffer
 }
 
 // startPrometheus runs the Prometheus server on loopback, scraping the
@@ -228,7 +228,7 @@ scrape_configs:
 		"--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr,
 		"--enable-feature=exemplar-storage")
-	p := &promServer{url: "http://" + addr, log: &syncBuffer{}}
+	p := &promServer{url: "http://" + addr, log: &testutil.SyncBuffer{}}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	wait := startStoppable(t, cmd)
 	t.Cleanup(func() {

@@ -39,7 +39,7 @@ func BenchmarkFootprint(b *testing.B) {
 	var maxRSS, cpu, wall float64
 	for range b.N {
 		cmd := exec.Command(exe, args...)
-		var stderr syncBuffer
+		var stderr testutil.SyncBuffer
 		cmd.Stderr = &stderr // stdout, the final metrics, is discarded
 		start := time.Now()
 		if err := cmd.Start(); err != nil {
@@ -68,7 +68,7 @@ func BenchmarkFootprint(b *testing.B) {
 // then waits for its exit (done). It fails when the agent does not listen
 // within 30 s, a scrape fails or lacks the eighth GPU, or the agent exits
 // with a non-zero status.
-func scrapeUntilExit(cmd *exec.Cmd, stderr *syncBuffer, done <-chan error, interval, run time.Duration) error {
+func scrapeUntilExit(cmd *exec.Cmd, stderr *testutil.SyncBuffer, done <-chan error, interval, run time.Duration) error {
 	stop := func(err error) error {
 		_ = cmd.Process.Kill()
 		<-done

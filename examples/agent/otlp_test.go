@@ -161,7 +161,7 @@ func TestOTLPExport(t *testing.T) {
 				"OTEL_BSP_SCHEDULE_DELAY=100",
 				"K8S_NODE_NAME=gpu-node-7")
 			cmd.Stdout = io.Discard
-			var stderr syncBuffer
+			var stderr testutil.SyncBuffer
 			cmd.Stderr = &stderr
 			require.NoError(t, cmd.Start())
 			done := make(chan error, 1)
@@ -200,25 +200,6 @@ func TestOTLPExport(t *testing.T) {
 			require.NoError(t, stop(), "agent: %s", stderr.String())
 		})
 	}
-}
-
-// syncBuffer is a strings.Builder a child process writes while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func poll(d time.Duration, f func() bool) bool {

@@ -378,7 +378,7 @@ func TestTopInTmux(t *testing.T) {
 	}
 	exe := buildAgent(t)
 	cmd := exec.CommandContext(t.Context(), exe, "-interval", "1s", "-listen", "127.0.0.1:0", "-nvml-library", testutil.BuildFakeNVML(t))
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	cmd.Stderr = &stderr
 	wait := startStoppable(t, cmd)
 	t.Cleanup(func() { assert.NoError(t, wait(), "agent; stderr:\n%s", stderr.String()) })

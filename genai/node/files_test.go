@@ -8,7 +8,6 @@ package node
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,7 +18,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -334,25 +332,6 @@ func sumPoints(ps testutil.Points) int64 {
 	return n
 }
 
-// syncBuffer is a log sink the Source's goroutine writes to while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A loaded 256 MiB model evicted from the page cache with
 // posix_fadvise(POSIX_FADV_DONTNEED) (never drop_caches, which is the
 // node's) and mapped and read again: its pages evicted and added back are
@@ -362,7 +341,7 @@ func TestModelFileEvictedAndReloaded(t *testing.T) {
 	const size = 256 << 20
 	name := fmt.Sprintf("xpuscope-reload-%d.safetensors", os.Getpid())
 	path, st := writeModel(t, name, size)
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	h := start(t, WithTCP(false), withBurstGap(time.Second), WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	file := semconv.XpuscopeModelFileID.String(fmt.Sprintf("%d:%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino))
 	byName := semconv.XpuscopeModelFileName.String(name)

@@ -2,7 +2,6 @@ package cudaprog
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -39,7 +38,7 @@ type Proc struct {
 	lines  []string
 	eof    bool
 	notify chan struct{} // signalled (cap 1) on each new line and at EOF
-	stderr lockedBuffer
+	stderr testutil.SyncBuffer
 	next   int // index of the first line WaitLine has not consumed
 	exited chan struct{}
 	err    error // cmd.Wait's, valid once exited is closed
@@ -192,23 +191,6 @@ func (p *Proc) fatalf(format string, args ...any) {
 	}
 	p.t.Fatalf("%s: %s\nstdout:\n%s\nstderr:\n%s", strings.Join(p.cmd.Args, " "), fmt.Sprintf(format, args...),
 		strings.Join(lines, "\n"), p.Stderr())
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // Terminal opens a new pseudo-terminal pair and returns its terminal end,
