@@ -124,14 +124,7 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 // file (pages added) and truncates it to nothing (pages removed, before
 // any writeback), on a disk file system.
 func BenchmarkPageCacheOverhead(b *testing.B) {
-	dir := b.TempDir()
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err != nil {
-		b.Fatal(err)
-	}
-	if fs.Type == unix.TMPFS_MAGIC {
-		b.Fatalf("%s is tmpfs: its pages do not go through the page cache's tracepoints", dir)
-	}
+	dir := diskDir(b)
 	f, err := os.Create(filepath.Join(dir, "churn.dat"))
 	if err != nil {
 		b.Fatal(err)

@@ -32,15 +32,7 @@ func TestBusyUnwatchedFiles(t *testing.T) {
 		testutil.SkipOrFail(t, "dd (coreutils): %v", err)
 	}
 	h := start(t, WithTCP(false))
-	dir := t.TempDir()
-	var fs unix.Statfs_t
-	require.NoError(t, unix.Statfs(dir, &fs))
-	if fs.Type == unix.TMPFS_MAGIC {
-		wd, _ := os.Getwd()
-		dir, err = os.MkdirTemp(wd, "dd")
-		require.NoError(t, err)
-		t.Cleanup(func() { os.RemoveAll(dir) })
-	}
+	dir := diskDir(t)
 	var names []string
 	for i := range 16 {
 		ext := "dat"
@@ -106,14 +98,7 @@ func TestBusyUnwatchedFiles(t *testing.T) {
 // files are no models: the programs' cost is the page cache's hash
 // lookups and the read and write syscalls' sys_enter and sys_exit.
 func BenchmarkParallelDDOverhead(b *testing.B) {
-	dir := b.TempDir()
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err != nil {
-		b.Fatal(err)
-	}
-	if fs.Type == unix.TMPFS_MAGIC {
-		b.Fatalf("%s is tmpfs: its pages do not go through the page cache's tracepoints", dir)
-	}
+	dir := diskDir(b)
 	const files, size, block = 16, 4 << 20, 1 << 20
 	fds := make([]*os.File, files)
 	for i := range fds {

@@ -183,16 +183,7 @@ func (c *child) do(t *testing.T, step string) childReport {
 // cache.
 func writeModel(t *testing.T, name string, size int64) (string, unix.Stat_t) {
 	t.Helper()
-	dir := t.TempDir()
-	var fs unix.Statfs_t
-	require.NoError(t, unix.Statfs(dir, &fs))
-	if fs.Type == unix.TMPFS_MAGIC {
-		// tmpfs pages are the file: posix_fadvise cannot evict them.
-		dir, _ = os.Getwd()
-		dir, _ = os.MkdirTemp(dir, "model")
-		t.Cleanup(func() { os.RemoveAll(dir) })
-	}
-	path := filepath.Join(dir, name)
+	path := filepath.Join(diskDir(t), name)
 	f, err := os.Create(path)
 	require.NoError(t, err)
 	defer f.Close()
@@ -208,6 +199,32 @@ func writeModel(t *testing.T, name string, size int64) (string, unix.Stat_t) {
 	require.Equal(t, size, st.Size)
 	require.Zero(t, cachedPages(t, f, size), "pages of the new model still cached")
 	return path, st
+}
+
+// diskDir returns a new directory, removed at the end of tb, on a disk
+// file system: the test's temporary directory, or, where that is tmpfs
+// (whose pages are the files': they never pass the page cache's
+// tracepoints, and posix_fadvise cannot evict them), one in the working
+// directory.
+func diskDir(tb testing.TB) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		tb.Fatal(err)
+	}
+	if fs.Type != unix.TMPFS_MAGIC {
+		return dir
+	}
+	wd, err := os.Getwd()
+	if err == nil {
+		dir, err = os.MkdirTemp(wd, "node-test")
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // cachedPages counts the pages of f in the page cache (mincore of a
