@@ -57,15 +57,7 @@ func TestOlderSocketInItsPod(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
-		}
-	}()
+	go serve(ln, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	const script = `
 import socket, struct, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))

@@ -84,17 +84,3 @@ func BenchmarkTCPOverhead(b *testing.B) {
 		}, tcpOnly...)
 	})
 }
-
-// serve hands each connection ln accepts to handle, until ln closes.
-func serve(ln net.Listener, handle func(net.Conn)) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			handle(c)
-		}()
-	}
-}

@@ -109,6 +109,36 @@ func eventually(t *testing.T, d time.Duration, f func() (bool, string)) {
 	}
 }
 
+// connect dials ln, a listener of lab's server, from lab's client, and
+// returns both ends: the client's, and the one ln accepted.
+func connect(t *testing.T, lab *netlab.Lab, ln net.Listener) (net.Conn, *net.TCPConn) {
+	t.Helper()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	c, err := lab.Dial(ln.Addr().String())
+	require.NoError(t, err)
+	return c, (<-accepted).(*net.TCPConn)
+}
+
+// serve hands each connection ln accepts to handle, until ln closes.
+func serve(ln net.Listener, handle func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			handle(c)
+		}()
+	}
+}
+
 // tcpInfo reads a connection's TCP_INFO.
 func tcpInfo(t *testing.T, c net.Conn) *unix.TCPInfo {
 	t.Helper()
@@ -265,17 +295,8 @@ func TestRetransmitsNamedByCalls(t *testing.T) {
 	resets := 0
 	mark := func() {
 		t.Helper()
-		accepted := make(chan net.Conn, 1)
-		go func() {
-			c, err := marker.Accept()
-			if err == nil {
-				accepted <- c
-			}
-		}()
-		c, err := lab.Dial(marker.Addr().String())
-		require.NoError(t, err)
+		c, sc := connect(t, lab, marker)
 		defer c.Close()
-		sc := (<-accepted).(*net.TCPConn)
 		require.NoError(t, sc.SetLinger(0))
 		require.NoError(t, sc.Close())
 		resets++
@@ -286,17 +307,8 @@ func TestRetransmitsNamedByCalls(t *testing.T) {
 			return n == int64(resets), fmt.Sprintf("%d marker resets counted, want %d", n, resets)
 		})
 	}
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	c, err := lab.Dial(ln.Addr().String())
-	require.NoError(t, err)
+	c, sc := connect(t, lab, ln)
 	defer c.Close()
-	sc := <-accepted
 	defer sc.Close()
 	go func() { _, _ = io.Copy(sc, sc) }()
 	echo := func(n int) {
@@ -349,19 +361,10 @@ func TestResets(t *testing.T) {
 	before := lab.Server.Counters(t)
 	const n = 5
 	for range n {
-		accepted := make(chan net.Conn, 1)
-		go func() {
-			c, err := ln.Accept()
-			if err == nil {
-				accepted <- c
-			}
-		}()
-		c, err := lab.Dial(ln.Addr().String())
-		require.NoError(t, err)
-		sc := (<-accepted).(*net.TCPConn)
+		c, sc := connect(t, lab, ln)
 		require.NoError(t, sc.SetLinger(0))
 		require.NoError(t, sc.Close())
-		_, err = c.Read(make([]byte, 1))
+		_, err := c.Read(make([]byte, 1))
 		require.ErrorIs(t, err, syscall.ECONNRESET, "the client reads the reset")
 		c.Close()
 	}
