@@ -106,9 +106,12 @@ func (s *Source) forget(srv *server) {
 	}
 }
 
-// selfNetNS returns the network namespace of the Source's own process,
-// to tell a server in another from one in its own.
+// selfNetNS returns the network namespace the Source's dials are made
+// in, to tell a server in another from one in its own: the calling
+// thread's, not the process's (/proc/self is the thread-group leader's,
+// and a goroutine that entered a server's namespace locked to the
+// leader, which Go cannot end, leaves it there for good).
 func selfNetNS() string {
-	ns, _ := os.Readlink("/proc/self/ns/net")
+	ns, _ := os.Readlink("/proc/thread-self/ns/net")
 	return ns
 }
