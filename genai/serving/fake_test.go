@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -70,12 +69,10 @@ func fakeServer(mode string) error {
 		// vLLM's engine core: setproctitle gives it the title
 		// VLLM::EngineCore, which the kernel keeps 15 bytes of as its
 		// name; its command line is the title (argv[0], set by the
-		// parent).
-		name, err := unix.BytePtrFromString("VLLM::EngineCore")
-		if err != nil {
-			return err
-		}
-		if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(name)), 0, 0, 0); err != nil {
+		// parent). The name is the leader thread's, which /proc/self/comm
+		// names from any thread; PR_SET_NAME would name the calling one,
+		// and the main goroutine need not be on the leader.
+		if err := os.WriteFile("/proc/self/comm", []byte("VLLM::EngineCore"), 0); err != nil {
 			return err
 		}
 		select {}
