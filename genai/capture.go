@@ -112,7 +112,7 @@ type captureConfig struct {
 	goTLS        bool
 	elsewhere    func(pid int, metric string) bool
 	goReadAtRETs bool // tests: crypto/tls's Read probed at its RETs, as in a build without its one call of runtime.memmove
-	goTLSOff     int  // tests: the process whose crypto/tls is left out in place of the capture's own
+	leftOut      int  // tests: the process left out in place of the capture's own
 	rawSyscalls  bool // tests: the system-call programs at the raw tracepoints, as without tracefs
 }
 
@@ -295,22 +295,21 @@ func withRawSyscalls() CaptureOption {
 }
 
 // uncaptured is the process whose calls are left out: the capture's own
-// (an agent's exports), or withGoTLSLeftOut's. Its files are not probed
-// on its account, and its hits in a file probed for another are dropped
-// in the kernel.
+// (an agent's exports and endpoints), or withLeftOut's. Its files are not
+// probed on its account, its hits in a file probed for another are
+// dropped in the kernel, and so are its plaintext system calls.
 func (cc *captureConfig) uncaptured() int {
-	if cc.goTLSOff != 0 {
-		return cc.goTLSOff
+	if cc.leftOut != 0 {
+		return cc.leftOut
 	}
 	return os.Getpid()
 }
 
-// withGoTLSLeftOut leaves out the crypto/tls of the process pid, in place
-// of the capture's own process (which then makes no TLS calls): a
-// benchmark's mock, in a process of its own, standing in for a provider
-// off the node.
-func withGoTLSLeftOut(pid int) CaptureOption {
-	return captureOptionFunc(func(c *captureConfig) { c.goTLSOff = pid })
+// withLeftOut leaves out the process pid, in place of the capture's own
+// (which then makes no calls to capture): a benchmark's mock, in a
+// process of its own, standing in for a provider off the node.
+func withLeftOut(pid int) CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.leftOut = pid })
 }
 
 // WithGoTLS says whether Go programs' crypto/tls is captured (default

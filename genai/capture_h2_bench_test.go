@@ -33,6 +33,9 @@ const (
 	h2cClientEnv = "XPUSCOPE_BENCH_H2_CLIENT" // the mock's base URL
 	clientCAEnv  = "XPUSCOPE_BENCH_CA"        // over TLS: the CA file to trust
 	mockH2CEnv   = "XPUSCOPE_BENCH_MOCK_H2C"  // the mock serves plaintext HTTP/2
+	// With h2cClientEnv: make this many calls at once, not the
+	// benchmark's one after another (goH2CClient).
+	h2cParallelEnv = "XPUSCOPE_TEST_H2C_PARALLEL"
 )
 
 // runH2CClient makes XPUSCOPE_BENCH_REQUESTS streamed chat calls one
@@ -111,12 +114,16 @@ func startH2CClient(b *testing.B, url, ca string, n int) *sslClient {
 // (plaintext, prior knowledge), to the mock in a process of its own on a
 // watched port, without and with the capture (the SDK's providers), in
 // rounds as BenchmarkCaptureOverhead's. With the capture on, every call
-// must become a CLIENT call (the mock's end of each is reported too).
-// Run it once: -benchtime=1x.
+// must become a CLIENT call. "watched": the mock stands in for a provider
+// off the node, as in BenchmarkCaptureOverhead, its end left out;
+// "watched, both ends": a client and a model server on one node, each
+// call captured at both. Run it once: -benchtime=1x.
 func BenchmarkCaptureOverheadHTTP2(b *testing.B) {
-	s := startMockProcess(b, mockH2CEnv+"=1")
+	s, mock := startMockFrom(b, os.Args[0], mockH2CEnv+"=1")
 	url := "http://127.0.0.1:" + strconv.Itoa(s.Port)
-	b.Run("watched", func(b *testing.B) { goClientRounds(b, url, "", WithPlaintextPorts(uint16(s.Port))) })
+	watched := WithPlaintextPorts(uint16(s.Port))
+	b.Run("watched", func(b *testing.B) { goClientRounds(b, url, "", watched, withLeftOut(mock)) })
+	b.Run("watched, both ends", func(b *testing.B) { goClientRounds(b, url, "", watched) })
 	// The system-call programs attached, watching a port nobody uses:
 	// what they cost the client when they capture nothing.
 	b.Run("other port", func(b *testing.B) { goClientRoundsCapturing(b, url, "", false, WithPlaintextPorts(1)) })
@@ -139,14 +146,14 @@ func BenchmarkCaptureOverheadGoTLS(b *testing.B) {
 	require.NoError(b, os.WriteFile(exe, src, 0o755))
 	s, mock := startMockFrom(b, exe, mockH2CEnv+"=tls")
 	url := "https://127.0.0.1:" + strconv.Itoa(s.Port)
-	b.Run("call", func(b *testing.B) { goClientRounds(b, url, s.CAFile, withGoTLSLeftOut(mock)) })
-	b.Run("rets", func(b *testing.B) { goClientRounds(b, url, s.CAFile, withGoTLSLeftOut(mock), withGoReadAtRETs()) })
+	b.Run("call", func(b *testing.B) { goClientRounds(b, url, s.CAFile, withLeftOut(mock)) })
+	b.Run("rets", func(b *testing.B) { goClientRounds(b, url, s.CAFile, withLeftOut(mock), withGoReadAtRETs()) })
 	b.Run("call, both ends", func(b *testing.B) { goClientRounds(b, url, s.CAFile) })
 	// Without plaintext ports, the system-call programs, which run at
 	// every system call of every process while they are attached, are
 	// not: what the TLS probes cost alone.
 	b.Run("call, no plaintext ports", func(b *testing.B) {
-		goClientRounds(b, url, s.CAFile, withGoTLSLeftOut(mock), WithPlaintextPorts())
+		goClientRounds(b, url, s.CAFile, withLeftOut(mock), WithPlaintextPorts())
 	})
 }
 
@@ -174,7 +181,7 @@ func goClientRoundsCapturing(b *testing.B, url, ca string, captures bool, opts .
 	} else {
 		b.Logf("no BPF statistics: %v", err)
 	}
-	var runs, runNs, made uint64
+	var runs, runNs, cpuNs, made uint64
 	bpfRuns := func(c *Capture) (count, ns uint64) {
 		for _, name := range []string{httpbpf.SysEnter, httpbpf.SysExit, httpbpf.SockState, "go_tls", "tls_enter", "tls_return", "tls_free", httpbpf.SyscallEnter, httpbpf.SyscallExit, httpbpf.SyscallClose} {
 			if p := c.objs.Program(name); p != nil {
@@ -189,6 +196,7 @@ func goClientRoundsCapturing(b *testing.B, url, ca string, captures bool, opts .
 		if made > 0 {
 			b.ReportMetric(float64(runs)/float64(made), "bpf-runs/call")
 			b.ReportMetric(float64(runNs)/float64(made), "bpf-ns/call")
+			b.ReportMetric(float64(cpuNs)/float64(made), "reader-cpu-ns/call")
 		}
 	}()
 	traced := func() float64 {
@@ -212,9 +220,10 @@ func goClientRoundsCapturing(b *testing.B, url, ca string, captures bool, opts .
 			require.True(b, ok, "the client not probed: %+v", c.Status())
 		}
 		r0, ns0 := bpfRuns(c)
-		ns := cl.run(b)
+		cl.start(b)
+		cpu0 := processCPU(b)
+		ns := cl.wait(b)
 		r1, ns1 := bpfRuns(c)
-		runs, runNs, made = runs+r1-r0, runNs+ns1-ns0, made+uint64(n)
 		want := n + 1
 		if !captures {
 			want = 0
@@ -225,7 +234,18 @@ func goClientRoundsCapturing(b *testing.B, url, ca string, captures bool, opts .
 			return calls == want
 		})
 		require.True(b, got, "%d calls captured, want %d", calls, want)
+		// This process's CPU time while the calls were made and read:
+		// the capture's reader and the SDK, which share the client's
+		// cores (with this benchmark's own polling, which is little).
+		runs, runNs, cpuNs, made = runs+r1-r0, runNs+ns1-ns0, cpuNs+processCPU(b)-cpu0, made+uint64(n)
 		return ns
 	}
 	benchRounds(b, rounds, untraced, traced)
+}
+
+// processCPU is the user and system time this process has used, in ns.
+func processCPU(b *testing.B) uint64 {
+	var u unix.Rusage
+	require.NoError(b, unix.Getrusage(unix.RUSAGE_SELF, &u))
+	return uint64(u.Utime.Nano() + u.Stime.Nano())
 }

@@ -2,9 +2,13 @@ package genai
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +36,14 @@ func TestCaptureHTTP2(t *testing.T) {
 	for _, tls := range []bool{true, false} {
 		name := map[bool]string{true: "tls", false: "plaintext"}[tls]
 		t.Run(name, func(t *testing.T) {
-			s := llmserver.Start(t, llmserver.Options{TLS: tls, HTTP2: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
+			var s *llmserver.Server
+			if tls {
+				s = llmserver.Start(t, llmserver.Options{TLS: tls, HTTP2: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
+			} else {
+				// In a process of its own, as the Go client: the capture
+				// leaves its own process's calls out.
+				s = startMockProcess(t, mockH2CEnv+"=1", mockTestEnv+"=1")
+			}
 			h := captureOver(t, tls, s.Port)
 			args := []string{"-sS", "-N", "--fail", "-H", "Authorization: Bearer " + captureSecret,
 				"-H", "Content-Type: application/json", "-d", h2ChatRequest}
@@ -61,7 +72,7 @@ func TestCaptureHTTP2(t *testing.T) {
 			}
 			if !tls {
 				// The mock's own end of each connection, served over
-				// HTTP/2 (in this process, in plaintext: captured too).
+				// HTTP/2 in plaintext: captured too.
 				for _, sp := range h.spansOf(t, trace.SpanKindServer, s.Port, calls) {
 					a := attrs(sp)
 					require.Equal(t, int64(llmserver.InputTokens), a[semconv.GenAIUsageInputTokens].AsInt64())
@@ -80,33 +91,50 @@ func TestCaptureHTTP2(t *testing.T) {
 
 // goH2CClient makes n streamed chat calls at once with Go's net/http over
 // HTTP/2 in plaintext (prior knowledge), which puts them on one
-// connection.
+// connection, from a process of its own (runParallelH2CClient).
 func goH2CClient(t *testing.T, s *llmserver.Server, n int) {
 	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), h2cClientEnv+"="+s.URL, h2cParallelEnv+"="+strconv.Itoa(n))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the Go client: %s", out)
+}
+
+// runParallelH2CClient is goH2CClient's process: n calls at once to url.
+func runParallelH2CClient(url string, n int) error {
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{Protocols: &p}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
+	call := func() error {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(h2ChatRequest))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+captureSecret)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		switch {
+		case err != nil:
+			return err
+		case resp.Proto != "HTTP/2.0":
+			return fmt.Errorf("the call went over %s", resp.Proto)
+		case !strings.Contains(string(b), `"completion_tokens":5`):
+			return fmt.Errorf("no usage in the response: %q", b)
+		}
+		return nil
+	}
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, s.URL+"/v1/chat/completions", strings.NewReader(h2ChatRequest))
-			if !assert.NoError(t, err) {
-				return
-			}
-			req.Header.Set("Authorization", "Bearer "+captureSecret)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := client.Do(req)
-			if !assert.NoError(t, err) {
-				return
-			}
-			defer resp.Body.Close()
-			assert.Equal(t, "HTTP/2.0", resp.Proto)
-			b, err := io.ReadAll(resp.Body)
-			assert.NoError(t, err)
-			assert.Contains(t, string(b), `"completion_tokens":5`)
-		})
+	for i := range n {
+		wg.Go(func() { errs[i] = call() })
 	}
 	wg.Wait()
+	return errors.Join(errs...)
 }

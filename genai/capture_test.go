@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -364,6 +366,29 @@ func TestCapturePlaintextKeepAlive(t *testing.T) {
 	h.requireNoSecret(t)
 }
 
+// TestCaptureLeavesItselfOut: the capture's own process (an agent's
+// exports and endpoints) is never captured, in plaintext either: its
+// calls to a watched port, and its end of another's, make no span. Its
+// own calls come first, so their records are in the ring before those of
+// the one call that counts, whose span ends the wait.
+func TestCaptureLeavesItselfOut(t *testing.T) {
+	s := llmserver.Start(t, llmserver.Options{Chunks: chunks})
+	h := startCapture(t, WithPlaintextPorts(uint16(s.Port)))
+	for range 2 {
+		resp, err := http.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(h2ChatRequest))
+		require.NoError(t, err)
+		_, err = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	python(t, s, "/v1/chat/completions", "gpt-4o-mini", 1)
+	h.spansTo(t, s.Port, 1) // python's alone
+	for _, sp := range h.spans.GetSpans() {
+		require.NotEqual(t, trace.SpanKindServer, sp.SpanKind, "a span of this process's own end: %v", sp.Attributes)
+	}
+}
+
 // TestCaptureWaitingRequests: streaming calls count as waiting from their
 // request until their first chunk (the mock holds it for 3 s, as a
 // server with a queue would), and no longer once it came.
@@ -611,7 +636,9 @@ func TestCaptureSharedKeepAlive(t *testing.T) {
 // wall-clock asserts: none.)
 func TestCaptureServerSide(t *testing.T) {
 	t.Run("plaintext", func(t *testing.T) {
-		s := llmserver.Start(t, llmserver.Options{FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
+		// The mock in a process of its own: the capture leaves its own
+		// process's calls out.
+		s := startMockProcess(t, mockH2CEnv+"=1", mockTestEnv+"=1")
 		h := startCapture(t, WithPlaintextPorts(uint16(s.Port)))
 		checkServed(t, h, s)
 	})

@@ -43,7 +43,8 @@
 //     not mounted, the raw sys_enter and sys_exit, which every system call
 //     runs: CaptureStatus.RawSyscalls says why), which stand aside while
 //     no TCP connection with a watched port exists (a listener does not
-//     count); no kprobes;
+//     count); no kprobes. The capturing process's own calls (an agent's
+//     exports and endpoints) are left out, in plaintext as over TLS;
 //   - HTTP/1.1 framing per connection (Content-Length, chunked, SSE,
 //     keep-alive, pipelining), each response read stamped with the
 //     kernel's time of the read; a streamed response parsed as it

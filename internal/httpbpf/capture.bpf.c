@@ -170,8 +170,9 @@ struct thread {
 
 // Tunables, set before load.
 volatile const __u64 wakeup_bytes = 1 << 20;
-// The capturing process, whose own crypto/tls (its exports, say) is not
-// captured: the agent must not read its own traffic.
+// The capturing process, whose own traffic (its exports, its metrics
+// endpoint on a watched port) is not captured, in TLS or in plaintext:
+// the agent must not read itself.
 volatile const __u32 self_pid = 0;
 
 // The plaintext gate. open_watched counts the TCP sockets with a watched
@@ -822,8 +823,11 @@ static __always_inline int data_syscall(long nr)
 // descriptor's connection.
 static __always_inline int on_sys_enter(long nr, __u64 arg1, __u64 arg2, __u64 arg3)
 {
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	if (pid == self_pid)
+		return 0;
 	if (nr == NR_close) {
-		struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = (__u32)arg1};
+		struct conn_key k = {.pid = pid, .source = SOURCE_SOCKET, .conn = (__u32)arg1};
 		struct conn *c = bpf_map_lookup_elem(&conns, &k);
 		if (c)
 			end_conn(&k, c);
@@ -832,7 +836,7 @@ static __always_inline int on_sys_enter(long nr, __u64 arg1, __u64 arg2, __u64 a
 	if (!data_syscall(nr) || !gate_open())
 		return 0;
 	__u32 fd = arg1;
-	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = fd};
+	struct conn_key k = {.pid = pid, .source = SOURCE_SOCKET, .conn = fd};
 	struct conn *c = bpf_map_lookup_elem(&conns, &k);
 	if (!c) {
 		struct conn n = new_conn(classify_fd(fd));

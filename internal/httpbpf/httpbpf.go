@@ -253,8 +253,9 @@ type LoadOptions struct {
 	WakeupBytes uint64
 	// UprobeMulti loads the uprobe programs for uprobe_multi links.
 	UprobeMulti bool
-	// SelfPID is the capturing process, whose Go crypto/tls is not
-	// captured (the agent's own exports); 0: none.
+	// SelfPID is the capturing process, whose traffic is not captured,
+	// over Go's crypto/tls or plaintext (the agent's own exports and
+	// endpoints); 0: none.
 	SelfPID uint32
 	// Plaintext loads the plaintext capture's programs too (SockState
 	// and both forms of the system-call programs); the TLS probes'
