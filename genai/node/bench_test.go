@@ -20,9 +20,11 @@ const overheadRounds = 5
 
 // overhead runs op b.N times with no Source, then b.N times with one
 // (every part on, as New's defaults, unless opts say otherwise; on the
-// OpenTelemetry SDK), in
-// rounds, and reports the time with it over the time without: the
-// overhead as a ratio measured in one run. A model file is held open
+// OpenTelemetry SDK), in rounds, and reports the time with it over the
+// time without, the overhead as ratios measured in one run: the wall
+// time's (on/off), the process's CPU time's (cpu-on/off), and the BPF
+// programs' run time, measured over a third run of b.N ops, over the
+// wall time without (bpf/off). A model file is held open
 // while the Source runs, so that the kernel side watches a file, as on a
 // node that serves a model: by another process (a model server beside
 // the workload), or, with self, by the benchmark's own (the workload is
@@ -38,16 +40,7 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 		b.Fatal(err)
 	}
 	const rounds = overheadRounds
-	var off, on, inBPF time.Duration
-	// The programs' own run time, summed over them (the kernel's BPF
-	// statistics, on meanwhile): the Source's cost in CPU, less noisy
-	// than the wall time on a shared machine, and an upper bound: it
-	// counts the programs' runs for every process of the node.
-	if stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
-		defer stats.Close()
-	} else {
-		b.Logf("no BPF statistics: %v", err)
-	}
+	var off, on, inBPF, cpuOff, cpuOn time.Duration
 	byProgram := map[string]time.Duration{}
 	runtimeOf := func(s *Source, sign time.Duration) time.Duration {
 		var d time.Duration
@@ -59,16 +52,41 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 		}
 		return d
 	}
-	measure := func() time.Duration {
-		start := time.Now()
+	// The wall time of b.N ops, and the CPU time this process spent
+	// meanwhile: the workload's, in user space and in the kernel (where
+	// the BPF programs run, on its account), and the Source's reader's.
+	// On a quiet machine the CPU time is the steadier of the two: it does
+	// not count the waits, which the scheduler decides.
+	measure := func(wall, cpu *time.Duration) {
+		cpu0, start := processCPU(b), time.Now()
 		for range b.N {
 			op(b)
 		}
-		return time.Since(start)
+		*wall += time.Since(start)
+		*cpu += processCPU(b) - cpu0
+	}
+	// The programs' own run time, summed over them: the Source's cost
+	// in CPU, less noisy than the wall time on a shared machine, and an
+	// upper bound (it counts the programs' runs for every process of the
+	// node). The kernel's BPF statistics read the clock twice a run,
+	// which on a VM (kvm-clock) costs as much as a short program: with
+	// them on through the runs above, their ratios rose by ~0.1 on the
+	// page-cache workload. So they are on for a third run of their own.
+	runtimeIn := func(s *Source) {
+		stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		if err != nil {
+			b.Logf("no BPF statistics: %v", err)
+			return
+		}
+		defer stats.Close()
+		ran := runtimeOf(s, -1)
+		var wall, cpu time.Duration
+		measure(&wall, &cpu)
+		inBPF += runtimeOf(s, 1) - ran
 	}
 	b.ResetTimer()
 	for range rounds {
-		off += measure()
+		measure(&off, &cpuOff)
 		b.StopTimer()
 		reader := sdkmetric.NewManualReader()
 		s, err := New(append([]Option{WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))}, opts...)...)
@@ -92,10 +110,9 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		ran := runtimeOf(s, -1)
-		on += measure()
+		measure(&on, &cpuOn)
 		b.StopTimer()
-		inBPF += runtimeOf(s, 1) - ran
+		runtimeIn(s)
 		if self {
 			_ = unix.Munmap(mapped)
 			f.Close()
@@ -109,6 +126,7 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(on)/float64(off), "on/off")
+	b.ReportMetric(float64(cpuOn)/float64(cpuOff), "cpu-on/off")
 	b.ReportMetric(float64(inBPF)/float64(off), "bpf/off")
 	for name, d := range byProgram {
 		if d > 0 {
@@ -175,4 +193,13 @@ func BenchmarkFaultOverhead(b *testing.B) {
 			})
 		})
 	}
+}
+
+// processCPU is the user and system time this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var u unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &u); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
