@@ -17,11 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
-	"github.com/xpuscope/xpuscope/internal/httpbpf"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
 )
@@ -172,33 +169,7 @@ func goClientRoundsCapturing(b *testing.B, url, ca string, captures bool, opts .
 	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
 	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
 	untraced := func() float64 { return startH2CClient(b, url, ca, n).run(b) }
-	// The capture's programs' runs and run time over the traced calls
-	// (the kernel's BPF statistics): a run is a probe's hit (the TLS
-	// probes) or a system call's (the plaintext programs, of every
-	// process on the node).
-	if stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
-		defer stats.Close()
-	} else {
-		b.Logf("no BPF statistics: %v", err)
-	}
-	var runs, runNs, cpuNs, made uint64
-	bpfRuns := func(c *Capture) (count, ns uint64) {
-		for _, name := range []string{httpbpf.SysEnter, httpbpf.SysExit, httpbpf.SockState, "go_tls", "tls_enter", "tls_return", "tls_free", httpbpf.SyscallEnter, httpbpf.SyscallExit, httpbpf.SyscallClose} {
-			if p := c.objs.Program(name); p != nil {
-				if st, err := p.Stats(); err == nil {
-					count, ns = count+st.RunCount, ns+uint64(st.Runtime)
-				}
-			}
-		}
-		return count, ns
-	}
-	defer func() {
-		if made > 0 {
-			b.ReportMetric(float64(runs)/float64(made), "bpf-runs/call")
-			b.ReportMetric(float64(runNs)/float64(made), "bpf-ns/call")
-			b.ReportMetric(float64(cpuNs)/float64(made), "reader-cpu-ns/call")
-		}
-	}()
+	cost := newCaptureCost(b)
 	traced := func() float64 {
 		var calls int
 		c, err := NewCapture(append(append(sdkProviders(), opts...), WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ }))...)
@@ -219,11 +190,9 @@ func goClientRoundsCapturing(b *testing.B, url, ca string, captures bool, opts .
 			})
 			require.True(b, ok, "the client not probed: %+v", c.Status())
 		}
-		r0, ns0 := bpfRuns(c)
 		cl.start(b)
-		cpu0 := processCPU(b)
+		cost.start(b, c)
 		ns := cl.wait(b)
-		r1, ns1 := bpfRuns(c)
 		want := n + 1
 		if !captures {
 			want = 0
@@ -234,18 +203,8 @@ func goClientRoundsCapturing(b *testing.B, url, ca string, captures bool, opts .
 			return calls == want
 		})
 		require.True(b, got, "%d calls captured, want %d", calls, want)
-		// This process's CPU time while the calls were made and read:
-		// the capture's reader and the SDK, which share the client's
-		// cores (with this benchmark's own polling, which is little).
-		runs, runNs, cpuNs, made = runs+r1-r0, runNs+ns1-ns0, cpuNs+processCPU(b)-cpu0, made+uint64(n)
+		cost.stop(b, c, n)
 		return ns
 	}
 	benchRounds(b, rounds, untraced, traced)
-}
-
-// processCPU is the user and system time this process has used, in ns.
-func processCPU(b *testing.B) uint64 {
-	var u unix.Rusage
-	require.NoError(b, unix.Getrusage(unix.RUSAGE_SELF, &u))
-	return uint64(u.Utime.Nano() + u.Stime.Nano())
 }

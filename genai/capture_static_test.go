@@ -16,12 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sys/unix"
 
+	"github.com/xpuscope/xpuscope/internal/httpbpf"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
 	"github.com/xpuscope/xpuscope/internal/uprobe"
@@ -234,6 +237,7 @@ func BenchmarkCaptureOverhead(b *testing.B) {
 	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
 	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
 	untraced := func() float64 { return startSSLClient(b, exe, s, n).run(b) }
+	cost := newCaptureCost(b)
 	traced := func() float64 {
 		var spans int
 		// The mock, a Go program, stands in for a provider off the node:
@@ -246,16 +250,85 @@ func BenchmarkCaptureOverhead(b *testing.B) {
 			return slices.ContainsFunc(c.Status().Attachments, func(a uprobe.Attachment) bool { return a.PID == cl.cmd.Process.Pid })
 		})
 		require.True(b, ok, "sslclient not probed: %+v", c.Status())
-		ns := cl.run(b)
+		cl.start(b)
+		cost.start(b, c)
+		ns := cl.wait(b)
 		got := poll(5*time.Second, func() bool {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			return spans == n
 		})
 		require.True(b, got, "%d calls captured of %d", spans, n)
+		cost.stop(b, c, n)
 		return ns
 	}
 	benchRounds(b, rounds, untraced, traced)
+}
+
+// captureCost sums, over a benchmark's traced runs, what the capture
+// cost: its BPF programs' runs and run time (the kernel's BPF statistics,
+// on until the benchmark ends; they read the clock twice a run, a cost of
+// their own), and the CPU time of this process (the capture's reader and
+// the SDK, which share the client's cores; with the benchmark's own
+// polling, which is little). It reports them a call.
+type captureCost struct {
+	runs, runNs, cpuNs, calls uint64
+	// At start.
+	runs0, runNs0, cpu0 uint64
+}
+
+// newCaptureCost turns the BPF statistics on and reports the sums when
+// the benchmark ends.
+func newCaptureCost(b *testing.B) *captureCost {
+	k := &captureCost{}
+	if stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
+		b.Cleanup(func() { stats.Close() })
+	} else {
+		b.Logf("no BPF statistics: %v", err)
+	}
+	b.Cleanup(func() {
+		if k.calls > 0 {
+			b.ReportMetric(float64(k.runs)/float64(k.calls), "bpf-runs/call")
+			b.ReportMetric(float64(k.runNs)/float64(k.calls), "bpf-ns/call")
+			b.ReportMetric(float64(k.cpuNs)/float64(k.calls), "reader-cpu-ns/call")
+		}
+	})
+	return k
+}
+
+// start begins a traced run of capture c.
+func (k *captureCost) start(b *testing.B, c *Capture) {
+	k.runs0, k.runNs0 = bpfRuns(c)
+	k.cpu0 = processCPU(b)
+}
+
+// stop ends it, after calls calls, once the capture has read them.
+func (k *captureCost) stop(b *testing.B, c *Capture, calls int) {
+	runs, ns := bpfRuns(c)
+	k.runs, k.runNs = k.runs+runs-k.runs0, k.runNs+ns-k.runNs0
+	k.cpuNs += processCPU(b) - k.cpu0
+	k.calls += uint64(calls)
+}
+
+// bpfRuns sums the runs and run time of c's programs: a run is a probe's
+// hit (the TLS probes) or a system call's (the plaintext programs, of
+// every process on the node).
+func bpfRuns(c *Capture) (count, ns uint64) {
+	for _, name := range []string{httpbpf.SysEnter, httpbpf.SysExit, httpbpf.SockState, "go_tls", "tls_enter", "tls_return", "tls_free", httpbpf.SyscallEnter, httpbpf.SyscallExit, httpbpf.SyscallClose} {
+		if p := c.objs.Program(name); p != nil {
+			if st, err := p.Stats(); err == nil {
+				count, ns = count+st.RunCount, ns+uint64(st.Runtime)
+			}
+		}
+	}
+	return count, ns
+}
+
+// processCPU is the user and system time this process has used, in ns.
+func processCPU(b *testing.B) uint64 {
+	var u unix.Rusage
+	require.NoError(b, unix.Getrusage(unix.RUSAGE_SELF, &u))
+	return uint64(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // benchRounds runs untraced and traced (each returns ns per request) in
@@ -313,6 +386,7 @@ func BenchmarkServerCaptureOverhead(b *testing.B) {
 	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
 	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
 	untraced := func() float64 { return startSSLClient(b, exe, s, n).run(b) }
+	cost := newCaptureCost(b)
 	traced := func() float64 {
 		spans := tracetest.NewInMemoryExporter()
 		// The SDK's MeterProvider, and a TracerProvider that keeps the
@@ -325,7 +399,9 @@ func BenchmarkServerCaptureOverhead(b *testing.B) {
 			return slices.ContainsFunc(c.Status().Attachments, func(a uprobe.Attachment) bool { return a.PID == srv.Process.Pid })
 		})
 		require.True(b, ok, "server.py not probed: %+v", c.Status())
-		ns := cl.run(b)
+		cl.start(b)
+		cost.start(b, c)
+		ns := cl.wait(b)
 		served := 0
 		got := poll(5*time.Second, func() bool {
 			served = 0
@@ -337,6 +413,7 @@ func BenchmarkServerCaptureOverhead(b *testing.B) {
 			return served == n
 		})
 		require.True(b, got, "%d requests served of %d reported", served, n)
+		cost.stop(b, c, n)
 		return ns
 	}
 	benchRounds(b, rounds, untraced, traced)
