@@ -8,6 +8,7 @@ package node
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -299,6 +300,61 @@ func TestModelFileIO(t *testing.T) {
 		watched = append(watched, f.Name)
 	}
 	assert.Contains(t, watched, name)
+}
+
+// A process whose leader thread ends (pthread_exit) while another thread
+// lives on and faults on the model the process mapped
+// (testdata/leaderexit.c): those faults are counted, within 5% of the
+// thread's own. The process's mappings go with its last thread, not with
+// its leader.
+func TestFaultsAfterTheLeaderExits(t *testing.T) {
+	testutil.Native(t, "the kernel's BPF, and a child built by the host's compiler")
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		testutil.SkipOrFail(t, "gcc: %v", err)
+	}
+	exe := filepath.Join(t.TempDir(), "leaderexit")
+	out, err := exec.Command(gcc, "-O2", "-Wall", "-pthread", "-o", exe, "testdata/leaderexit.c").CombinedOutput()
+	require.NoError(t, err, "gcc: %s", out)
+	const size = 64 << 20
+	path, st := writeModel(t, fmt.Sprintf("xpuscope-leader-%d.safetensors", os.Getpid()), size)
+	h := start(t, WithTCP(false))
+
+	cmd := exec.Command(exe, path)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { in.Close(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	require.True(t, lines.Scan(), "the child said nothing")
+	require.Equal(t, "ready", lines.Text())
+	pid := cmd.Process.Pid
+	eventually(t, 10*time.Second, func() (bool, string) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, pid))
+		if err != nil {
+			return false, err.Error()
+		}
+		_, rest, _ := bytes.Cut(stat, []byte(") "))
+		return bytes.HasPrefix(rest, []byte("Z")), "the leader has not exited: " + string(rest[:min(len(rest), 1)])
+	})
+	_, err = fmt.Fprintln(in, "touch")
+	require.NoError(t, err)
+	require.True(t, lines.Scan(), "the child did not say what it touched")
+	var faults, pages, sum int64
+	_, err = fmt.Sscan(lines.Text(), &faults, &pages, &sum)
+	require.NoError(t, err)
+	require.Equal(t, int64(size/os.Getpagesize()), pages)
+	t.Logf("the surviving thread took %d faults touching %d pages", faults, pages)
+	require.Positive(t, faults)
+
+	file := semconv.XpuscopeModelFileID.String(fmt.Sprintf("%d:%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino))
+	eventually(t, 10*time.Second, func() (bool, string) {
+		got := sumPoints(testutil.Collect(t, h.reader).Find(semconv.XpuscopeModelFileFaults.Name, file, semconv.ProcessPID.Int(pid)))
+		return within(got, faults), fmt.Sprintf("%d faults counted, the thread took %d", got, faults)
+	})
 }
 
 // pieces is how many mappings the child's split step makes: more than

@@ -461,10 +461,19 @@ struct files_struct___k {
 	struct fdtable___k *fdt;
 } __attribute__((preserve_access_index));
 
+// A process's shared state: live counts its threads not yet exiting
+// (atomic_t).
+struct signal_struct___k {
+	struct {
+		int counter;
+	} live;
+} __attribute__((preserve_access_index));
+
 struct task_struct___k {
 	int pid;
 	int tgid;
 	struct files_struct___k *files;
+	struct signal_struct___k *signal;
 } __attribute__((preserve_access_index));
 
 // A folio's flags: an unsigned long, or (Linux 6.17+) memdesc_flags_t,
@@ -1261,8 +1270,10 @@ static __always_inline void unmap_exit(struct thread *t, long ret)
 }
 
 // A process's address space goes at exec and at its exit: so do its
-// mappings. (Its leader's exit is taken for the process's: threads that
-// outlive their leader fault uncounted.)
+// mappings. Its exit is its last thread's, which need not be its leader
+// (a leader may end with pthread_exit while other threads run on): do_exit
+// has taken the thread out of signal->live before this tracepoint, so
+// the last thread sees 0 there.
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(mappings_exec, struct task_struct___k *p)
 {
@@ -1274,7 +1285,7 @@ int BPF_PROG(mappings_exec, struct task_struct___k *p)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(mappings_exit, struct task_struct___k *p)
 {
-	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	__u32 pid = BPF_CORE_READ(p, tgid);
 	bpf_map_delete_elem(&mappings, &pid);
