@@ -58,24 +58,8 @@ func runH2CClient(url string) {
 	}
 	client := &http.Client{Transport: tr}
 	call := func() error {
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(h2ChatRequest))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+captureSecret)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-			return err
-		}
-		if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s %s", resp.Proto, resp.Status)
-		}
-		return nil
+		_, err := chatOverH2(client, url, io.Discard)
+		return err
 	}
 	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "h2c client:", err)
@@ -95,6 +79,27 @@ func runH2CClient(url string) {
 		}
 	}
 	fmt.Println("NS_PER_REQUEST", float64(time.Since(start).Nanoseconds())/float64(n))
+}
+
+// chatOverH2 makes one streamed chat call to url with client over HTTP/2,
+// copies the response's body to w, and returns how many bytes it had.
+func chatOverH2(client *http.Client, url string, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(h2ChatRequest))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+captureSecret)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(w, resp.Body)
+	if err == nil && (resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK) {
+		err = fmt.Errorf("%s %s", resp.Proto, resp.Status)
+	}
+	return n, err
 }
 
 // startH2CClient runs runH2CClient in a child process, connected and

@@ -1,10 +1,8 @@
 package genai
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -108,25 +106,12 @@ func runParallelH2CClient(url string, n int) error {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	call := func() error {
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(h2ChatRequest))
-		if err != nil {
+		var body strings.Builder
+		if _, err := chatOverH2(client, url, &body); err != nil {
 			return err
 		}
-		req.Header.Set("Authorization", "Bearer "+captureSecret)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		switch {
-		case err != nil:
-			return err
-		case resp.Proto != "HTTP/2.0":
-			return fmt.Errorf("the call went over %s", resp.Proto)
-		case !strings.Contains(string(b), `"completion_tokens":5`):
-			return fmt.Errorf("no usage in the response: %q", b)
+		if !strings.Contains(body.String(), `"completion_tokens":5`) {
+			return fmt.Errorf("no usage in the response: %q", body.String())
 		}
 		return nil
 	}
