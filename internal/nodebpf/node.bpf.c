@@ -62,10 +62,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define NR_munmap 11
 #define NR_mremap 25
 struct pt_regs___k {
-	unsigned long di, si, r8;
+	unsigned long di, si, dx, r8;
 } __attribute__((preserve_access_index));
 #define SYSCALL_ARG1(regs) BPF_CORE_READ(regs, di)
 #define SYSCALL_ARG2(regs) BPF_CORE_READ(regs, si)
+#define SYSCALL_ARG3(regs) BPF_CORE_READ(regs, dx)
 #define SYSCALL_ARG5(regs) BPF_CORE_READ(regs, r8)
 #elif defined(__TARGET_ARCH_arm64)
 #define NR_openat 56
@@ -84,6 +85,7 @@ struct pt_regs___k {
 } __attribute__((preserve_access_index));
 #define SYSCALL_ARG1(regs) BPF_CORE_READ(regs, orig_x0)
 #define SYSCALL_ARG2(regs) BPF_CORE_READ(regs, regs[1])
+#define SYSCALL_ARG3(regs) BPF_CORE_READ(regs, regs[2])
 #define SYSCALL_ARG5(regs) BPF_CORE_READ(regs, regs[4])
 #else
 #error "node.bpf.c: no syscall table for this architecture"
@@ -338,7 +340,8 @@ enum pending_kind {
 	PENDING_OPEN = 1,
 	PENDING_READ = 2,
 	PENDING_MMAP = 3,   // a mmap: of a watched file (mapped), or by a process that maps one
-	PENDING_UNMAP = 4,  // a munmap, or a mremap's old range
+	PENDING_UNMAP = 4,  // a munmap
+	PENDING_REMAP = 5,  // a mremap by a process that maps a watched file
 };
 
 // A thread's state: its watched syscall between entry and exit, and the
@@ -355,7 +358,8 @@ struct thread {
 	__u64 around_mapping; // the address_space of the last fault-around
 	__u64 around_start, around_end;
 	__u64 around_ts; // CLOCK_MONOTONIC ns of it
-	__u64 addr, len;  // a pending munmap's range; a pending mmap's length
+	__u64 addr, len;  // a pending munmap's or mremap's (old) range; a pending mmap's length
+	__u64 new_len;    // a pending mremap's new length
 	__u32 mapped;     // a pending mmap maps file
 	__u32 _pad2;
 };
@@ -1196,9 +1200,10 @@ static __always_inline void mmap_enter(__u64 len, __u64 fd)
 	set_pending(t, PENDING_MMAP);
 }
 
-// unmap_enter makes a munmap (or a mremap's old range) pending when its
+// unmap_enter makes a munmap (kind PENDING_UNMAP) of [addr, addr+len),
+// or a mremap of it to new_len bytes (PENDING_REMAP), pending when its
 // process maps a watched file.
-static __always_inline void unmap_enter(__u64 addr, __u64 len)
+static __always_inline void unmap_enter(__u32 kind, __u64 addr, __u64 len, __u64 new_len)
 {
 	__u32 pid = tgid();
 	if (!bpf_map_lookup_elem(&mappings, &pid))
@@ -1208,7 +1213,23 @@ static __always_inline void unmap_enter(__u64 addr, __u64 len)
 		return;
 	t->addr = addr;
 	t->len = len;
-	set_pending(t, PENDING_UNMAP);
+	t->new_len = new_len;
+	set_pending(t, kind);
+}
+
+// map_locked adds [a, b) of file to pm's mappings, under its lock, and
+// returns 0 where it has no room.
+static __always_inline int map_locked(struct proc_mappings *pm, __u64 a, __u64 b, struct file_key *file)
+{
+	for (int i = 0; i < MAX_MAPPINGS; i++) {
+		if (!pm->m[i].end) {
+			pm->m[i].start = a;
+			pm->m[i].end = b;
+			pm->m[i].file = *file;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 // mmap_exit takes the new mapping's range out of the process's (a
@@ -1235,19 +1256,8 @@ static __always_inline void mmap_exit(struct thread *t, long ret)
 	int full = 0;
 	bpf_spin_lock(&pm->lock);
 	full = unmap_locked(pm, a, b);
-	if (t->mapped) {
-		int put = 0;
-		for (int i = 0; i < MAX_MAPPINGS; i++) {
-			if (!pm->m[i].end) {
-				pm->m[i].start = a;
-				pm->m[i].end = b;
-				pm->m[i].file = t->file;
-				put = 1;
-				break;
-			}
-		}
-		full |= !put;
-	}
+	if (t->mapped)
+		full |= !map_locked(pm, a, b, &t->file);
 	bpf_spin_unlock(&pm->lock);
 	if (full)
 		count(COUNTER_MAPPINGS_FULL);
@@ -1264,6 +1274,39 @@ static __always_inline void unmap_exit(struct thread *t, long ret)
 	__u64 a = t->addr, b = PAGE_END(t->addr + t->len);
 	bpf_spin_lock(&pm->lock);
 	int full = unmap_locked(pm, a, b);
+	bpf_spin_unlock(&pm->lock);
+	if (full)
+		count(COUNTER_MAPPINGS_FULL);
+}
+
+// remap_exit follows a mapping that mremap moved or resized: the old
+// range goes, and where it lay in a mapping of a watched file, the new
+// range, at the address mremap returned, maps that file. (With
+// MREMAP_DONTUNMAP the old range stays mapped; its faults are not
+// counted.)
+static __always_inline void remap_exit(struct thread *t, long ret)
+{
+	if (ret < 0 && ret > -4096)
+		return;
+	__u32 pid = tgid();
+	struct proc_mappings *pm = bpf_map_lookup_elem(&mappings, &pid);
+	if (!pm)
+		return;
+	__u64 a = t->addr, b = PAGE_END(t->addr + t->len);
+	__u64 to = ret, to_end = PAGE_END(to + t->new_len);
+	struct file_key file = {};
+	int full = 0, mapped = 0;
+	bpf_spin_lock(&pm->lock);
+	for (int i = 0; i < MAX_MAPPINGS; i++) {
+		if (pm->m[i].end && a >= pm->m[i].start && a < pm->m[i].end) {
+			file = pm->m[i].file;
+			mapped = 1;
+			break;
+		}
+	}
+	full = unmap_locked(pm, a, b);
+	if (mapped)
+		full |= !map_locked(pm, to, to_end, &file);
 	bpf_spin_unlock(&pm->lock);
 	if (full)
 		count(COUNTER_MAPPINGS_FULL);
@@ -1320,9 +1363,12 @@ int BPF_PROG(sys_enter, struct pt_regs___k *regs, long id)
 			mmap_enter(SYSCALL_ARG2(regs), SYSCALL_ARG5(regs));
 		return 0;
 	case NR_munmap:
-	case NR_mremap: // its old range: a moved mapping is not followed
 		if (track_mappings && files_watched)
-			unmap_enter(SYSCALL_ARG1(regs), SYSCALL_ARG2(regs));
+			unmap_enter(PENDING_UNMAP, SYSCALL_ARG1(regs), SYSCALL_ARG2(regs), 0);
+		return 0;
+	case NR_mremap:
+		if (track_mappings && files_watched)
+			unmap_enter(PENDING_REMAP, SYSCALL_ARG1(regs), SYSCALL_ARG2(regs), SYSCALL_ARG3(regs));
 		return 0;
 	}
 	return 0;
@@ -1351,6 +1397,9 @@ int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
 		break;
 	case PENDING_UNMAP:
 		unmap_exit(t, ret);
+		break;
+	case PENDING_REMAP:
+		remap_exit(t, ret);
 		break;
 	}
 	return 0;

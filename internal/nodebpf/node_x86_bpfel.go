@@ -185,6 +185,7 @@ type nodeThread struct {
 	AroundTs      uint64
 	Addr          uint64
 	Len           uint64
+	NewLen        uint64
 	Mapped        uint32
 	Pad2          uint32
 }
