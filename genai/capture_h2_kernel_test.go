@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
 	"github.com/xpuscope/xpuscope/semconv"
 )
@@ -92,6 +93,7 @@ func TestCaptureHTTP2(t *testing.T) {
 // connection, from a process of its own (runParallelH2CClient).
 func goH2CClient(t *testing.T, s *llmserver.Server, n int) {
 	t.Helper()
+	testutil.Native(t, "the test binary run again as a program")
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), h2cClientEnv+"="+s.URL, h2cParallelEnv+"="+strconv.Itoa(n))
 	out, err := cmd.CombinedOutput()

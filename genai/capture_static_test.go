@@ -200,6 +200,7 @@ func startMockProcess(b testing.TB, env ...string) *llmserver.Server {
 // startMockFrom is startMockProcess with exe, a copy of the test binary,
 // and returns the mock's pid too.
 func startMockFrom(b testing.TB, exe string, env ...string) (*llmserver.Server, int) {
+	testutil.Native(b, "the test binary run again as a program")
 	cmd := exec.Command(exe)
 	cmd.Env = append(append(os.Environ(), mockServerEnv+"="+b.TempDir()), env...)
 	cmd.Stderr = os.Stderr
