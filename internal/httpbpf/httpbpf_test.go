@@ -30,20 +30,25 @@ func requireRoot(t *testing.T) {
 }
 
 // TestLoad: the verifier of the running kernel accepts every program, for
-// perf-event uprobes and for uprobe_multi links (kernel tier).
+// perf-event uprobes and for uprobe_multi links, telling sockets or not
+// (kernel tier).
 func TestLoad(t *testing.T) {
 	requireRoot(t)
 	for _, multi := range []bool{false, true} {
-		objs, err := Load(LoadOptions{UprobeMulti: multi, Plaintext: true})
-		require.NoError(t, err, "multi=%v", multi)
-		require.NoError(t, objs.WatchPorts([]uint16{8000, 11434}))
-		require.NoError(t, objs.Close())
+		for _, sockets := range []bool{false, true} {
+			objs, err := Load(LoadOptions{UprobeMulti: multi, Plaintext: true, Sockets: sockets})
+			require.NoError(t, err, "multi=%v sockets=%v", multi, sockets)
+			require.NoError(t, objs.WatchPorts([]uint16{8000, 11434}))
+			assert.Equal(t, sockets, objs.Program(ThreadExit) != nil, "%s loaded with sockets=%v", ThreadExit, sockets)
+			require.NoError(t, objs.Close())
+		}
 	}
-	// Without the plaintext capture its programs are left out.
-	objs, err := Load(LoadOptions{})
+	// Without the plaintext capture its programs are left out, and
+	// OpenSSL's sockets, which they find, with them.
+	objs, err := Load(LoadOptions{Sockets: true})
 	require.NoError(t, err)
 	defer objs.Close()
-	for _, name := range []string{SockState, SysEnter, SysExit} {
+	for _, name := range []string{SockState, SysEnter, SysExit, ThreadExit} {
 		assert.Nil(t, objs.Program(name), "%s loaded without the plaintext capture", name)
 	}
 	for _, p := range TLSProbes {
@@ -51,12 +56,12 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// capture attaches the programs: the socket state tracepoint (which
-// opens the plaintext gate for the connections made from now on), the
-// syscall tracepoints, and the OpenSSL probes on the system libssl (the
-// one curl loads). It returns a function
-// that stops the capture and returns the records of pid by connection
-// and direction.
+// capture attaches the programs, which tell TLS connections' sockets:
+// the socket state tracepoint (which opens the plaintext gate for the
+// connections made from now on), the syscall tracepoints, and the
+// OpenSSL probes on the system libssl (the one curl loads). It returns a
+// function that stops the capture and returns the records of pid by
+// connection and direction.
 type conn struct {
 	src  Source
 	conn uint64
@@ -68,11 +73,16 @@ type captured struct {
 	seqs            map[conn]map[Dir][]uint32 // of the data records, by direction, in order
 	lastCalls       map[conn][2]uint32        // what the close said of them: the last write's and read's numbers
 	firstTS, lastTS map[conn]map[Dir]uint64
+	sockets         map[conn][]uint64 // the inode numbers the socket records told, in order
+	// socketAfter is, of each connection whose socket was told, the
+	// number of its data records that came before the socket record;
+	// records the number of them all.
+	socketAfter, records map[conn]int
 }
 
 func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) captured) {
 	t.Helper()
-	objs, err := Load(LoadOptions{Plaintext: true})
+	objs, err := Load(LoadOptions{Plaintext: true, Sockets: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { objs.Close() })
 	require.NoError(t, objs.WatchPorts(ports))
@@ -142,12 +152,21 @@ func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) c
 		wg.Wait()
 		c := captured{bytes: map[conn]map[Dir]*bytes.Buffer{}, closed: map[conn]bool{}, seqs: map[conn]map[Dir][]uint32{},
 			lastCalls: map[conn][2]uint32{},
-			firstTS:   map[conn]map[Dir]uint64{}, lastTS: map[conn]map[Dir]uint64{}}
+			firstTS:   map[conn]map[Dir]uint64{}, lastTS: map[conn]map[Dir]uint64{},
+			sockets: map[conn][]uint64{}, socketAfter: map[conn]int{}, records: map[conn]int{}}
 		for _, r := range all {
 			if int(r.PID) != pid {
 				continue
 			}
 			k := conn{r.Source, r.Conn}
+			if r.Kind == KindSocket {
+				c.sockets[k] = append(c.sockets[k], r.Inode())
+				c.socketAfter[k] = c.records[k]
+				continue
+			}
+			if r.Kind == KindData {
+				c.records[k]++
+			}
 			if r.Kind == KindClose {
 				c.closed[k] = true
 				w, rd := r.LastCalls()
@@ -205,7 +224,12 @@ func curl(t *testing.T, s *llmserver.Server) int {
 // TestCaptureCurl: curl's request and streamed response, over plaintext
 // HTTP to a watched port and over TLS (real libssl), are captured whole
 // on one connection each: the request as curl wrote it, the response as
-// it read it, each chunk later than the server's first delay.
+// it read it, each chunk later than the server's first delay. The TLS
+// connection's socket is told once, by a system call that an SSL_write
+// or SSL_read made after the connection's first bytes told it speaks
+// HTTP, before its last bytes; and no thread waits for a socket after.
+// The plaintext connection's is never told (user space reads it from
+// the descriptor).
 func TestCaptureCurl(t *testing.T) {
 	requireRoot(t)
 	for _, tls := range []bool{false, true} {
@@ -246,6 +270,17 @@ func TestCaptureCurl(t *testing.T) {
 			gap := time.Duration(c.lastTS[k][Read] - c.lastTS[k][Write])
 			assert.GreaterOrEqual(t, gap, delay, "the last response bytes after the request, want at least the server's delay")
 			assert.True(t, c.closed[k], "no close record for %v", k)
+			if tls {
+				require.Len(t, c.sockets[k], 1, "socket records of %v", k)
+				assert.NotZero(t, c.sockets[k][0], "the socket's inode number")
+				assert.Positive(t, c.socketAfter[k], "the socket told before the bytes that told the connection speaks HTTP")
+				assert.Less(t, c.socketAfter[k], c.records[k], "the socket told after the connection's last bytes")
+			} else {
+				assert.Empty(t, c.sockets, "socket records")
+			}
+			var waiters uint64
+			require.NoError(t, objs.captureVariables.SocketWaiters.Get(&waiters))
+			assert.Zero(t, waiters, "threads waiting for a socket after curl exited")
 			// Each direction's calls numbered 1, 2, …, n, and the close
 			// carrying each n.
 			for i, d := range []Dir{Write, Read} {
