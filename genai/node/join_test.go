@@ -30,13 +30,15 @@ import (
 )
 
 // joinClient is the Python client of TestGenAISpansCarryRetransmits:
-// http.client, over ssl (the system OpenSSL) when given a CA file, each
-// call on a connection of its own, held open a little after its response
-// as a client that reuses its connections would (the capture finds a
-// plaintext connection's socket by its descriptor when it first reads its
-// bytes: a connection closed before then carries no count). It prints
-// READY once ssl is loaded and waits for a line on stdin, so that the
-// test can make sure the capture probes its OpenSSL first.
+// http.client, over ssl (the system OpenSSL) when given a CA file. In
+// plaintext each call is on a connection of its own, held open a little
+// after its response as a client that reuses its connections would (the
+// capture finds a plaintext connection's socket by its descriptor when
+// it first reads its bytes: a connection closed before then carries no
+// count); over TLS the calls share one keep-alive connection, a little
+// apart. It prints READY once ssl is loaded and waits for a line on
+// stdin, so that the test can make sure the capture probes its OpenSSL
+// first.
 const joinClient = `
 import http.client, ssl, sys, time
 host, port, calls = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -47,30 +49,34 @@ if len(sys.argv) > 4:
 print("READY", flush=True)
 sys.stdin.readline()
 body = '{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+c = None
 for _ in range(calls):
     if ctx is None:
         c = http.client.HTTPConnection(host, port, timeout=60)
-    else:
+    elif c is None:
         c = http.client.HTTPSConnection(host, port, timeout=60, context=ctx)
     c.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
     r = c.getresponse()
     data = r.read()
     assert r.status == 200 and b"[DONE]" in data, (r.status, data[-200:])
     time.sleep(0.3)
-    c.close()
+    if ctx is None:
+        c.close()
+c.close()
 `
 
 // The genai capture joined to the Source (genai.WithRetransmits): a
 // client, in the client's network namespace, makes streamed chat
 // completions to the LLM mock over a link that drops half the client's
-// data segments, each call on a connection of its own: Python's
-// http.client in plaintext and over OpenSSL, and Go's net/http over
-// crypto/tls (genai's goclient, built by the test), whose sockets the
-// capture's kernel side tells. The calls' GenAI spans carry the retransmits of their
-// connections: some, and in all no more than the kernel counted in the
-// client's namespace (RetransSegs), less the SYNs sent again, which come
-// before a call begins; and the connections' series are named by the
-// calls' server.
+// data segments: Python's http.client in plaintext, each call on a
+// connection of its own, and over OpenSSL, and Go's net/http over
+// crypto/tls (genai's goclient, built by the test), the calls of each
+// on one keep-alive connection (a TLS handshake through that loss takes
+// seconds), whose socket the capture's kernel side tells once. The
+// calls' GenAI spans carry the retransmits of their connections: some,
+// and in all no more than the kernel counted in the client's namespace
+// (RetransSegs), less the SYNs sent again, which come before a call
+// begins; and the connections' series are named by the calls' server.
 func TestGenAISpansCarryRetransmits(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -116,7 +122,7 @@ func TestGenAISpansCarryRetransmits(t *testing.T) {
 			return lab.Client.Command(python, "-c", joinClient, lab.ServerAddr.String(), strconv.Itoa(port), strconv.Itoa(calls), ca)
 		}, genai.TargetOpenSSL, "/libssl.so"},
 		{"crypto/tls, Go", true, func(port int, ca string) *exec.Cmd {
-			return lab.Client.Command(goClient, "-http1", "-fresh", "-servername", "localhost",
+			return lab.Client.Command(goClient, "-http1", "-servername", "localhost",
 				"https://"+net.JoinHostPort(lab.ServerAddr.String(), strconv.Itoa(port)), ca, "m", strconv.Itoa(calls))
 		}, genai.TargetGoTLS, "/goclient"},
 	} {
