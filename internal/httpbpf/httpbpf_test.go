@@ -1,6 +1,7 @@
 package httpbpf
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -58,8 +59,9 @@ func TestLoad(t *testing.T) {
 
 // capture attaches the programs, which tell TLS connections' sockets:
 // the socket state tracepoint (which opens the plaintext gate for the
-// connections made from now on), the syscall tracepoints, and the
-// OpenSSL probes on the system libssl (the one curl loads). It returns a
+// connections made from now on), the syscall tracepoints, the thread
+// exit's, and the OpenSSL probes on the system libssl (the one curl and
+// Python load). It returns a
 // function that stops the capture and returns the records of pid by
 // connection and direction.
 type conn struct {
@@ -99,7 +101,9 @@ func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) c
 	require.NoError(t, err)
 	exit, err := link.AttachTracing(link.TracingOptions{Program: objs.Program(SysExit)})
 	require.NoError(t, err)
-	links = append(links, enter, exit)
+	threadExit, err := link.AttachTracing(link.TracingOptions{Program: objs.Program(ThreadExit)})
+	require.NoError(t, err)
+	links = append(links, enter, exit, threadExit)
 	ex, err := link.OpenExecutable(SystemLibSSL(t))
 	require.NoError(t, err)
 	// The exported functions, by symbol: the probes used where the
@@ -293,6 +297,66 @@ func TestCaptureCurl(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitClient is a Python program whose client thread speaks HTTP over
+// TLS (the system OpenSSL) to a server thread of its own on a Unix
+// socket pair, then blocks in SSL_read, which the server never answers:
+// a call of an HTTP connection whose socket is unknown, and whose only
+// system calls are on no TCP socket, so it waits for its socket
+// throughout. It prints READY just before that read.
+const waitClient = `
+import socket, ssl, sys, threading, time
+cert, key = sys.argv[1], sys.argv[2]
+a, b = socket.socketpair()
+server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+server.load_cert_chain(cert, key)
+client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+client.load_verify_locations(cert)
+client.check_hostname = False
+def serve():
+    s = server.wrap_socket(a, server_side=True)
+    s.recv(4096)
+    time.sleep(3600)
+threading.Thread(target=serve, daemon=True).start()
+c = client.wrap_socket(b)
+c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+print("READY", flush=True)
+c.recv(4096)
+`
+
+// TestSocketWaitThreadExit: a thread that waits for its OpenSSL call's
+// socket is counted while it waits, and no more once it is killed there
+// (the call never returns: the thread exit's program ends the wait).
+func TestSocketWaitThreadExit(t *testing.T) {
+	requireRoot(t)
+	s := llmserver.Start(t, llmserver.Options{TLS: true}) // for its certificate and key
+	objs, _ := capture(t)
+	waiters := func() uint64 {
+		t.Helper()
+		var n uint64
+		require.NoError(t, objs.captureVariables.SocketWaiters.Get(&n))
+		return n
+	}
+	cmd := exec.Command("/usr/bin/python3", "-c", waitClient, s.CAFile, s.KeyFile)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.Equal(t, "READY\n", line, "%v", err)
+	waited := false
+	for range 100 {
+		if waited = waiters() == 1; waited {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.True(t, waited, "threads waiting for a socket: %d, want the client's", waiters())
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	assert.Zero(t, waiters(), "threads waiting for a socket after the client was killed in its call")
 }
 
 func keys[K comparable, V any](m map[K]V) []K {
