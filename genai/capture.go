@@ -240,17 +240,25 @@ func WithResolver(r xpuscope.ProcessResolver) CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.resolver = r })
 }
 
-// WithRetransmits has each call over a plaintext TCP connection carry, on
-// its span, the segments its connection retransmitted during the call
-// (xpuscope.tcp.call.retransmits, where there were any): count(pid, ino,
-// server, from, to) says how many times the socket of inode ino of
-// process pid retransmitted between from and to (give it
+// WithRetransmits has each call over a TCP connection, plaintext or TLS,
+// carry, on its span, the segments its connection retransmitted during
+// the call (xpuscope.tcp.call.retransmits, where there were any):
+// count(pid, ino, server, from, to) says how many times the socket of
+// inode ino of process pid retransmitted between from and to (give it
 // (*node.Source).CallRetransmits, of package genai/node, which also
 // names the retransmit series of the connection's server end by server,
-// the call's server.address). The socket is found by its descriptor when the capture
-// first sees the connection; TLS connections, whose descriptor the
-// capture does not see, carry none. It is asked at each call, from the
-// capture's reader, and must not block. The default, nil, asks nothing.
+// the call's server.address). A plaintext connection's socket is found
+// by its descriptor when the capture first sees the connection; a TLS
+// connection's is told by the kernel side, once, as the connection
+// starts to speak HTTP: a Go crypto/tls connection's through the
+// *tls.Conn, where it is over a *net.TCPConn (one over another net.Conn
+// carries none); an OpenSSL connection's at a system call on a TCP
+// socket that SSL_read or SSL_write makes for it, which only the
+// plaintext capture's programs see: with WithPlaintextPorts() of none,
+// OpenSSL connections carry none, and neither do those whose calls make
+// no system call (memory BIOs, as Python's asyncio uses). It is asked at
+// each call, from the capture's reader, and must not block. The
+// default, nil, asks nothing.
 func WithRetransmits(count func(pid int, ino uint64, server string, from, to time.Time) int) CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.retransmits = count })
 }
@@ -377,7 +385,7 @@ func NewCapture(opts ...CaptureOption) (*Capture, error) {
 	cc := &c.cfg
 	multi := features.HaveBPFLinkUprobeMulti() == nil
 	c.objs, err = httpbpf.Load(httpbpf.LoadOptions{RingBytes: cc.ringBytes, WakeupBytes: uint64(cc.ringBytes / 4), SelfPID: uint32(cc.uncaptured()),
-		UprobeMulti: multi, Plaintext: len(cc.ports) > 0})
+		UprobeMulti: multi, Plaintext: len(cc.ports) > 0, Sockets: cc.retransmits != nil})
 	if err != nil {
 		return nil, bpfsource.Classify("genai capture: load BPF object", err)
 	}
@@ -470,6 +478,13 @@ func (c *Capture) startPlaintext() error {
 	}
 	if err := attach("inet_sock_set_state", httpbpf.SockState); err != nil {
 		return err
+	}
+	if c.cfg.retransmits != nil {
+		// A thread that exits inside an OpenSSL call waiting for its
+		// socket (which the system-call programs find) waits no more.
+		if err := attach("sched_process_exit", httpbpf.ThreadExit); err != nil {
+			return err
+		}
 	}
 	if err := c.checkPreexisting(); err != nil {
 		return err

@@ -49,8 +49,9 @@ type capConn struct {
 	// peerClosed: a read returned the end of the stream (plaintext only):
 	// the other end closed first.
 	peerClosed bool
-	// ino is the connection's socket's inode number, for WithRetransmits
-	// (plaintext only); 0 when not known.
+	// ino is the connection's socket's inode number, for WithRetransmits:
+	// a plaintext connection's read from its descriptor when it is first
+	// seen, a TLS connection's from its socket record; 0 when not known.
 	ino uint64
 }
 
@@ -142,6 +143,14 @@ func (t *connTable) handle(r *httpbpf.Record) {
 		if cc != nil {
 			cc.peerClosed = true
 		}
+		return
+	}
+	if r.Kind == httpbpf.KindSocket {
+		// Told before the connection's first bytes that follow it.
+		if cc == nil {
+			cc = t.add(k)
+		}
+		cc.ino = r.Inode()
 		return
 	}
 	if cc != nil && cc.muted {

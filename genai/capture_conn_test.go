@@ -4,6 +4,7 @@ package genai
 // them: no kernel.
 
 import (
+	"encoding/binary"
 	"runtime"
 	"slices"
 	"strconv"
@@ -272,6 +273,43 @@ func TestConnTableKeyReuse(t *testing.T) {
 	rec(3, httpbpf.KindData, httpbpf.Read, 1, tResponse, 0)
 	require.Len(t, h.got, muteAfter+2)
 	require.Zero(t, h.t.frames.AbandonedGap, "no call was taken for another's")
+}
+
+// A TLS connection's socket record gives the exchanges on it their
+// socket (for WithRetransmits): one that comes between the connection's
+// calls, and one that comes first and makes the connection; the calls'
+// numbering goes on across it. A connection told no socket has none.
+func TestConnTableSocket(t *testing.T) {
+	h := newTableHarness(16)
+	at := uint64(0)
+	rec := func(gen uint32, r httpbpf.Record) {
+		at += 10
+		r.TS, r.PID, r.Source, r.Conn, r.Gen = at, 1, httpbpf.SourceTLS, 0x7f00, gen
+		if r.Kind == httpbpf.KindData {
+			r.Total = uint32(len(r.Data))
+		}
+		h.t.handle(&r)
+	}
+	socket := func(gen uint32, ino uint64) {
+		rec(gen, httpbpf.Record{Kind: httpbpf.KindSocket, Total: 8, Data: binary.LittleEndian.AppendUint64(nil, ino)})
+	}
+	call := func(gen uint32, seq uint32) {
+		rec(gen, httpbpf.Record{Kind: httpbpf.KindData, Dir: httpbpf.Write, Seq: seq, Data: []byte(tRequest)})
+		rec(gen, httpbpf.Record{Kind: httpbpf.KindData, Dir: httpbpf.Read, Seq: seq, Data: []byte(tResponse)})
+	}
+	rec(1, httpbpf.Record{Kind: httpbpf.KindData, Dir: httpbpf.Write, Seq: 1, Data: []byte(tRequest)})
+	socket(1, 4242)
+	rec(1, httpbpf.Record{Kind: httpbpf.KindData, Dir: httpbpf.Read, Seq: 1, Data: []byte(tResponse)})
+	call(1, 2)
+	socket(2, 4343) // a new connection at the same SSL pointer
+	call(2, 1)
+	call(3, 1)
+	var socks []uint64
+	for _, x := range h.got {
+		socks = append(socks, x.sock)
+	}
+	require.Equal(t, []uint64{4242, 4242, 4343, 0}, socks, "the exchanges' sockets")
+	require.Zero(t, h.t.frames.AbandonedGap, "a socket record is no call")
 }
 
 func FuzzIsGoELF(f *testing.F) {

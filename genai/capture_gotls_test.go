@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope"
@@ -204,6 +206,52 @@ func TestCaptureGoTLSAtRETs(t *testing.T) {
 		checkStreamedCall(t, h, sp, semconv.GenAIProviderOpenAICompatible, model, "stop")
 	}
 	h.requireNoSecret(t)
+}
+
+// TestCaptureGoTLSSockets: with WithRetransmits, each call of a Go client
+// over crypto/tls is asked about by its connection's socket, which the
+// kernel side told: with a connection per call, as many sockets as
+// calls, of the client's process. Over a tls.Conn whose net.Conn wraps
+// the *net.TCPConn (-wrap), whose itab has the wrapper's type hash, no
+// socket is told, and the calls, captured all the same, are asked
+// nothing.
+func TestCaptureGoTLSSockets(t *testing.T) {
+	s := llmserver.Start(t, llmserver.Options{TLS: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
+	type ask struct {
+		pid int
+		ino uint64
+	}
+	var (
+		mu    sync.Mutex
+		asked []ask
+	)
+	h := startCapture(t, WithGoTLS(true), WithRetransmits(func(pid int, ino uint64, _ string, _, _ time.Time) int {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, ask{pid, ino})
+		return 0
+	}))
+	exe := buildGoClient(t, testutil.GoBuild{})
+	const n, model = 3, "gpt-4o-mini"
+	require.Equal(t, []string{"HTTP/1.1", "HTTP/1.1", "HTTP/1.1"}, runGoClient(t, h, exe, s, model, n, "-http1", "-fresh", "-wrap"))
+	h.spansTo(t, s.Port, n)
+	mu.Lock()
+	require.Empty(t, asked, "the calls over wrapped connections: asked about a socket")
+	mu.Unlock()
+
+	require.Equal(t, []string{"HTTP/1.1", "HTTP/1.1", "HTTP/1.1"}, runGoClient(t, h, exe, s, model, n, "-http1", "-fresh"))
+	h.spansTo(t, s.Port, 2*n)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, asked, n, "the calls asked about: %+v", asked)
+	inodes := map[uint64]bool{}
+	for _, a := range asked {
+		assert.NotZero(t, a.ino, "a socket's inode number: %+v", asked)
+		assert.Equal(t, asked[0].pid, a.pid, "one client: %+v", asked)
+		inodes[a.ino] = true
+	}
+	assert.NotEqual(t, os.Getpid(), asked[0].pid, "the client's process, not the mock's")
+	assert.Len(t, inodes, n, "one socket a connection: %+v", asked)
 }
 
 // WithGoTLS(false) leaves Go programs alone: after a sweep of every

@@ -57,6 +57,15 @@
 //     at each collection (xpuscope.genai.client.waiting_requests): the
 //     server's queue as the clients see it.
 //
+// With WithRetransmits (given package genai/node's CallRetransmits), each
+// call's span carries the TCP segments its connection retransmitted
+// during the call. A plaintext connection's socket is found by its
+// descriptor; a TLS connection's is told by the kernel side, once: a Go
+// crypto/tls connection's through its *tls.Conn (where it is over a
+// *net.TCPConn), an OpenSSL connection's at a system call that SSL_read
+// or SSL_write makes on it, which only the plaintext capture's programs
+// see (so none without plaintext ports).
+//
 // With WithResolver (a *podjoin.Resolver, or any Resolver), each call's
 // span carries the attributes of the calling process's container and pod,
 // and is a child of the span context the resolver gives (a workload

@@ -206,7 +206,7 @@ var nodeAttributes = []Attribute{
 	{XpuscopeModelFileFormat, "string", "A model file's format, by its extension: .safetensors, .gguf, .pt and .pth (pytorch), .bin, .ckpt (checkpoint), .onnx, .engine, .plan and .trt (tensorrt).", Extension, ModelFormats},
 	{XpuscopeReadaheadKind, "string", "Whether the reader waited for the readahead (sync) or it was made ahead of it (async).", Extension, []string{ReadaheadSync, ReadaheadAsync}},
 	{XpuscopeNodeReason, "string", "What a genai/node overflow count is of.", Self, []string{NodeReasonEndpoints, NodeReasonProcesses, NodeReasonFiles, NodeReasonFileProcesses, NodeReasonLongPath, NodeReasonMappings}},
-	{XpuscopeTCPCallRetransmits, "int", "Segments the call's TCP connection retransmitted between the call's start and end, as genai/node counts them by socket (at most the socket's last 16); set only where there were any. Span attribute only: the plaintext capture's GenAI spans.", Extension, nil},
+	{XpuscopeTCPCallRetransmits, "int", "Segments the call's TCP connection retransmitted between the call's start and end, as genai/node counts them by socket (at most the socket's last 16); set only where there were any. Span attribute only: the genai capture's GenAI spans of calls over plaintext TCP, Go's crypto/tls, and OpenSSL where the capture's plaintext programs run.", Extension, nil},
 	{XpuscopeModelFilePagesEvicted, "int", "Pages of the file evicted from the page cache before a reload. Span attribute only.", Extension, nil},
 	{XpuscopeModelFilePagesAdded, "int", "Pages of the file added back to the page cache by the reload, when it was seen. Span attribute only.", Extension, nil},
 }

@@ -20,7 +20,8 @@
 //     kernel keeps each socket's last 16 retransmit times by the
 //     socket's inode number, which CallRetransmits reads: the count of a
 //     call's retransmits, for its span: the genai capture asks it for
-//     each call over plaintext TCP when given it (genai.WithRetransmits),
+//     each call over TCP, plaintext or TLS, when given it
+//     (genai.WithRetransmits, which says how it finds a TLS socket),
 //     and puts the count on the call's span
 //     (xpuscope.tcp.call.retransmits).
 //   - Page cache, faults and readahead of model files (WithPageCache):

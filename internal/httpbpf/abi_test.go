@@ -2,15 +2,19 @@ package httpbpf
 
 import (
 	"bufio"
+	"crypto/tls"
 	"debug/elf"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/assert"
@@ -140,6 +144,41 @@ func TestCallingConvention(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGoConnLayout: where go_conn_fd looks for a Go crypto/tls
+// connection's descriptor (capture.bpf.c's GO_ITAB_HASH and GO_SYSFD),
+// and the type hash it takes for *net.TCPConn's (goTypeHashes), are those
+// of the Go the test is built with, as its own types and itab have them:
+// tls.Conn begins with its net.Conn; a *net.TCPConn's data begins with
+// its *netFD, whose poll.FD begins it; and the itab of a *net.TCPConn as
+// a net.Conn holds the hash.
+func TestGoConnLayout(t *testing.T) {
+	src, err := os.ReadFile("capture.bpf.c")
+	require.NoError(t, err)
+	define := func(name string) uintptr {
+		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)$`).FindSubmatch(src)
+		require.NotNil(t, m, "no #define %s in capture.bpf.c", name)
+		n, err := strconv.Atoi(string(m[1]))
+		require.NoError(t, err)
+		return uintptr(n)
+	}
+	first := func(typ reflect.Type, name string) reflect.StructField {
+		f := typ.Field(0)
+		require.Equal(t, name, f.Name, "%v's first field", typ)
+		require.Zero(t, f.Offset, "%v's first field", typ)
+		return f
+	}
+	require.Equal(t, reflect.TypeFor[net.Conn](), first(reflect.TypeFor[tls.Conn](), "conn").Type, "tls.Conn's conn")
+	netFD := first(first(reflect.TypeFor[net.TCPConn](), "conn").Type, "fd").Type.Elem()
+	sysfd, ok := first(netFD, "pfd").Type.FieldByName("Sysfd")
+	require.True(t, ok, "poll.FD has no Sysfd")
+	assert.Equal(t, define("GO_SYSFD"), sysfd.Offset, "poll.FD's Sysfd")
+
+	var c net.Conn = &net.TCPConn{}
+	itab := (*[2]unsafe.Pointer)(unsafe.Pointer(&c))[0]
+	hash := *(*uint32)(unsafe.Add(itab, define("GO_ITAB_HASH")))
+	assert.Equal(t, goTypeHashes("*net.TCPConn")[0], hash, "the hash in the itab of a *net.TCPConn as a net.Conn")
 }
 
 // goRegs are where the Go compiler put testdata/goabi's markers: at each

@@ -32,6 +32,14 @@
 //     exist: inet_sock_set_state counts those (`open_watched`), and user
 //     space says whether any predates the capture (`preexisting`).
 //
+// A TLS connection's socket is told once (RECORD_SOCKET, its inode
+// number), where user space asks (`find_sockets`), from the kernel: a Go
+// connection's at its first call that speaks HTTP, through the *tls.Conn
+// (go_conn_fd); an OpenSSL connection's at a data syscall its thread
+// makes inside an SSL_read or SSL_write of it (tls_enter marks the
+// thread, the syscall programs take the descriptor), so only where the
+// plaintext capture's syscall programs run.
+//
 // Connections are keyed by (pid, source, SSL pointer or fd) and numbered
 // on the host (gen), in every record: OpenSSL gives a new connection the
 // memory of the SSL object it just freed, and a new socket takes the
@@ -63,6 +71,7 @@ enum record_kind {
 	RECORD_DATA = 1,
 	RECORD_CLOSE = 2,
 	RECORD_EOF = 3, // a plaintext read returned 0: the peer closed its end
+	RECORD_SOCKET = 4, // a TLS connection's socket: its inode number, a __u64 of data
 };
 
 enum source {
@@ -148,7 +157,10 @@ struct conn {
 	__u8 head[4];
 	__u8 head_len;
 	__u8 head_dir;
-	__u8 _pad[2];
+	// A TLS connection's socket was told (RECORD_SOCKET); a Go one's
+	// was looked for, found or not.
+	__u8 sock;
+	__u8 _pad;
 };
 
 // HEAD_BYTES is how many bytes tell a connection's protocol.
@@ -166,6 +178,10 @@ struct pending {
 struct thread {
 	struct pending tls;
 	struct pending sys;
+	// The OpenSSL call in tls is of a connection whose socket is not
+	// known: counted in socket_waiters while set.
+	__u32 wants_socket;
+	__u32 _pad;
 };
 
 // Tunables, set before load.
@@ -174,6 +190,19 @@ volatile const __u64 wakeup_bytes = 1 << 20;
 // endpoint on a watched port) is not captured, in TLS or in plaintext:
 // the agent must not read itself.
 volatile const __u32 self_pid = 0;
+
+// Whose TLS connections' sockets are told (RECORD_SOCKET), set before
+// load: Go's, found through the *tls.Conn; OpenSSL's, found by the data
+// syscalls' programs, which must then run.
+enum find_socket {
+	FIND_GO = 1,
+	FIND_OPENSSL = 2,
+};
+volatile const __u32 find_sockets = 0;
+// The hashes the Go compiler gives the type *net.TCPConn (its type
+// descriptor's, which an itab copies), set before load: that of the
+// toolchains of today, and of earlier ones, which hashed otherwise.
+volatile const __u32 go_tcp_conn_hash[2] = {};
 
 // The plaintext gate. open_watched counts the TCP sockets with a watched
 // port that left TCP_CLOSE after load and have not returned to it;
@@ -186,6 +215,10 @@ volatile __u64 open_watched = 0;
 volatile __u32 next_gen = 0;
 volatile __u32 preexisting = 0;
 volatile __u32 gate_overflow = 0;
+// The threads inside an OpenSSL call that wait for its connection's
+// socket (struct thread's wants_socket): while there are none, the data
+// syscalls' programs look for none, a global read.
+volatile __u64 socket_waiters = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -296,6 +329,7 @@ struct pt_regs___k {
 
 struct inode___k {
 	unsigned short i_mode;
+	unsigned long i_ino;
 } __attribute__((preserve_access_index));
 
 struct sock_common___k {
@@ -471,6 +505,21 @@ static __always_inline __u32 emit(__u64 buf, __u32 n, __u32 base)
 	return emit_bytes(buf, n | ((__u64)base << 32));
 }
 
+// note_header fills h, the header of a record of kind that tells of the
+// connection k, c, not of a call's bytes.
+static __always_inline void note_header(struct record_header *h, struct conn_key *k, struct conn *c, __u8 kind)
+{
+	__builtin_memset(h, 0, sizeof(*h));
+	__u64 id = bpf_get_current_pid_tgid();
+	h->ts = bpf_ktime_get_ns();
+	h->conn = k->conn;
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	h->kind = kind;
+	h->source = k->source;
+	h->gen = c->gen;
+}
+
 // emit_end tells user space that the connection k, c ended (RECORD_CLOSE)
 // or that its peer closed its end (RECORD_EOF), after its last call.
 static __always_inline void emit_end(struct conn_key *k, struct conn *c, __u8 kind)
@@ -480,18 +529,32 @@ static __always_inline void emit_end(struct conn_key *k, struct conn *c, __u8 ki
 		count(COUNTER_DROPS);
 		return;
 	}
-	__builtin_memset(h, 0, sizeof(*h));
-	__u64 id = bpf_get_current_pid_tgid();
-	h->ts = bpf_ktime_get_ns();
-	h->conn = k->conn;
-	h->pid = id >> 32;
-	h->tid = (__u32)id;
-	h->kind = kind;
-	h->source = k->source;
+	note_header(h, k, c, kind);
 	h->seq = c->seq[DIR_WRITE];
 	h->total = c->seq[DIR_READ];
-	h->gen = c->gen;
 	bpf_ringbuf_submit(h, submit_flags());
+}
+
+struct socket_record {
+	struct record_header h;
+	__u64 ino;
+};
+
+// emit_socket tells user space that the connection k, c is over the
+// socket of inode number ino (RECORD_SOCKET), and marks c told.
+static __always_inline void emit_socket(struct conn_key *k, struct conn *c, __u64 ino)
+{
+	struct socket_record *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+	if (!r) {
+		count(COUNTER_DROPS);
+		return;
+	}
+	c->sock = 1;
+	note_header(&r->h, k, c, RECORD_SOCKET);
+	r->h.len = sizeof(r->ino);
+	r->h.total = sizeof(r->ino);
+	r->ino = ino;
+	bpf_ringbuf_submit(r, submit_flags());
 }
 
 // new_conn is the entry of a connection first seen, in state.
@@ -574,6 +637,126 @@ static __always_inline int http_conn(struct conn_key *k, struct conn *c, __u64 b
 	return 1;
 }
 
+// ---- Sockets ------------------------------------------------------------
+
+// tcp_sock returns the socket of descriptor fd of the current process
+// when it is a TCP one (AF_INET or AF_INET6, SOCK_STREAM), and its file
+// in *file; else NULL.
+static __always_inline struct sock___k *tcp_sock(__u64 fd, struct file___k **file)
+{
+	struct task_struct___k *task = (void *)bpf_get_current_task();
+	struct fdtable___k *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	struct file___k **fds = BPF_CORE_READ(fdt, fd);
+	struct file___k *f = 0;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	if ((BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+		return 0;
+	struct socket___k *sock = BPF_CORE_READ(f, private_data);
+	if (!sock || BPF_CORE_READ(sock, type) != SOCK_STREAM)
+		return 0;
+	struct sock___k *sk = BPF_CORE_READ(sock, sk);
+	if (!sk)
+		return 0;
+	unsigned short family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	*file = f;
+	return sk;
+}
+
+// tcp_inode returns the inode number of descriptor fd's socket (as
+// socket:[ino] in /proc/<pid>/fd) when it is a TCP one, else 0. A global
+// function, verified once on its own, as its callers' are many.
+__attribute__((noinline)) __u64 tcp_inode(__u64 fd)
+{
+	struct file___k *f = 0;
+	if (!tcp_sock(fd, &f))
+		return 0;
+	return BPF_CORE_READ(f, f_inode, i_ino);
+}
+
+// Where Go keeps a connection's descriptor, in every release the tests
+// build with (1.25 to 1.27) and long before: crypto/tls.Conn begins with
+// its conn, a net.Conn (an itab pointer, then a data pointer); an itab's
+// type hash follows its interface and type pointers; a *net.TCPConn
+// points at net.conn{fd *netFD}; netFD begins with a poll.FD, whose
+// Sysfd int follows its fdMutex{state uint64; rsema, wsema uint32}.
+#define GO_ITAB_HASH 16
+#define GO_SYSFD 16
+
+// go_conn_fd returns the descriptor of the Go crypto/tls.Conn at c when
+// its conn is a *net.TCPConn, else -1. Another net.Conn (a wrapper, a
+// pipe) fails at its itab's type hash, before any pointer of it is
+// followed; a read that faults fails too.
+static __always_inline long go_conn_fd(__u64 c)
+{
+	__u64 conn[2] = {}; // itab, data
+	if (bpf_probe_read_user(conn, sizeof(conn), (void *)c) || !conn[0] || !conn[1])
+		return -1;
+	__u32 hash = 0;
+	if (bpf_probe_read_user(&hash, sizeof(hash), (void *)(conn[0] + GO_ITAB_HASH)) ||
+	    (hash != go_tcp_conn_hash[0] && hash != go_tcp_conn_hash[1]))
+		return -1;
+	__u64 netfd = 0;
+	long fd = -1;
+	if (bpf_probe_read_user(&netfd, sizeof(netfd), (void *)conn[1]) || !netfd ||
+	    bpf_probe_read_user(&fd, sizeof(fd), (void *)(netfd + GO_SYSFD)))
+		return -1;
+	return fd;
+}
+
+// go_conn_inode returns the inode number of the TCP socket under the Go
+// crypto/tls.Conn at c, else 0. A global function, verified once on its
+// own: go_tls captures at three places.
+__attribute__((noinline)) __u64 go_conn_inode(__u64 c)
+{
+	long fd = go_conn_fd(c);
+	return fd < 0 ? 0 : tcp_inode(fd);
+}
+
+// go_socket tells the socket of the Go crypto/tls connection k, c where
+// it is a TCP socket of the process's; found or not, it is not looked
+// for again.
+static __always_inline void go_socket(struct conn_key *k, struct conn *c)
+{
+	c->sock = 1;
+	__u64 ino = go_conn_inode(k->conn);
+	if (ino)
+		emit_socket(k, c, ino);
+}
+
+// stop_waiting ends t's wait for its OpenSSL call's socket, if it waits.
+static __always_inline void stop_waiting(struct thread *t)
+{
+	if (t->wants_socket) {
+		t->wants_socket = 0;
+		__sync_fetch_and_add(&socket_waiters, -1);
+	}
+}
+
+// tls_socket takes descriptor fd, of a data syscall the current thread
+// makes, as the socket of the OpenSSL connection whose call it is in,
+// if the thread waits for that socket (tls_enter) and fd is a TCP
+// socket: a call on a connection over another descriptor (an
+// OpenSSL's read of /dev/urandom) waits on.
+static __always_inline void tls_socket(__u64 fd)
+{
+	struct thread *t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
+	if (!t || !t->wants_socket)
+		return;
+	__u64 ino = tcp_inode(fd);
+	if (!ino)
+		return;
+	stop_waiting(t);
+	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_TLS, .conn = t->tls.conn};
+	struct conn *c = bpf_map_lookup_elem(&conns, &k);
+	if (c && !c->sock)
+		emit_socket(&k, c, ino);
+}
+
 // ---- TLS: OpenSSL -------------------------------------------------------
 
 // capture_tls sends the n plaintext bytes at buf that a TLS connection
@@ -592,6 +775,8 @@ static __always_inline void capture_tls(__u32 source, __u64 conn, __u64 buf, __u
 	__u32 total = n > 0xffffffff ? 0xffffffff : n;
 	if (!http_conn(&k, c, buf, total, dir, ts))
 		return;
+	if (source == SOURCE_GOTLS && (find_sockets & FIND_GO) && !c->sock)
+		go_socket(&k, c);
 	if (!start_call(&k, c, dir, total, ts))
 		return;
 	if (emit(buf, total, 0) < total)
@@ -604,7 +789,9 @@ static __always_inline __u32 tls_api(struct pt_regs *ctx)
 }
 
 // SSL_write(ssl, buf, num), SSL_read(ssl, buf, num), and the _ex variants
-// and internal functions (ssl, buf, num, size_t *count).
+// and internal functions (ssl, buf, num, size_t *count). A call of an
+// HTTP connection whose socket is not known yet waits for it: the
+// socket's data syscalls it makes tell it (tls_socket).
 SEC("uprobe")
 int tls_enter(struct pt_regs *ctx)
 {
@@ -615,6 +802,15 @@ int tls_enter(struct pt_regs *ctx)
 	t->tls.buf = PT_REGS_PARM2(ctx);
 	t->tls.size = PT_REGS_PARM4(ctx);
 	t->tls.api = tls_api(ctx);
+	stop_waiting(t); // a call whose return was not seen
+	if (!(find_sockets & FIND_OPENSSL))
+		return 0;
+	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_TLS, .conn = t->tls.conn};
+	struct conn *c = bpf_map_lookup_elem(&conns, &k);
+	if (c && c->state == CONN_HTTP && !c->sock) {
+		t->wants_socket = 1;
+		__sync_fetch_and_add(&socket_waiters, 1);
+	}
 	return 0;
 }
 
@@ -624,7 +820,10 @@ int tls_return(struct pt_regs *ctx)
 	__u64 ts = bpf_ktime_get_ns();
 	struct thread *t = current_thread();
 	__u32 api = tls_api(ctx);
-	if (!t || t->tls.api != api)
+	if (!t)
+		return 0;
+	stop_waiting(t);
+	if (t->tls.api != api)
 		return 0;
 	struct pending p = t->tls;
 	t->tls.api = 0;
@@ -780,26 +979,9 @@ int BPF_PROG(sock_state, struct sock___k *sk, int oldstate, int newstate)
 // either end, else CONN_IGNORE.
 static __always_inline __u32 classify_fd(__u32 fd)
 {
-	struct task_struct___k *task = (void *)bpf_get_current_task();
-	struct fdtable___k *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-		return CONN_IGNORE;
-	struct file___k **fds = BPF_CORE_READ(fdt, fd);
 	struct file___k *f = 0;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
-		return CONN_IGNORE;
-	if ((BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
-		return CONN_IGNORE;
-	struct socket___k *sock = BPF_CORE_READ(f, private_data);
-	if (!sock || BPF_CORE_READ(sock, type) != SOCK_STREAM)
-		return CONN_IGNORE;
-	struct sock___k *sk = BPF_CORE_READ(sock, sk);
-	if (!sk)
-		return CONN_IGNORE;
-	unsigned short family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	if (family != AF_INET && family != AF_INET6)
-		return CONN_IGNORE;
-	return watched_port(sk) ? CONN_WATCH : CONN_IGNORE;
+	struct sock___k *sk = tcp_sock(fd, &f);
+	return sk && watched_port(sk) ? CONN_WATCH : CONN_IGNORE;
 }
 
 static __always_inline int data_syscall(long nr)
@@ -820,7 +1002,8 @@ static __always_inline int data_syscall(long nr)
 
 // on_sys_enter keeps, at the entry of a data syscall nr (on a socket
 // with a watched port), its buffer for sys_exit; at close's, it ends the
-// descriptor's connection.
+// descriptor's connection. A data syscall made inside an OpenSSL call
+// that waits for its socket may tell it.
 static __always_inline int on_sys_enter(long nr, __u64 arg1, __u64 arg2, __u64 arg3)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
@@ -833,6 +1016,8 @@ static __always_inline int on_sys_enter(long nr, __u64 arg1, __u64 arg2, __u64 a
 			end_conn(&k, c);
 		return 0;
 	}
+	if (socket_waiters)
+		tls_socket(arg1);
 	if (!data_syscall(nr) || !gate_open())
 		return 0;
 	__u32 fd = arg1;
@@ -996,6 +1181,19 @@ int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
 	return on_sys_exit(SYS_NR(regs), ret);
 }
 
+// A thread exits (sched_process_exit runs for each): one killed inside
+// an OpenSSL call that waited for its socket waits no more.
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(thread_exit)
+{
+	if (!socket_waiters)
+		return 0;
+	struct thread *t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
+	if (t)
+		stop_waiting(t);
+	return 0;
+}
+
 // Keep the types in BTF for bpf2go -type.
 const enum record_kind *unused_record_kind __attribute__((unused));
 const enum source *unused_source __attribute__((unused));
@@ -1005,3 +1203,4 @@ const enum tls_api *unused_tls_api __attribute__((unused));
 const enum go_tls_api *unused_go_tls_api __attribute__((unused));
 const enum conn_state *unused_conn_state __attribute__((unused));
 const struct record_header *unused_record_header __attribute__((unused));
+const enum find_socket *unused_find_socket __attribute__((unused));

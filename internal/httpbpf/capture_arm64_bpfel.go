@@ -21,7 +21,8 @@ type captureConn struct {
 	Head    [4]uint8
 	HeadLen uint8
 	HeadDir uint8
-	Pad     [2]uint8
+	Sock    uint8
+	Pad     uint8
 }
 
 type captureConnKey struct {
@@ -54,6 +55,13 @@ type captureDirection uint32
 const (
 	captureDirectionDIR_WRITE captureDirection = 0
 	captureDirectionDIR_READ  captureDirection = 1
+)
+
+type captureFindSocket uint32
+
+const (
+	captureFindSocketFIND_GO      captureFindSocket = 1
+	captureFindSocketFIND_OPENSSL captureFindSocket = 2
 )
 
 type captureGoRead struct {
@@ -105,9 +113,10 @@ type captureRecordHeader struct {
 type captureRecordKind uint32
 
 const (
-	captureRecordKindRECORD_DATA  captureRecordKind = 1
-	captureRecordKindRECORD_CLOSE captureRecordKind = 2
-	captureRecordKindRECORD_EOF   captureRecordKind = 3
+	captureRecordKindRECORD_DATA   captureRecordKind = 1
+	captureRecordKindRECORD_CLOSE  captureRecordKind = 2
+	captureRecordKindRECORD_EOF    captureRecordKind = 3
+	captureRecordKindRECORD_SOCKET captureRecordKind = 4
 )
 
 type captureSource uint32
@@ -136,6 +145,8 @@ type captureThread struct {
 		Api  uint32
 		Pad  uint32
 	}
+	WantsSocket uint32
+	Pad         uint32
 }
 
 type captureTlsApi uint32
@@ -167,17 +178,22 @@ const (
 	captureProgSyscallClose      = "syscall_close"
 	captureProgSyscallEnter      = "syscall_enter"
 	captureProgSyscallExit       = "syscall_exit"
+	captureProgThreadExit        = "thread_exit"
 	captureProgTlsEnter          = "tls_enter"
 	captureProgTlsFree           = "tls_free"
 	captureProgTlsReturn         = "tls_return"
+	captureVarFindSockets        = "find_sockets"
 	captureVarGateOverflow       = "gate_overflow"
+	captureVarGoTcpConnHash      = "go_tcp_conn_hash"
 	captureVarNextGen            = "next_gen"
 	captureVarOpenWatched        = "open_watched"
 	captureVarPreexisting        = "preexisting"
 	captureVarSelfPid            = "self_pid"
+	captureVarSocketWaiters      = "socket_waiters"
 	captureVarUnusedConnState    = "unused_conn_state"
 	captureVarUnusedCounter      = "unused_counter"
 	captureVarUnusedDirection    = "unused_direction"
+	captureVarUnusedFindSocket   = "unused_find_socket"
 	captureVarUnusedGoTlsApi     = "unused_go_tls_api"
 	captureVarUnusedRecordHeader = "unused_record_header"
 	captureVarUnusedRecordKind   = "unused_record_kind"
@@ -235,6 +251,7 @@ type captureProgramSpecs struct {
 	SyscallClose *ebpf.ProgramSpec `ebpf:"syscall_close"`
 	SyscallEnter *ebpf.ProgramSpec `ebpf:"syscall_enter"`
 	SyscallExit  *ebpf.ProgramSpec `ebpf:"syscall_exit"`
+	ThreadExit   *ebpf.ProgramSpec `ebpf:"thread_exit"`
 	TlsEnter     *ebpf.ProgramSpec `ebpf:"tls_enter"`
 	TlsFree      *ebpf.ProgramSpec `ebpf:"tls_free"`
 	TlsReturn    *ebpf.ProgramSpec `ebpf:"tls_return"`
@@ -259,14 +276,18 @@ type captureMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type captureVariableSpecs struct {
+	FindSockets        *ebpf.VariableSpec `ebpf:"find_sockets"`
 	GateOverflow       *ebpf.VariableSpec `ebpf:"gate_overflow"`
+	GoTcpConnHash      *ebpf.VariableSpec `ebpf:"go_tcp_conn_hash"`
 	NextGen            *ebpf.VariableSpec `ebpf:"next_gen"`
 	OpenWatched        *ebpf.VariableSpec `ebpf:"open_watched"`
 	Preexisting        *ebpf.VariableSpec `ebpf:"preexisting"`
 	SelfPid            *ebpf.VariableSpec `ebpf:"self_pid"`
+	SocketWaiters      *ebpf.VariableSpec `ebpf:"socket_waiters"`
 	UnusedConnState    *ebpf.VariableSpec `ebpf:"unused_conn_state"`
 	UnusedCounter      *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
+	UnusedFindSocket   *ebpf.VariableSpec `ebpf:"unused_find_socket"`
 	UnusedGoTlsApi     *ebpf.VariableSpec `ebpf:"unused_go_tls_api"`
 	UnusedRecordHeader *ebpf.VariableSpec `ebpf:"unused_record_header"`
 	UnusedRecordKind   *ebpf.VariableSpec `ebpf:"unused_record_kind"`
@@ -324,14 +345,18 @@ func (m *captureMaps) Close() error {
 //
 // It can be passed to loadCaptureObjects or ebpf.CollectionSpec.LoadAndAssign.
 type captureVariables struct {
+	FindSockets        *ebpf.Variable `ebpf:"find_sockets"`
 	GateOverflow       *ebpf.Variable `ebpf:"gate_overflow"`
+	GoTcpConnHash      *ebpf.Variable `ebpf:"go_tcp_conn_hash"`
 	NextGen            *ebpf.Variable `ebpf:"next_gen"`
 	OpenWatched        *ebpf.Variable `ebpf:"open_watched"`
 	Preexisting        *ebpf.Variable `ebpf:"preexisting"`
 	SelfPid            *ebpf.Variable `ebpf:"self_pid"`
+	SocketWaiters      *ebpf.Variable `ebpf:"socket_waiters"`
 	UnusedConnState    *ebpf.Variable `ebpf:"unused_conn_state"`
 	UnusedCounter      *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
+	UnusedFindSocket   *ebpf.Variable `ebpf:"unused_find_socket"`
 	UnusedGoTlsApi     *ebpf.Variable `ebpf:"unused_go_tls_api"`
 	UnusedRecordHeader *ebpf.Variable `ebpf:"unused_record_header"`
 	UnusedRecordKind   *ebpf.Variable `ebpf:"unused_record_kind"`
@@ -351,6 +376,7 @@ type capturePrograms struct {
 	SyscallClose *ebpf.Program `ebpf:"syscall_close"`
 	SyscallEnter *ebpf.Program `ebpf:"syscall_enter"`
 	SyscallExit  *ebpf.Program `ebpf:"syscall_exit"`
+	ThreadExit   *ebpf.Program `ebpf:"thread_exit"`
 	TlsEnter     *ebpf.Program `ebpf:"tls_enter"`
 	TlsFree      *ebpf.Program `ebpf:"tls_free"`
 	TlsReturn    *ebpf.Program `ebpf:"tls_return"`
@@ -365,6 +391,7 @@ func (p *capturePrograms) Close() error {
 		p.SyscallClose,
 		p.SyscallEnter,
 		p.SyscallExit,
+		p.ThreadExit,
 		p.TlsEnter,
 		p.TlsFree,
 		p.TlsReturn,

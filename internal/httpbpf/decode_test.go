@@ -43,14 +43,23 @@ func TestDecode(t *testing.T) {
 	require.NoError(t, Decode(encode(eof), &r), "end-of-stream record")
 	require.Equal(t, KindEOF, r.Kind)
 	require.Equal(t, uint32(9), r.Gen, "end-of-stream record: %+v", r)
+	require.Zero(t, r.Inode(), "an end-of-stream record's socket")
+	sock := Record{Kind: KindSocket, Source: SourceGoTLS, Conn: 0xc000123000, PID: 7, TID: 9, Gen: 4, Total: 8,
+		Data: binary.LittleEndian.AppendUint64(nil, 0x1_0000_beef)}
+	require.NoError(t, Decode(encode(sock), &r), "socket record")
+	require.Equal(t, sock, r, "socket record")
+	require.Equal(t, uint64(0x1_0000_beef), r.Inode(), "the socket's inode number")
 
 	bad := map[string][]byte{
-		"short header": encode(good)[:HeaderSize-1],
-		"kind":         encode(Record{Kind: 9, Source: SourceTLS}),
-		"source":       encode(Record{Kind: KindData, Source: 9}),
-		"direction":    encode(Record{Kind: KindData, Source: SourceTLS, Dir: 2}),
-		"past total":   encode(Record{Kind: KindData, Source: SourceTLS, Total: 95, Offset: 90, Data: []byte("0123456789")}),
-		"cut data":     encode(good)[:HeaderSize+5],
+		"short header":         encode(good)[:HeaderSize-1],
+		"kind":                 encode(Record{Kind: 9, Source: SourceTLS}),
+		"source":               encode(Record{Kind: KindData, Source: 9}),
+		"direction":            encode(Record{Kind: KindData, Source: SourceTLS, Dir: 2}),
+		"past total":           encode(Record{Kind: KindData, Source: SourceTLS, Total: 95, Offset: 90, Data: []byte("0123456789")}),
+		"cut data":             encode(good)[:HeaderSize+5],
+		"socket record, short": encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 8, Data: []byte{1, 2, 3, 4}}),
+		"socket record, long":  encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 9, Data: []byte("123456789")}),
+		"socket record, cut":   encode(sock)[:HeaderSize+7],
 	}
 	for name, b := range bad {
 		assert.ErrorIs(t, Decode(b, &r), ErrMalformed, name)
@@ -68,6 +77,7 @@ func TestDecodeAllocs(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add(encode(Record{Kind: KindData, Source: SourceTLS, Total: 3, Data: []byte("abc")}))
 	f.Add(encode(Record{Kind: KindClose, Source: SourceSocket}))
+	f.Add(encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 8, Data: make([]byte, 8)}))
 	f.Add([]byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r Record
@@ -76,6 +86,9 @@ func FuzzDecode(f *testing.F) {
 				require.ErrorIs(t, err, ErrMalformed)
 			}
 			return
+		}
+		if r.Kind == KindSocket && len(r.Data) != 8 {
+			require.Len(t, r.Data, 8, "a socket record's data: its inode number")
 		}
 		if len(r.Data) > Piece || len(r.Data) > len(b)-HeaderSize || uint64(r.Offset)+uint64(len(r.Data)) > uint64(r.Total) {
 			msg := []any{"decoded %d data bytes at %d of %d from %d bytes", len(r.Data), r.Offset, r.Total, len(b)}

@@ -6,6 +6,7 @@
 package httpbpf
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -62,7 +63,23 @@ const (
 	// closed its end (not seen over TLS). It carries the last calls'
 	// numbers, as a close does.
 	KindEOF = Kind(captureRecordKindRECORD_EOF)
+	// KindSocket: the socket a TLS connection is over, told once, before
+	// the connection's bytes that follow it (LoadOptions.Sockets). Its
+	// Data is the socket's inode number (Inode).
+	KindSocket = Kind(captureRecordKindRECORD_SOCKET)
 )
+
+// Inode returns, of a socket record, the inode number of the socket its
+// connection is over (socket:[ino] in /proc/<pid>/fd); 0 of another.
+func (r *Record) Inode() uint64 {
+	if r.Kind != KindSocket || len(r.Data) != socketData {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(r.Data)
+}
+
+// socketData is the size of a socket record's data, the inode number.
+const socketData = 8
 
 // Counters of the BPF side (enum counter).
 const (
@@ -132,7 +149,7 @@ func Decode(b []byte, r *Record) error {
 	r.Seq = le.Uint32(b[40:])
 	r.Gen = le.Uint32(b[44:])
 	switch {
-	case r.Kind != KindData && r.Kind != KindClose && r.Kind != KindEOF:
+	case r.Kind != KindData && r.Kind != KindClose && r.Kind != KindEOF && r.Kind != KindSocket:
 		return fmt.Errorf("%w: kind %d", ErrMalformed, r.Kind)
 	case r.Source != SourceTLS && r.Source != SourceSocket && r.Source != SourceGoTLS:
 		return fmt.Errorf("%w: source %d", ErrMalformed, r.Source)
@@ -142,6 +159,8 @@ func Decode(b []byte, r *Record) error {
 		return fmt.Errorf("%w: %d data bytes in a record of %d", ErrMalformed, n, len(b))
 	case uint64(r.Offset)+uint64(n) > uint64(r.Total):
 		return fmt.Errorf("%w: bytes %d+%d of a call that moved %d", ErrMalformed, r.Offset, n, r.Total)
+	case r.Kind == KindSocket && n != socketData:
+		return fmt.Errorf("%w: a socket record with %d data bytes, want %d", ErrMalformed, n, socketData)
 	}
 	r.Data = b[HeaderSize : HeaderSize+int(n)]
 	return nil
@@ -229,7 +248,11 @@ const (
 // two forms: SyscallEnter, SyscallClose and SyscallExit for the
 // tracepoints of DataSyscalls and close, which run at those calls only,
 // where tracefs names them; else SysEnter and SysExit, for the BTF raw
-// tracepoints of their names, which run at every system call.
+// tracepoints of their names, which run at every system call. With
+// LoadOptions.Sockets, the enter programs also find OpenSSL connections'
+// sockets, and ThreadExit, for the BTF tracepoint sched_process_exit,
+// forgets a thread that exits inside an OpenSSL call still waiting for
+// its socket.
 const (
 	SockState    = captureProgSockState    // inet_sock_set_state: opens the gate
 	SyscallEnter = captureProgSyscallEnter // syscalls:sys_enter_<data syscall>: the buffers
@@ -237,6 +260,7 @@ const (
 	SyscallExit  = captureProgSyscallExit  // syscalls:sys_exit_<data syscall>: their bytes
 	SysEnter     = captureProgSysEnter     // sys_enter: SyscallEnter's and SyscallClose's work
 	SysExit      = captureProgSysExit      // sys_exit: SyscallExit's
+	ThreadExit   = captureProgThreadExit   // sched_process_exit: a thread's wait for a socket ends
 )
 
 // DataSyscalls are the system calls whose bytes the plaintext capture
@@ -261,6 +285,26 @@ type LoadOptions struct {
 	// and both forms of the system-call programs); the TLS probes'
 	// (OpenSSL's and Go's) are always loaded.
 	Plaintext bool
+	// Sockets has the programs tell the socket of each TLS connection
+	// that speaks HTTP, once (a KindSocket record): a Go crypto/tls
+	// connection's over a *net.TCPConn, read through the *tls.Conn at
+	// its first such call; an OpenSSL connection's at a data syscall on
+	// a TCP socket that its thread makes inside an SSL_read or SSL_write
+	// of it, which only the system-call programs see: with Plaintext
+	// only (which then loads ThreadExit too).
+	Sockets bool
+}
+
+// goTypeHashes are the hashes the Go compiler gives the type whose
+// linker name is name, which its type descriptor keeps and an itab
+// copies: the first four bytes, little-endian, of name's SHA-256 with
+// the first byte's bits flipped (cmd/internal/hash.Sum32, the toolchains
+// of today), and of its bitwise NOT (cmd/internal/notsha256, which
+// earlier ones hashed with).
+func goTypeHashes(name string) [2]uint32 {
+	sum := sha256.Sum256([]byte(name))
+	h := binary.LittleEndian.Uint32(sum[:4])
+	return [2]uint32{h ^ 0xff, ^h}
 }
 
 // Objects are the loaded programs and maps.
@@ -282,11 +326,22 @@ func Load(o LoadOptions) (*Objects, error) {
 	if o.UprobeMulti {
 		lo.UprobeMulti = tls
 	}
+	var find captureFindSocket
 	if o.Plaintext {
 		lo.Programs = append(slices.Clip(tls), SockState, SyscallEnter, SyscallClose, SyscallExit, SysEnter, SysExit)
 	}
-	if err := spec.Variables["self_pid"].Set(o.SelfPID); err != nil {
-		return nil, fmt.Errorf("httpbpf: set self_pid: %w", err)
+	if o.Sockets {
+		find = captureFindSocketFIND_GO
+		if o.Plaintext {
+			find |= captureFindSocketFIND_OPENSSL
+			lo.Programs = append(lo.Programs, ThreadExit)
+		}
+	}
+	for name, v := range map[string]any{"self_pid": o.SelfPID, "find_sockets": uint32(find),
+		"go_tcp_conn_hash": goTypeHashes("*net.TCPConn")} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("httpbpf: set %s: %w", name, err)
+		}
 	}
 	objs := &Objects{}
 	objs.Programs, err = bpfsource.Load(spec, lo, &objs.captureMaps, &objs.captureVariables)

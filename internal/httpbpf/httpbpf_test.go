@@ -1,6 +1,7 @@
 package httpbpf
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -30,20 +31,25 @@ func requireRoot(t *testing.T) {
 }
 
 // TestLoad: the verifier of the running kernel accepts every program, for
-// perf-event uprobes and for uprobe_multi links (kernel tier).
+// perf-event uprobes and for uprobe_multi links, telling sockets or not
+// (kernel tier).
 func TestLoad(t *testing.T) {
 	requireRoot(t)
 	for _, multi := range []bool{false, true} {
-		objs, err := Load(LoadOptions{UprobeMulti: multi, Plaintext: true})
-		require.NoError(t, err, "multi=%v", multi)
-		require.NoError(t, objs.WatchPorts([]uint16{8000, 11434}))
-		require.NoError(t, objs.Close())
+		for _, sockets := range []bool{false, true} {
+			objs, err := Load(LoadOptions{UprobeMulti: multi, Plaintext: true, Sockets: sockets})
+			require.NoError(t, err, "multi=%v sockets=%v", multi, sockets)
+			require.NoError(t, objs.WatchPorts([]uint16{8000, 11434}))
+			assert.Equal(t, sockets, objs.Program(ThreadExit) != nil, "%s loaded with sockets=%v", ThreadExit, sockets)
+			require.NoError(t, objs.Close())
+		}
 	}
-	// Without the plaintext capture its programs are left out.
-	objs, err := Load(LoadOptions{})
+	// Without the plaintext capture its programs are left out, and
+	// OpenSSL's sockets, which they find, with them.
+	objs, err := Load(LoadOptions{Sockets: true})
 	require.NoError(t, err)
 	defer objs.Close()
-	for _, name := range []string{SockState, SysEnter, SysExit} {
+	for _, name := range []string{SockState, SysEnter, SysExit, ThreadExit} {
 		assert.Nil(t, objs.Program(name), "%s loaded without the plaintext capture", name)
 	}
 	for _, p := range TLSProbes {
@@ -51,12 +57,13 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// capture attaches the programs: the socket state tracepoint (which
-// opens the plaintext gate for the connections made from now on), the
-// syscall tracepoints, and the OpenSSL probes on the system libssl (the
-// one curl loads). It returns a function
-// that stops the capture and returns the records of pid by connection
-// and direction.
+// capture attaches the programs, which tell TLS connections' sockets:
+// the socket state tracepoint (which opens the plaintext gate for the
+// connections made from now on), the syscall tracepoints, the thread
+// exit's, and the OpenSSL probes on the system libssl (the one curl and
+// Python load). It returns a
+// function that stops the capture and returns the records of pid by
+// connection and direction.
 type conn struct {
 	src  Source
 	conn uint64
@@ -68,11 +75,16 @@ type captured struct {
 	seqs            map[conn]map[Dir][]uint32 // of the data records, by direction, in order
 	lastCalls       map[conn][2]uint32        // what the close said of them: the last write's and read's numbers
 	firstTS, lastTS map[conn]map[Dir]uint64
+	sockets         map[conn][]uint64 // the inode numbers the socket records told, in order
+	// socketAfter is, of each connection whose socket was told, the
+	// number of its data records that came before the socket record;
+	// records the number of them all.
+	socketAfter, records map[conn]int
 }
 
 func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) captured) {
 	t.Helper()
-	objs, err := Load(LoadOptions{Plaintext: true})
+	objs, err := Load(LoadOptions{Plaintext: true, Sockets: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { objs.Close() })
 	require.NoError(t, objs.WatchPorts(ports))
@@ -89,7 +101,9 @@ func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) c
 	require.NoError(t, err)
 	exit, err := link.AttachTracing(link.TracingOptions{Program: objs.Program(SysExit)})
 	require.NoError(t, err)
-	links = append(links, enter, exit)
+	threadExit, err := link.AttachTracing(link.TracingOptions{Program: objs.Program(ThreadExit)})
+	require.NoError(t, err)
+	links = append(links, enter, exit, threadExit)
 	ex, err := link.OpenExecutable(SystemLibSSL(t))
 	require.NoError(t, err)
 	// The exported functions, by symbol: the probes used where the
@@ -142,12 +156,21 @@ func capture(t *testing.T, ports ...uint16) (objs *Objects, stop func(pid int) c
 		wg.Wait()
 		c := captured{bytes: map[conn]map[Dir]*bytes.Buffer{}, closed: map[conn]bool{}, seqs: map[conn]map[Dir][]uint32{},
 			lastCalls: map[conn][2]uint32{},
-			firstTS:   map[conn]map[Dir]uint64{}, lastTS: map[conn]map[Dir]uint64{}}
+			firstTS:   map[conn]map[Dir]uint64{}, lastTS: map[conn]map[Dir]uint64{},
+			sockets: map[conn][]uint64{}, socketAfter: map[conn]int{}, records: map[conn]int{}}
 		for _, r := range all {
 			if int(r.PID) != pid {
 				continue
 			}
 			k := conn{r.Source, r.Conn}
+			if r.Kind == KindSocket {
+				c.sockets[k] = append(c.sockets[k], r.Inode())
+				c.socketAfter[k] = c.records[k]
+				continue
+			}
+			if r.Kind == KindData {
+				c.records[k]++
+			}
 			if r.Kind == KindClose {
 				c.closed[k] = true
 				w, rd := r.LastCalls()
@@ -205,7 +228,12 @@ func curl(t *testing.T, s *llmserver.Server) int {
 // TestCaptureCurl: curl's request and streamed response, over plaintext
 // HTTP to a watched port and over TLS (real libssl), are captured whole
 // on one connection each: the request as curl wrote it, the response as
-// it read it, each chunk later than the server's first delay.
+// it read it, each chunk later than the server's first delay. The TLS
+// connection's socket is told once, by a system call that an SSL_write
+// or SSL_read made after the connection's first bytes told it speaks
+// HTTP, before its last bytes; and no thread waits for a socket after.
+// The plaintext connection's is never told (user space reads it from
+// the descriptor).
 func TestCaptureCurl(t *testing.T) {
 	requireRoot(t)
 	for _, tls := range []bool{false, true} {
@@ -246,6 +274,17 @@ func TestCaptureCurl(t *testing.T) {
 			gap := time.Duration(c.lastTS[k][Read] - c.lastTS[k][Write])
 			assert.GreaterOrEqual(t, gap, delay, "the last response bytes after the request, want at least the server's delay")
 			assert.True(t, c.closed[k], "no close record for %v", k)
+			if tls {
+				require.Len(t, c.sockets[k], 1, "socket records of %v", k)
+				assert.NotZero(t, c.sockets[k][0], "the socket's inode number")
+				assert.Positive(t, c.socketAfter[k], "the socket told before the bytes that told the connection speaks HTTP")
+				assert.Less(t, c.socketAfter[k], c.records[k], "the socket told after the connection's last bytes")
+			} else {
+				assert.Empty(t, c.sockets, "socket records")
+			}
+			var waiters uint64
+			require.NoError(t, objs.captureVariables.SocketWaiters.Get(&waiters))
+			assert.Zero(t, waiters, "threads waiting for a socket after curl exited")
 			// Each direction's calls numbered 1, 2, …, n, and the close
 			// carrying each n.
 			for i, d := range []Dir{Write, Read} {
@@ -258,6 +297,66 @@ func TestCaptureCurl(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitClient is a Python program whose client thread speaks HTTP over
+// TLS (the system OpenSSL) to a server thread of its own on a Unix
+// socket pair, then blocks in SSL_read, which the server never answers:
+// a call of an HTTP connection whose socket is unknown, and whose only
+// system calls are on no TCP socket, so it waits for its socket
+// throughout. It prints READY just before that read.
+const waitClient = `
+import socket, ssl, sys, threading, time
+cert, key = sys.argv[1], sys.argv[2]
+a, b = socket.socketpair()
+server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+server.load_cert_chain(cert, key)
+client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+client.load_verify_locations(cert)
+client.check_hostname = False
+def serve():
+    s = server.wrap_socket(a, server_side=True)
+    s.recv(4096)
+    time.sleep(3600)
+threading.Thread(target=serve, daemon=True).start()
+c = client.wrap_socket(b)
+c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+print("READY", flush=True)
+c.recv(4096)
+`
+
+// TestSocketWaitThreadExit: a thread that waits for its OpenSSL call's
+// socket is counted while it waits, and no more once it is killed there
+// (the call never returns: the thread exit's program ends the wait).
+func TestSocketWaitThreadExit(t *testing.T) {
+	requireRoot(t)
+	s := llmserver.Start(t, llmserver.Options{TLS: true}) // for its certificate and key
+	objs, _ := capture(t)
+	waiters := func() uint64 {
+		t.Helper()
+		var n uint64
+		require.NoError(t, objs.captureVariables.SocketWaiters.Get(&n))
+		return n
+	}
+	cmd := exec.Command("/usr/bin/python3", "-c", waitClient, s.CAFile, s.KeyFile)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.Equal(t, "READY\n", line, "%v", err)
+	waited := false
+	for range 100 {
+		if waited = waiters() == 1; waited {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.True(t, waited, "threads waiting for a socket: %d, want the client's", waiters())
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	assert.Zero(t, waiters(), "threads waiting for a socket after the client was killed in its call")
 }
 
 func keys[K comparable, V any](m map[K]V) []K {

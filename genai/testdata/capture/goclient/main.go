@@ -3,7 +3,11 @@
 // capture's in it. It makes n streamed chat calls to base, in turn (on one
 // keep-alive connection, or a new one each with -fresh), over HTTP/2 as
 // negotiated by ALPN or over HTTP/1.1 with -http1, trusting the CA file;
-// with -anthropic, to the Anthropic Messages API instead of OpenAI's.
+// with -anthropic, to the Anthropic Messages API instead of OpenAI's;
+// with -servername, taking the server for that name (the mock's
+// certificate names localhost and 127.0.0.1, not another address of it);
+// with -wrap, over a tls.Conn whose net.Conn is a wrapper of the
+// *net.TCPConn, as a program that counts or limits its connections has.
 // It prints READY and waits for a line on stdin before the first call, so
 // that a test can make sure the probes are on it first.
 //
@@ -14,17 +18,19 @@
 // and the connection's first bytes come fewer than it takes to tell its
 // protocol.
 //
-//	goclient [-http1] [-fresh] [-anthropic] [-at-once] [-bytewise] base cafile model n
+//	goclient [-http1] [-fresh] [-anthropic] [-at-once] [-bytewise] [-servername name] [-wrap] base cafile model n
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -37,9 +43,11 @@ func main() {
 	anthropic := flag.Bool("anthropic", false, "the Anthropic Messages API")
 	atOnce := flag.Bool("at-once", false, "call at once: no READY line, no wait for a line on stdin")
 	bytewise := flag.Bool("bytewise", false, "HTTP/1.1, each request written a byte at a time from ever deeper calls")
+	serverName := flag.String("servername", "", "the name the server's certificate must have; default: base's host")
+	wrap := flag.Bool("wrap", false, "TLS over a wrapper of the TCP connection")
 	flag.Parse()
 	if flag.NArg() != 4 {
-		fail(fmt.Errorf("usage: goclient [-http1] [-fresh] [-anthropic] [-at-once] [-bytewise] base cafile model n"))
+		fail(fmt.Errorf("usage: goclient [-http1] [-fresh] [-anthropic] [-at-once] [-bytewise] [-servername name] [-wrap] base cafile model n"))
 	}
 	base, caFile, model := flag.Arg(0), flag.Arg(1), flag.Arg(2)
 	n, err := strconv.Atoi(flag.Arg(3))
@@ -52,15 +60,33 @@ func main() {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: !*http1, DisableKeepAlives: *fresh}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: *serverName}, ForceAttemptHTTP2: !*http1, DisableKeepAlives: *fresh}
 	if *http1 {
 		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	if *wrap {
+		tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := new(net.Dialer).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			config := tr.TLSClientConfig.Clone()
+			if config.ServerName == "" {
+				config.ServerName, _, _ = net.SplitHostPort(addr)
+			}
+			tc := tls.Client(wrapped{c}, config)
+			if err := tc.HandshakeContext(ctx); err != nil {
+				c.Close()
+				return nil, err
+			}
+			return tc, nil
+		}
 	}
 	var client interface {
 		Do(*http.Request) (*http.Response, error)
 	} = &http.Client{Transport: tr}
 	if *bytewise {
-		client = &bytewiseClient{config: &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}}}
+		client = &bytewiseClient{config: &tls.Config{RootCAs: pool, ServerName: *serverName, NextProtos: []string{"http/1.1"}}}
 	}
 	if !*atOnce {
 		fmt.Println("READY")
@@ -131,6 +157,9 @@ func (c *bytewiseClient) Do(req *http.Request) (*http.Response, error) {
 	}
 	return http.ReadResponse(c.r, req)
 }
+
+// wrapped is a net.Conn that wraps another (-wrap).
+type wrapped struct{ net.Conn }
 
 // writeFrom writes b to c from depth calls deep.
 //
