@@ -1263,28 +1263,12 @@ static __always_inline void mmap_exit(struct thread *t, long ret)
 		count(COUNTER_MAPPINGS_FULL);
 }
 
-static __always_inline void unmap_exit(struct thread *t, long ret)
-{
-	if (ret < 0 && ret > -4096)
-		return;
-	__u32 pid = tgid();
-	struct proc_mappings *pm = bpf_map_lookup_elem(&mappings, &pid);
-	if (!pm)
-		return;
-	__u64 a = t->addr, b = PAGE_END(t->addr + t->len);
-	bpf_spin_lock(&pm->lock);
-	int full = unmap_locked(pm, a, b);
-	bpf_spin_unlock(&pm->lock);
-	if (full)
-		count(COUNTER_MAPPINGS_FULL);
-}
-
-// remap_exit follows a mapping that mremap moved or resized: the old
-// range goes, and where it lay in a mapping of a watched file, the new
-// range, at the address mremap returned, maps that file. (With
-// MREMAP_DONTUNMAP the old range stays mapped; its faults are not
-// counted.)
-static __always_inline void remap_exit(struct thread *t, long ret)
+// unmap_exit takes a munmap's range, or a mremap's old range, out of the
+// process's mappings. A mremap (remap) moved or resized it: where the old
+// range lay in a mapping of a watched file, the new range, at the address
+// mremap returned, maps that file. (With MREMAP_DONTUNMAP the old range
+// stays mapped; its faults are not counted.)
+static __always_inline void unmap_exit(struct thread *t, long ret, int remap)
 {
 	if (ret < 0 && ret > -4096)
 		return;
@@ -1295,16 +1279,16 @@ static __always_inline void remap_exit(struct thread *t, long ret)
 	__u64 a = t->addr, b = PAGE_END(t->addr + t->len);
 	__u64 to = ret, to_end = PAGE_END(to + t->new_len);
 	struct file_key file = {};
-	int full = 0, mapped = 0;
+	int mapped = 0;
 	bpf_spin_lock(&pm->lock);
-	for (int i = 0; i < MAX_MAPPINGS; i++) {
+	for (int i = 0; remap && i < MAX_MAPPINGS; i++) {
 		if (pm->m[i].end && a >= pm->m[i].start && a < pm->m[i].end) {
 			file = pm->m[i].file;
 			mapped = 1;
 			break;
 		}
 	}
-	full = unmap_locked(pm, a, b);
+	int full = unmap_locked(pm, a, b);
 	if (mapped)
 		full |= !map_locked(pm, to, to_end, &file);
 	bpf_spin_unlock(&pm->lock);
@@ -1396,10 +1380,8 @@ int BPF_PROG(sys_exit, struct pt_regs___k *regs, long ret)
 		mmap_exit(t, ret);
 		break;
 	case PENDING_UNMAP:
-		unmap_exit(t, ret);
-		break;
 	case PENDING_REMAP:
-		remap_exit(t, ret);
+		unmap_exit(t, ret, kind == PENDING_REMAP);
 		break;
 	}
 	return 0;
