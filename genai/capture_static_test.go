@@ -300,14 +300,14 @@ func newCaptureCost(b *testing.B) *captureCost {
 // start begins a traced run of capture c.
 func (k *captureCost) start(b *testing.B, c *Capture) {
 	k.runs0, k.runNs0 = bpfRuns(c)
-	k.cpu0 = processCPU(b)
+	k.cpu0 = uint64(testutil.ProcessCPU(b))
 }
 
 // stop ends it, after calls calls, once the capture has read them.
 func (k *captureCost) stop(b *testing.B, c *Capture, calls int) {
 	runs, ns := bpfRuns(c)
 	k.runs, k.runNs = k.runs+runs-k.runs0, k.runNs+ns-k.runNs0
-	k.cpuNs += processCPU(b) - k.cpu0
+	k.cpuNs += uint64(testutil.ProcessCPU(b)) - k.cpu0
 	k.calls += uint64(calls)
 }
 
@@ -323,13 +323,6 @@ func bpfRuns(c *Capture) (count, ns uint64) {
 		}
 	}
 	return count, ns
-}
-
-// processCPU is the user and system time this process has used, in ns.
-func processCPU(b *testing.B) uint64 {
-	var u unix.Rusage
-	require.NoError(b, unix.Getrusage(unix.RUSAGE_SELF, &u))
-	return uint64(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // benchRounds runs untraced and traced (each returns ns per request) in

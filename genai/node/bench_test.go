@@ -58,12 +58,12 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 	// On a quiet machine the CPU time is the steadier of the two: it does
 	// not count the waits, which the scheduler decides.
 	measure := func(wall, cpu *time.Duration) {
-		cpu0, start := processCPU(b), time.Now()
+		cpu0, start := testutil.ProcessCPU(b), time.Now()
 		for range b.N {
 			op(b)
 		}
 		*wall += time.Since(start)
-		*cpu += processCPU(b) - cpu0
+		*cpu += testutil.ProcessCPU(b) - cpu0
 	}
 	// The programs' own run time, summed over them: the Source's cost
 	// in CPU, less noisy than the wall time on a shared machine, and an
@@ -202,13 +202,4 @@ func BenchmarkFaultOverhead(b *testing.B) {
 			})
 		})
 	}
-}
-
-// processCPU is the user and system time this process has used.
-func processCPU(b *testing.B) time.Duration {
-	var u unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &u); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
