@@ -444,8 +444,11 @@ func (c *Capture) start(multi bool) error {
 	if err := in.create(m); err != nil {
 		return fmt.Errorf("genai capture: %w", err)
 	}
+	// The reader ends a batch's spans together (heldSpans), after the
+	// batch and after housekeeping, which ends calls too.
+	c.emitter.holdSpans()
 	c.kernel.Ring, err = bpfsource.NewRing(c.objs.Records, bpfsource.RingConfig{
-		Poll: cc.pollInterval, Decode: c.decode, Housekeep: c.housekeep, Housekeeping: housekeeping})
+		Poll: cc.pollInterval, Decode: c.decode, Flush: c.emitter.endHeld, Housekeep: c.housekeep, Housekeeping: housekeeping})
 	if err != nil {
 		return fmt.Errorf("genai capture: %w", err)
 	}
@@ -563,9 +566,10 @@ func (c *Capture) housekeep(now time.Time) {
 	}
 	goes := c.goes.count() // reads /proc: outside the lock
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.conns.evictIdle(now)
 	c.goProcs = goes
+	c.mu.Unlock()
+	c.emitter.endHeld()
 }
 
 // CaptureStatus says what the capture is attached to.
@@ -589,6 +593,10 @@ func (c *Capture) Status() CaptureStatus {
 	return CaptureStatus{Attachments: a, Rejections: r, PlaintextPorts: c.cfg.ports, RawSyscalls: c.rawSyscalls}
 }
 
-// Close detaches the probes, stops the reader and frees the kernel
-// objects. Calls after the first return nil.
-func (c *Capture) Close() error { return c.kernel.Close() }
+// Close detaches the probes, stops the reader, ends the spans it holds
+// and frees the kernel objects. Calls after the first return nil.
+func (c *Capture) Close() error {
+	err := c.kernel.Close()
+	c.emitter.endHeld()
+	return err
+}

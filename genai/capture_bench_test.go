@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
+	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/h2wire"
 )
 
@@ -107,7 +108,13 @@ func setStream(data []byte, id uint32) {
 // call measured, after renumber (if set) readies it for the nth time.
 func benchReader(b *testing.B, start, call []httpbpf.Record, renumber func([]httpbpf.Record, int), opts ...CaptureOption) {
 	calls := 0
-	t := userSpaceCapture(b, append(opts, WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ }))...).conns
+	c := userSpaceCapture(b, append(opts, WithExchangeHandler(func(*Exchange, *Call, Endpoint) { calls++ }))...)
+	t := c.conns
+	// As the capture's reader does, the spans are ended together after a
+	// batch of records: here of benchBatch calls, fewer than a busy
+	// reader's.
+	c.emitter.holdSpans()
+	const benchBatch = 16
 	var seq [2]uint32 // by direction
 	ts := uint64(1)
 	feed := func(recs []httpbpf.Record) {
@@ -123,13 +130,21 @@ func benchReader(b *testing.B, start, call []httpbpf.Record, renumber func([]htt
 	before := calls
 	b.ReportAllocs()
 	n := 0
+	cpu := testutil.ProcessCPU(b)
 	for b.Loop() {
 		if renumber != nil {
 			renumber(call, n)
 		}
 		n++
 		feed(call)
+		if n%benchBatch == 0 {
+			c.emitter.endHeld()
+		}
 	}
+	c.emitter.endHeld()
+	// The process's CPU a call, its other goroutines' too: the SDK's span
+	// batcher and the collector run beside the loop, on other cores.
+	b.ReportMetric(float64(testutil.ProcessCPU(b)-cpu)/float64(n), "cpu-ns/call")
 	require.Equal(b, n, calls-before, "calls emitted of %d", n)
 	require.Zero(b, t.frames.Abandoned(), "%+v", t.frames)
 }

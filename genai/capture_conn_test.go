@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/xpuscope/xpuscope/genai/internal/httpframe"
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
@@ -429,4 +432,28 @@ func TestConnTableCutStream(t *testing.T) {
 	end(h, true)
 	require.Empty(t, h.calls, "a stream the capture lost part of is no failed call")
 	require.Positive(t, h.t.frames.AbandonedGap)
+}
+
+// A capture's reader holds the spans of the calls it reads until the
+// end of its batch of records; Close ends those it still holds.
+func TestCaptureCloseEndsHeldSpans(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	c := userSpaceCapture(t, WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))))
+	c.emitter.holdSpans()
+	req, reads := benchExchange()
+	recs := []httpbpf.Record{benchRecord(httpbpf.Write, req)}
+	for _, r := range reads {
+		recs = append(recs, benchRecord(httpbpf.Read, r))
+	}
+	var seq [2]uint32
+	for i := range recs {
+		seq[recs[i].Dir]++
+		recs[i].Seq, recs[i].TS = seq[recs[i].Dir], uint64(i+1)*1000
+		c.conns.handle(&recs[i])
+	}
+	require.Empty(t, spans.GetSpans(), "held until the batch ends")
+	require.NoError(t, c.Close())
+	got := spans.GetSpans()
+	require.Len(t, got, 1)
+	assert.Equal(t, time.Unix(0, int64(len(recs))*1000), got[0].EndTime, "the call's last record's time")
 }

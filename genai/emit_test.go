@@ -358,3 +358,53 @@ func TestEmitServerServedElsewhere(t *testing.T) {
 	assert.Empty(t, pts.Find(semconv.GenAIServerTimePerOutputToken.Name), "reported elsewhere")
 	assert.ElementsMatch(t, []string{semconv.GenAIServerRequestDuration.Name, semconv.GenAIServerTimeToFirstToken.Name, semconv.GenAIServerTimePerOutputToken.Name}, asked)
 }
+
+// The capture's reader has its Emitter hold spans and end them together:
+// a held span is exported only when ended, with its call's own times, and
+// the metrics, recorded at once, point at it; at maxHeldSpans they are
+// ended without being asked.
+func TestEmitHeldSpans(t *testing.T) {
+	h := newEmitHarness(t)
+	h.e.holdSpans()
+	x, c, ep := streamedChat()
+	for i := range 3 {
+		y := *x
+		y.End = x.End.Add(time.Duration(i) * time.Second)
+		h.e.Emit(context.Background(), &y, c, ep)
+	}
+	require.Empty(t, h.spans.GetSpans(), "held spans are not exported")
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, h.reader.Collect(context.Background(), &rm))
+	pts, err := testutil.Flatten(rm)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), pts.One(t, semconv.GenAIClientOperationDuration.Name).Count, "metrics are recorded as calls are read")
+
+	h.e.endHeld()
+	spans := h.spans.GetSpans()
+	require.Len(t, spans, 3)
+	for i, sp := range spans {
+		assert.Equal(t, t0, sp.StartTime)
+		assert.Equal(t, x.End.Add(time.Duration(i)*time.Second), sp.EndTime, "a span ends at its call's end, not when ended")
+	}
+	var ids []trace.TraceID
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if m.Name == semconv.GenAIClientOperationDuration.Name {
+			for _, ex := range m.Data.(metricdata.Histogram[float64]).DataPoints[0].Exemplars {
+				ids = append(ids, trace.TraceID(ex.TraceID))
+			}
+		}
+	}
+	require.NotEmpty(t, ids)
+	assert.Contains(t, []trace.TraceID{spans[0].SpanContext.TraceID(), spans[1].SpanContext.TraceID(), spans[2].SpanContext.TraceID()}, ids[0],
+		"an exemplar recorded while its span was held points at it")
+
+	h.spans.Reset()
+	for range maxHeldSpans - 1 {
+		h.e.Emit(context.Background(), x, c, ep)
+	}
+	assert.Empty(t, h.spans.GetSpans())
+	h.e.Emit(context.Background(), x, c, ep)
+	assert.Len(t, h.spans.GetSpans(), maxHeldSpans, "at maxHeldSpans the held spans are ended")
+	h.e.endHeld()
+	assert.Len(t, h.spans.GetSpans(), maxHeldSpans, "none is ended twice")
+}

@@ -450,11 +450,18 @@ func lower(b byte) byte {
 
 func isDigit(b byte) bool { return '0' <= b && b <= '9' }
 
-// isTchar reports whether b may appear in a token (RFC 9110, 5.6.2).
-func isTchar(b byte) bool {
-	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || isDigit(b) ||
-		strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
-}
+// tchars are the bytes that may appear in a token (RFC 9110, 5.6.2): a
+// table, as every byte of every header name is looked up.
+var tchars = func() (t [256]bool) {
+	for b := range 256 {
+		t[b] = 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || isDigit(byte(b)) ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", byte(b)) >= 0
+	}
+	return t
+}()
+
+// isTchar reports whether b may appear in a token.
+func isTchar(b byte) bool { return tchars[b] }
 
 func isToken(p []byte) bool {
 	if len(p) == 0 {

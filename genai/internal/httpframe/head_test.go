@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/sys/unix"
 )
 
@@ -252,4 +254,13 @@ func TestParseHeadRedact(t *testing.T) {
 	require.Equal(t, probNone, p)
 	require.Equal(t, Headers{{"Host", "h"}, {"Authorization", "<authorization>"}, {"X-Api-Key", "<x-api-key>"}, {"Content-Length", "0"}}, h.fields)
 	require.Equal(t, "/v1/x", h.target)
+}
+
+// The token table agrees, byte by byte, with x/net's own token check.
+func TestTchars(t *testing.T) {
+	for b := range 256 {
+		if got, want := isTchar(byte(b)), b < utf8.RuneSelf && httpguts.IsTokenRune(rune(b)); got != want {
+			t.Errorf("isTchar(%q) = %v, want %v", rune(b), got, want)
+		}
+	}
 }
