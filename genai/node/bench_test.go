@@ -4,6 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,13 +19,15 @@ import (
 
 // overheadRounds is how many rounds overhead runs, each with the Source
 // and without.
-const overheadRounds = 5
+const overheadRounds = 9
 
 // overhead runs op b.N times with no Source, then b.N times with one
 // (every part on, as New's defaults, unless opts say otherwise; on the
 // OpenTelemetry SDK), in rounds, and reports the time with it over the
 // time without, the overhead as ratios measured in one run: the wall
-// time's (on/off), the process's CPU time's (cpu-on/off), and the BPF
+// time's (on/off), the process's CPU time's (cpu-on/off), each the median
+// of the rounds' own ratios (a round's two halves run back to back, so
+// the machine's drift between rounds cancels), and the BPF
 // programs' run time, measured over a third run of b.N ops, over the
 // wall time without (bpf/off). A model file is held open
 // while the Source runs, so that the kernel side watches a file, as on a
@@ -41,6 +46,7 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 	}
 	const rounds = overheadRounds
 	var off, on, inBPF, cpuOff, cpuOn time.Duration
+	var wallRatios, cpuRatios []float64
 	byProgram := map[string]time.Duration{}
 	runtimeOf := func(s *Source, sign time.Duration) time.Duration {
 		var d time.Duration
@@ -58,6 +64,12 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 	// On a quiet machine the CPU time is the steadier of the two: it does
 	// not count the waits, which the scheduler decides.
 	measure := func(wall, cpu *time.Duration) {
+		// Each half starts with the garbage collected: a Source's load
+		// leaves tens of MB of it (the kernel's BTF, parsed), which the
+		// runtime's background workers would otherwise collect on the
+		// workload's cores while it is measured.
+		runtime.GC()
+		debug.FreeOSMemory()
 		cpu0, start := testutil.ProcessCPU(b), time.Now()
 		for range b.N {
 			op(b)
@@ -86,6 +98,7 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 	}
 	b.ResetTimer()
 	for r := range rounds {
+		off0, on0, cpuOff0, cpuOn0 := off, on, cpuOff, cpuOn
 		// Every other round runs without the Source last: whichever
 		// half runs first in a round pays for a cold cache and a
 		// waking CPU (with it always second, the Source measured
@@ -133,9 +146,14 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 		if r%2 == 1 {
 			measure(&off, &cpuOff)
 		}
+		wallRatios = append(wallRatios, float64(on-on0)/float64(off-off0))
+		cpuRatios = append(cpuRatios, float64(cpuOn-cpuOn0)/float64(cpuOff-cpuOff0))
 	}
-	b.ReportMetric(float64(on)/float64(off), "on/off")
-	b.ReportMetric(float64(cpuOn)/float64(cpuOff), "cpu-on/off")
+	b.Logf("each round's wall ratio, in order: %.3f", wallRatios)
+	b.Logf("each round's CPU ratio, in order: %.3f", cpuRatios)
+	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	b.ReportMetric(median(wallRatios), "on/off")
+	b.ReportMetric(median(cpuRatios), "cpu-on/off")
 	b.ReportMetric(float64(inBPF)/float64(off), "bpf/off")
 	for name, d := range byProgram {
 		if d > 0 {
