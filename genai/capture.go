@@ -247,10 +247,11 @@ func WithResolver(r xpuscope.ProcessResolver) CaptureOption {
 // inode ino of process pid retransmitted between from and to (give it
 // (*node.Source).CallRetransmits, of package genai/node, which also
 // names the retransmit series of the connection's server end by server,
-// the call's server.address). A plaintext connection's socket is found
-// by its descriptor when the capture first sees the connection; a TLS
-// connection's is told by the kernel side, once, as the connection
-// starts to speak HTTP: a Go crypto/tls connection's through the
+// the call's server.address). A connection's socket is told by the
+// kernel side, once, as the connection starts to speak HTTP, so that a
+// connection closed before the capture reads its calls carries its
+// count too: a plaintext connection's by its descriptor; a Go
+// crypto/tls connection's through the
 // *tls.Conn, where it is over a *net.TCPConn (one over another net.Conn
 // carries none); an OpenSSL connection's at a system call on a TCP
 // socket that SSL_read or SSL_write makes for it, which only the

@@ -49,9 +49,8 @@ type capConn struct {
 	// peerClosed: a read returned the end of the stream (plaintext only):
 	// the other end closed first.
 	peerClosed bool
-	// ino is the connection's socket's inode number, for WithRetransmits:
-	// a plaintext connection's read from its descriptor when it is first
-	// seen, a TLS connection's from its socket record; 0 when not known.
+	// ino is the connection's socket's inode number, for WithRetransmits,
+	// from its socket record; 0 when not known.
 	ino uint64
 }
 
@@ -206,9 +205,6 @@ func (t *connTable) add(k connKey) *capConn {
 	}
 	p.conns++
 	cc := &capConn{key: k, proc: p}
-	if t.cfg.retransmits != nil && k.src == httpbpf.SourceSocket {
-		cc.ino = socketInode(t.cfg.procfs, k.pid, k.conn)
-	}
 	cc.frame = httpframe.New(httpframe.Config{
 		OnExchange:  func(x *httpframe.Exchange) { t.exchange(cc, x) },
 		OnResponse:  func(x *httpframe.Exchange) func(httpframe.Piece) { return t.response(cc, x) },

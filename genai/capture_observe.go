@@ -4,10 +4,6 @@ import (
 	"context"
 	"debug/elf"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -72,24 +68,6 @@ func (c *Capture) retransmitted(attrs []attribute.KeyValue, x *Exchange, ep Endp
 		return attrs
 	}
 	return append(attrs[:len(attrs):len(attrs)], semconv.XpuscopeTCPCallRetransmits.Int(n))
-}
-
-// socketInode returns the inode number of the socket that descriptor fd
-// of process pid is (socket:[ino] in /proc/<pid>/fd), or 0.
-func socketInode(fs procfs.FS, pid uint32, fd uint64) uint64 {
-	target, err := os.Readlink(filepath.Join(fs.Proc(int(pid)).Dir(), "fd", strconv.FormatUint(fd, 10)))
-	if err != nil {
-		return 0
-	}
-	s, ok := strings.CutPrefix(target, "socket:[")
-	if !ok {
-		return 0
-	}
-	ino, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64)
-	if err != nil {
-		return 0
-	}
-	return ino
 }
 
 // traceContext reads a request's W3C traceparent.

@@ -31,12 +31,9 @@ import (
 
 // joinClient is the Python client of TestGenAISpansCarryRetransmits:
 // http.client, over ssl (the system OpenSSL) when given a CA file. In
-// plaintext each call is on a connection of its own, held open a little
-// after its response as a client that reuses its connections would (the
-// capture finds a plaintext connection's socket by its descriptor when
-// it first reads its bytes: a connection closed before then carries no
-// count); over TLS the calls share one keep-alive connection, a little
-// apart. It prints READY once ssl is loaded and waits for a line on
+// plaintext each call is on a connection of its own, closed as soon as
+// its response is read; over TLS the calls share one keep-alive
+// connection, a little apart. It prints READY once ssl is loaded and waits for a line on
 // stdin, so that the test can make sure the capture probes its OpenSSL
 // first.
 const joinClient = `
@@ -59,9 +56,10 @@ for _ in range(calls):
     r = c.getresponse()
     data = r.read()
     assert r.status == 200 and b"[DONE]" in data, (r.status, data[-200:])
-    time.sleep(0.3)
     if ctx is None:
         c.close()
+    else:
+        time.sleep(0.3)
 c.close()
 `
 
@@ -69,10 +67,13 @@ c.close()
 // client, in the client's network namespace, makes streamed chat
 // completions to the LLM mock over a link that drops half the client's
 // data segments: Python's http.client in plaintext, each call on a
-// connection of its own, and over OpenSSL, and Go's net/http over
+// connection of its own, closed at once, and over OpenSSL, and Go's net/http over
 // crypto/tls (genai's goclient, built by the test), the calls of each
 // on one keep-alive connection (a TLS handshake through that loss takes
-// seconds), whose socket the capture's kernel side tells once. The
+// seconds). The capture's kernel side tells each connection's socket
+// once; its reader reads a second apart, mostly after the plaintext
+// connections have closed (a /proc lookup of their sockets would miss
+// those). The
 // calls' GenAI spans carry the retransmits of their connections: some,
 // and in all no more than the kernel counted in the client's namespace
 // (RetransSegs), less the SYNs sent again, which come before a call
@@ -91,7 +92,7 @@ func TestGenAISpansCarryRetransmits(t *testing.T) {
 		genai.WithMeterProvider(sdkmetric.NewMeterProvider()),
 		genai.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))),
 		genai.WithPlaintextPorts(uint16(plain.Addr().(*net.TCPAddr).Port)),
-		genai.WithPollInterval(10*time.Millisecond),
+		genai.WithPollInterval(time.Second),
 		genai.WithRetransmits(h.s.CallRetransmits),
 	)
 	if err != nil && isUnavailable(err) {

@@ -32,8 +32,9 @@
 //     exist: inet_sock_set_state counts those (`open_watched`), and user
 //     space says whether any predates the capture (`preexisting`).
 //
-// A TLS connection's socket is told once (RECORD_SOCKET, its inode
-// number), where user space asks (`find_sockets`), from the kernel: a Go
+// A connection's socket is told once (RECORD_SOCKET, its inode number),
+// where user space asks (`find_sockets`), from the kernel: a plaintext
+// connection's at its first call, by its descriptor; a Go
 // connection's at its first call that speaks HTTP, through the *tls.Conn
 // (go_conn_fd); an OpenSSL connection's at a data syscall its thread
 // makes inside an SSL_read or SSL_write of it (tls_enter marks the
@@ -71,7 +72,7 @@ enum record_kind {
 	RECORD_DATA = 1,
 	RECORD_CLOSE = 2,
 	RECORD_EOF = 3, // a plaintext read returned 0: the peer closed its end
-	RECORD_SOCKET = 4, // a TLS connection's socket: its inode number, a __u64 of data
+	RECORD_SOCKET = 4, // a connection's socket: its inode number, a __u64 of data
 };
 
 enum source {
@@ -157,8 +158,8 @@ struct conn {
 	__u8 head[4];
 	__u8 head_len;
 	__u8 head_dir;
-	// A TLS connection's socket was told (RECORD_SOCKET); a Go one's
-	// was looked for, found or not.
+	// The connection's socket was told (RECORD_SOCKET); a Go or a
+	// plaintext one's was looked for, found or not.
 	__u8 sock;
 	__u8 _pad;
 };
@@ -191,12 +192,14 @@ volatile const __u64 wakeup_bytes = 1 << 20;
 // the agent must not read itself.
 volatile const __u32 self_pid = 0;
 
-// Whose TLS connections' sockets are told (RECORD_SOCKET), set before
-// load: Go's, found through the *tls.Conn; OpenSSL's, found by the data
-// syscalls' programs, which must then run.
+// Whose connections' sockets are told (RECORD_SOCKET), set before load:
+// Go's TLS ones, found through the *tls.Conn; OpenSSL's, found by the data
+// syscalls' programs, which must then run; the plaintext ones, by those
+// programs' descriptor.
 enum find_socket {
 	FIND_GO = 1,
 	FIND_OPENSSL = 2,
+	FIND_PLAINTEXT = 4,
 };
 volatile const __u32 find_sockets = 0;
 // The hashes the Go compiler gives the type *net.TCPConn (its type
@@ -1109,7 +1112,17 @@ static __always_inline int on_sys_exit(long nr, long ret)
 		first = v.base;
 		firstLen = v.len < n ? v.len : n;
 	}
-	if (!http_conn(&k, c, first, firstLen, dir, ts) || !start_call(&k, c, dir, n, ts))
+	if (!http_conn(&k, c, first, firstLen, dir, ts))
+		return 0;
+	if ((find_sockets & FIND_PLAINTEXT) && !c->sock) {
+		// Told from here, not looked up later in /proc by user space: a
+		// connection per call is often closed by then.
+		c->sock = 1;
+		__u64 ino = tcp_inode(p.conn);
+		if (ino)
+			emit_socket(&k, c, ino);
+	}
+	if (!start_call(&k, c, dir, n, ts))
 		return 0;
 	if (iov_syscall(nr))
 		emit_iov(p.buf, p.size, n);

@@ -60,8 +60,9 @@ const (
 type captureFindSocket uint32
 
 const (
-	captureFindSocketFIND_GO      captureFindSocket = 1
-	captureFindSocketFIND_OPENSSL captureFindSocket = 2
+	captureFindSocketFIND_GO        captureFindSocket = 1
+	captureFindSocketFIND_OPENSSL   captureFindSocket = 2
+	captureFindSocketFIND_PLAINTEXT captureFindSocket = 4
 )
 
 type captureGoRead struct {

@@ -63,7 +63,7 @@ const (
 	// closed its end (not seen over TLS). It carries the last calls'
 	// numbers, as a close does.
 	KindEOF = Kind(captureRecordKindRECORD_EOF)
-	// KindSocket: the socket a TLS connection is over, told once, before
+	// KindSocket: the socket a connection is over, told once, before
 	// the connection's bytes that follow it (LoadOptions.Sockets). Its
 	// Data is the socket's inode number (Inode).
 	KindSocket = Kind(captureRecordKindRECORD_SOCKET)
@@ -285,13 +285,14 @@ type LoadOptions struct {
 	// and both forms of the system-call programs); the TLS probes'
 	// (OpenSSL's and Go's) are always loaded.
 	Plaintext bool
-	// Sockets has the programs tell the socket of each TLS connection
-	// that speaks HTTP, once (a KindSocket record): a Go crypto/tls
+	// Sockets has the programs tell the socket of each connection that
+	// speaks HTTP, once (a KindSocket record): a Go crypto/tls
 	// connection's over a *net.TCPConn, read through the *tls.Conn at
-	// its first such call; an OpenSSL connection's at a data syscall on
-	// a TCP socket that its thread makes inside an SSL_read or SSL_write
-	// of it, which only the system-call programs see: with Plaintext
-	// only (which then loads ThreadExit too).
+	// its first such call; with Plaintext, a plaintext connection's at
+	// its first call, and an OpenSSL connection's at a data syscall on a
+	// TCP socket that its thread makes inside an SSL_read or SSL_write of
+	// it, which only the system-call programs see (ThreadExit is then
+	// loaded too).
 	Sockets bool
 }
 
@@ -333,7 +334,7 @@ func Load(o LoadOptions) (*Objects, error) {
 	if o.Sockets {
 		find = captureFindSocketFIND_GO
 		if o.Plaintext {
-			find |= captureFindSocketFIND_OPENSSL
+			find |= captureFindSocketFIND_OPENSSL | captureFindSocketFIND_PLAINTEXT
 			lo.Programs = append(lo.Programs, ThreadExit)
 		}
 	}

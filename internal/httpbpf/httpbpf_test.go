@@ -232,8 +232,7 @@ func curl(t *testing.T, s *llmserver.Server) int {
 // connection's socket is told once, by a system call that an SSL_write
 // or SSL_read made after the connection's first bytes told it speaks
 // HTTP, before its last bytes; and no thread waits for a socket after.
-// The plaintext connection's is never told (user space reads it from
-// the descriptor).
+// The plaintext connection's is told once too, before its first bytes.
 func TestCaptureCurl(t *testing.T) {
 	requireRoot(t)
 	for _, tls := range []bool{false, true} {
@@ -274,14 +273,15 @@ func TestCaptureCurl(t *testing.T) {
 			gap := time.Duration(c.lastTS[k][Read] - c.lastTS[k][Write])
 			assert.GreaterOrEqual(t, gap, delay, "the last response bytes after the request, want at least the server's delay")
 			assert.True(t, c.closed[k], "no close record for %v", k)
+			require.Len(t, c.sockets[k], 1, "socket records of %v", k)
+			assert.NotZero(t, c.sockets[k][0], "the socket's inode number")
 			if tls {
-				require.Len(t, c.sockets[k], 1, "socket records of %v", k)
-				assert.NotZero(t, c.sockets[k][0], "the socket's inode number")
 				assert.Positive(t, c.socketAfter[k], "the socket told before the bytes that told the connection speaks HTTP")
 				assert.Less(t, c.socketAfter[k], c.records[k], "the socket told after the connection's last bytes")
 			} else {
-				assert.Empty(t, c.sockets, "socket records")
+				assert.Zero(t, c.socketAfter[k], "the plaintext socket told after the connection's first bytes")
 			}
+			assert.Len(t, c.sockets, 1, "socket records of other connections")
 			var waiters uint64
 			require.NoError(t, objs.captureVariables.SocketWaiters.Get(&waiters))
 			assert.Zero(t, waiters, "threads waiting for a socket after curl exited")
