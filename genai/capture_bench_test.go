@@ -40,11 +40,11 @@ func benchExchange() (req string, reads []string) {
 // BenchmarkCaptureReader is the capture's user-space work per call, with
 // no kernel: the records of one streamed call on a keep-alive TLS
 // connection, through reassembly, framing, detection, parsing and the
-// emitter (the API's no-op providers, and the SDK's), as the reader runs
-// them. Over
-// HTTP/1.1, and over HTTP/2: the same call as a stream of its own, one
-// after another on one connection, each head after the first made of
-// references to the HPACK tables, each event a DATA frame in a read.
+// emitter, as the reader runs them, on the API's no-op providers and
+// (+sdk) on the SDK's. Over HTTP/1.1, and over HTTP/2: the same call as
+// a stream of its own, one after another on one connection, each head
+// after the first made of references to the HPACK tables, each event a
+// DATA frame in a read.
 func BenchmarkCaptureReader(b *testing.B) {
 	http1 := func(b *testing.B, opts ...CaptureOption) {
 		req, reads := benchExchange()
@@ -58,7 +58,7 @@ func BenchmarkCaptureReader(b *testing.B) {
 	// As the agent runs it: the SDK's MeterProvider and a batching
 	// TracerProvider.
 	b.Run("http1+sdk", func(b *testing.B) { http1(b, sdkProviders()...) })
-	b.Run("http2", func(b *testing.B) {
+	http2 := func(b *testing.B, opts ...CaptureOption) {
 		client, server := h2wire.New(), h2wire.New()
 		start := []httpbpf.Record{
 			benchRecord(httpbpf.Write, http2.ClientPreface+client.Settings()),
@@ -86,8 +86,10 @@ func BenchmarkCaptureReader(b *testing.B) {
 			for i := range recs {
 				setStream(recs[i].Data, uint32(2*n+3))
 			}
-		})
-	})
+		}, opts...)
+	}
+	b.Run("http2", func(b *testing.B) { http2(b) })
+	b.Run("http2+sdk", func(b *testing.B) { http2(b, sdkProviders()...) })
 }
 
 func benchRecord(dir httpbpf.Dir, data string) httpbpf.Record {
