@@ -147,7 +147,7 @@ func TestGenAISpansCarryRetransmits(t *testing.T) {
 				waitProbed(t, capture, c.cmd.Process.Pid, tc.target, tc.file)
 			}
 			before := lab.Client.Counters(t)
-			loss := lab.DropToServer(t, 2)
+			loss := lab.DropDataToServer(t, 2)
 			c.run(t)
 			dropped := loss.Dropped()
 			loss.Close()

@@ -175,20 +175,30 @@ type Loss struct {
 // the SYN and the segments that carry data, which the client must
 // retransmit. Close, or the end of t, stops it.
 func (l *Lab) DropToServer(t testing.TB, every uint32) *Loss {
-	return l.drop(t, every, l.Server, "netlab_to_server")
+	return l.drop(t, every, l.Server, "netlab_to_server", "")
+}
+
+// DropDataToServer drops one in every of the client's segments that
+// carry data, as DropToServer does, but lets its SYNs through: at one in
+// two, a connect whose first six SYNs were dropped waits 63 s, one
+// connection in 64.
+func (l *Lab) DropDataToServer(t testing.TB, every uint32) *Loss {
+	return l.drop(t, every, l.Server, "netlab_to_server", "tcp flags & syn == 0")
 }
 
 // DropToClient drops one in every of the server's segments longer than a
 // bare ACK, as DropToServer does the client's.
 func (l *Lab) DropToClient(t testing.TB, every uint32) *Loss {
-	return l.drop(t, every, l.Client, "netlab_to_client")
+	return l.drop(t, every, l.Client, "netlab_to_client", "")
 }
 
 // bareACK is the length of a bare ACK of IPv4 with timestamps: 20 + 32
 // bytes.
 const bareACK = 52
 
-func (l *Lab) drop(t testing.TB, every uint32, ns *NS, table string) *Loss {
+// drop adds the drop rule to ns, with match (nft's syntax) as a further
+// condition when it is set.
+func (l *Lab) drop(t testing.TB, every uint32, ns *NS, table, match string) *Loss {
 	t.Helper()
 	if every < 2 {
 		t.Fatalf("netlab: drop one in %d: every must be at least 2", every)
@@ -200,10 +210,10 @@ func (l *Lab) drop(t testing.TB, every uint32, ns *NS, table string) *Loss {
 	counter dropped {}
 	chain in {
 		type filter hook input priority 0; policy accept;
-		ip protocol tcp ip length > %[2]d numgen random mod %[3]d == 0 counter name "dropped" drop
+		ip protocol tcp ip length > %[2]d %[4]s numgen random mod %[3]d == 0 counter name "dropped" drop
 	}
 }
-`, table, bareACK, every)
+`, table, bareACK, every, match)
 	cmd := ns.Command("nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(ruleset)
 	if out, err := cmd.CombinedOutput(); err != nil {
