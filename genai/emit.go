@@ -130,8 +130,9 @@ type Emitter struct {
 // heldSpans are spans recorded in full (attributes, status, times) but not
 // yet ended. The SDK's batching span processor hands each ended span to a
 // goroutine of its own, which it wakes if it sleeps: a reader that ends
-// a span a call pays that wake-up a call, ~15 µs of CPU with the SDK,
-// more than the call's parsing. Ended together, a batch's spans cost one.
+// a span a call pays that wake-up a call: 8 µs of CPU a call alone
+// (BenchmarkCaptureReader), 10-20 µs beside the traced workload. Ended
+// together, a batch's spans cost one.
 // Nothing else changes: a span's end time is its call's, not when it is
 // ended, and the metrics are recorded as the call is read.
 type heldSpans struct {
