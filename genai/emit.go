@@ -281,21 +281,21 @@ func (e *Emitter) emit(ctx context.Context, x *Exchange, c *Call, ep Endpoint, p
 	ctx = e.span(ctx, x, c, trace.SpanKindClient, span, errType)
 
 	m := e.metricSets(c, ep, errType)
-	e.duration.Record(ctx, x.End.Sub(x.Start).Seconds(), m.duration)
+	e.duration.Record(ctx, x.End.Sub(x.Start).Seconds(), m.duration...)
 	if n := c.Usage.InputTokens; n >= 0 {
-		e.tokens.Record(ctx, float64(n), m.input)
+		e.tokens.Record(ctx, float64(n), m.input...)
 	}
 	if n := c.Usage.OutputTokens; n >= 0 {
-		e.tokens.Record(ctx, float64(n), m.output)
+		e.tokens.Record(ctx, float64(n), m.output...)
 	}
 	if c.Stream && c.TimeToFirstChunk >= 0 {
-		e.firstChunk.Record(ctx, c.TimeToFirstChunk.Seconds(), m.base)
+		e.firstChunk.Record(ctx, c.TimeToFirstChunk.Seconds(), m.base...)
 	}
 	if c.Stream && c.TimePerChunk >= 0 {
-		e.perChunk.Record(ctx, c.TimePerChunk.Seconds(), m.base)
+		e.perChunk.Record(ctx, c.TimePerChunk.Seconds(), m.base...)
 	}
 	if priced {
-		e.cost.Add(ctx, usd, m.base)
+		e.cost.Add(ctx, usd, m.baseAdd...)
 	}
 }
 
@@ -315,17 +315,17 @@ func (e *Emitter) emitServer(ctx context.Context, x *Exchange, c *Call, ep Endpo
 	keep := func(d semconv.Metric) bool { return skip == nil || !skip(d.Name) }
 	m := e.metricSets(c, ep, errType)
 	if keep(semconv.GenAIServerRequestDuration) {
-		e.serverDuration.Record(ctx, x.End.Sub(x.Start).Seconds(), m.duration)
+		e.serverDuration.Record(ctx, x.End.Sub(x.Start).Seconds(), m.duration...)
 	}
 	if errType != "" || !c.Stream || c.TimeToFirstChunk < 0 || x.RequestEnd.IsZero() {
 		return
 	}
 	first := x.Start.Add(c.TimeToFirstChunk)
 	if keep(semconv.GenAIServerTimeToFirstToken) {
-		e.serverFirstToken.Record(ctx, max(0, first.Sub(x.RequestEnd)).Seconds(), m.base)
+		e.serverFirstToken.Record(ctx, max(0, first.Sub(x.RequestEnd)).Seconds(), m.base...)
 	}
 	if n := c.Usage.OutputTokens; n > 1 && keep(semconv.GenAIServerTimePerOutputToken) {
-		e.serverPerToken.Record(ctx, max(0, x.End.Sub(first)).Seconds()/float64(n-1), m.base)
+		e.serverPerToken.Record(ctx, max(0, x.End.Sub(first)).Seconds()/float64(n-1), m.base...)
 	}
 }
 
@@ -338,9 +338,12 @@ type metricKey struct {
 
 // callSets are the measurement options of the calls of one metricKey:
 // base (no error.type), duration (with it when the call failed), and
-// the token counts' input and output (with gen_ai.token.type).
+// the token counts' input and output (with gen_ai.token.type). Each is
+// a slice of one, passed on as is: a lone option passed to Record's
+// variadic parameter is a slice made at each call.
 type callSets struct {
-	base, duration, input, output metric.MeasurementOption
+	base, duration, input, output []metric.RecordOption
+	baseAdd                       []metric.AddOption // the cost counter's
 }
 
 // maxErrorTypes caps the distinct error.type values on metrics; later
@@ -393,10 +396,11 @@ func (e *Emitter) metricSets(c *Call, ep Endpoint, errType string) *callSets {
 			attrs = append(attrs, a.key.String(a.value))
 		}
 	}
-	with := func(kv attribute.KeyValue) metric.MeasurementOption {
-		return metric.WithAttributeSet(attribute.NewSet(append(attrs[:len(attrs):len(attrs)], kv)...))
+	with := func(kv attribute.KeyValue) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(attrs[:len(attrs):len(attrs)], kv)...))}
 	}
-	m := &callSets{base: metric.WithAttributeSet(attribute.NewSet(attrs...)),
+	base := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	m := &callSets{base: []metric.RecordOption{base}, baseAdd: []metric.AddOption{base},
 		input: with(semconv.GenAITokenType.String(semconv.GenAITokenTypeInput)), output: with(semconv.GenAITokenType.String(semconv.GenAITokenTypeOutput))}
 	m.duration = m.base
 	if k.errType != "" {
