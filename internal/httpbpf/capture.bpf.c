@@ -61,6 +61,7 @@
 #include <bpf/bpf_core_read.h>
 #include <asm/unistd.h>
 #include "../bpfsource/args.bpf.h"
+#include "../bpfsource/fd.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -355,19 +356,6 @@ struct file___k {
 	void *private_data;
 } __attribute__((preserve_access_index));
 
-struct fdtable___k {
-	unsigned int max_fds;
-	struct file___k **fd;
-} __attribute__((preserve_access_index));
-
-struct files_struct___k {
-	struct fdtable___k *fdt;
-} __attribute__((preserve_access_index));
-
-struct task_struct___k {
-	struct files_struct___k *files;
-} __attribute__((preserve_access_index));
-
 struct iovec___u {
 	__u64 base;
 	__u64 len;
@@ -647,13 +635,8 @@ static __always_inline int http_conn(struct conn_key *k, struct conn *c, __u64 b
 // in *file; else NULL.
 static __always_inline struct sock___k *tcp_sock(__u64 fd, struct file___k **file)
 {
-	struct task_struct___k *task = (void *)bpf_get_current_task();
-	struct fdtable___k *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-		return 0;
-	struct file___k **fds = BPF_CORE_READ(fdt, fd);
-	struct file___k *f = 0;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+	struct file___k *f = fd_file(fd);
+	if (!f)
 		return 0;
 	if ((BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
 		return 0;

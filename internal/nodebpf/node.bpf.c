@@ -42,6 +42,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "../bpfsource/fd.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -456,15 +457,6 @@ struct file___k {
 	struct address_space___k *f_mapping;
 } __attribute__((preserve_access_index));
 
-struct fdtable___k {
-	unsigned int max_fds;
-	struct file___k **fd;
-} __attribute__((preserve_access_index));
-
-struct files_struct___k {
-	struct fdtable___k *fdt;
-} __attribute__((preserve_access_index));
-
 // A process's shared state: live counts its threads not yet exiting
 // (atomic_t).
 struct signal_struct___k {
@@ -476,7 +468,6 @@ struct signal_struct___k {
 struct task_struct___k {
 	int pid;
 	int tgid;
-	struct files_struct___k *files;
 	struct signal_struct___k *signal;
 } __attribute__((preserve_access_index));
 
@@ -937,15 +928,8 @@ int BPF_PROG(page_fault_user, unsigned long address, void *regs, unsigned long e
 // reads (its mapping's host), or NULL.
 static __always_inline struct inode___k *fd_inode(__u64 fd)
 {
-	struct task_struct___k *task = (void *)bpf_get_current_task();
-	struct fdtable___k *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-		return 0;
-	struct file___k **fds = BPF_CORE_READ(fdt, fd);
-	struct file___k *f = 0;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
-		return 0;
-	return BPF_CORE_READ(f, f_mapping, host);
+	struct file___k *f = fd_file(fd);
+	return f ? BPF_CORE_READ(f, f_mapping, host) : 0;
 }
 
 static __always_inline char lower(char c)
