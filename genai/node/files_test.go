@@ -400,18 +400,35 @@ func TestFaultsAfterMremap(t *testing.T) {
 const pieces = 20
 
 // A process that maps a model file in more pieces than the kernel side
-// keeps, before the Source starts: the scan gives the kernel side every
-// piece it has room for, and counts each it has not once, however many
-// scans find them.
+// keeps, before the Source starts or while it runs: the kernel side keeps
+// every piece it has room for, and each it has not is counted once,
+// however many scans find them and whether the kernel side saw them made
+// (it counted them, and the scans again, before).
 func TestMappingsPastTheCapCountedOnce(t *testing.T) {
 	testutil.Native(t, "the kernel's BPF, and a child that is this test binary")
+	for _, before := range []bool{true, false} {
+		t.Run(fmt.Sprintf("before=%v", before), func(t *testing.T) { mappingsPastTheCap(t, before) })
+	}
+}
+
+func mappingsPastTheCap(t *testing.T, before bool) {
 	name := fmt.Sprintf("xpuscope-test-%d-split.safetensors", os.Getpid())
 	path, _ := writeModel(t, name, 4<<20)
 	c := startChild(t, path)
-	c.do(t, "split")
-	// The mappings were made before the Source started: its first scan
-	// finds them.
-	h := start(t, WithTCP(false))
+	var h *harness
+	if before {
+		// Made before the Source started: its first scan finds them.
+		c.do(t, "split")
+		h = start(t, WithTCP(false))
+	} else {
+		// Made while it runs: the kernel side sees each mmap; a scan
+		// then finds them all.
+		h = start(t, WithTCP(false))
+		c.do(t, "split")
+		h.s.mu.Lock()
+		h.s.scanProcess(c.cmd.Process.Pid)
+		h.s.mu.Unlock()
+	}
 	if !h.s.objs.UserFaults {
 		testutil.SkipOrFail(t, "the kernel has no page_fault_user (x86): faults are not matched by mapping")
 	}
@@ -419,9 +436,9 @@ func TestMappingsPastTheCapCountedOnce(t *testing.T) {
 		ps := testutil.Collect(t, h.reader)
 		return sumPoints(ps.Find(semconv.XpuscopeNodeOverflow.Name, semconv.XpuscopeNodeReason.String(semconv.NodeReasonMappings)))
 	}
-	h.s.mu.Lock()
-	h.s.publish()
-	h.s.mu.Unlock()
+	// Housekeeping reads the kernel side's counts and publishes them
+	// with the scans'.
+	h.s.housekeep(time.Now())
 	held, err := h.s.objs.Mappings(uint32(c.cmd.Process.Pid))
 	require.NoError(t, err)
 	require.Len(t, held, 16, "the kernel side holds as many as it has room for")
@@ -429,8 +446,8 @@ func TestMappingsPastTheCapCountedOnce(t *testing.T) {
 	for range 3 {
 		h.s.mu.Lock()
 		h.s.scanProcess(c.cmd.Process.Pid)
-		h.s.publish()
 		h.s.mu.Unlock()
+		h.s.housekeep(time.Now())
 	}
 	require.Equal(t, int64(pieces-16), overflow(), "after three more scans")
 }

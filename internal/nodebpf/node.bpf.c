@@ -131,7 +131,7 @@ enum counter {
 	COUNTER_FILES_FULL = 1, // model files opened with no room left in `files`
 	COUNTER_PROCS_FULL = 2, // (file, process) pairs with no room left in `file_procs`
 	COUNTER_LONG_PATH = 3,  // opens whose path was longer than PATH_BYTES: not looked at
-	COUNTER_MAPPINGS_FULL = 4, // mappings of watched files not kept: their process had MAX_MAPPINGS, or `mappings` was full
+	COUNTER_MAPPINGS_FULL = 4, // processes whose mappings of watched files were not kept: `mappings` was full (one past MAX_MAPPINGS of a process is counted by user space's scans, which see it in its maps)
 	COUNTER_MAX,
 };
 
@@ -1234,17 +1234,18 @@ static __always_inline void mmap_exit(struct thread *t, long ret)
 		pm = bpf_map_lookup_elem(&mappings, &pid);
 	}
 	if (!pm) {
-		count(COUNTER_MAPPINGS_FULL);
+		if (t->mapped)
+			count(COUNTER_MAPPINGS_FULL);
 		return;
 	}
-	int full = 0;
+	// A mapping past the process's MAX_MAPPINGS is left out here and
+	// counted by the next scan, which finds it in the process's maps: one
+	// count for each, however many scans and whoever saw it made.
 	bpf_spin_lock(&pm->lock);
-	full = unmap_locked(pm, a, b);
+	unmap_locked(pm, a, b);
 	if (t->mapped)
-		full |= !map_locked(pm, a, b, &t->file);
+		map_locked(pm, a, b, &t->file);
 	bpf_spin_unlock(&pm->lock);
-	if (full)
-		count(COUNTER_MAPPINGS_FULL);
 }
 
 // unmap_exit takes a munmap's range, or a mremap's old range, out of the
@@ -1272,12 +1273,10 @@ static __always_inline void unmap_exit(struct thread *t, long ret, int remap)
 			break;
 		}
 	}
-	int full = unmap_locked(pm, a, b);
+	unmap_locked(pm, a, b);
 	if (mapped)
-		full |= !map_locked(pm, to, to_end, &file);
+		map_locked(pm, to, to_end, &file); // if full, the next scan counts it
 	bpf_spin_unlock(&pm->lock);
-	if (full)
-		count(COUNTER_MAPPINGS_FULL);
 }
 
 // A process's address space goes at exec and at its exit: so do its

@@ -73,9 +73,10 @@ const (
 	CounterFilesFull = int(nodeCounterCOUNTER_FILES_FULL) // model files opened with the watch table full
 	CounterProcsFull = int(nodeCounterCOUNTER_PROCS_FULL) // (file, process) pairs with their table full
 	CounterLongPath  = int(nodeCounterCOUNTER_LONG_PATH)  // opens of a path too long to look at
-	// CounterMappingsFull: mappings of watched files not kept (a process
-	// with MaxMappings already, or the table of processes full): their
-	// faults go uncounted.
+	// CounterMappingsFull: mappings of watched files not kept because
+	// the table of processes was full: their faults go uncounted. One
+	// past a process's MaxMappings is not counted here: a scan of the
+	// process's maps finds it (WatchMappings' dropped).
 	CounterMappingsFull = int(nodeCounterCOUNTER_MAPPINGS_FULL)
 	NumCounters         = int(nodeCounterCOUNTER_MAX)
 )
