@@ -1125,11 +1125,26 @@ static __always_inline void read_exit(struct thread *t, long ret)
 
 #define PAGE_END(a) (((a) + 4095) & ~4095UL)
 
+// map_locked adds [a, b) of file to pm's mappings, under its lock, where
+// it has room: a mapping past MAX_MAPPINGS is left out, and the next scan
+// of the process's maps counts it (xpuscope.node.overflow).
+static __always_inline void map_locked(struct proc_mappings *pm, __u64 a, __u64 b, struct file_key *file)
+{
+	for (int i = 0; i < MAX_MAPPINGS; i++) {
+		if (!pm->m[i].end) {
+			pm->m[i].start = a;
+			pm->m[i].end = b;
+			pm->m[i].file = *file;
+			return;
+		}
+	}
+}
+
 // unmap_locked takes [a, b) out of pm's ranges: a range within it goes,
 // one it overlaps is cut, one it splits keeps its head and takes a free
-// slot for its tail. It returns 1 when no slot was free (the tail is
-// dropped: its faults go uncounted).
-static __always_inline int unmap_locked(struct proc_mappings *pm, __u64 a, __u64 b)
+// slot for its tail (map_locked: with none free the tail is left out, and
+// the next scan counts it).
+static __always_inline void unmap_locked(struct proc_mappings *pm, __u64 a, __u64 b)
 {
 	int split = 0;
 	__u64 tail_start = 0, tail_end = 0;
@@ -1153,17 +1168,8 @@ static __always_inline int unmap_locked(struct proc_mappings *pm, __u64 a, __u64
 			tail_file = pm->m[i].file;
 		}
 	}
-	if (!split)
-		return 0;
-	for (int i = 0; i < MAX_MAPPINGS; i++) {
-		if (!pm->m[i].end) {
-			pm->m[i].start = tail_start;
-			pm->m[i].end = tail_end;
-			pm->m[i].file = tail_file;
-			return 0;
-		}
-	}
-	return 1;
+	if (split)
+		map_locked(pm, tail_start, tail_end, &tail_file);
 }
 
 // mmap_enter makes a mmap pending when its fd is a watched file's, or when
@@ -1201,21 +1207,6 @@ static __always_inline void unmap_enter(__u32 kind, __u64 addr, __u64 len, __u64
 	set_pending(t, kind);
 }
 
-// map_locked adds [a, b) of file to pm's mappings, under its lock, and
-// returns 0 where it has no room.
-static __always_inline int map_locked(struct proc_mappings *pm, __u64 a, __u64 b, struct file_key *file)
-{
-	for (int i = 0; i < MAX_MAPPINGS; i++) {
-		if (!pm->m[i].end) {
-			pm->m[i].start = a;
-			pm->m[i].end = b;
-			pm->m[i].file = *file;
-			return 1;
-		}
-	}
-	return 0;
-}
-
 // mmap_exit takes the new mapping's range out of the process's (a
 // MAP_FIXED mapping replaces what was there) and, for a watched file's,
 // adds it.
@@ -1238,9 +1229,8 @@ static __always_inline void mmap_exit(struct thread *t, long ret)
 			count(COUNTER_MAPPINGS_FULL);
 		return;
 	}
-	// A mapping past the process's MAX_MAPPINGS is left out here and
-	// counted by the next scan, which finds it in the process's maps: one
-	// count for each, however many scans and whoever saw it made.
+	// One past the process's MAX_MAPPINGS is counted by the next scan
+	// (map_locked): once each, however many scans and whoever saw it made.
 	bpf_spin_lock(&pm->lock);
 	unmap_locked(pm, a, b);
 	if (t->mapped)
@@ -1275,7 +1265,7 @@ static __always_inline void unmap_exit(struct thread *t, long ret, int remap)
 	}
 	unmap_locked(pm, a, b);
 	if (mapped)
-		map_locked(pm, to, to_end, &file); // if full, the next scan counts it
+		map_locked(pm, to, to_end, &file);
 	bpf_spin_unlock(&pm->lock);
 }
 
