@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -87,8 +86,7 @@ func (c *sslClient) run(t testing.TB) float64 {
 // cores.
 func (c *sslClient) start(t testing.TB) {
 	t.Helper()
-	runtime.GC()
-	debug.FreeOSMemory()
+	debug.FreeOSMemory() // a collection, then the memory returned
 	_, err := io.WriteString(c.stdin, "go\n")
 	require.NoError(t, err)
 }
@@ -344,13 +342,12 @@ func benchRounds(b *testing.B, rounds int, untraced, traced func() float64) {
 	}
 	b.StopTimer()
 	b.Logf("each round's ratio, in order: %.3f", ratio)
-	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
 	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(1e9/med(off), "untraced-req/s")
-	b.ReportMetric(1e9/med(on), "captured-req/s")
+	b.ReportMetric(1e9/testutil.Median(off), "untraced-req/s")
+	b.ReportMetric(1e9/testutil.Median(on), "captured-req/s")
 	// The median of each round's own ratio: a round's two runs are
 	// back to back, so the machine's drift between rounds cancels.
-	b.ReportMetric(med(ratio), "captured/untraced")
+	b.ReportMetric(testutil.Median(ratio), "captured/untraced")
 }
 
 // BenchmarkServerCaptureOverhead: requests/s that a local OpenAI-

@@ -4,9 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
-	"slices"
 	"testing"
 	"time"
 
@@ -68,8 +66,7 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 		// leaves tens of MB of it (the kernel's BTF, parsed), which the
 		// runtime's background workers would otherwise collect on the
 		// workload's cores while it is measured.
-		runtime.GC()
-		debug.FreeOSMemory()
+		debug.FreeOSMemory() // a collection, then the memory returned
 		cpu0, start := testutil.ProcessCPU(b), time.Now()
 		for range b.N {
 			op(b)
@@ -151,9 +148,8 @@ func overhead(b *testing.B, self bool, op func(b *testing.B), opts ...Option) {
 	}
 	b.Logf("each round's wall ratio, in order: %.3f", wallRatios)
 	b.Logf("each round's CPU ratio, in order: %.3f", cpuRatios)
-	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
-	b.ReportMetric(median(wallRatios), "on/off")
-	b.ReportMetric(median(cpuRatios), "cpu-on/off")
+	b.ReportMetric(testutil.Median(wallRatios), "on/off")
+	b.ReportMetric(testutil.Median(cpuRatios), "cpu-on/off")
 	b.ReportMetric(float64(inBPF)/float64(off), "bpf/off")
 	for name, d := range byProgram {
 		if d > 0 {

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -17,4 +18,11 @@ func ProcessCPU(tb testing.TB) time.Duration {
 		tb.Fatalf("getrusage: %v", err)
 	}
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// Median returns the median of v (the upper one of an even count),
+// sorting v: a benchmark's figure over its rounds.
+func Median(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }
