@@ -124,7 +124,7 @@ func join(t *Tracer) (*hub, error) {
 	if err == nil {
 		// What the watcher knows was classified for the others: it
 		// forgets it, and the sweep tells the new Tracer of every file.
-		err = h.sweep(true, notice{})
+		err = h.sweep(true, notice{running: true})
 	}
 	if err != nil {
 		return nil, errors.Join(err, h.leaveLocked(t))

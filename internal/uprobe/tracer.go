@@ -151,8 +151,19 @@ type Target struct {
 	// probed, as one that maps a new file named like a target, so that
 	// its first calls are seen too.
 	InPrograms bool
-	// Probes are attached to every target file.
+	// Probes are attached to every target file, but where FromExec
+	// replaces them.
 	Probes []Probe
+	// FromExec, when set, are attached instead of Probes to a file first
+	// classified in a process held at its exec (every process of the file
+	// is then seen from its start; Config.Hold), where the file defines
+	// every symbol of FromExecNeeds: probes that take once, at its start,
+	// what the Source would otherwise take at every call (a TLS
+	// connection's keys at its handshake). A file found in a process that
+	// ran before the Tracer, or late, gets Probes: its state from before
+	// is not in what FromExec would see.
+	FromExec      []Probe
+	FromExecNeeds []string
 	// Multi says the programs were loaded for uprobe_multi links
 	// (ebpf.AttachTraceUprobeMulti): one link per program and file.
 	Multi bool
@@ -253,8 +264,16 @@ type Late struct {
 
 // notice says how a file came to be classified: late is "" when its
 // process was held until it was (or it was found at start), else the
-// semconv.LateReason* of why not.
-type notice struct{ late string }
+// semconv.LateReason* of why not; running, that it was found at start,
+// in a process that had run before the Tracer.
+type notice struct {
+	late    string
+	running bool
+}
+
+// atExec says the file's process was held at its exec until the file
+// was probed: nothing ran in it unprobed.
+func (n notice) atExec() bool { return n.late == "" && !n.running }
 
 // Late kinds, as semconv names them.
 const (
@@ -453,6 +472,11 @@ func (t *Tracer) reject(r Rejection) {
 }
 
 func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe bool, how notice) bool {
+	if how.atExec() && len(tg.FromExec) > 0 {
+		if p, err := locate(path, tg.FromExec, isExe); err == nil && definesAll(p.offsets, tg.FromExecNeeds) {
+			tg.Probes = tg.FromExec
+		}
+	}
 	placed, err := locate(path, tg.Probes, isExe)
 	if err != nil {
 		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})
@@ -495,6 +519,16 @@ func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe
 		t.late[lateKey{tg.Name, how.late}]++
 	}
 	t.statusMu.Unlock()
+	return true
+}
+
+// definesAll says every name has an offset.
+func definesAll(offsets map[string]uint64, names []string) bool {
+	for _, n := range names {
+		if _, ok := offsets[n]; !ok {
+			return false
+		}
+	}
 	return true
 }
 
