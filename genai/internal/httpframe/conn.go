@@ -324,6 +324,11 @@ func withDefaults(cfg Config) Config {
 // Stats returns the counts of the Stats the Conn counts in.
 func (c *Conn) Stats() Stats { return *c.stats }
 
+// Ignored reports whether the connection is no longer read: not HTTP, or
+// switched to another protocol. Feed counts the bytes it is given then
+// (Stats.IgnoredBytes) and drops them.
+func (c *Conn) Ignored() bool { return c.state == ignored }
+
 // Feed hands the Conn data the traced process wrote or read (dir, Write
 // or Read) at time ts, in the order it happened. Timestamps of both
 // directions come from one clock: a response is paired only with a
