@@ -57,10 +57,15 @@
 // stack (the 7th).
 #define ARG_STACK(ctx) (PT_REGS_SP(ctx) + 8)
 
-// Go's ABIInternal: the first three integer words, and g.
+// Go's ABIInternal: the first eight integer words, and g.
 #define GO_ARG1(ctx) ((ctx)->rax)
 #define GO_ARG2(ctx) ((ctx)->rbx)
 #define GO_ARG3(ctx) ((ctx)->rcx)
+#define GO_ARG4(ctx) ((ctx)->rdi)
+#define GO_ARG5(ctx) ((ctx)->rsi)
+#define GO_ARG6(ctx) ((ctx)->r8)
+#define GO_ARG7(ctx) ((ctx)->r9)
+#define GO_ARG8(ctx) ((ctx)->r10)
 #define GO_G(ctx) ((ctx)->r14)
 
 // The stack bound check's JBE is taken when CF or ZF is set.
@@ -82,6 +87,11 @@
 #define GO_ARG1(ctx) __ARM64_REG(ctx, 0)
 #define GO_ARG2(ctx) __ARM64_REG(ctx, 1)
 #define GO_ARG3(ctx) __ARM64_REG(ctx, 2)
+#define GO_ARG4(ctx) __ARM64_REG(ctx, 3)
+#define GO_ARG5(ctx) __ARM64_REG(ctx, 4)
+#define GO_ARG6(ctx) __ARM64_REG(ctx, 5)
+#define GO_ARG7(ctx) __ARM64_REG(ctx, 6)
+#define GO_ARG8(ctx) __ARM64_REG(ctx, 7)
 #define GO_G(ctx) __ARM64_REG(ctx, 28)
 
 // The stack bound check's B.LS is taken when C is clear or Z set.

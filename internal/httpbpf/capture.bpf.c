@@ -19,7 +19,14 @@
 //     without that call, on each of its RET instructions (the count in
 //     the first): a uretprobe would swap the return address on a
 //     goroutine stack, which Go moves and walks. (*Conn).Close ends the
-//     connection. The registers are args.bpf.h's GO_ARG1-3 and GO_G.
+//     connection. The registers are args.bpf.h's GO_ARG1-8 and GO_G.
+//   - Go's crypto/tls by connection, where user space attaches these
+//     instead (a program seen from its exec): uprobes on
+//     (*Conn).clientHandshake and serverHandshake mark the connection's
+//     socket (CONN_WIRE), whose bytes the syscall programs then send as
+//     they cross it, ciphertext (SOURCE_GOTLS_WIRE); one on
+//     (*Config).writeKeyLog sends the traffic secrets (RECORD_KEY) for
+//     user space to decrypt with. A few hits a connection, none a call.
 //   - Plaintext sockets: BTF raw tracepoints on sys_enter and sys_exit (no
 //     kprobes, no tracefs) for write, writev, sendto, sendmsg, read, readv,
 //     recvfrom and recvmsg; close ends the connection, and a read that
@@ -74,12 +81,14 @@ enum record_kind {
 	RECORD_CLOSE = 2,
 	RECORD_EOF = 3, // a plaintext read returned 0: the peer closed its end
 	RECORD_SOCKET = 4, // a connection's socket: its inode number, a __u64 of data
+	RECORD_KEY = 5,    // a TLS secret a Go program logged (struct key_record)
 };
 
 enum source {
 	SOURCE_TLS = 1,    // OpenSSL, conn is the SSL pointer
 	SOURCE_SOCKET = 2, // socket syscalls, conn is the fd
 	SOURCE_GOTLS = 3,  // Go's crypto/tls, conn is the *tls.Conn
+	SOURCE_GOTLS_WIRE = 4, // Go's crypto/tls as its socket carries it, ciphertext; conn is the fd
 };
 
 enum direction {
@@ -91,6 +100,7 @@ enum counter {
 	COUNTER_DROPS = 0,     // records the ring buffer had no room for
 	COUNTER_SHORT = 1,     // calls moving more than MAX_PIECES * PIECE bytes: the rest not captured
 	COUNTER_READ_FAULT = 2, // user memory that could not be read
+	COUNTER_NOT_SOCKET = 3, // Go TLS handshakes, in a program probed by connection, over no TCP socket of the process's: not read
 	COUNTER_MAX,
 };
 
@@ -113,6 +123,16 @@ enum go_tls_api {
 	GO_TLS_READ_RETURN = 3, // one of (*Conn).Read's RET instructions
 	GO_TLS_CLOSE = 4,       // (*Conn).Close's entry
 	GO_TLS_READ_COPY = 5,   // (*Conn).Read's call of runtime.memmove
+	GO_TLS_HANDSHAKE = 6,   // (*Conn).clientHandshake's or serverHandshake's entry
+	GO_TLS_KEYLOG = 7,      // (*Config).writeKeyLog's entry
+};
+
+// The secrets a RECORD_KEY carries, by the label Go logs them under (the
+// NSS key log's).
+enum key_label {
+	KEY_CLIENT_TRAFFIC = 1, // CLIENT_TRAFFIC_SECRET_0, TLS 1.3
+	KEY_SERVER_TRAFFIC = 2, // SERVER_TRAFFIC_SECRET_0, TLS 1.3
+	KEY_TLS12 = 3,          // CLIENT_RANDOM: TLS 1.2's master secret
 };
 
 struct record_header {
@@ -142,6 +162,7 @@ enum conn_state {
 	CONN_HTTP = 2,   // speaks HTTP/1.x: captured
 	CONN_IGNORE = 3, // not a watched socket, or not HTTP: skipped
 	CONN_MUTED = 4,  // HTTP, muted by user space: its bytes are skipped, its close is told
+	CONN_WIRE = 5,   // a Go TLS connection's socket, from its handshake: captured whole
 };
 
 struct conn_key {
@@ -162,7 +183,10 @@ struct conn {
 	// The connection's socket was told (RECORD_SOCKET); a Go or a
 	// plaintext one's was looked for, found or not.
 	__u8 sock;
-	__u8 _pad;
+	// The connection's bytes are a Go TLS connection's ciphertext
+	// (CONN_WIRE, and CONN_MUTED after it): its records' source is
+	// SOURCE_GOTLS_WIRE.
+	__u8 wire;
 };
 
 // HEAD_BYTES is how many bytes tell a connection's protocol.
@@ -208,8 +232,9 @@ volatile const __u32 find_sockets = 0;
 // toolchains of today, and of earlier ones, which hashed otherwise.
 volatile const __u32 go_tcp_conn_hash[2] = {};
 
-// The plaintext gate. open_watched counts the TCP sockets with a watched
-// port that left TCP_CLOSE after load and have not returned to it;
+// The syscall programs' gate. open_watched counts the TCP sockets with a
+// watched port that left TCP_CLOSE after load and have not returned to
+// it, and the Go TLS connections' sockets read by connection (CONN_WIRE);
 // preexisting, set by user space, says sockets with a watched port that
 // predate the load may still be open. While both are 0 the syscall
 // programs skip data syscalls at once. A socket watched_socks has no room
@@ -438,7 +463,7 @@ static __always_inline struct record *start_call(struct conn_key *k, struct conn
 	r->h.pid = id >> 32;
 	r->h.tid = (__u32)id;
 	r->h.kind = RECORD_DATA;
-	r->h.source = k->source;
+	r->h.source = c->wire ? SOURCE_GOTLS_WIRE : k->source;
 	r->h.dir = dir;
 	r->h._pad = 0;
 	r->h.total = total;
@@ -507,7 +532,7 @@ static __always_inline void note_header(struct record_header *h, struct conn_key
 	h->pid = id >> 32;
 	h->tid = (__u32)id;
 	h->kind = kind;
-	h->source = k->source;
+	h->source = c->wire ? SOURCE_GOTLS_WIRE : k->source;
 	h->gen = c->gen;
 }
 
@@ -559,7 +584,7 @@ static __always_inline struct conn new_conn(__u32 state)
 // space if it has seen the connection.
 static __always_inline void end_conn(struct conn_key *k, struct conn *c)
 {
-	if (c->state == CONN_HTTP || c->state == CONN_MUTED)
+	if (c->state == CONN_HTTP || c->state == CONN_WIRE || c->state == CONN_MUTED)
 		emit_end(k, c, RECORD_CLOSE);
 	bpf_map_delete_elem(&mute, &c->gen);
 	bpf_map_delete_elem(&conns, k);
@@ -585,10 +610,11 @@ static __always_inline void emit_head(struct conn_key *k, struct conn *c, __u8 d
 // whether to capture the n bytes at buf it moves now, in direction dir.
 // Bytes that come fewer at a time (a client that writes its method
 // apart) are held in c until there are enough; if they tell HTTP, they
-// are sent first, as a call of their own. c is k's entry in conns.
+// are sent first, as a call of their own. c is k's entry in conns. A Go
+// TLS connection's socket (CONN_WIRE) is captured whole.
 static __always_inline int http_conn(struct conn_key *k, struct conn *c, __u64 buf, __u32 n, __u8 dir, __u64 ts)
 {
-	if (c->state == CONN_HTTP) {
+	if (c->state == CONN_HTTP || c->state == CONN_WIRE) {
 		if (!bpf_map_lookup_elem(&mute, &c->gen))
 			return 1;
 		c->state = CONN_MUTED;
@@ -662,6 +688,26 @@ __attribute__((noinline)) __u64 tcp_inode(__u64 fd)
 	if (!tcp_sock(fd, &f))
 		return 0;
 	return BPF_CORE_READ(f, f_inode, i_ino);
+}
+
+// The syscall programs' gate. gate_open says whether a socket they
+// capture may be open: one with a watched port, or a Go TLS
+// connection's; open_gate counts sk among them until it returns to
+// TCP_CLOSE (sock_state).
+static __always_inline int gate_open(void)
+{
+	return open_watched || preexisting || gate_overflow;
+}
+
+static __always_inline void open_gate(struct sock___k *sk)
+{
+	__u64 key = (__u64)sk;
+	__u8 one = 1;
+	long err = bpf_map_update_elem(&watched_socks, &key, &one, BPF_NOEXIST);
+	if (err == 0)
+		__sync_fetch_and_add(&open_watched, 1);
+	else if (err != -17) // EEXIST: counted already
+		gate_overflow = 1;
 }
 
 // Where Go keeps a connection's descriptor, in every release the tests
@@ -863,6 +909,93 @@ int tls_free(struct pt_regs *ctx)
 // The entry probes sit on the stack bound check's branch: a hit where it
 // is taken is not a call (args.bpf.h's GO_STACK_GROWS). Before that, a
 // Write whose goroutine grew its stack there was captured twice.
+// ---- Go's crypto/tls by connection: its socket and its keys --------------
+//
+// Where every process of a Go program is seen from its exec, the capture
+// probes each connection once instead of each call: at its handshake, the
+// connection's socket is marked (CONN_WIRE) and the syscall programs send
+// its ciphertext, both ways, from the ClientHello on; as the handshake
+// derives them, the traffic secrets Go logs through
+// (*Config).writeKeyLog, which it calls whether or not a KeyLogWriter is
+// set, are sent (RECORD_KEY), and user space decrypts. The secrets never
+// leave the capturing process.
+
+struct key_record {
+	struct record_header h;
+	__u8 label;      // enum key_label
+	__u8 secret_len; // bytes of secret used
+	__u8 _pad[6];
+	__u8 random[32]; // the connection's client random
+	__u8 secret[48];
+};
+
+// wire_conn marks the socket under the Go crypto/tls.Conn at c, whose
+// handshake begins, for the syscall programs: its bytes are captured
+// from here, and the gate counts it open. A connection over anything
+// but a *net.TCPConn of the process's (a wrapper of one, a pipe, QUIC)
+// is counted, not read.
+static __always_inline void wire_conn(__u64 tls_conn)
+{
+	long fd = go_conn_fd(tls_conn);
+	struct file___k *f = 0;
+	struct sock___k *sk = fd < 0 ? 0 : tcp_sock(fd, &f);
+	if (!sk) {
+		count(COUNTER_NOT_SOCKET);
+		return;
+	}
+	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = fd};
+	struct conn n = new_conn(CONN_WIRE);
+	n.wire = 1;
+	if (bpf_map_update_elem(&conns, &k, &n, BPF_ANY))
+		return;
+	open_gate(sk);
+	struct conn *c = bpf_map_lookup_elem(&conns, &k);
+	if (c && (find_sockets & FIND_GO))
+		emit_socket(&k, c, BPF_CORE_READ(f, f_inode, i_ino));
+}
+
+// emit_key sends a secret that writeKeyLog was given: the label's
+// (label, label_len), the client random's and the secret's, by address
+// and length. The labels of the traffic secrets are told by their length
+// and first letter; the handshake secrets' (longer) are not sent.
+static __always_inline void emit_key(__u64 label, __u64 label_len, __u64 random, __u64 random_len, __u64 secret,
+				     __u64 secret_len)
+{
+	char first = 0;
+	if (random_len != 32 || secret_len > 48 || bpf_probe_read_user(&first, 1, (void *)label))
+		return;
+	__u8 kind = 0;
+	if (label_len == 23) // CLIENT_TRAFFIC_SECRET_0, SERVER_TRAFFIC_SECRET_0
+		kind = first == 'C' ? KEY_CLIENT_TRAFFIC : first == 'S' ? KEY_SERVER_TRAFFIC : 0;
+	else if (label_len == 13 && first == 'C') // CLIENT_RANDOM
+		kind = KEY_TLS12;
+	if (!kind)
+		return;
+	struct key_record *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+	if (!r) {
+		count(COUNTER_DROPS);
+		return;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	__u64 id = bpf_get_current_pid_tgid();
+	r->h.ts = bpf_ktime_get_ns();
+	r->h.pid = id >> 32;
+	r->h.tid = (__u32)id;
+	r->h.kind = RECORD_KEY;
+	r->h.source = SOURCE_GOTLS_WIRE;
+	r->h.len = sizeof(*r) - sizeof(r->h);
+	r->h.total = r->h.len;
+	r->label = kind;
+	r->secret_len = secret_len;
+	if (bpf_probe_read_user(r->random, 32, (void *)random) ||
+	    bpf_probe_read_user(r->secret, secret_len & 63, (void *)secret)) {
+		count(COUNTER_READ_FAULT);
+		bpf_ringbuf_discard(r, 0);
+		return;
+	}
+	bpf_ringbuf_submit(r, submit_flags());
+}
+
 SEC("uprobe")
 int go_tls(struct pt_regs *ctx)
 {
@@ -911,6 +1044,13 @@ int go_tls(struct pt_regs *ctx)
 			capture_tls(SOURCE_GOTLS, p.conn, from, copied, DIR_READ, ts);
 		return 0;
 	}
+	case GO_TLS_HANDSHAKE:
+		wire_conn(GO_ARG1(ctx));
+		return 0;
+	case GO_TLS_KEYLOG:
+		// writeKeyLog(label string, clientRandom, secret []byte).
+		emit_key(GO_ARG2(ctx), GO_ARG3(ctx), GO_ARG4(ctx), GO_ARG5(ctx), GO_ARG7(ctx), GO_ARG8(ctx));
+		return 0;
 	case GO_TLS_CLOSE: {
 		struct conn_key k = {.pid = pid, .source = SOURCE_GOTLS, .conn = GO_ARG1(ctx)};
 		struct conn *c = bpf_map_lookup_elem(&conns, &k);
@@ -932,11 +1072,6 @@ static __always_inline int watched_port(struct sock___k *sk)
 	return bpf_map_lookup_elem(&ports, &local) || bpf_map_lookup_elem(&ports, &remote);
 }
 
-// gate_open says whether a socket with a watched port may be open.
-static __always_inline int gate_open(void)
-{
-	return open_watched || preexisting || gate_overflow;
-}
 
 // A TCP socket changed state: count those with a watched port from when
 // they leave TCP_CLOSE (connect, listen, or an accepted child's
@@ -950,14 +1085,8 @@ int BPF_PROG(sock_state, struct sock___k *sk, int oldstate, int newstate)
 			__sync_fetch_and_add(&open_watched, -1);
 		return 0;
 	}
-	if (!watched_port(sk))
-		return 0;
-	__u8 one = 1;
-	long err = bpf_map_update_elem(&watched_socks, &key, &one, BPF_NOEXIST);
-	if (err == 0)
-		__sync_fetch_and_add(&open_watched, 1);
-	else if (err != -17) // EEXIST: counted already
-		gate_overflow = 1;
+	if (watched_port(sk))
+		open_gate(sk);
 	return 0;
 }
 
@@ -1081,7 +1210,7 @@ static __always_inline int on_sys_exit(long nr, long ret)
 	if (!c)
 		return 0;
 	if (ret == 0) { // the end of the stream: the peer closed
-		if (c->state == CONN_HTTP)
+		if (c->state == CONN_HTTP || c->state == CONN_WIRE)
 			emit_end(&k, c, RECORD_EOF);
 		return 0;
 	}
@@ -1198,5 +1327,7 @@ const enum counter *unused_counter __attribute__((unused));
 const enum tls_api *unused_tls_api __attribute__((unused));
 const enum go_tls_api *unused_go_tls_api __attribute__((unused));
 const enum conn_state *unused_conn_state __attribute__((unused));
+const enum key_label *unused_key_label __attribute__((unused));
+const struct key_record *unused_key_record __attribute__((unused));
 const struct record_header *unused_record_header __attribute__((unused));
 const enum find_socket *unused_find_socket __attribute__((unused));

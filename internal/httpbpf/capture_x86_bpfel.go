@@ -22,7 +22,7 @@ type captureConn struct {
 	HeadLen uint8
 	HeadDir uint8
 	Sock    uint8
-	Pad     uint8
+	Wire    uint8
 }
 
 type captureConnKey struct {
@@ -39,6 +39,7 @@ const (
 	captureConnStateCONN_HTTP   captureConnState = 2
 	captureConnStateCONN_IGNORE captureConnState = 3
 	captureConnStateCONN_MUTED  captureConnState = 4
+	captureConnStateCONN_WIRE   captureConnState = 5
 )
 
 type captureCounter uint32
@@ -47,7 +48,8 @@ const (
 	captureCounterCOUNTER_DROPS      captureCounter = 0
 	captureCounterCOUNTER_SHORT      captureCounter = 1
 	captureCounterCOUNTER_READ_FAULT captureCounter = 2
-	captureCounterCOUNTER_MAX        captureCounter = 3
+	captureCounterCOUNTER_NOT_SOCKET captureCounter = 3
+	captureCounterCOUNTER_MAX        captureCounter = 4
 )
 
 type captureDirection uint32
@@ -86,7 +88,27 @@ const (
 	captureGoTlsApiGO_TLS_READ_RETURN captureGoTlsApi = 3
 	captureGoTlsApiGO_TLS_CLOSE       captureGoTlsApi = 4
 	captureGoTlsApiGO_TLS_READ_COPY   captureGoTlsApi = 5
+	captureGoTlsApiGO_TLS_HANDSHAKE   captureGoTlsApi = 6
+	captureGoTlsApiGO_TLS_KEYLOG      captureGoTlsApi = 7
 )
+
+type captureKeyLabel uint32
+
+const (
+	captureKeyLabelKEY_CLIENT_TRAFFIC captureKeyLabel = 1
+	captureKeyLabelKEY_SERVER_TRAFFIC captureKeyLabel = 2
+	captureKeyLabelKEY_TLS12          captureKeyLabel = 3
+)
+
+type captureKeyRecord struct {
+	_         structs.HostLayout
+	H         captureRecordHeader
+	Label     uint8
+	SecretLen uint8
+	Pad       [6]uint8
+	Random    [32]uint8
+	Secret    [48]uint8
+}
 
 type captureRecord struct {
 	_    structs.HostLayout
@@ -118,14 +140,16 @@ const (
 	captureRecordKindRECORD_CLOSE  captureRecordKind = 2
 	captureRecordKindRECORD_EOF    captureRecordKind = 3
 	captureRecordKindRECORD_SOCKET captureRecordKind = 4
+	captureRecordKindRECORD_KEY    captureRecordKind = 5
 )
 
 type captureSource uint32
 
 const (
-	captureSourceSOURCE_TLS    captureSource = 1
-	captureSourceSOURCE_SOCKET captureSource = 2
-	captureSourceSOURCE_GOTLS  captureSource = 3
+	captureSourceSOURCE_TLS        captureSource = 1
+	captureSourceSOURCE_SOCKET     captureSource = 2
+	captureSourceSOURCE_GOTLS      captureSource = 3
+	captureSourceSOURCE_GOTLS_WIRE captureSource = 4
 )
 
 type captureThread struct {
@@ -196,6 +220,8 @@ const (
 	captureVarUnusedDirection    = "unused_direction"
 	captureVarUnusedFindSocket   = "unused_find_socket"
 	captureVarUnusedGoTlsApi     = "unused_go_tls_api"
+	captureVarUnusedKeyLabel     = "unused_key_label"
+	captureVarUnusedKeyRecord    = "unused_key_record"
 	captureVarUnusedRecordHeader = "unused_record_header"
 	captureVarUnusedRecordKind   = "unused_record_kind"
 	captureVarUnusedSource       = "unused_source"
@@ -290,6 +316,8 @@ type captureVariableSpecs struct {
 	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
 	UnusedFindSocket   *ebpf.VariableSpec `ebpf:"unused_find_socket"`
 	UnusedGoTlsApi     *ebpf.VariableSpec `ebpf:"unused_go_tls_api"`
+	UnusedKeyLabel     *ebpf.VariableSpec `ebpf:"unused_key_label"`
+	UnusedKeyRecord    *ebpf.VariableSpec `ebpf:"unused_key_record"`
 	UnusedRecordHeader *ebpf.VariableSpec `ebpf:"unused_record_header"`
 	UnusedRecordKind   *ebpf.VariableSpec `ebpf:"unused_record_kind"`
 	UnusedSource       *ebpf.VariableSpec `ebpf:"unused_source"`
@@ -359,6 +387,8 @@ type captureVariables struct {
 	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
 	UnusedFindSocket   *ebpf.Variable `ebpf:"unused_find_socket"`
 	UnusedGoTlsApi     *ebpf.Variable `ebpf:"unused_go_tls_api"`
+	UnusedKeyLabel     *ebpf.Variable `ebpf:"unused_key_label"`
+	UnusedKeyRecord    *ebpf.Variable `ebpf:"unused_key_record"`
 	UnusedRecordHeader *ebpf.Variable `ebpf:"unused_record_header"`
 	UnusedRecordKind   *ebpf.Variable `ebpf:"unused_record_kind"`
 	UnusedSource       *ebpf.Variable `ebpf:"unused_source"`

@@ -49,6 +49,30 @@ func TestDecode(t *testing.T) {
 	require.NoError(t, Decode(encode(sock), &r), "socket record")
 	require.Equal(t, sock, r, "socket record")
 	require.Equal(t, uint64(0x1_0000_beef), r.Inode(), "the socket's inode number")
+	_, _, _, ok := r.Key()
+	require.False(t, ok, "a socket record's secret")
+
+	// struct key_record past its header: label, secret's length, 6 bytes
+	// of padding, the client random, the secret (48 bytes).
+	keyData := func(label, n byte) []byte {
+		d := make([]byte, 88)
+		d[0], d[1] = label, n
+		for i := range 32 {
+			d[8+i] = byte(i)
+		}
+		for i := range 48 {
+			d[40+i] = 0xa0 + byte(i)
+		}
+		return d
+	}
+	key := Record{Kind: KindKey, Source: SourceGoTLSWire, PID: 7, Total: 88, Data: keyData(KeyServerTraffic, 32)}
+	require.NoError(t, Decode(encode(key), &r), "key record")
+	label, random, secret, ok := r.Key()
+	require.True(t, ok)
+	require.Equal(t, KeyServerTraffic, label)
+	require.Equal(t, keyData(0, 0)[8:40], random, "the client random")
+	require.Equal(t, keyData(0, 0)[40:72], secret, "the secret: its length's first bytes")
+	require.Equal(t, "gotls-wire", r.Source.String())
 
 	bad := map[string][]byte{
 		"short header":         encode(good)[:HeaderSize-1],
@@ -60,6 +84,10 @@ func TestDecode(t *testing.T) {
 		"socket record, short": encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 8, Data: []byte{1, 2, 3, 4}}),
 		"socket record, long":  encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 9, Data: []byte("123456789")}),
 		"socket record, cut":   encode(sock)[:HeaderSize+7],
+		"key record, short":    encode(Record{Kind: KindKey, Source: SourceGoTLSWire, Total: 87, Data: keyData(KeyTLS12, 48)[:87]}),
+		"key record, label":    encode(Record{Kind: KindKey, Source: SourceGoTLSWire, Total: 88, Data: keyData(4, 48)}),
+		"key record, no label": encode(Record{Kind: KindKey, Source: SourceGoTLSWire, Total: 88, Data: keyData(0, 48)}),
+		"key record, secret":   encode(Record{Kind: KindKey, Source: SourceGoTLSWire, Total: 88, Data: keyData(KeyTLS12, 49)}),
 	}
 	for name, b := range bad {
 		assert.ErrorIs(t, Decode(b, &r), ErrMalformed, name)
@@ -78,6 +106,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(encode(Record{Kind: KindData, Source: SourceTLS, Total: 3, Data: []byte("abc")}))
 	f.Add(encode(Record{Kind: KindClose, Source: SourceSocket}))
 	f.Add(encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 8, Data: make([]byte, 8)}))
+	f.Add(encode(Record{Kind: KindKey, Source: SourceGoTLSWire, Total: 88, Data: append([]byte{KeyClientTraffic, 48}, make([]byte, 86)...)}))
 	f.Add([]byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r Record
@@ -89,6 +118,10 @@ func FuzzDecode(f *testing.F) {
 		}
 		if r.Kind == KindSocket && len(r.Data) != 8 {
 			require.Len(t, r.Data, 8, "a socket record's data: its inode number")
+		}
+		if _, random, secret, ok := r.Key(); ok && (len(random) != 32 || len(secret) > 48) {
+			require.Len(t, random, 32, "a key record's client random")
+			require.LessOrEqual(t, len(secret), 48, "a key record's secret")
 		}
 		if len(r.Data) > Piece || len(r.Data) > len(b)-HeaderSize || uint64(r.Offset)+uint64(len(r.Data)) > uint64(r.Total) {
 			msg := []any{"decoded %d data bytes at %d of %d from %d bytes", len(r.Data), r.Offset, r.Total, len(b)}

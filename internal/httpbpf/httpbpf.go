@@ -25,6 +25,10 @@ const (
 	SourceTLS    = Source(captureSourceSOURCE_TLS)    // OpenSSL; Conn is the SSL pointer
 	SourceSocket = Source(captureSourceSOURCE_SOCKET) // socket syscalls; Conn is the fd
 	SourceGoTLS  = Source(captureSourceSOURCE_GOTLS)  // Go's crypto/tls; Conn is the *tls.Conn
+	// SourceGoTLSWire: a Go crypto/tls connection as its socket carries
+	// it, ciphertext from its ClientHello on, to decrypt with the
+	// secrets of its KindKey records; Conn is the fd.
+	SourceGoTLSWire = Source(captureSourceSOURCE_GOTLS_WIRE)
 )
 
 func (s Source) String() string {
@@ -35,6 +39,8 @@ func (s Source) String() string {
 		return "socket"
 	case SourceGoTLS:
 		return "gotls"
+	case SourceGoTLSWire:
+		return "gotls-wire"
 	}
 	return fmt.Sprintf("source(%d)", uint8(s))
 }
@@ -67,7 +73,31 @@ const (
 	// the connection's bytes that follow it (LoadOptions.Sockets). Its
 	// Data is the socket's inode number (Inode).
 	KindSocket = Kind(captureRecordKindRECORD_SOCKET)
+	// KindKey: a traffic secret a Go program logged as its handshake
+	// derived it (Key), of the connection its client random names; Conn
+	// and Gen are 0.
+	KindKey = Kind(captureRecordKindRECORD_KEY)
 )
+
+// Key labels (enum key_label): what a key record's secret is, by the
+// NSS key log's label Go logs it under.
+const (
+	KeyClientTraffic = uint8(captureKeyLabelKEY_CLIENT_TRAFFIC) // CLIENT_TRAFFIC_SECRET_0
+	KeyServerTraffic = uint8(captureKeyLabelKEY_SERVER_TRAFFIC) // SERVER_TRAFFIC_SECRET_0
+	KeyTLS12         = uint8(captureKeyLabelKEY_TLS12)          // CLIENT_RANDOM: TLS 1.2's master secret
+)
+
+// Key returns, of a key record, its secret's label (KeyClientTraffic,
+// KeyServerTraffic or KeyTLS12), the connection's client random and the
+// secret, which points into the record's data; ok is false for another
+// record.
+func (r *Record) Key() (label uint8, random, secret []byte, ok bool) {
+	if r.Kind != KindKey || len(r.Data) != keyData {
+		return 0, nil, nil, false
+	}
+	n := int(r.Data[1])
+	return r.Data[0], r.Data[8:40], r.Data[40 : 40+n], true
+}
 
 // Inode returns, of a socket record, the inode number of the socket its
 // connection is over (socket:[ino] in /proc/<pid>/fd); 0 of another.
@@ -78,14 +108,22 @@ func (r *Record) Inode() uint64 {
 	return binary.LittleEndian.Uint64(r.Data)
 }
 
-// socketData is the size of a socket record's data, the inode number.
-const socketData = 8
+// socketData is the size of a socket record's data, the inode number;
+// keyData a key record's (struct key_record past its header).
+const (
+	socketData = 8
+	keyData    = 88
+)
 
 // Counters of the BPF side (enum counter).
 const (
 	CounterDrops     = int(captureCounterCOUNTER_DROPS)      // records the ring buffer had no room for
 	CounterShort     = int(captureCounterCOUNTER_SHORT)      // calls whose bytes were not all captured
 	CounterReadFault = int(captureCounterCOUNTER_READ_FAULT) // user memory that could not be read
+	// CounterNotSocket: Go TLS handshakes, in a program probed by
+	// connection (GoTLSConnProbes), over no *net.TCPConn of the
+	// process's (a wrapper of one, QUIC): those connections are not read.
+	CounterNotSocket = int(captureCounterCOUNTER_NOT_SOCKET)
 	NumCounters      = int(captureCounterCOUNTER_MAX)
 )
 
@@ -149,9 +187,9 @@ func Decode(b []byte, r *Record) error {
 	r.Seq = le.Uint32(b[40:])
 	r.Gen = le.Uint32(b[44:])
 	switch {
-	case r.Kind != KindData && r.Kind != KindClose && r.Kind != KindEOF && r.Kind != KindSocket:
+	case r.Kind != KindData && r.Kind != KindClose && r.Kind != KindEOF && r.Kind != KindSocket && r.Kind != KindKey:
 		return fmt.Errorf("%w: kind %d", ErrMalformed, r.Kind)
-	case r.Source != SourceTLS && r.Source != SourceSocket && r.Source != SourceGoTLS:
+	case r.Source != SourceTLS && r.Source != SourceSocket && r.Source != SourceGoTLS && r.Source != SourceGoTLSWire:
 		return fmt.Errorf("%w: source %d", ErrMalformed, r.Source)
 	case r.Dir != Write && r.Dir != Read:
 		return fmt.Errorf("%w: direction %d", ErrMalformed, r.Dir)
@@ -161,6 +199,10 @@ func Decode(b []byte, r *Record) error {
 		return fmt.Errorf("%w: bytes %d+%d of a call that moved %d", ErrMalformed, r.Offset, n, r.Total)
 	case r.Kind == KindSocket && n != socketData:
 		return fmt.Errorf("%w: a socket record with %d data bytes, want %d", ErrMalformed, n, socketData)
+	case r.Kind == KindKey && n != keyData:
+		return fmt.Errorf("%w: a key record with %d data bytes, want %d", ErrMalformed, n, keyData)
+	case r.Kind == KindKey && (b[HeaderSize] < KeyClientTraffic || b[HeaderSize] > KeyTLS12 || b[HeaderSize+1] > 48):
+		return fmt.Errorf("%w: a key record of label %d with a secret of %d bytes", ErrMalformed, b[HeaderSize], b[HeaderSize+1])
 	}
 	r.Data = b[HeaderSize : HeaderSize+int(n)]
 	return nil
@@ -213,6 +255,29 @@ var GoTLSProbes = []TLSProbe{
 	{Symbol: "crypto/tls.(*Conn).Read", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_READ_RETURN), AtReturns: true,
 		AtCallOf: "runtime.memmove", CallCookie: uint64(captureGoTlsApiGO_TLS_READ_COPY), CallFile: "bytes/reader.go"},
 	{Symbol: "crypto/tls.(*Conn).Close", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_CLOSE)},
+}
+
+// GoTLSKeyLog is where Go's crypto/tls logs a connection's secrets as
+// its handshake derives them: (*Config).writeKeyLog, which every
+// handshake calls, whether or not a KeyLogWriter is set (it returns at
+// once where none is).
+const GoTLSKeyLog = "crypto/tls.(*Config).writeKeyLog"
+
+// GoTLSConnProbes take a Go program's TLS connections once each, in
+// place of GoTLSProbes' every call, where every process of the program is
+// seen from its exec (uprobe.Target.FromExec) and it defines
+// GoTLSKeyLog: at a handshake's start, the connection's socket is marked
+// and its bytes captured from there by the system-call programs
+// (SourceGoTLSWire), and the traffic secrets are read as they are logged
+// (KindKey), for user space to decrypt the records with. A connection
+// opened before the capture began is not seen this way: a program found
+// running then keeps GoTLSProbes. A client-only program lacks
+// serverHandshake (the linker drops it), a server-only one may lack
+// clientHandshake: each is probed where it is.
+var GoTLSConnProbes = []TLSProbe{
+	{Symbol: "crypto/tls.(*Conn).clientHandshake", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_HANDSHAKE)},
+	{Symbol: "crypto/tls.(*Conn).serverHandshake", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_HANDSHAKE)},
+	{Symbol: GoTLSKeyLog, Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_KEYLOG)},
 }
 
 // TLSAnchor is the symbol that makes a file an OpenSSL to probe.
