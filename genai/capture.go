@@ -112,6 +112,7 @@ type captureConfig struct {
 	goTLS        bool
 	elsewhere    func(pid int, metric string) bool
 	goReadAtRETs bool // tests: crypto/tls's Read probed at its RETs, as in a build without its one call of runtime.memmove
+	goTLSByCall  bool // tests: Go programs' crypto/tls probed at every call, even those seen from their exec
 	leftOut      int  // tests: the process left out in place of the capture's own
 	rawSyscalls  bool // tests: the system-call programs at the raw tracepoints, as without tracefs
 }
@@ -297,6 +298,13 @@ func withGoReadAtRETs() CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.goReadAtRETs = true })
 }
 
+// withGoTLSByCall has Go programs' crypto/tls probed at every call, as a
+// program found running when the capture began is, even where the
+// program is seen from its exec (tests: that way's own).
+func withGoTLSByCall() CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.goTLSByCall = true })
+}
+
 // withRawSyscalls attaches the plaintext capture's system-call programs
 // to the raw tracepoints, as where tracefs is not mounted.
 func withRawSyscalls() CaptureOption {
@@ -416,7 +424,10 @@ func (c *Capture) probes(ps []httpbpf.TLSProbe) []uprobe.Probe {
 
 func (c *Capture) start(multi bool) error {
 	cc := &c.cfg
-	if len(cc.ports) > 0 {
+	// A Go program seen from its exec has its TLS connections read at
+	// their sockets, through the system-call programs.
+	goWire := cc.goTLS && !cc.goTLSByCall && !cc.goReadAtRETs
+	if len(cc.ports) > 0 || goWire {
 		if err := c.startPlaintext(); err != nil {
 			return err
 		}
@@ -431,8 +442,12 @@ func (c *Capture) start(multi bool) error {
 	targets := []uprobe.Target{{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: c.probes(httpbpf.TLSProbes), Multi: multi,
 		Names: []string{"libssl.so"}, InPrograms: true}}
 	if cc.goTLS {
-		targets = append(targets, uprobe.Target{Name: TargetGoTLS, Anchor: httpbpf.GoTLSAnchor, Probes: c.probes(httpbpf.GoTLSProbes), Multi: multi,
-			InPrograms: true})
+		tg := uprobe.Target{Name: TargetGoTLS, Anchor: httpbpf.GoTLSAnchor, Probes: c.probes(httpbpf.GoTLSProbes), Multi: multi,
+			InPrograms: true}
+		if goWire {
+			tg.FromExec, tg.FromExecNeeds = c.probes(httpbpf.GoTLSConnProbes), []string{httpbpf.GoTLSKeyLog}
+		}
+		targets = append(targets, tg)
 	}
 	c.tracer, err = uprobe.New(uprobe.Config{Procfs: cc.procfs, Targets: targets, Hold: cc.loadHold, Skip: cc.uncaptured()})
 	if err != nil {

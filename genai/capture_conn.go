@@ -9,6 +9,7 @@ import (
 
 	"github.com/xpuscope/xpuscope/genai/internal/httpframe"
 	"github.com/xpuscope/xpuscope/internal/httpbpf"
+	"github.com/xpuscope/xpuscope/internal/tlsdecrypt"
 	"github.com/xpuscope/xpuscope/semconv"
 )
 
@@ -52,6 +53,9 @@ type capConn struct {
 	// ino is the connection's socket's inode number, for WithRetransmits,
 	// from its socket record; 0 when not known.
 	ino uint64
+	// tls decrypts a Go TLS connection read at its socket
+	// (httpbpf.SourceGoTLSWire); nil for another.
+	tls *tlsdecrypt.Conn
 }
 
 // liveCall is an LLM API call whose response is parsed as it arrives, so
@@ -90,6 +94,13 @@ type connTable struct {
 	conns map[connKey]*capConn
 	lru   list.List // of *capConn, least recently used first
 	procs map[uint32]*capProc
+	// waiting are the connections read at their sockets whose records
+	// wait for their secrets, which may come after the bytes they
+	// decrypt.
+	waiting map[*capConn]struct{}
+	// undecryptable counts the connections read at their sockets that
+	// could not be followed (tlsdecrypt's errors, or bytes lost).
+	undecryptable int64
 
 	frames   httpframe.Stats // all connections'
 	bodies   httpframe.Bodies
@@ -112,11 +123,16 @@ const (
 func newConnTable(cfg *captureConfig, k muter, wall func(uint64) time.Time,
 	deliver func(*Exchange, *httpframe.Exchange, *capProc, *liveCall) outcome) *connTable {
 	return &connTable{cfg: cfg, kernel: k, wall: wall, deliver: deliver, now: time.Now,
-		conns: map[connKey]*capConn{}, procs: map[uint32]*capProc{}}
+		conns: map[connKey]*capConn{}, procs: map[uint32]*capProc{},
+		waiting: map[*capConn]struct{}{}}
 }
 
 // handle takes one record.
 func (t *connTable) handle(r *httpbpf.Record) {
+	if r.Kind == httpbpf.KindKey {
+		t.key(r)
+		return
+	}
 	k := connKey{r.PID, r.Source, r.Conn, r.Gen}
 	cc := t.conns[k]
 	if r.Kind == httpbpf.KindClose {
@@ -168,6 +184,11 @@ func (t *connTable) handle(r *httpbpf.Record) {
 	switch {
 	case r.Seq == cc.seq[d] && r.Offset == cc.next[d] && cc.next[d] != 0: // the call's next piece
 	case r.Seq == cc.seq[d]+1 && r.Offset == 0 && cc.next[d] == 0: // the next call
+	case cc.tls != nil:
+		// A TLS stream does not resync: the connection is not followed
+		// further.
+		t.undecrypted(cc)
+		return
 	default:
 		// A call of this direction, or part of one, was lost; or the
 		// capture began mid-connection. It resyncs at the next message
@@ -182,7 +203,95 @@ func (t *connTable) handle(r *httpbpf.Record) {
 	} else {
 		cc.next[d] = 0
 	}
-	cc.frame.Feed(dir, r.Data, int64(r.TS))
+	if cc.tls == nil {
+		cc.frame.Feed(dir, r.Data, int64(r.TS))
+	} else {
+		tdir := tlsdecrypt.Write
+		if dir == httpframe.Read {
+			tdir = tlsdecrypt.Read
+		}
+		t.decrypted(cc, cc.tls.Feed(tdir, r.Data, int64(r.TS), cc.plaintext))
+	}
+	if cc.frame.Ignored() && !cc.muted {
+		// Not HTTP, or switched to another protocol: over TLS read at
+		// its socket only user space can tell, and over plaintext a
+		// switched connection would carry on.
+		t.stopReading(cc)
+	}
+}
+
+// plaintext takes what cc's TLS decrypted.
+func (cc *capConn) plaintext(d tlsdecrypt.Dir, b []byte, ts int64) {
+	if cc.muted {
+		return // the rest of a batch decrypted when the connection was given up
+	}
+	dir := httpframe.Write
+	if d == tlsdecrypt.Read {
+		dir = httpframe.Read
+	}
+	cc.frame.Feed(dir, b, ts)
+}
+
+// decrypted follows a decryption of cc's records that returned err: it
+// gives the connection up on an error, and keeps it among those waiting
+// for secrets while records wait.
+func (t *connTable) decrypted(cc *capConn, err error) {
+	switch {
+	case cc.muted:
+		delete(t.waiting, cc)
+	case err != nil:
+		t.undecrypted(cc)
+	case cc.tls.Waiting():
+		t.waiting[cc] = struct{}{}
+	default:
+		delete(t.waiting, cc)
+	}
+}
+
+// undecrypted gives up on a connection read at its socket that cannot be
+// followed: what it was reading is abandoned, as after lost bytes.
+func (t *connTable) undecrypted(cc *capConn) {
+	t.undecryptable++
+	t.gap(cc)
+	t.stopReading(cc)
+}
+
+// stopReading has the kernel side send no more of cc's bytes (those
+// already sent are skipped): the capture has no use for them. Its close
+// still ends it.
+func (t *connTable) stopReading(cc *capConn) {
+	cc.muted = true
+	delete(t.waiting, cc)
+	if t.kernel != nil {
+		_ = t.kernel.Mute(cc.key.gen)
+	}
+}
+
+// key takes a secret a Go program logged, and decrypts what waited for
+// it. The process's connection is known by then: the first bytes of
+// the connection (its ClientHello, sent or read) come before the
+// secrets the handshake derives from them.
+func (t *connTable) key(r *httpbpf.Record) {
+	label, random, secret, ok := r.Key()
+	p := t.procs[r.PID]
+	if !ok || p == nil || p.keys == nil {
+		return
+	}
+	name := tlsdecrypt.LabelTLS12
+	switch label {
+	case httpbpf.KeyClientTraffic:
+		name = tlsdecrypt.LabelClientTraffic
+	case httpbpf.KeyServerTraffic:
+		name = tlsdecrypt.LabelServerTraffic
+	}
+	if p.keys.Add(name, random, secret) != nil {
+		return
+	}
+	for cc := range t.waiting {
+		if cc.key.pid == r.PID {
+			t.decrypted(cc, cc.tls.Retry(cc.plaintext))
+		}
+	}
 }
 
 // gap says bytes were lost, in a direction not known. The calls whose
@@ -205,6 +314,12 @@ func (t *connTable) add(k connKey) *capConn {
 	}
 	p.conns++
 	cc := &capConn{key: k, proc: p}
+	if k.src == httpbpf.SourceGoTLSWire {
+		if p.keys == nil {
+			p.keys = tlsdecrypt.NewKeys(maxHandshakes)
+		}
+		cc.tls = tlsdecrypt.NewConn(p.keys)
+	}
 	cc.frame = httpframe.New(httpframe.Config{
 		OnExchange:  func(x *httpframe.Exchange) { t.exchange(cc, x) },
 		OnResponse:  func(x *httpframe.Exchange) func(httpframe.Piece) { return t.response(cc, x) },
@@ -224,6 +339,10 @@ func (t *connTable) add(k connKey) *capConn {
 // the resolver hears of the process when it has exited.
 func (t *connTable) remove(cc *capConn) {
 	cc.dropLives()
+	if cc.tls != nil {
+		cc.tls.Close()
+		delete(t.waiting, cc)
+	}
 	t.lru.Remove(cc.elem)
 	delete(t.conns, cc.key)
 	p := cc.proc
@@ -296,15 +415,17 @@ func (t *connTable) exchange(cc *capConn, fx *httpframe.Exchange) {
 	case outcomeNotLLM:
 		cc.notLLM++
 		if cc.notLLM >= muteAfter && !cc.carriedLLM && !cc.muted {
-			cc.muted = true
-			if t.kernel != nil {
-				_ = t.kernel.Mute(cc.key.gen)
-			}
+			t.stopReading(cc)
 		}
 	case outcomeEmitted, outcomeParseError:
 		cc.notLLM, cc.carriedLLM = 0, true
 	}
 }
+
+// maxHandshakes bounds the secrets a process's Keys hold: those of the
+// connections whose handshakes it has under way, or whose secrets came
+// and bytes did not (a connection the capture does not read).
+const maxHandshakes = 256
 
 // muteAfter is how many exchanges in a row that are no LLM API call mute
 // a connection that never carried one. A client that shares a keep-alive
@@ -396,7 +517,7 @@ func (t *connTable) reset(fx *httpframe.Exchange, x *Exchange, live *liveCall) *
 // the end of the stream says the other end closed first); otherwise
 // other.
 func (cc *capConn) endedBy(role httpframe.Role, other string) string {
-	if cc.key.src != httpbpf.SourceSocket {
+	if cc.key.src != httpbpf.SourceSocket && cc.key.src != httpbpf.SourceGoTLSWire {
 		return other
 	}
 	if clientFirst := cc.peerClosed == (role == httpframe.Server); clientFirst {

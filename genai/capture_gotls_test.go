@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/httpbpf"
 	"github.com/xpuscope/xpuscope/internal/testutil"
 	"github.com/xpuscope/xpuscope/internal/testutil/llmserver"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -37,8 +38,11 @@ func buildGoClient(t *testing.T, b testutil.GoBuild) string {
 }
 
 // runGoClient runs a goclient binary against s once the capture has
-// probed it (Read's returns on its call of runtime.memmove, or, with
-// withGoReadAtRETs, on its RETs), and returns the protocol of each call.
+// probed it, and returns the protocol of each call. A client the capture
+// holds from its exec has its connections read at their sockets (its
+// handshakes and key log probed); with withGoTLSByCall, its calls are
+// (Read's returns on its call of runtime.memmove, or, with
+// withGoReadAtRETs, on its RETs).
 func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Server, model string, n int, args ...string) []string {
 	t.Helper()
 	protos, _ := runGoClientPID(t, h, exe, s, model, n, args...)
@@ -56,12 +60,17 @@ func runGoClientPID(t *testing.T, h *captureHarness, exe string, s *llmserver.Se
 	ok := poll(10*time.Second, func() bool {
 		for _, a := range h.c.Status().Attachments {
 			if a.Target == TargetGoTLS && sameFile(fi, a.Dev, a.Inode) {
+				// By connection: the client's handshakes (a client
+				// links no serverHandshake) and its key log. By call:
 				// Read's returns at its call of runtime.memmove, where
 				// the receiver is read from its spill slot, with no
 				// entry probe; or at its RETs, after its entry's.
-				want := []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read (call of runtime.memmove)", "crypto/tls.(*Conn).Close"}
-				if h.c.cfg.goReadAtRETs {
+				want := []string{"crypto/tls.(*Conn).clientHandshake", httpbpf.GoTLSKeyLog}
+				switch {
+				case h.c.cfg.goReadAtRETs:
 					want = []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read", "crypto/tls.(*Conn).Read (returns)", "crypto/tls.(*Conn).Close"}
+				case h.c.cfg.goTLSByCall:
+					want = []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read (call of runtime.memmove)", "crypto/tls.(*Conn).Close"}
 				}
 				require.ElementsMatch(t, want, a.Symbols)
 				return true
@@ -88,10 +97,21 @@ func runGoClientPID(t *testing.T, h *captureHarness, exe string, s *llmserver.Se
 // cgo; as a PIE too), and a stripped build committed; and one that writes
 // its requests a byte at a time from ever deeper calls. Every call is a
 // span with the fields a Python client's has; the credential appears
-// nowhere.
+// nowhere. Each client is read by connection (at its socket, decrypted
+// with the secrets it logs), as a program the capture sees from its exec
+// is, and by call, as one found running is.
 func TestCaptureGoTLS(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		opts []CaptureOption
+	}{{"by connection", nil}, {"by call", []CaptureOption{withGoTLSByCall()}}} {
+		t.Run(mode.name, func(t *testing.T) { testCaptureGoTLS(t, mode.opts...) })
+	}
+}
+
+func testCaptureGoTLS(t *testing.T, opts ...CaptureOption) {
 	s := llmserver.Start(t, llmserver.Options{TLS: true, HTTP2: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
-	h := startCapture(t, WithGoTLS(true))
+	h := startCapture(t, append(opts, WithGoTLS(true))...)
 	full, stripped := buildGoClient(t, testutil.GoBuild{}), buildGoClient(t, testutil.GoBuild{LDFlags: "-s -w"})
 	type clientCase struct {
 		name  string
@@ -218,11 +238,17 @@ func TestCaptureGoTLSAtRETs(t *testing.T) {
 // TestCaptureGoTLSSockets: with WithRetransmits, each call of a Go client
 // over crypto/tls is asked about by its connection's socket, which the
 // kernel side told: with a connection per call, as many sockets as
-// calls, of the client's process. Over a tls.Conn whose net.Conn wraps
-// the *net.TCPConn (-wrap), whose itab has the wrapper's type hash, no
-// socket is told, and the calls, captured all the same, are asked
-// nothing.
+// calls, of the client's process, read by connection or by call. Over a
+// tls.Conn whose net.Conn wraps the *net.TCPConn (-wrap), whose itab has
+// the wrapper's type hash, no socket is found: read by call, the calls
+// are captured all the same and asked nothing; read by connection, the
+// connections are not read, and each is counted (not_socket).
 func TestCaptureGoTLSSockets(t *testing.T) {
+	t.Run("by connection", func(t *testing.T) { testCaptureGoTLSSockets(t, false) })
+	t.Run("by call", func(t *testing.T) { testCaptureGoTLSSockets(t, true) })
+}
+
+func testCaptureGoTLSSockets(t *testing.T, byCall bool) {
 	s := llmserver.Start(t, llmserver.Options{TLS: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
 	type ask struct {
 		pid int
@@ -232,12 +258,16 @@ func TestCaptureGoTLSSockets(t *testing.T) {
 		mu  sync.Mutex
 		all []ask
 	)
-	h := startCapture(t, WithGoTLS(true), WithRetransmits(func(pid int, ino uint64, _ string, _, _ time.Time) int {
+	opts := []CaptureOption{WithGoTLS(true), WithRetransmits(func(pid int, ino uint64, _ string, _, _ time.Time) int {
 		mu.Lock()
 		defer mu.Unlock()
 		all = append(all, ask{pid, ino})
 		return 0
-	}))
+	})}
+	if byCall {
+		opts = append(opts, withGoTLSByCall())
+	}
+	h := startCapture(t, opts...)
 	// The calls of other processes of the node (other tests' clients)
 	// are asked about too: only the client's count.
 	askedBy := func(pid int) []ask {
@@ -253,14 +283,28 @@ func TestCaptureGoTLSSockets(t *testing.T) {
 	}
 	exe := buildGoClient(t, testutil.GoBuild{})
 	const n, model = 3, "gpt-4o-mini"
+	counters, err := h.c.objs.Counters()
+	require.NoError(t, err)
+	notSocket := counters[httpbpf.CounterNotSocket]
 	protos, pid := runGoClientPID(t, h, exe, s, model, n, "-http1", "-fresh", "-wrap")
 	require.Equal(t, []string{"HTTP/1.1", "HTTP/1.1", "HTTP/1.1"}, protos)
-	h.spansTo(t, s.Port, n)
+	spans := 0
+	if byCall {
+		spans = n
+	}
+	h.spansTo(t, s.Port, spans)
 	require.Empty(t, askedBy(pid), "the calls over wrapped connections: asked about a socket")
+	counters, err = h.c.objs.Counters()
+	require.NoError(t, err)
+	if byCall {
+		require.Equal(t, notSocket, counters[httpbpf.CounterNotSocket], "read by call: no handshake probed")
+	} else {
+		require.Equal(t, notSocket+n, counters[httpbpf.CounterNotSocket], "read by connection: each wrapped connection counted")
+	}
 
 	protos, pid = runGoClientPID(t, h, exe, s, model, n, "-http1", "-fresh")
 	require.Equal(t, []string{"HTTP/1.1", "HTTP/1.1", "HTTP/1.1"}, protos)
-	h.spansTo(t, s.Port, 2*n)
+	h.spansTo(t, s.Port, spans+n)
 	asked := askedBy(pid)
 	require.Len(t, asked, n, "the calls asked about: %+v", asked)
 	inodes := map[uint64]bool{}
@@ -294,6 +338,15 @@ func TestCaptureWithoutGoTLS(t *testing.T) {
 		}
 		require.Equal(t, on, probed(client), "WithGoTLS(%v): %+v", on, h.c.Status())
 		require.False(t, probed(self), "WithGoTLS(%v): the capture's own file", on)
+		if on {
+			// Found running: its connections may predate the capture,
+			// so it is read by call, not by connection.
+			i := slices.IndexFunc(h.c.Status().Attachments, func(a xpuscope.Attachment) bool {
+				return a.Target == TargetGoTLS && sameFile(client, a.Dev, a.Inode)
+			})
+			require.ElementsMatch(t, []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read (call of runtime.memmove)",
+				"crypto/tls.(*Conn).Close"}, h.c.Status().Attachments[i].Symbols)
+		}
 		require.NoError(t, h.c.Close())
 	}
 }

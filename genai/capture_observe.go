@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope/genai/internal/httpframe"
+	"github.com/xpuscope/xpuscope/internal/httpbpf"
 	"github.com/xpuscope/xpuscope/internal/meterx"
 	"github.com/xpuscope/xpuscope/internal/procfs"
 	"github.com/xpuscope/xpuscope/semconv"
@@ -120,7 +121,7 @@ func (in *captureInstruments) create(m metric.Meter) error {
 	in.reason = map[string]meterx.Attrs{}
 	for _, r := range []string{semconv.CaptureReasonGap, semconv.CaptureReasonClose, semconv.CaptureReasonMalformed,
 		semconv.CaptureReasonOverflow, semconv.CaptureReasonRefused, semconv.CaptureReasonIdle, semconv.CaptureSkipNotHTTP,
-		semconv.CaptureSkipSwitched} {
+		semconv.CaptureSkipSwitched, semconv.CaptureSkipUndecryptable, semconv.CaptureSkipNotSocket} {
 		in.reason[r] = meterx.NewAttrs(semconv.XpuscopeGenAIReason.String(r))
 	}
 	return b.Err()
@@ -139,7 +140,7 @@ func (c *Capture) observe(in *captureInstruments, o metric.Observer) error {
 	c.mu.Lock()
 	t := c.conns
 	outcomes, f := t.outcomes, t.frames
-	conns, evicted, goProcs := int64(len(t.conns)), t.evicted, c.goProcs
+	conns, evicted, undecryptable, goProcs := int64(len(t.conns)), t.evicted, t.undecryptable, c.goProcs
 	waiting := c.waiting()
 	c.mu.Unlock()
 
@@ -155,11 +156,13 @@ func (c *Capture) observe(in *captureInstruments, o metric.Observer) error {
 	}
 	for r, n := range map[string]int64{
 		semconv.CaptureSkipNotHTTP: f.NonHTTP, semconv.CaptureSkipSwitched: f.Switched,
+		semconv.CaptureSkipUndecryptable: undecryptable,
 	} {
 		o.ObserveInt64(in.skipped, n, in.reason[r].Observe...)
 	}
 	if cerr == nil {
-		o.ObserveInt64(in.dropped, int64(counters[0]))
+		o.ObserveInt64(in.dropped, int64(counters[httpbpf.CounterDrops]))
+		o.ObserveInt64(in.skipped, int64(counters[httpbpf.CounterNotSocket]), in.reason[semconv.CaptureSkipNotSocket].Observe...)
 	}
 	c.kernel.Ring.Observe(o, in.ringErrors)
 	c.tracer.ObserveLate(o, in.attachedLate)

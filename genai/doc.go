@@ -82,6 +82,11 @@
 // metrics endpoint (WithServedElsewhere): no request is counted twice.
 // HTTPS is read through OpenSSL and through Go's crypto/tls (found by
 // symbol, or in a stripped binary's pclntab), HTTP/1.1 and HTTP/2 alike.
+// A Go program the capture sees from its exec is read by connection: its
+// handshakes mark their sockets, whose ciphertext the system-call
+// programs capture, and the traffic secrets it logs (whether or not it
+// sets a KeyLogWriter) decrypt it in this process, where they stay; one
+// found running when the capture begins is probed at every call.
 // Client exchanges go to the Emitter and, with WithExchangeHandler, to
 // the caller.
 //

@@ -5,6 +5,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xpuscope/xpuscope"
+	"github.com/xpuscope/xpuscope/internal/tlsdecrypt"
 )
 
 // capProc is a process with connections in the capture's table: how
@@ -16,6 +17,10 @@ type capProc struct {
 	resolved bool
 	attrs    []attribute.KeyValue
 	parent   trace.SpanContext
+	// keys are the TLS secrets the process logged, for its connections
+	// read at their sockets: by process, so that no process's secrets
+	// name another's connection.
+	keys *tlsdecrypt.Keys
 }
 
 // resolve asks r about p, the first time only.

@@ -48,7 +48,7 @@ var (
 	}
 	XpuscopeGenAICaptureSkippedConnections = Metric{
 		Name: "xpuscope.genai.capture.connections.skipped", Kind: Counter, Unit: "{connection}", Origin: Self,
-		Description: "Connections the capture stopped reading: not HTTP, or switched to another protocol.",
+		Description: "Connections the capture stopped reading: not HTTP, switched to another protocol, or TLS it could not decrypt.",
 		Attributes:  []attribute.Key{XpuscopeGenAIReason},
 	}
 	XpuscopeGenAICaptureGoProcesses = Metric{
@@ -70,13 +70,21 @@ var captureMetrics = []Metric{
 var captureAttributes = []Attribute{
 	{XpuscopeGenAIOutcome, "string", "What became of an exchange the genai capture framed.", Self,
 		[]string{CaptureOutcomeEmitted, CaptureOutcomeNotLLM, CaptureOutcomeServerSide, CaptureOutcomeParseError, CaptureOutcomeGRPC}},
-	{XpuscopeGenAIReason, "string", "Why the genai capture gave up on an exchange, or stopped reading a connection (not_http, switched).", Self,
+	{XpuscopeGenAIReason, "string", "Why the genai capture gave up on an exchange, or stopped reading a connection (not_http, switched, undecryptable, not_socket).", Self,
 		[]string{CaptureReasonGap, CaptureReasonClose, CaptureReasonMalformed, CaptureReasonOverflow, CaptureReasonRefused,
-			CaptureReasonIdle, CaptureSkipNotHTTP, CaptureSkipSwitched}},
+			CaptureReasonIdle, CaptureSkipNotHTTP, CaptureSkipSwitched, CaptureSkipUndecryptable, CaptureSkipNotSocket}},
 }
 
 // Values of XpuscopeGenAIReason on XpuscopeGenAICaptureSkippedConnections.
 const (
 	CaptureSkipNotHTTP  = "not_http"
 	CaptureSkipSwitched = "switched"
+	// A Go TLS connection read at its socket whose records could not be
+	// decrypted: its secrets never came, its cipher suite is not one the
+	// capture decrypts, or bytes of it were lost.
+	CaptureSkipUndecryptable = "undecryptable"
+	// A Go TLS connection, in a program whose connections are read at
+	// their sockets, over no TCP socket of the program's (a wrapper of
+	// one, QUIC): not read.
+	CaptureSkipNotSocket = "not_socket"
 )
