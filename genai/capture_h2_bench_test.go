@@ -105,8 +105,8 @@ func chatOverH2(client *http.Client, url string, w io.Writer) (int64, error) {
 // startH2CClient runs runH2CClient in a child process, connected and
 // waiting at READY; run (sslClient's) lets it go. With a CA file, the
 // client speaks TLS.
-func startH2CClient(b *testing.B, url, ca string, n int) *sslClient {
-	cmd := exec.Command(os.Args[0])
+func startH2CClient(b *testing.B, exe, url, ca string, n int) *sslClient {
+	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), h2cClientEnv+"="+url, clientCAEnv+"="+ca, "XPUSCOPE_BENCH_REQUESTS="+strconv.Itoa(n))
 	return startReady(b, cmd)
 }
@@ -124,56 +124,70 @@ func BenchmarkCaptureOverheadHTTP2(b *testing.B) {
 	s, mock := startMockFrom(b, os.Args[0], mockH2CEnv+"=1")
 	url := "http://127.0.0.1:" + strconv.Itoa(s.Port)
 	watched := WithPlaintextPorts(uint16(s.Port))
-	b.Run("watched", func(b *testing.B) { goClientRounds(b, url, "", watched, withLeftOut(mock)) })
-	b.Run("watched, both ends", func(b *testing.B) { goClientRounds(b, url, "", watched) })
+	b.Run("watched", func(b *testing.B) { goClientRounds(b, os.Args[0], url, "", watched, withLeftOut(mock)) })
+	b.Run("watched, both ends", func(b *testing.B) { goClientRounds(b, os.Args[0], url, "", watched) })
 	// The system-call programs attached, watching a port nobody uses:
 	// what they cost the client when they capture nothing.
-	b.Run("other port", func(b *testing.B) { goClientRoundsCapturing(b, url, "", false, WithPlaintextPorts(1)) })
+	b.Run("other port", func(b *testing.B) { goClientRoundsCapturing(b, os.Args[0], url, "", false, WithPlaintextPorts(1)) })
 }
 
 // BenchmarkCaptureOverheadGoTLS: as BenchmarkCaptureOverheadHTTP2, over
 // TLS: Go's net/http client negotiates HTTP/2 by ALPN with the mock (a
-// process of its own), and the capture reads it through the crypto/tls
-// probes. "call" reads Read's plaintext at its call of runtime.memmove,
-// as the capture does; "rets" at its RET instructions, as in a build
-// without that call. In both the mock, a Go program too, stands in for a
+// process of its own). "connection" reads the client as the capture
+// reads a program it sees from its exec: each connection's handshake and
+// key log probed, its records captured at its socket and decrypted in
+// user space. "call" probes its every call, as the capture does a
+// program found running: Read's plaintext at its call of
+// runtime.memmove; "rets" at its RET instructions, as in a build without
+// that call. In each the mock, a Go program too, stands in for a
 // provider off the node, as in BenchmarkCaptureOverhead: it runs from a
 // copy of the test binary that the capture leaves unprobed, as it does
-// its own. "call, both ends" captures the mock's end as well: each call's
-// reads and writes probed twice, on the same two cores.
+// its own; the client runs from another, which the capture first sees
+// at the client's exec (the test binary is this process's, found
+// running). "call, both ends" captures the mock's end as well (found
+// running, by call): each call's reads and writes probed twice, on the
+// same two cores.
 func BenchmarkCaptureOverheadGoTLS(b *testing.B) {
-	exe := filepath.Join(b.TempDir(), "mock")
+	dir := b.TempDir()
 	src, err := os.ReadFile(os.Args[0])
 	require.NoError(b, err)
-	require.NoError(b, os.WriteFile(exe, src, 0o755))
-	s, mock := startMockFrom(b, exe, mockH2CEnv+"=tls")
+	mockExe, client := filepath.Join(dir, "mock"), filepath.Join(dir, "client")
+	for _, exe := range []string{mockExe, client} {
+		require.NoError(b, os.WriteFile(exe, src, 0o755))
+	}
+	s, mock := startMockFrom(b, mockExe, mockH2CEnv+"=tls")
 	url := "https://127.0.0.1:" + strconv.Itoa(s.Port)
-	b.Run("call", func(b *testing.B) { goClientRounds(b, url, s.CAFile, withLeftOut(mock)) })
-	b.Run("rets", func(b *testing.B) { goClientRounds(b, url, s.CAFile, withLeftOut(mock), withGoReadAtRETs()) })
-	b.Run("call, both ends", func(b *testing.B) { goClientRounds(b, url, s.CAFile) })
-	// Without plaintext ports, the system-call programs, which run at
-	// every system call of every process while they are attached, are
-	// not: what the TLS probes cost alone.
+	b.Run("connection", func(b *testing.B) { goClientRounds(b, client, url, s.CAFile, withLeftOut(mock)) })
+	b.Run("call", func(b *testing.B) { goClientRounds(b, client, url, s.CAFile, withLeftOut(mock), withGoTLSByCall()) })
+	b.Run("rets", func(b *testing.B) { goClientRounds(b, client, url, s.CAFile, withLeftOut(mock), withGoReadAtRETs()) })
+	b.Run("call, both ends", func(b *testing.B) { goClientRounds(b, client, url, s.CAFile, withGoTLSByCall()) })
+	// Without plaintext ports: by call, the system-call programs, which
+	// run at every system call of every process while they are attached,
+	// are not, and this is what the TLS probes cost alone; by
+	// connection, they are, for the TLS sockets.
 	b.Run("call, no plaintext ports", func(b *testing.B) {
-		goClientRounds(b, url, s.CAFile, withLeftOut(mock), WithPlaintextPorts())
+		goClientRounds(b, client, url, s.CAFile, withLeftOut(mock), WithPlaintextPorts(), withGoTLSByCall())
+	})
+	b.Run("connection, no plaintext ports", func(b *testing.B) {
+		goClientRounds(b, client, url, s.CAFile, withLeftOut(mock), WithPlaintextPorts())
 	})
 }
 
 // goClientRounds measures the Go client's rate against url (over TLS
 // with a CA file) without and with a capture made with opts.
-func goClientRounds(b *testing.B, url, ca string, opts ...CaptureOption) {
-	goClientRoundsCapturing(b, url, ca, true, opts...)
+func goClientRounds(b *testing.B, exe, url, ca string, opts ...CaptureOption) {
+	goClientRoundsCapturing(b, exe, url, ca, true, opts...)
 }
 
 // goClientRoundsCapturing is goClientRounds with the calls the capture
 // must see said: all of them, or none.
-func goClientRoundsCapturing(b *testing.B, url, ca string, captures bool, opts ...CaptureOption) {
+func goClientRoundsCapturing(b *testing.B, exe, url, ca string, captures bool, opts ...CaptureOption) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(b, "the capture's BPF programs need root")
 	}
 	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
 	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
-	untraced := func() float64 { return startH2CClient(b, url, ca, n).run(b) }
+	untraced := func() float64 { return startH2CClient(b, exe, url, ca, n).run(b) }
 	cost := newCaptureCost(b)
 	traced := func() float64 {
 		var calls int
@@ -184,13 +198,13 @@ func goClientRoundsCapturing(b *testing.B, url, ca string, captures bool, opts .
 		// which the capture sees from its start: over TLS, the client
 		// (this test binary, run again, which the capture leaves alone
 		// in its own process) is held at its exec until probed.
-		cl := startH2CClient(b, url, ca, n)
+		cl := startH2CClient(b, exe, url, ca, n)
 		if ca != "" {
-			exe, err := os.Stat(os.Args[0])
+			fi, err := os.Stat(exe)
 			require.NoError(b, err)
 			ok := poll(5*time.Second, func() bool {
 				return slices.ContainsFunc(c.Status().Attachments, func(a uprobe.Attachment) bool {
-					return a.Target == TargetGoTLS && sameFile(exe, a.Dev, a.Inode)
+					return a.Target == TargetGoTLS && sameFile(fi, a.Dev, a.Inode)
 				})
 			})
 			require.True(b, ok, "the client not probed: %+v", c.Status())
