@@ -1,6 +1,7 @@
 package genai
 
 import (
+	"cmp"
 	"io"
 	"net/http"
 	"os"
@@ -118,34 +119,38 @@ func testCaptureGoTLS(t *testing.T, opts ...CaptureOption) {
 		exe   string
 		args  []string
 		proto string
+		calls int // 3 if 0
 	}
 	cases := []clientCase{
-		{"http2", full, nil, "HTTP/2.0"},
-		{"http2, anthropic", full, []string{"-anthropic"}, "HTTP/2.0"},
-		{"http1.1", full, []string{"-http1"}, "HTTP/1.1"},
-		{"http2, a connection per call", full, []string{"-fresh"}, "HTTP/2.0"},
+		{"http2", full, nil, "HTTP/2.0", 0},
+		{"http2, anthropic", full, []string{"-anthropic"}, "HTTP/2.0", 0},
+		{"http1.1", full, []string{"-http1"}, "HTTP/1.1", 0},
+		{"http2, a connection per call", full, []string{"-fresh"}, "HTTP/2.0", 0},
+		// Past the fixtures: fifty handshakes in a row from one process,
+		// each with its own secrets.
+		{"http2, 50 connections, a call each", full, []string{"-fresh"}, "HTTP/2.0", 50},
 		// Each request written a byte at a time, from ever deeper calls:
 		// a Write that grows its goroutine's stack at its bound check
 		// starts over, through its probe a second time, and that byte
 		// is captured once; and the connection's protocol is told from
 		// its first four writes, held until the fourth.
-		{"http1.1, a byte a write, from ever deeper calls", full, []string{"-bytewise"}, "HTTP/1.1"},
-		{"stripped", stripped, nil, "HTTP/2.0"},
-		{"committed stripped", committedStripped, []string{"-http1", "-fresh"}, "HTTP/1.1"},
+		{"http1.1, a byte a write, from ever deeper calls", full, []string{"-bytewise"}, "HTTP/1.1", 0},
+		{"stripped", stripped, nil, "HTTP/2.0", 0},
+		{"committed stripped", committedStripped, []string{"-http1", "-fresh"}, "HTTP/1.1", 0},
 		// Linked by the C toolchain, as every program that uses cgo is:
 		// C code comes first in .text, and the stripped build's probes
 		// are placed from its pclntab, whose entries count from
 		// runtime.text, not from the section's start.
-		{"externally linked, stripped", buildGoClient(t, testutil.GoBuild{External: true, LDFlags: "-s -w"}), nil, "HTTP/2.0"},
-		{"externally linked PIE, stripped", buildGoClient(t, testutil.GoBuild{External: true, PIE: true, LDFlags: "-s -w"}), []string{"-http1"}, "HTTP/1.1"},
+		{"externally linked, stripped", buildGoClient(t, testutil.GoBuild{External: true, LDFlags: "-s -w"}), nil, "HTTP/2.0", 0},
+		{"externally linked PIE, stripped", buildGoClient(t, testutil.GoBuild{External: true, PIE: true, LDFlags: "-s -w"}), []string{"-http1"}, "HTTP/1.1", 0},
 	}
 	for _, release := range testutil.OtherGoReleases {
-		cases = append(cases, clientCase{release + ", stripped", buildGoClient(t, testutil.GoBuild{Toolchain: release, LDFlags: "-s -w"}), []string{"-fresh"}, "HTTP/2.0"})
+		cases = append(cases, clientCase{release + ", stripped", buildGoClient(t, testutil.GoBuild{Toolchain: release, LDFlags: "-s -w"}), []string{"-fresh"}, "HTTP/2.0", 0})
 	}
 	calls := 0
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			const n = 3
+			n := cmp.Or(tc.calls, 3)
 			started := time.Now()
 			provider, model, finish := semconv.GenAIProviderOpenAICompatible, "gpt-4o-mini", "stop"
 			if slices.Contains(tc.args, "-anthropic") {

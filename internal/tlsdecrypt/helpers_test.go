@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 // event is one read(2) or write(2) on the captured socket: the bytes an
@@ -63,24 +65,6 @@ func (r *recorder) snapshot() []event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]event(nil), r.events...)
-}
-
-// keyLog is a Config.KeyLogWriter.
-type keyLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (k *keyLog) Write(p []byte) (int, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.buf.Write(p)
-}
-
-func (k *keyLog) String() string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.buf.String()
 }
 
 // keyLogLine is one parsed NSS key log line.
@@ -206,7 +190,7 @@ func runSession(t testing.TB, sc scenario) *session {
 	require.NoError(t, err)
 	defer ln.Close()
 
-	var clientLog, serverLog keyLog
+	var clientLog, serverLog testutil.SyncBuffer // each a Config.KeyLogWriter
 	scfg := &tls.Config{
 		Certificates: []tls.Certificate{ecdsaCert, rsaCert},
 		KeyLogWriter: &serverLog,
