@@ -15,6 +15,7 @@ packages=(
 	util-linux                # unshare, for the mount-namespace test; nsenter, for netlab
 	iproute2 nftables         # netlab: a veth pair between two network namespaces, and the random-drop rule of its lossy link (nftables numgen; the kernel has no netem)
 	curl libssl3 python3      # real HTTPS clients on the system OpenSSL, for the genai capture
+	openssl                   # s_server with a key log and real key updates, the TLS decryption's other peer
 	libssl-dev                # OpenSSL's static archives: a client with OpenSSL linked in, as Node has
 	prometheus                # promtool for deploy/prometheus/rules.yml, and the server the agent's end-to-end test scrapes with
 	protobuf-compiler libprotobuf-dev  # make check-generate: protoc 3.21.12 and the well-known types, for the TPU runtime's gRPC code

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xpuscope/xpuscope/internal/testutil"
 )
 
 const chachaChildEnv = "TLSDECRYPT_TEST_CHACHA_CHILD"
@@ -35,6 +37,7 @@ func TestTLS13ChaCha20(t *testing.T) {
 		fmt.Println("child: TLS 1.3 ChaCha20-Poly1305 decrypted")
 		return
 	}
+	testutil.Native(t, "the test binary run again as a program")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTLS13ChaCha20$", "-test.count=1", "-test.v")
 	godebug := "cpu.aes=off"
 	if g := os.Getenv("GODEBUG"); g != "" {
@@ -85,7 +88,7 @@ func waitFor(t *testing.T, what string, cond func() bool, out fmt.Stringer) {
 func TestOpenSSLKeyUpdate(t *testing.T) {
 	openssl, err := exec.LookPath("openssl")
 	if err != nil {
-		t.Skip("no openssl binary: the synthetic TestKeyUpdate covers KeyUpdate")
+		testutil.SkipOrFail(t, "no openssl binary (scripts/install-test-deps.sh installs it)")
 	}
 	testCerts(t)
 	dir := t.TempDir()
