@@ -472,15 +472,18 @@ func (t *Tracer) reject(r Rejection) {
 }
 
 func (t *Tracer) attach(tg Target, pid int, m procfs.Mapping, path string, isExe bool, how notice) bool {
+	var placed placement
 	if how.atExec() && len(tg.FromExec) > 0 {
 		if p, err := locate(path, tg.FromExec, isExe); err == nil && definesAll(p.offsets, tg.FromExecNeeds) {
-			tg.Probes = tg.FromExec
+			tg.Probes, placed = tg.FromExec, p
 		}
 	}
-	placed, err := locate(path, tg.Probes, isExe)
-	if err != nil {
-		t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})
-		return false
+	if placed.offsets == nil {
+		var err error
+		if placed, err = locate(path, tg.Probes, isExe); err != nil {
+			t.reject(Rejection{Target: tg.Name, Path: m.Path, PID: pid, Reason: err.Error()})
+			return false
+		}
 	}
 	offsets := placed.offsets
 	cookies, err := cookiesOf(path, tg.Probes, offsets)
