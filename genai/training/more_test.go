@@ -148,7 +148,12 @@ func TestCapsPodsAndExit(t *testing.T) {
 	job.Do("scalar f1 1 0.25")
 	job.Do("scalar recall 1 0.125")
 	r := &fakeResolver{}
-	h := newHarness(t, []int{pid}, WithMaxTags(1), WithMaxFiles(1), WithResolver(r))
+	// A second of interval: a file past the cap is counted only while the
+	// first has grown within two intervals (else the first is let go for
+	// it), and with every core busy the test's steps between the first
+	// file's last growth and the second file took more than the harness's
+	// 2 × 100 ms (a CI run).
+	h := newHarness(t, []int{pid}, WithMaxTags(1), WithMaxFiles(1), WithResolver(r), WithInterval(time.Second))
 	h.job(t, pid, "read", func(j Job) bool { return len(j.Files) == 1 && j.Files[0].Records == 5 })
 	pod := semconv.K8sPodName.String("trainer-0")
 	h.value(t, semconv.TrainingLoss.Name, 1, pod, semconv.K8sNamespaceName.String("ml"))
