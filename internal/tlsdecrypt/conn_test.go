@@ -46,15 +46,7 @@ func payloads() []scenario {
 // and compares the plaintext with what the applications wrote.
 func checkSession(t *testing.T, s *session) {
 	t.Helper()
-	for _, ep := range []struct {
-		name         string
-		events       []event
-		log          string
-		wrote, ready []byte
-	}{
-		{"client", s.client, s.clientLog, s.clientSent, s.serverSent},
-		{"server", s.server, s.serverLog, s.serverSent, s.clientSent},
-	} {
+	for _, ep := range s.endpoints() {
 		keys := NewKeys(8)
 		loadKeys(t, keys, ep.log)
 		c := NewConn(keys)
@@ -210,15 +202,7 @@ func TestInterleavings(t *testing.T) {
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			s := runSession(t, sc)
-			for _, ep := range []struct {
-				name         string
-				events       []event
-				log          string
-				wrote, ready []byte
-			}{
-				{"client", s.client, s.clientLog, s.clientSent, s.serverSent},
-				{"server", s.server, s.serverLog, s.serverSent, s.clientSent},
-			} {
+			for _, ep := range s.endpoints() {
 				keys := NewKeys(8)
 				loadKeys(t, keys, ep.log)
 				var w, r []event

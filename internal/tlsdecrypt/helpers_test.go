@@ -181,6 +181,23 @@ type session struct {
 	serverSent           []byte
 }
 
+// endpoint is one end of a session as its capture sees it: its socket's
+// bytes, its key log, what its application wrote and what it read.
+type endpoint struct {
+	name         string
+	events       []event
+	log          string
+	wrote, ready []byte
+}
+
+// endpoints returns the session's client and server ends.
+func (s *session) endpoints() []endpoint {
+	return []endpoint{
+		{"client", s.client, s.clientLog, s.clientSent, s.serverSent},
+		{"server", s.server, s.serverLog, s.serverSent, s.clientSent},
+	}
+}
+
 // runSession runs sc over loopback TCP, recording both endpoints. Each side
 // reads exactly what the other wrote, so every application byte crosses.
 func runSession(t testing.TB, sc scenario) *session {

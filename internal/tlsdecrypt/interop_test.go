@@ -2,7 +2,6 @@ package tlsdecrypt
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,24 +45,6 @@ func TestTLS13ChaCha20(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "child:\n%s", out)
 	require.Contains(t, string(out), "child: TLS 1.3 ChaCha20-Poly1305 decrypted", "child:\n%s", out)
-}
-
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // waitFor polls until cond holds or the deadline passes.
@@ -103,7 +83,7 @@ func TestOpenSSLKeyUpdate(t *testing.T) {
 				"-cert", certFile, "-key", keyFile, "-tls1_3", "-ciphersuites", suite, "-keylogfile", keyLogFile)
 			stdin, err := cmd.StdinPipe()
 			require.NoError(t, err)
-			var out lockedBuffer
+			var out testutil.SyncBuffer // the process's output
 			cmd.Stdout, cmd.Stderr = &out, &out
 			require.NoError(t, cmd.Start())
 			defer func() {
