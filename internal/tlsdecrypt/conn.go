@@ -272,6 +272,13 @@ func (c *Conn) Waiting() bool {
 	return c.err == nil && c.held > 0
 }
 
+// Ended reports whether dir's sender has ended its direction with an
+// alert that c read: a close_notify, or a fatal alert (TLS 1.3 alerts are
+// encrypted: read once decrypted).
+func (c *Conn) Ended(dir Dir) bool {
+	return dir <= Read && c.dirs[dir].done
+}
+
 // Retry decrypts the held records whose secrets Keys now has, calling out
 // as Feed does. It returns Feed's sticky error, if any.
 func (c *Conn) Retry(out func(dir Dir, plaintext []byte, ts int64)) error {
