@@ -112,7 +112,7 @@ type captureConfig struct {
 	goTLS        bool
 	elsewhere    func(pid int, metric string) bool
 	goReadAtRETs bool // tests: crypto/tls's Read probed at its RETs, as in a build without its one call of runtime.memmove
-	goTLSByCall  bool // tests: Go programs' crypto/tls probed at every call, even those seen from their exec
+	tlsByCall    bool // tests: TLS (Go's crypto/tls, OpenSSL) probed at every call, even in programs seen from their exec
 	leftOut      int  // tests: the process left out in place of the capture's own
 	rawSyscalls  bool // tests: the system-call programs at the raw tracepoints, as without tracefs
 }
@@ -298,12 +298,16 @@ func withGoReadAtRETs() CaptureOption {
 	return captureOptionFunc(func(c *captureConfig) { c.goReadAtRETs = true })
 }
 
-// withGoTLSByCall has Go programs' crypto/tls probed at every call, as a
-// program found running when the capture began is, even where the
-// program is seen from its exec (tests: that way's own).
-func withGoTLSByCall() CaptureOption {
-	return captureOptionFunc(func(c *captureConfig) { c.goTLSByCall = true })
+// withTLSByCall has Go programs' crypto/tls and OpenSSL probed at every
+// call, as a program found running when the capture began is, even where
+// the program is seen from its exec (tests: that way's own).
+func withTLSByCall() CaptureOption {
+	return captureOptionFunc(func(c *captureConfig) { c.tlsByCall = true })
 }
+
+// byConnection says whether programs seen from their exec have their
+// TLS connections read by connection.
+func (c *captureConfig) byConnection() bool { return !c.tlsByCall }
 
 // withRawSyscalls attaches the plaintext capture's system-call programs
 // to the raw tracepoints, as where tracefs is not mounted.
@@ -394,7 +398,7 @@ func NewCapture(opts ...CaptureOption) (*Capture, error) {
 	cc := &c.cfg
 	multi := features.HaveBPFLinkUprobeMulti() == nil
 	c.objs, err = httpbpf.Load(httpbpf.LoadOptions{RingBytes: cc.ringBytes, WakeupBytes: uint64(cc.ringBytes / 4), SelfPID: uint32(cc.uncaptured()),
-		UprobeMulti: multi, Plaintext: len(cc.ports) > 0, Sockets: cc.retransmits != nil})
+		UprobeMulti: multi, Plaintext: len(cc.ports) > 0 || cc.byConnection(), Sockets: cc.retransmits != nil})
 	if err != nil {
 		return nil, bpfsource.Classify("genai capture: load BPF object", err)
 	}
@@ -424,10 +428,10 @@ func (c *Capture) probes(ps []httpbpf.TLSProbe) []uprobe.Probe {
 
 func (c *Capture) start(multi bool) error {
 	cc := &c.cfg
-	// A Go program seen from its exec has its TLS connections read at
-	// their sockets, through the system-call programs.
-	goWire := cc.goTLS && !cc.goTLSByCall && !cc.goReadAtRETs
-	if len(cc.ports) > 0 || goWire {
+	// A program seen from its exec (or from its load of libssl) has its
+	// TLS connections read at their sockets, through the system-call
+	// programs.
+	if len(cc.ports) > 0 || cc.byConnection() {
 		if err := c.startPlaintext(); err != nil {
 			return err
 		}
@@ -439,12 +443,16 @@ func (c *Capture) start(multi bool) error {
 	var err error
 	// OpenSSL is linked into programs too (Node's), and a Go program's
 	// crypto/tls always is.
-	targets := []uprobe.Target{{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: c.probes(httpbpf.TLSProbes), Multi: multi,
-		Names: []string{"libssl.so"}, InPrograms: true}}
+	openssl := uprobe.Target{Name: TargetOpenSSL, Anchor: httpbpf.TLSAnchor, Probes: c.probes(httpbpf.TLSProbes), Multi: multi,
+		Names: []string{"libssl.so"}, InPrograms: true}
+	if cc.byConnection() {
+		openssl.FromExec, openssl.FromExecNeeds = c.probes(httpbpf.TLSConnProbes), []string{httpbpf.TLSHandshake}
+	}
+	targets := []uprobe.Target{openssl}
 	if cc.goTLS {
 		tg := uprobe.Target{Name: TargetGoTLS, Anchor: httpbpf.GoTLSAnchor, Probes: c.probes(httpbpf.GoTLSProbes), Multi: multi,
 			InPrograms: true}
-		if goWire {
+		if !cc.goReadAtRETs && cc.byConnection() {
 			tg.FromExec, tg.FromExecNeeds = c.probes(httpbpf.GoTLSConnProbes), []string{httpbpf.GoTLSKeyLog}
 		}
 		targets = append(targets, tg)

@@ -2,6 +2,7 @@ package genai
 
 import (
 	"container/list"
+	"errors"
 	"net/textproto"
 	"slices"
 	"strings"
@@ -47,15 +48,23 @@ type capConn struct {
 	// closing: the connection is ending; what its framing abandons now
 	// was cut by the close.
 	closing bool
-	// peerClosed: a read returned the end of the stream (plaintext only):
-	// the other end closed first.
+	// peerClosed: the other end closed first: a read returned the end of
+	// the stream, or, read at the socket, a TLS alert came from the peer
+	// before any went to it.
 	peerClosed bool
 	// ino is the connection's socket's inode number, for WithRetransmits,
 	// from its socket record; 0 when not known.
 	ino uint64
-	// tls decrypts a Go TLS connection read at its socket
-	// (httpbpf.SourceGoTLSWire); nil for another.
+	// tls decrypts a TLS connection read at its socket
+	// (httpbpf.SourceTLSWire); nil for another.
 	tls *tlsdecrypt.Conn
+	// wroteHello: the connection's first bytes were written (its
+	// ClientHello: the process is its client).
+	wroteHello bool
+	// An OpenSSL connection's: the layout its secrets were read by, or
+	// the learning of one from it (capture_openssl.go).
+	layout *sslLayout
+	calib  *sslCalibration
 }
 
 // liveCall is an LLM API call whose response is parsed as it arrives, so
@@ -101,6 +110,13 @@ type connTable struct {
 	// undecryptable counts the connections read at their sockets that
 	// could not be followed (tlsdecrypt's errors, or bytes lost).
 	undecryptable int64
+	// OpenSSL's connections read by connection (capture_openssl.go):
+	// the layouts learned, by libssl build; the connections scanned to
+	// learn them; the copies of connection objects that named no
+	// connection read at its socket.
+	layouts         []*sslLayout
+	calibrations    int
+	unmatchedStates int64
 
 	frames   httpframe.Stats // all connections'
 	bodies   httpframe.Bodies
@@ -129,8 +145,12 @@ func newConnTable(cfg *captureConfig, k muter, wall func(uint64) time.Time,
 
 // handle takes one record.
 func (t *connTable) handle(r *httpbpf.Record) {
-	if r.Kind == httpbpf.KindKey {
+	switch r.Kind {
+	case httpbpf.KindKey:
 		t.key(r)
+		return
+	case httpbpf.KindState:
+		t.state(r)
 		return
 	}
 	k := connKey{r.PID, r.Source, r.Conn, r.Gen}
@@ -197,6 +217,9 @@ func (t *connTable) handle(r *httpbpf.Record) {
 	}
 	t.lru.MoveToBack(cc.elem)
 	cc.seen = t.now()
+	if cc.tls != nil && cc.seq == [2]uint32{} {
+		cc.wroteHello = r.Dir == httpbpf.Write
+	}
 	cc.seq[d] = r.Seq
 	if end := r.Offset + uint32(len(r.Data)); end < r.Total {
 		cc.next[d] = end
@@ -211,6 +234,13 @@ func (t *connTable) handle(r *httpbpf.Record) {
 			tdir = tlsdecrypt.Read
 		}
 		t.decrypted(cc, cc.tls.Feed(tdir, r.Data, int64(r.TS), cc.plaintext))
+		if !cc.peerClosed && cc.tls.Ended(tlsdecrypt.Read) && !cc.tls.Ended(tlsdecrypt.Write) {
+			// The peer's alert, before any of ours: it closed first.
+			cc.peerClosed = true
+		}
+		if cc.calib != nil {
+			t.calibrate(cc)
+		}
 	}
 	if cc.frame.Ignored() && !cc.muted {
 		// Not HTTP, or switched to another protocol: over TLS read at
@@ -240,6 +270,9 @@ func (t *connTable) decrypted(cc *capConn, err error) {
 	case cc.muted:
 		delete(t.waiting, cc)
 	case err != nil:
+		if errors.Is(err, tlsdecrypt.ErrDecrypt) {
+			t.forgetLayout(cc) // the secrets it gave were not this connection's
+		}
 		t.undecrypted(cc)
 	case cc.tls.Waiting():
 		t.waiting[cc] = struct{}{}
@@ -314,7 +347,7 @@ func (t *connTable) add(k connKey) *capConn {
 	}
 	p.conns++
 	cc := &capConn{key: k, proc: p}
-	if k.src == httpbpf.SourceGoTLSWire {
+	if k.src == httpbpf.SourceTLSWire {
 		if p.keys == nil {
 			p.keys = tlsdecrypt.NewKeys(maxHandshakes)
 		}
@@ -342,6 +375,9 @@ func (t *connTable) remove(cc *capConn) {
 	if cc.tls != nil {
 		cc.tls.Close()
 		delete(t.waiting, cc)
+		if cc.calib != nil {
+			clear(cc.calib.state)
+		}
 	}
 	t.lru.Remove(cc.elem)
 	delete(t.conns, cc.key)
@@ -513,11 +549,11 @@ func (t *connTable) reset(fx *httpframe.Exchange, x *Exchange, live *liveCall) *
 
 // endedBy is the error.type of a call the end of cc cut short, of the
 // traced process in role: cancelled when the client ended the connection
-// first, which only a plaintext connection tells (a read that returned
-// the end of the stream says the other end closed first); otherwise
-// other.
+// first, which only a connection read at its socket tells (a read that
+// returned the end of the stream, or the peer's TLS alert, says the other
+// end closed first); otherwise other.
 func (cc *capConn) endedBy(role httpframe.Role, other string) string {
-	if cc.key.src != httpbpf.SourceSocket && cc.key.src != httpbpf.SourceGoTLSWire {
+	if cc.key.src != httpbpf.SourceSocket && cc.key.src != httpbpf.SourceTLSWire {
 		return other
 	}
 	if clientFirst := cc.peerClosed == (role == httpframe.Server); clientFirst {

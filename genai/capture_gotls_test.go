@@ -41,7 +41,7 @@ func buildGoClient(t *testing.T, b testutil.GoBuild) string {
 // runGoClient runs a goclient binary against s once the capture has
 // probed it, and returns the protocol of each call. A client the capture
 // holds from its exec has its connections read at their sockets (its
-// handshakes and key log probed); with withGoTLSByCall, its calls are
+// handshakes and key log probed); with withTLSByCall, its calls are
 // (Read's returns on its call of runtime.memmove, or, with
 // withGoReadAtRETs, on its RETs).
 func runGoClient(t *testing.T, h *captureHarness, exe string, s *llmserver.Server, model string, n int, args ...string) []string {
@@ -70,7 +70,7 @@ func runGoClientPID(t *testing.T, h *captureHarness, exe string, s *llmserver.Se
 				switch {
 				case h.c.cfg.goReadAtRETs:
 					want = []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read", "crypto/tls.(*Conn).Read (returns)", "crypto/tls.(*Conn).Close"}
-				case h.c.cfg.goTLSByCall:
+				case h.c.cfg.tlsByCall:
 					want = []string{"crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read (call of runtime.memmove)", "crypto/tls.(*Conn).Close"}
 				}
 				require.ElementsMatch(t, want, a.Symbols)
@@ -105,7 +105,7 @@ func TestCaptureGoTLS(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		opts []CaptureOption
-	}{{"by connection", nil}, {"by call", []CaptureOption{withGoTLSByCall()}}} {
+	}{{"by connection", nil}, {"by call", []CaptureOption{withTLSByCall()}}} {
 		t.Run(mode.name, func(t *testing.T) { testCaptureGoTLS(t, mode.opts...) })
 	}
 }
@@ -270,7 +270,7 @@ func testCaptureGoTLSSockets(t *testing.T, byCall bool) {
 		return 0
 	})}
 	if byCall {
-		opts = append(opts, withGoTLSByCall())
+		opts = append(opts, withTLSByCall())
 	}
 	h := startCapture(t, opts...)
 	// The calls of other processes of the node (other tests' clients)

@@ -158,15 +158,15 @@ func BenchmarkCaptureOverheadGoTLS(b *testing.B) {
 	s, mock := startMockFrom(b, mockExe, mockH2CEnv+"=tls")
 	url := "https://127.0.0.1:" + strconv.Itoa(s.Port)
 	b.Run("connection", func(b *testing.B) { goClientRounds(b, client, url, s.CAFile, withLeftOut(mock)) })
-	b.Run("call", func(b *testing.B) { goClientRounds(b, client, url, s.CAFile, withLeftOut(mock), withGoTLSByCall()) })
+	b.Run("call", func(b *testing.B) { goClientRounds(b, client, url, s.CAFile, withLeftOut(mock), withTLSByCall()) })
 	b.Run("rets", func(b *testing.B) { goClientRounds(b, client, url, s.CAFile, withLeftOut(mock), withGoReadAtRETs()) })
-	b.Run("call, both ends", func(b *testing.B) { goClientRounds(b, client, url, s.CAFile, withGoTLSByCall()) })
+	b.Run("call, both ends", func(b *testing.B) { goClientRounds(b, client, url, s.CAFile, withTLSByCall()) })
 	// Without plaintext ports: by call, the system-call programs, which
 	// run at every system call of every process while they are attached,
 	// are not, and this is what the TLS probes cost alone; by
 	// connection, they are, for the TLS sockets.
 	b.Run("call, no plaintext ports", func(b *testing.B) {
-		goClientRounds(b, client, url, s.CAFile, withLeftOut(mock), WithPlaintextPorts(), withGoTLSByCall())
+		goClientRounds(b, client, url, s.CAFile, withLeftOut(mock), WithPlaintextPorts(), withTLSByCall())
 	})
 	b.Run("connection, no plaintext ports", func(b *testing.B) {
 		goClientRounds(b, client, url, s.CAFile, withLeftOut(mock), WithPlaintextPorts())

@@ -141,6 +141,7 @@ func (c *Capture) observe(in *captureInstruments, o metric.Observer) error {
 	t := c.conns
 	outcomes, f := t.outcomes, t.frames
 	conns, evicted, undecryptable, goProcs := int64(len(t.conns)), t.evicted, t.undecryptable, c.goProcs
+	unmatched := t.unmatchedStates
 	waiting := c.waiting()
 	c.mu.Unlock()
 
@@ -162,7 +163,7 @@ func (c *Capture) observe(in *captureInstruments, o metric.Observer) error {
 	}
 	if cerr == nil {
 		o.ObserveInt64(in.dropped, int64(counters[httpbpf.CounterDrops]))
-		o.ObserveInt64(in.skipped, int64(counters[httpbpf.CounterNotSocket]), in.reason[semconv.CaptureSkipNotSocket].Observe...)
+		o.ObserveInt64(in.skipped, int64(counters[httpbpf.CounterNotSocket])+unmatched, in.reason[semconv.CaptureSkipNotSocket].Observe...)
 	}
 	c.kernel.Ring.Observe(o, in.ringErrors)
 	c.tracer.ObserveLate(o, in.attachedLate)

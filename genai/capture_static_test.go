@@ -109,11 +109,23 @@ func (c *sslClient) wait(t testing.TB) float64 {
 
 // TestCaptureStaticOpenSSL: a program with OpenSSL linked in (no libssl.so)
 // started after the capture is found and probed, and its keep-alive
-// requests are captured, one span each.
+// requests are captured, one span each: by connection, as the capture
+// reads a program it sees from its exec, and by call.
 func TestCaptureStaticOpenSSL(t *testing.T) {
 	exe := buildSSLClient(t)
+	t.Run("by connection", func(t *testing.T) {
+		staticOpenSSL(t, exe, []string{httpbpf.TLSHandshake})
+	})
+	t.Run("by call", func(t *testing.T) {
+		staticOpenSSL(t, exe, []string{"ssl_write_internal", "ssl_read_internal", "SSL_free"}, withTLSByCall())
+	})
+}
+
+// staticOpenSSL runs the sslclient at exe under a capture made with opts,
+// which must probe symbols in it.
+func staticOpenSSL(t *testing.T, exe string, symbols []string, opts ...CaptureOption) {
 	s := llmserver.Start(t, llmserver.Options{TLS: true, Chunks: chunks})
-	h := startCapture(t)
+	h := startCapture(t, opts...)
 	c := startSSLClient(t, exe, s, 3)
 	var att uprobe.Attachment
 	ok := poll(5*time.Second, func() bool {
@@ -124,8 +136,7 @@ func TestCaptureStaticOpenSSL(t *testing.T) {
 		return i >= 0
 	})
 	require.True(t, ok, "the static client was not probed: %+v", h.c.Status())
-	require.ElementsMatch(t, []string{"ssl_write_internal", "ssl_read_internal", "SSL_free"}, att.Symbols,
-		"the executable's .symtab names the internal functions")
+	require.ElementsMatch(t, symbols, att.Symbols, "the executable's .symtab names them")
 	c.run(t)
 	for _, sp := range h.spansTo(t, s.Port, 3) {
 		a := attrs(sp)
@@ -226,13 +237,23 @@ func startMockFrom(b testing.TB, exe string, env ...string) (*llmserver.Server, 
 // run: the variants alternate over XPUSCOPE_BENCH_ROUNDS rounds (default
 // 9) of XPUSCOPE_BENCH_REQUESTS requests (default 1000), and the medians
 // are reported: of each variant's rate, and of each round's ratio. With the capture on, every request must
-// become a span. Run it once: -benchtime=1x.
+// become a span. Run it once: -benchtime=1x. `connection`: the client,
+// seen from its exec, read by connection (its handshake probed, its
+// ciphertext decrypted); `call`: probed at every SSL_read and SSL_write,
+// as a program found running is.
 func BenchmarkCaptureOverhead(b *testing.B) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(b, "the capture's BPF programs need root")
 	}
 	exe := buildSSLClient(b)
 	s := startMockProcess(b)
+	b.Run("connection", func(b *testing.B) { sslClientRounds(b, exe, s) })
+	b.Run("call", func(b *testing.B) { sslClientRounds(b, exe, s, withTLSByCall()) })
+}
+
+// sslClientRounds measures the sslclient's rate against s without and
+// with a capture made with opts.
+func sslClientRounds(b *testing.B, exe string, s *llmserver.Server, opts ...CaptureOption) {
 	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
 	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
 	untraced := func() float64 { return startSSLClient(b, exe, s, n).run(b) }
@@ -241,7 +262,7 @@ func BenchmarkCaptureOverhead(b *testing.B) {
 		var spans int
 		// The mock, a Go program, stands in for a provider off the node:
 		// its end is not captured.
-		c, err := NewCapture(append(sdkProviders(), WithGoTLS(false), WithExchangeHandler(func(*Exchange, *Call, Endpoint) { spans++ }))...)
+		c, err := NewCapture(append(append(sdkProviders(), WithGoTLS(false), WithExchangeHandler(func(*Exchange, *Call, Endpoint) { spans++ })), opts...)...)
 		require.NoError(b, err)
 		defer c.Close()
 		cl := startSSLClient(b, exe, s, n)
@@ -352,11 +373,15 @@ func benchRounds(b *testing.B, rounds int, untraced, traced func() float64) {
 
 // BenchmarkServerCaptureOverhead: requests/s that a local OpenAI-
 // compatible server serves (testdata/capture/server.py: Python's
-// http.server over TLS on the system OpenSSL, streamed chat completions of
-// eight chunks, in a process of its own) to the sslclient loop, without
-// and with the capture, which then reports both ends of every request:
-// each must become a SERVER span. Rounds and requests as
-// BenchmarkCaptureOverhead's. Run it once: -benchtime=1x.
+// http.server over TLS on OpenSSL, streamed chat completions of eight
+// chunks, in a process of its own) to the sslclient loop, without and
+// with the capture, which then reports both ends of every request: each
+// must become a SERVER span. Rounds and requests as
+// BenchmarkCaptureOverhead's. Each run starts a server of its own, on a
+// copy of the system libssl that no other program maps, after the
+// capture: `connection` reads both ends by connection, as the capture
+// reads programs it sees from their start; `call`, at every call. Run it
+// once: -benchtime=1x.
 func BenchmarkServerCaptureOverhead(b *testing.B) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(b, "the capture's BPF programs need root")
@@ -365,29 +390,36 @@ func BenchmarkServerCaptureOverhead(b *testing.B) {
 	files, err := llmserver.Serve(llmserver.Options{TLS: true}, b.TempDir()) // for its certificate and key
 	require.NoError(b, err)
 	defer files.Close()
-	srv := exec.Command("/usr/bin/python3", "testdata/capture/server.py", files.CAFile, files.KeyFile, "0", "0", "8")
-	out, err := srv.StdoutPipe()
-	require.NoError(b, err)
-	srv.Stderr = os.Stderr
-	require.NoError(b, srv.Start())
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	s := &llmserver.Server{CAFile: files.CAFile}
-	_, err = fmt.Fscanf(out, "PORT %d\n", &s.Port)
-	require.NoError(b, err, "server.py printed no port")
+	env, _ := privateLibSSL(b)
+	b.Run("connection", func(b *testing.B) { serverRounds(b, exe, files, env) })
+	b.Run("call", func(b *testing.B) { serverRounds(b, exe, files, env, withTLSByCall()) })
+}
+
+// serverRounds measures the rate at which server.py, with env added to
+// its environment, serves the sslclient without and with a capture made
+// with opts.
+func serverRounds(b *testing.B, exe string, files *llmserver.Server, env string, opts ...CaptureOption) {
 	n := benchEnv("XPUSCOPE_BENCH_REQUESTS", 1000)
 	rounds := benchEnv("XPUSCOPE_BENCH_ROUNDS", 9)
-	untraced := func() float64 { return startSSLClient(b, exe, s, n).run(b) }
+	untraced := func() float64 {
+		srv := startServerPy(b, files, env, "0", "0", "8")
+		defer srv.stop()
+		return startSSLClient(b, exe, srv.Server, n).run(b)
+	}
 	cost := newCaptureCost(b)
 	traced := func() float64 {
 		spans := tracetest.NewInMemoryExporter()
 		// The SDK's MeterProvider, and a TracerProvider that keeps the
 		// spans to count them.
-		c, err := NewCapture(sdkProviders()[0], WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))))
+		c, err := NewCapture(append([]CaptureOption{sdkProviders()[0], WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)))}, opts...)...)
 		require.NoError(b, err)
 		defer c.Close()
+		srv := startServerPy(b, files, env, "0", "0", "8")
+		defer srv.stop()
+		s := srv.Server
 		cl := startSSLClient(b, exe, s, n)
 		ok := poll(5*time.Second, func() bool {
-			return slices.ContainsFunc(c.Status().Attachments, func(a uprobe.Attachment) bool { return a.PID == srv.Process.Pid })
+			return slices.ContainsFunc(c.Status().Attachments, func(a uprobe.Attachment) bool { return a.PID == srv.pid })
 		})
 		require.True(b, ok, "server.py not probed: %+v", c.Status())
 		cl.start(b)

@@ -158,23 +158,24 @@ func (h *captureHarness) requireNoSecret(t *testing.T) {
 }
 
 // python runs testdata/capture/client.py: n streaming requests on one
-// keep-alive connection.
-func python(t *testing.T, s *llmserver.Server, path, model string, n int) {
+// keep-alive connection, with env added to its environment.
+func python(t *testing.T, s *llmserver.Server, path, model string, n int, env ...string) {
 	t.Helper()
-	pythonClient(t, s, path, model, n, false)
+	pythonClient(t, s, path, model, n, false, env...)
 }
 
 // pythonClient runs testdata/capture/client.py: n streaming requests to
 // the comma-separated paths with the models, in turn, on one keep-alive
-// connection or (fresh) on a new connection each.
-func pythonClient(t *testing.T, s *llmserver.Server, paths, models string, n int, fresh bool) {
+// connection or (fresh) on a new connection each, with env added to its
+// environment.
+func pythonClient(t *testing.T, s *llmserver.Server, paths, models string, n int, fresh bool, env ...string) {
 	t.Helper()
 	args := []string{"testdata/capture/client.py", s.URL, paths, models, strconv.Itoa(n)}
 	if s.CAFile != "" {
 		args = append(args, s.CAFile)
 	}
 	cmd := exec.Command("/usr/bin/python3", args...)
-	cmd.Env = append(os.Environ(), "CAPTURE_SECRET="+captureSecret)
+	cmd.Env = append(append(os.Environ(), "CAPTURE_SECRET="+captureSecret), env...)
 	if fresh {
 		cmd.Env = append(cmd.Env, "CAPTURE_FRESH=1")
 	}
@@ -183,11 +184,45 @@ func pythonClient(t *testing.T, s *llmserver.Server, paths, models string, n int
 }
 
 // curlChat posts n streaming chat completions to s, in parallel over n
-// connections.
-func curlChat(t *testing.T, s *llmserver.Server, n int) {
+// connections, with env added to curl's environment.
+func curlChat(t *testing.T, s *llmserver.Server, n int, env ...string) {
 	t.Helper()
-	out, err := curlChatCmd(s, n).CombinedOutput()
+	cmd := curlChatCmd(s, n)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "curl: %s", out)
+}
+
+// privateLibSSL copies the system libssl.so.3 to a directory of the
+// test's and returns the environment that has a program load the copy in
+// its place: a file no process had mapped before, so that the capture
+// sees each of its processes from the load, and reads its connections
+// by connection (a file found mapped when a capture starts is read by
+// call, and on a shared machine another program may map the system's).
+func privateLibSSL(t testing.TB) (env string, lib string) {
+	t.Helper()
+	b, err := os.ReadFile(systemLibSSL(t))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	lib = filepath.Join(dir, "libssl.so.3")
+	require.NoError(t, os.WriteFile(lib, b, 0o755))
+	return "LD_LIBRARY_PATH=" + dir, lib
+}
+
+// requireByConnection requires that the capture probed lib, in the
+// processes seen, by connection: at SSL_do_handshake alone.
+func (h *captureHarness) requireByConnection(t *testing.T, lib string) {
+	t.Helper()
+	fi, err := os.Stat(lib)
+	require.NoError(t, err)
+	var seen int
+	for _, a := range h.c.Status().Attachments {
+		if sameFile(fi, a.Dev, a.Inode) {
+			seen++
+			require.Equal(t, []string{httpbpf.TLSHandshake}, a.Symbols, "%s read by connection", lib)
+		}
+	}
+	require.NotZero(t, seen, "%s not attached: %+v", lib, h.c.Status())
 }
 
 // curlChatCmd is the command curlChat runs.
@@ -234,17 +269,32 @@ func checkStreamedCall(t *testing.T, h *captureHarness, s tracetest.SpanStub, pr
 // and Anthropic APIs: one span per request, with provider, model, usage
 // and finish reason; a time to first chunk of at least the server's first
 // delay; a duration covering the stream; the Authorization secret
-// nowhere. The probes sit on the internal functions all four call.
+// nowhere. By call, the probes sit on the internal functions all four
+// call; by connection (the clients seen from their load of libssl), on
+// SSL_do_handshake, and the bytes are decrypted from their sockets'.
 func TestCaptureTLSClients(t *testing.T) {
-	s := llmserver.Start(t, llmserver.Options{TLS: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
-	h := startCapture(t)
-	a := h.waitAttached(t, systemLibSSL(t))
-	require.ElementsMatch(t, []string{"ssl_write_internal", "ssl_read_internal", "SSL_free"}, a.Symbols,
-		"Debian's libssl.so.3 (OpenSSL 3.0) has no symbol for the internal functions: they are found through the exported ones")
+	t.Run("by call", func(t *testing.T) {
+		h := startCapture(t, withTLSByCall())
+		a := h.waitAttached(t, systemLibSSL(t))
+		require.ElementsMatch(t, []string{"ssl_write_internal", "ssl_read_internal", "SSL_free"}, a.Symbols,
+			"Debian's libssl.so.3 (OpenSSL 3.0) has no symbol for the internal functions: they are found through the exported ones")
+		tlsClients(t, h)
+	})
+	t.Run("by connection", func(t *testing.T) {
+		h := startCapture(t)
+		env, lib := privateLibSSL(t)
+		tlsClients(t, h, env)
+		h.requireByConnection(t, lib)
+	})
+}
 
-	python(t, s, "/v1/chat/completions", "gpt-4o-mini", 1)
-	python(t, s, "/v1/messages", "claude-sonnet-4", 1)
-	curlChat(t, s, 1)
+// tlsClients makes TestCaptureTLSClients' calls, with env added to the
+// clients' environment, and checks what h made of them.
+func tlsClients(t *testing.T, h *captureHarness, env ...string) {
+	s := llmserver.Start(t, llmserver.Options{TLS: true, FirstDelay: firstDelay, ChunkDelay: chunkDelay, Chunks: chunks})
+	python(t, s, "/v1/chat/completions", "gpt-4o-mini", 1, env...)
+	python(t, s, "/v1/messages", "claude-sonnet-4", 1, env...)
+	curlChat(t, s, 1, env...)
 	spans := h.spansTo(t, s.Port, 3)
 	byProvider := map[string][]tracetest.SpanStub{}
 	for _, sp := range spans {
@@ -299,18 +349,36 @@ func TestCaptureTLSClients(t *testing.T) {
 // The same in plaintext to a watched port: a new socket takes the closed
 // one's descriptor.
 func TestCaptureConnectionPerCall(t *testing.T) {
-	t.Run("tls", func(t *testing.T) { connectionPerCall(t, true) })
-	t.Run("plaintext", func(t *testing.T) { connectionPerCall(t, false) })
+	t.Run("tls", func(t *testing.T) { connectionPerCall(t, true, []CaptureOption{withTLSByCall()}) })
+	t.Run("tls by connection", func(t *testing.T) {
+		env, lib := privateLibSSL(t)
+		h := connectionPerCall(t, true, nil, env)
+		h.requireByConnection(t, lib)
+	})
+	// asyncio: OpenSSL over memory BIOs, the program moving the bytes.
+	t.Run("tls by connection, asyncio", func(t *testing.T) {
+		env, lib := privateLibSSL(t)
+		h := connectionPerCall(t, true, nil, env, "CAPTURE_ASYNC=1")
+		h.requireByConnection(t, lib)
+	})
+	t.Run("plaintext", func(t *testing.T) { connectionPerCall(t, false, nil) })
 	// As where tracefs is not mounted: the programs at every system call.
-	t.Run("plaintext, raw syscalls", func(t *testing.T) { connectionPerCall(t, false, withRawSyscalls()) })
+	t.Run("plaintext, raw syscalls", func(t *testing.T) { connectionPerCall(t, false, []CaptureOption{withRawSyscalls()}) })
 }
 
-func connectionPerCall(t *testing.T, tls bool, opts ...CaptureOption) {
+// connectionPerCall makes the calls of TestCaptureConnectionPerCall, with
+// env added to the client's environment, to a capture made with opts.
+func connectionPerCall(t *testing.T, tls bool, opts []CaptureOption, env ...string) *captureHarness {
 	const n = 50 // LLM calls
 	s := llmserver.Start(t, llmserver.Options{TLS: tls, Chunks: chunks})
-	h := captureOver(t, tls, s.Port, opts...)
+	var h *captureHarness
+	if env == nil {
+		h = captureOver(t, tls, s.Port, opts...)
+	} else {
+		h = startCapture(t, opts...) // the client loads a libssl of its own
+	}
 
-	pythonClient(t, s, "/v1/chat/completions,/v1/files,/v1/messages", "gpt-4o-mini,x,claude-sonnet-4", n*3/2, true)
+	pythonClient(t, s, "/v1/chat/completions,/v1/files,/v1/messages", "gpt-4o-mini,x,claude-sonnet-4", n*3/2, true, env...)
 	spans := h.spansTo(t, s.Port, n)
 	models := map[string]int{}
 	for _, sp := range spans {
@@ -324,6 +392,7 @@ func connectionPerCall(t *testing.T, tls bool, opts ...CaptureOption) {
 		require.Zero(t, p.Value, "calls left waiting: %v", p.Attrs)
 	}
 	h.requireNoSecret(t)
+	return h
 }
 
 // captureOver starts a capture that sees calls over TLS (once the system
@@ -517,11 +586,24 @@ func TestCaptureLongStreams(t *testing.T) {
 // error.type stream_truncated, and its duration is recorded with that
 // error.type; the calls around it are whole.
 func TestCaptureCutStream(t *testing.T) {
-	for _, tls := range []bool{true, false} {
-		t.Run(map[bool]string{true: "tls", false: "plaintext"}[tls], func(t *testing.T) {
-			s := llmserver.Start(t, llmserver.Options{TLS: tls, Chunks: chunks})
-			h := captureOver(t, tls, s.Port)
-			pythonClient(t, s, "/v1/chat/completions,/v1/chat/completions?cut=2,/v1/chat/completions", "gpt-4o-mini", 3, true)
+	for _, tt := range []struct {
+		name        string
+		tls, byConn bool
+	}{{"tls", true, false}, {"tls by connection", true, true}, {"plaintext", false, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := llmserver.Start(t, llmserver.Options{TLS: tt.tls, Chunks: chunks})
+			var (
+				h   *captureHarness
+				env []string
+			)
+			if tt.byConn {
+				h = startCapture(t)
+				e, _ := privateLibSSL(t)
+				env = append(env, e)
+			} else {
+				h = captureOver(t, tt.tls, s.Port, withTLSByCall())
+			}
+			pythonClient(t, s, "/v1/chat/completions,/v1/chat/completions?cut=2,/v1/chat/completions", "gpt-4o-mini", 3, true, env...)
 			var cut []tracetest.SpanStub
 			for _, sp := range h.spansTo(t, s.Port, 3) {
 				a := attrs(sp)
@@ -548,17 +630,20 @@ func TestCaptureCutStream(t *testing.T) {
 // TestCaptureGaveUpWaiting: a client that gives up waiting for a server
 // that never answers (urllib with a 0.5 s timeout; a server that reads
 // and sends nothing) is a failed call with the request's model: over TLS
-// with error.type _OTHER (the capture cannot tell which end gave up), in
-// plaintext cancelled (its reads never saw the server close).
+// read by call with error.type _OTHER (the capture cannot tell which end
+// gave up); read by connection, and in plaintext, cancelled (its reads
+// never saw the server close, nor a TLS alert of the server's).
 func TestCaptureGaveUpWaiting(t *testing.T) {
 	files := llmserver.Start(t, llmserver.Options{TLS: true}) // for its certificate and key
 	cert, err := tls.LoadX509KeyPair(files.CAFile, files.KeyFile)
 	require.NoError(t, err)
 	for _, tt := range []struct {
-		name string
-		tls  bool
-		want string
-	}{{"tls", true, semconv.Other}, {"plaintext", false, semconv.GenAIErrorCancelled}} {
+		name   string
+		tls    bool
+		byConn bool
+		want   string
+	}{{"tls", true, false, semconv.Other}, {"tls by connection", true, true, semconv.GenAIErrorCancelled},
+		{"plaintext", false, false, semconv.GenAIErrorCancelled}} {
 		t.Run(tt.name, func(t *testing.T) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)
@@ -580,7 +665,17 @@ func TestCaptureGaveUpWaiting(t *testing.T) {
 			if tt.tls {
 				url = "https://127.0.0.1:" + strconv.Itoa(port)
 			}
-			h := captureOver(t, tt.tls, port)
+			var (
+				h   *captureHarness
+				env []string
+			)
+			if tt.byConn {
+				h = startCapture(t)
+				e, _ := privateLibSSL(t)
+				env = append(os.Environ(), e)
+			} else {
+				h = captureOver(t, tt.tls, port, withTLSByCall())
+			}
 			const script = `
 import json, socket, ssl, sys, urllib.request
 ctx = ssl.create_default_context(cafile=sys.argv[2])
@@ -593,7 +688,9 @@ try:
 except (socket.timeout, TimeoutError):
     pass
 `
-			out, err := exec.Command("/usr/bin/python3", "-c", script, url, files.CAFile, captureSecret).CombinedOutput()
+			py := exec.Command("/usr/bin/python3", "-c", script, url, files.CAFile, captureSecret)
+			py.Env = env
+			out, err := py.CombinedOutput()
 			require.NoError(t, err, "python: %s", out)
 			sp := h.spansTo(t, port, 1)[0]
 			a := attrs(sp)
@@ -643,20 +740,18 @@ func TestCaptureServerSide(t *testing.T) {
 		checkServed(t, h, s)
 	})
 	t.Run("tls", func(t *testing.T) {
-		files := llmserver.Start(t, llmserver.Options{TLS: true}) // for its certificate and key
-		cmd := exec.Command("/usr/bin/python3", "testdata/capture/server.py", files.CAFile, files.KeyFile,
-			strconv.Itoa(int(firstDelay.Milliseconds())), strconv.Itoa(int(chunkDelay.Milliseconds())), strconv.Itoa(chunks))
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		var port int
-		_, err = fmt.Fscanf(out, "PORT %d\n", &port)
-		require.NoError(t, err, "server.py printed no port")
-		h := startCapture(t)
+		s := startServerPyTest(t, "")
+		h := startCapture(t, withTLSByCall())
 		h.waitAttached(t, systemLibSSL(t))
-		checkServed(t, h, &llmserver.Server{URL: "https://127.0.0.1:" + strconv.Itoa(port), Port: port, CAFile: files.CAFile})
+		checkServed(t, h, s)
+	})
+	// Both ends seen from their load of libssl: read at their sockets.
+	t.Run("tls by connection", func(t *testing.T) {
+		h := startCapture(t)
+		env, lib := privateLibSSL(t)
+		s := startServerPyTest(t, env)
+		checkServed(t, h, s, env)
+		h.requireByConnection(t, lib)
 	})
 	t.Run("go tls", func(t *testing.T) {
 		// The mock in a process of its own (this test binary run again):
@@ -668,10 +763,52 @@ func TestCaptureServerSide(t *testing.T) {
 	})
 }
 
-// checkServed makes three calls to s and checks what its end did.
-func checkServed(t *testing.T, h *captureHarness, s *llmserver.Server) {
+// pyServer is a running testdata/capture/server.py.
+type pyServer struct {
+	*llmserver.Server
+	pid int
+	cmd *exec.Cmd
+}
+
+func (p *pyServer) stop() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() }
+
+// startServerPy starts testdata/capture/server.py over TLS with the
+// certificate and key of files (an llmserver's), args its
+// FIRST_DELAY_MS, CHUNK_DELAY_MS and CHUNKS, and env ("": none) added to
+// its environment.
+func startServerPy(t testing.TB, files *llmserver.Server, env string, args ...string) *pyServer {
+	cmd := exec.Command("/usr/bin/python3", append([]string{"testdata/capture/server.py", files.CAFile, files.KeyFile}, args...)...)
+	if env != "" {
+		cmd.Env = append(os.Environ(), env)
+	}
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	p := &pyServer{pid: cmd.Process.Pid, cmd: cmd}
+	var port int
+	if _, err = fmt.Fscanf(out, "PORT %d\n", &port); err != nil {
+		p.stop()
+		require.NoError(t, err, "server.py printed no port")
+	}
+	p.Server = &llmserver.Server{URL: "https://127.0.0.1:" + strconv.Itoa(port), Port: port, CAFile: files.CAFile}
+	return p
+}
+
+// startServerPyTest starts server.py for a test: TestCaptureTLSClients'
+// delays and chunks, stopped at the test's end.
+func startServerPyTest(t *testing.T, env string) *llmserver.Server {
+	files := llmserver.Start(t, llmserver.Options{TLS: true}) // for its certificate and key
+	p := startServerPy(t, files, env, strconv.Itoa(int(firstDelay.Milliseconds())), strconv.Itoa(int(chunkDelay.Milliseconds())), strconv.Itoa(chunks))
+	t.Cleanup(p.stop)
+	return p.Server
+}
+
+// checkServed makes three calls to s (the client with env added to its
+// environment) and checks what its end did.
+func checkServed(t *testing.T, h *captureHarness, s *llmserver.Server, env ...string) {
 	const n = 3
-	python(t, s, "/v1/chat/completions", "gpt-4o-mini", n)
+	python(t, s, "/v1/chat/completions", "gpt-4o-mini", n, env...)
 	h.spansTo(t, s.Port, n) // the client's calls
 	for _, sp := range h.spansOf(t, trace.SpanKindServer, s.Port, n) {
 		a := attrs(sp)
@@ -899,9 +1036,16 @@ func TestCapturePlaintextGate(t *testing.T) {
 	require.True(t, poll(5*time.Second, func() bool { g = gate(); return !g.IsOpen() }),
 		"the new connection closed: %+v", g)
 
-	none := startCapture(t, WithPlaintextPorts())
-	require.Len(t, none.c.kernel.Probes, 1, "no port watched, no program on every syscall: the TLS tracer alone")
-	require.Nil(t, none.c.objs.Program(httpbpf.SysEnter), "no port watched, the syscall programs not even loaded")
+	none := startCapture(t, WithPlaintextPorts(), withTLSByCall())
+	require.Len(t, none.c.kernel.Probes, 1, "no port watched, TLS by call: no program on every syscall, the TLS tracer alone")
+	require.Nil(t, none.c.objs.Program(httpbpf.SysEnter), "no port watched, TLS by call: the syscall programs not even loaded")
+	// TLS read by connection (the default) needs them, for the sockets of
+	// the TLS connections; no socket is theirs yet: the gate is shut.
+	byConn := startCapture(t, WithPlaintextPorts())
+	require.NotNil(t, byConn.c.objs.Program(httpbpf.SysEnter))
+	g, err = byConn.c.objs.Gate()
+	require.NoError(t, err)
+	require.False(t, g.IsOpen(), "no port watched, no TLS connection read: %+v", g)
 }
 
 // Where tracefs is not mounted (a container given /sys without it), the

@@ -1,7 +1,7 @@
 package genai
 
 // The reassembly of Go TLS connections read at their sockets
-// (httpbpf.SourceGoTLSWire): a real crypto/tls session in this process,
+// (httpbpf.SourceTLSWire): a real crypto/tls session in this process,
 // its client's socket calls handed over as the syscall programs send
 // them, and its secrets as the key log probe does. No kernel.
 
@@ -108,7 +108,7 @@ func tlsSession(t *testing.T, maxVersion uint16) ([]socketCall, []httpbpf.Record
 		data[0], data[1] = label, byte(len(secret))
 		copy(data[8:40], random)
 		copy(data[40:], secret)
-		keys = append(keys, httpbpf.Record{Kind: httpbpf.KindKey, Source: httpbpf.SourceGoTLSWire, Data: data})
+		keys = append(keys, httpbpf.Record{Kind: httpbpf.KindKey, Source: httpbpf.SourceTLSWire, Data: data})
 	}
 	require.NotEmpty(t, keys)
 	tap.mu.Lock()
@@ -120,10 +120,10 @@ func tlsSession(t *testing.T, maxVersion uint16) ([]socketCall, []httpbpf.Record
 // 100, 110, ...
 func (h *tableHarness) feedWire(pid uint32, calls []socketCall) {
 	for i, c := range calls {
-		k := dirKey{connKey{pid, httpbpf.SourceGoTLSWire, 7, 0}, c.dir}
+		k := dirKey{connKey{pid, httpbpf.SourceTLSWire, 7, 0}, c.dir}
 		h.seq[k]++
 		h.t.handle(&httpbpf.Record{TS: uint64(100 + 10*i), Conn: 7, PID: pid, Kind: httpbpf.KindData,
-			Source: httpbpf.SourceGoTLSWire, Dir: c.dir, Total: uint32(len(c.data)), Seq: h.seq[k], Data: c.data})
+			Source: httpbpf.SourceTLSWire, Dir: c.dir, Total: uint32(len(c.data)), Seq: h.seq[k], Data: c.data})
 	}
 }
 
@@ -195,12 +195,12 @@ func TestConnTableWire(t *testing.T) {
 			h := newTableHarness(16)
 			h.feedWire(1, calls[:1])
 			h.feedKeys(1, keys)
-			h.seq[dirKey{connKey{1, httpbpf.SourceGoTLSWire, 7, 0}, httpbpf.Read}]++
+			h.seq[dirKey{connKey{1, httpbpf.SourceTLSWire, 7, 0}, httpbpf.Read}]++
 			h.feedWire(1, calls[1:])
 			require.Empty(t, h.got)
 			require.Equal(t, int64(1), h.t.undecryptable)
 			require.Equal(t, []uint32{0}, h.muted.gens, "the kernel side told to send no more")
-			h.t.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceGoTLSWire, PID: 1, Conn: 7})
+			h.t.handle(&httpbpf.Record{Kind: httpbpf.KindClose, Source: httpbpf.SourceTLSWire, PID: 1, Conn: 7})
 			require.Empty(t, h.t.conns)
 		})
 	}

@@ -79,12 +79,14 @@ var captureAttributes = []Attribute{
 const (
 	CaptureSkipNotHTTP  = "not_http"
 	CaptureSkipSwitched = "switched"
-	// A Go TLS connection read at its socket whose records could not be
-	// decrypted: its secrets never came, its cipher suite is not one the
-	// capture decrypts, or bytes of it were lost.
+	// A TLS connection read at its socket whose records could not be
+	// decrypted: its secrets never came (an OpenSSL connection of TLS
+	// 1.2, or of a build whose secrets were not found), its cipher suite
+	// is not one the capture decrypts, or bytes of it were lost.
 	CaptureSkipUndecryptable = "undecryptable"
-	// A Go TLS connection, in a program whose connections are read at
-	// their sockets, over no TCP socket of the program's (a wrapper of
-	// one, QUIC): not read.
+	// A TLS connection, in a program whose connections are read at their
+	// sockets, over no TCP socket the capture reads (a Go one over a
+	// wrapper of its socket, QUIC; an OpenSSL one whose first bytes were
+	// not seen as its handshake's): not read.
 	CaptureSkipNotSocket = "not_socket"
 )

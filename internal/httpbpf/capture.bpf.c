@@ -24,9 +24,19 @@
 //     instead (a program seen from its exec): uprobes on
 //     (*Conn).clientHandshake and serverHandshake mark the connection's
 //     socket (CONN_WIRE), whose bytes the syscall programs then send as
-//     they cross it, ciphertext (SOURCE_GOTLS_WIRE); one on
+//     they cross it, ciphertext (SOURCE_TLS_WIRE); one on
 //     (*Config).writeKeyLog sends the traffic secrets (RECORD_KEY) for
 //     user space to decrypt with. A few hits a connection, none a call.
+//   - OpenSSL by connection, where user space attaches these instead (a
+//     process seen from its exec or from its load of libssl): a uprobe on
+//     SSL_do_handshake's entry has the syscall programs look, for a
+//     while (SNIFF_WINDOW), at the process's new TCP sockets, and one
+//     whose first bytes are a TLS handshake record is marked (CONN_WIRE)
+//     and captured as ciphertext, whatever reads and writes it (a socket
+//     BIO, or the program through memory BIOs); a uretprobe on its return
+//     copies the connection's object (RECORD_STATE), where user space
+//     finds the traffic secrets. SSL_free ends nothing then: the socket's
+//     close does.
 //   - Plaintext sockets: BTF raw tracepoints on sys_enter and sys_exit (no
 //     kprobes, no tracefs) for write, writev, sendto, sendmsg, read, readv,
 //     recvfrom and recvmsg; close ends the connection, and a read that
@@ -82,13 +92,14 @@ enum record_kind {
 	RECORD_EOF = 3, // a plaintext read returned 0: the peer closed its end
 	RECORD_SOCKET = 4, // a connection's socket: its inode number, a __u64 of data
 	RECORD_KEY = 5,    // a TLS secret a Go program logged (struct key_record)
+	RECORD_STATE = 6,  // an OpenSSL connection's object as its handshake ended: STATE_BYTES of it
 };
 
 enum source {
 	SOURCE_TLS = 1,    // OpenSSL, conn is the SSL pointer
 	SOURCE_SOCKET = 2, // socket syscalls, conn is the fd
 	SOURCE_GOTLS = 3,  // Go's crypto/tls, conn is the *tls.Conn
-	SOURCE_GOTLS_WIRE = 4, // Go's crypto/tls as its socket carries it, ciphertext; conn is the fd
+	SOURCE_TLS_WIRE = 4, // a TLS connection (Go's crypto/tls, OpenSSL) as its socket carries it, ciphertext; conn is the fd
 };
 
 enum direction {
@@ -162,7 +173,7 @@ enum conn_state {
 	CONN_HTTP = 2,   // speaks HTTP/1.x: captured
 	CONN_IGNORE = 3, // not a watched socket, or not HTTP: skipped
 	CONN_MUTED = 4,  // HTTP, muted by user space: its bytes are skipped, its close is told
-	CONN_WIRE = 5,   // a Go TLS connection's socket, from its handshake: captured whole
+	CONN_WIRE = 5,   // a TLS connection's socket, from its handshake: captured whole
 };
 
 struct conn_key {
@@ -183,10 +194,21 @@ struct conn {
 	// The connection's socket was told (RECORD_SOCKET); a Go or a
 	// plaintext one's was looked for, found or not.
 	__u8 sock;
-	// The connection's bytes are a Go TLS connection's ciphertext
+	// The connection's bytes are a TLS connection's ciphertext
 	// (CONN_WIRE, and CONN_MUTED after it): its records' source is
-	// SOURCE_GOTLS_WIRE.
+	// SOURCE_TLS_WIRE.
 	__u8 wire;
+	// What a CONN_WATCH socket's first bytes may make it (enum accept).
+	__u8 accepts;
+	__u8 _pad[3];
+};
+
+// What a socket's first bytes are looked at for: HTTP, on a watched
+// port; a TLS handshake, in a process whose OpenSSL is read by connection
+// and began a handshake lately.
+enum accept {
+	ACCEPT_HTTP = 1,
+	ACCEPT_TLS = 2,
 };
 
 // HEAD_BYTES is how many bytes tell a connection's protocol.
@@ -208,6 +230,9 @@ struct thread {
 	// known: counted in socket_waiters while set.
 	__u32 wants_socket;
 	__u32 _pad;
+	// The SSL pointer of the SSL_do_handshake in progress, for its
+	// return; 0: none.
+	__u64 handshake;
 };
 
 // Tunables, set before load.
@@ -248,6 +273,21 @@ volatile __u32 gate_overflow = 0;
 // socket (struct thread's wants_socket): while there are none, the data
 // syscalls' programs look for none, a global read.
 volatile __u64 socket_waiters = 0;
+// Until when (CLOCK_MONOTONIC ns) the syscall programs run for the
+// sockets of processes whose OpenSSL began a handshake (tls_handshake):
+// SNIFF_WINDOW past the last one. 0: never.
+volatile __u64 sniff_until = 0;
+
+// How long after a process enters SSL_do_handshake its new sockets'
+// first bytes are looked at for a TLS handshake: long enough for a
+// program over memory BIOs (Python's asyncio) to send or receive its
+// ClientHello after the call that made it or waits for it.
+#define SNIFF_WINDOW (5ULL * 1000 * 1000 * 1000)
+
+// STATE_BYTES of an OpenSSL connection's object are copied at the end of
+// its handshake (RECORD_STATE): OpenSSL 3 keeps its TLS 1.3 traffic
+// secrets in its first 2 KiB.
+#define STATE_BYTES 4096
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -325,6 +365,15 @@ struct {
 	__type(key, struct go_read_key);
 	__type(value, struct go_read);
 } go_reads SEC(".maps");
+
+// The processes whose OpenSSL, read by connection, entered
+// SSL_do_handshake: when last (CLOCK_MONOTONIC ns), by pid.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} handshaking SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -449,6 +498,14 @@ static __always_inline int is_http_start(const __u8 *b)
 	return 0;
 }
 
+// is_tls_start says whether a connection's first bytes are a TLS
+// handshake record's header (a ClientHello's: its type, then a record
+// version of 3.x).
+static __always_inline int is_tls_start(const __u8 *b)
+{
+	return b[0] == 0x16 && b[1] == 0x03 && b[2] <= 0x04;
+}
+
 // start_call fills the scratch record's header for a call of c that moved
 // total bytes, numbering the call; NULL if there is no scratch.
 static __always_inline struct record *start_call(struct conn_key *k, struct conn *c, __u8 dir, __u32 total, __u64 ts)
@@ -463,7 +520,7 @@ static __always_inline struct record *start_call(struct conn_key *k, struct conn
 	r->h.pid = id >> 32;
 	r->h.tid = (__u32)id;
 	r->h.kind = RECORD_DATA;
-	r->h.source = c->wire ? SOURCE_GOTLS_WIRE : k->source;
+	r->h.source = c->wire ? SOURCE_TLS_WIRE : k->source;
 	r->h.dir = dir;
 	r->h._pad = 0;
 	r->h.total = total;
@@ -532,7 +589,7 @@ static __always_inline void note_header(struct record_header *h, struct conn_key
 	h->pid = id >> 32;
 	h->tid = (__u32)id;
 	h->kind = kind;
-	h->source = c->wire ? SOURCE_GOTLS_WIRE : k->source;
+	h->source = c->wire ? SOURCE_TLS_WIRE : k->source;
 	h->gen = c->gen;
 }
 
@@ -606,12 +663,16 @@ static __always_inline void emit_head(struct conn_key *k, struct conn *c, __u8 d
 }
 
 // http_conn decides, from the first HEAD_BYTES bytes a connection moves
-// in one direction, whether it speaks HTTP/1.x or HTTP/2, and returns
-// whether to capture the n bytes at buf it moves now, in direction dir.
-// Bytes that come fewer at a time (a client that writes its method
-// apart) are held in c until there are enough; if they tell HTTP, they
-// are sent first, as a call of their own. c is k's entry in conns. A Go
-// TLS connection's socket (CONN_WIRE) is captured whole.
+// in one direction, whether it speaks HTTP/1.x or HTTP/2 (ACCEPT_HTTP),
+// or begins a TLS handshake (ACCEPT_TLS: the socket of an OpenSSL
+// connection read by connection, wire_socket), and returns whether to
+// capture the n bytes at buf it moves now, in direction dir. Bytes that
+// come fewer at a time (a client that writes its method apart) are held
+// in c until there are enough; if they tell HTTP or TLS, they are sent
+// first, as a call of their own. c is k's entry in conns. A Go TLS
+// connection's socket (CONN_WIRE from its handshake) is captured whole.
+static __always_inline int wire_socket(struct conn_key *k, struct conn *c, __u32 find);
+
 static __always_inline int http_conn(struct conn_key *k, struct conn *c, __u64 buf, __u32 n, __u8 dir, __u64 ts)
 {
 	if (c->state == CONN_HTTP || c->state == CONN_WIRE) {
@@ -646,8 +707,11 @@ static __always_inline int http_conn(struct conn_key *k, struct conn *c, __u64 b
 		return 0;
 	}
 	c->head_len = 0;
-	c->state = is_http_start(b) ? CONN_HTTP : CONN_IGNORE;
-	if (c->state != CONN_HTTP)
+	if ((c->accepts & ACCEPT_TLS) && is_tls_start(b) && wire_socket(k, c, FIND_OPENSSL))
+		c->state = CONN_WIRE;
+	else
+		c->state = (c->accepts & ACCEPT_HTTP) && is_http_start(b) ? CONN_HTTP : CONN_IGNORE;
+	if (c->state == CONN_IGNORE)
 		return 0;
 	if (held)
 		emit_head(k, c, dir, held, ts);
@@ -691,12 +755,13 @@ __attribute__((noinline)) __u64 tcp_inode(__u64 fd)
 }
 
 // The syscall programs' gate. gate_open says whether a socket they
-// capture may be open: one with a watched port, or a Go TLS
-// connection's; open_gate counts sk among them until it returns to
-// TCP_CLOSE (sock_state).
+// capture may be open: one with a watched port, or a TLS connection's
+// read by connection, or whether a process whose OpenSSL is may be
+// opening one (sniff_until); open_gate counts sk among them until it
+// returns to TCP_CLOSE (sock_state).
 static __always_inline int gate_open(void)
 {
-	return open_watched || preexisting || gate_overflow;
+	return open_watched || preexisting || gate_overflow || (sniff_until && bpf_ktime_get_ns() < sniff_until);
 }
 
 static __always_inline void open_gate(struct sock___k *sk)
@@ -708,6 +773,25 @@ static __always_inline void open_gate(struct sock___k *sk)
 		__sync_fetch_and_add(&open_watched, 1);
 	else if (err != -17) // EEXIST: counted already
 		gate_overflow = 1;
+}
+
+// wire_socket marks the socket k (a descriptor, c its entry) as a TLS
+// connection's read by connection: captured whole from here, and
+// counted by the gate while open; its socket told where find_sockets
+// has find. 0 if it is no TCP socket. An OpenSSL connection's, where its
+// first bytes are a TLS handshake record in a process handshaking
+// lately; a Go one's, at its handshake (wire_conn).
+static __always_inline int wire_socket(struct conn_key *k, struct conn *c, __u32 find)
+{
+	struct file___k *f = 0;
+	struct sock___k *sk = tcp_sock(k->conn, &f);
+	if (!sk)
+		return 0;
+	c->wire = 1;
+	open_gate(sk);
+	if ((find_sockets & find) && !c->sock)
+		emit_socket(k, c, BPF_CORE_READ(f, f_inode, i_ino));
+	return 1;
 }
 
 // Where Go keeps a connection's descriptor, in every release the tests
@@ -799,6 +883,7 @@ static __always_inline void capture_tls(__u32 source, __u64 conn, __u64 buf, __u
 	struct conn *c = bpf_map_lookup_elem(&conns, &k);
 	if (!c) {
 		struct conn watch = new_conn(CONN_WATCH);
+		watch.accepts = ACCEPT_HTTP;
 		bpf_map_update_elem(&conns, &k, &watch, BPF_NOEXIST);
 		c = bpf_map_lookup_elem(&conns, &k);
 		if (!c)
@@ -885,6 +970,60 @@ int tls_free(struct pt_regs *ctx)
 	return 0;
 }
 
+// SSL_do_handshake(ssl), where OpenSSL is read by connection (SSL_connect
+// and SSL_accept call it): the process's new sockets are looked at for a
+// while (handshaking_lately), the SSL pointer kept for the return.
+SEC("uprobe")
+int tls_handshake(struct pt_regs *ctx)
+{
+	struct thread *t = current_thread();
+	if (!t)
+		return 0;
+	t->handshake = PT_REGS_PARM1(ctx);
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	__u64 now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&handshaking, &pid, &now, BPF_ANY);
+	sniff_until = now + SNIFF_WINDOW;
+	return 0;
+}
+
+// SSL_do_handshake's return: once it returns 1 (done; a non-blocking
+// handshake returns less until then), the connection's object is copied
+// to user space (RECORD_STATE), STATE_BYTES of it, or half that where the
+// whole is not readable. It holds the traffic secrets, which never leave
+// the capturing process.
+SEC("uretprobe")
+int tls_handshake_return(struct pt_regs *ctx)
+{
+	struct thread *t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
+	if (!t || !t->handshake)
+		return 0;
+	__u64 ssl = t->handshake;
+	t->handshake = 0;
+	if ((int)PT_REGS_RC(ctx) != 1)
+		return 0;
+	__u32 zero = 0;
+	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
+		return 0;
+	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_TLS, .conn = ssl};
+	struct conn c = {};
+	note_header(&r->h, &k, &c, RECORD_STATE);
+	__u32 n = STATE_BYTES;
+	if (bpf_probe_read_user(r->data, STATE_BYTES, (void *)ssl)) {
+		n = STATE_BYTES / 2;
+		if (bpf_probe_read_user(r->data, STATE_BYTES / 2, (void *)ssl)) {
+			count(COUNTER_READ_FAULT);
+			return 0;
+		}
+	}
+	r->h.len = n;
+	r->h.total = n;
+	if (bpf_ringbuf_output(&records, r, sizeof(r->h) + n, submit_flags()))
+		count(COUNTER_DROPS);
+	return 0;
+}
+
 // ---- TLS: Go's crypto/tls -------------------------------------------------
 
 // The crypto/tls methods, by the cookie (enum go_tls_api):
@@ -937,21 +1076,16 @@ struct key_record {
 static __always_inline void wire_conn(__u64 tls_conn)
 {
 	long fd = go_conn_fd(tls_conn);
-	struct file___k *f = 0;
-	struct sock___k *sk = fd < 0 ? 0 : tcp_sock(fd, &f);
-	if (!sk) {
-		count(COUNTER_NOT_SOCKET);
-		return;
-	}
 	struct conn_key k = {.pid = bpf_get_current_pid_tgid() >> 32, .source = SOURCE_SOCKET, .conn = fd};
 	struct conn n = new_conn(CONN_WIRE);
-	n.wire = 1;
-	if (bpf_map_update_elem(&conns, &k, &n, BPF_ANY))
-		return;
-	open_gate(sk);
-	struct conn *c = bpf_map_lookup_elem(&conns, &k);
-	if (c && (find_sockets & FIND_GO))
-		emit_socket(&k, c, BPF_CORE_READ(f, f_inode, i_ino));
+	struct conn *c = 0;
+	if (fd >= 0 && bpf_map_update_elem(&conns, &k, &n, BPF_ANY) == 0)
+		c = bpf_map_lookup_elem(&conns, &k);
+	if (!c || !wire_socket(&k, c, FIND_GO)) {
+		count(COUNTER_NOT_SOCKET);
+		if (c)
+			bpf_map_delete_elem(&conns, &k);
+	}
 }
 
 // emit_key sends a secret that writeKeyLog was given: the label's
@@ -982,7 +1116,7 @@ static __always_inline void emit_key(__u64 label, __u64 label_len, __u64 random,
 	r->h.pid = id >> 32;
 	r->h.tid = (__u32)id;
 	r->h.kind = RECORD_KEY;
-	r->h.source = SOURCE_GOTLS_WIRE;
+	r->h.source = SOURCE_TLS_WIRE;
 	r->h.len = sizeof(*r) - sizeof(r->h);
 	r->h.total = r->h.len;
 	r->label = kind;
@@ -1090,13 +1224,32 @@ int BPF_PROG(sock_state, struct sock___k *sk, int oldstate, int newstate)
 	return 0;
 }
 
-// classify_fd returns CONN_WATCH for a TCP socket with a watched port at
-// either end, else CONN_IGNORE.
-static __always_inline __u32 classify_fd(__u32 fd)
+// handshaking_lately says whether process pid entered SSL_do_handshake
+// (read by connection) within SNIFF_WINDOW.
+static __always_inline int handshaking_lately(__u32 pid)
+{
+	if (!sniff_until)
+		return 0;
+	__u64 *last = bpf_map_lookup_elem(&handshaking, &pid);
+	return last && bpf_ktime_get_ns() - *last < SNIFF_WINDOW;
+}
+
+// classify_fd returns the entry of descriptor fd of process pid, first
+// seen: CONN_WATCH, for its first bytes to tell, for a TCP socket with a
+// watched port at either end (HTTP) or of a process handshaking lately
+// (TLS), else CONN_IGNORE.
+static __always_inline struct conn classify_fd(__u32 pid, __u32 fd)
 {
 	struct file___k *f = 0;
 	struct sock___k *sk = tcp_sock(fd, &f);
-	return sk && watched_port(sk) ? CONN_WATCH : CONN_IGNORE;
+	__u8 accepts = 0;
+	if (sk && watched_port(sk))
+		accepts |= ACCEPT_HTTP;
+	if (sk && handshaking_lately(pid))
+		accepts |= ACCEPT_TLS;
+	struct conn c = new_conn(accepts ? CONN_WATCH : CONN_IGNORE);
+	c.accepts = accepts;
+	return c;
 }
 
 static __always_inline int data_syscall(long nr)
@@ -1139,7 +1292,7 @@ static __always_inline int on_sys_enter(long nr, __u64 arg1, __u64 arg2, __u64 a
 	struct conn_key k = {.pid = pid, .source = SOURCE_SOCKET, .conn = fd};
 	struct conn *c = bpf_map_lookup_elem(&conns, &k);
 	if (!c) {
-		struct conn n = new_conn(classify_fd(fd));
+		struct conn n = classify_fd(pid, fd);
 		bpf_map_update_elem(&conns, &k, &n, BPF_NOEXIST);
 		if (n.state == CONN_IGNORE)
 			return 0;
@@ -1331,3 +1484,4 @@ const enum key_label *unused_key_label __attribute__((unused));
 const struct key_record *unused_key_record __attribute__((unused));
 const struct record_header *unused_record_header __attribute__((unused));
 const enum find_socket *unused_find_socket __attribute__((unused));
+const enum accept *unused_accept __attribute__((unused));

@@ -23,6 +23,8 @@ type captureConn struct {
 	HeadDir uint8
 	Sock    uint8
 	Wire    uint8
+	Accepts uint8
+	Pad     [3]uint8
 }
 
 type captureConnKey struct {
@@ -141,15 +143,16 @@ const (
 	captureRecordKindRECORD_EOF    captureRecordKind = 3
 	captureRecordKindRECORD_SOCKET captureRecordKind = 4
 	captureRecordKindRECORD_KEY    captureRecordKind = 5
+	captureRecordKindRECORD_STATE  captureRecordKind = 6
 )
 
 type captureSource uint32
 
 const (
-	captureSourceSOURCE_TLS        captureSource = 1
-	captureSourceSOURCE_SOCKET     captureSource = 2
-	captureSourceSOURCE_GOTLS      captureSource = 3
-	captureSourceSOURCE_GOTLS_WIRE captureSource = 4
+	captureSourceSOURCE_TLS      captureSource = 1
+	captureSourceSOURCE_SOCKET   captureSource = 2
+	captureSourceSOURCE_GOTLS    captureSource = 3
+	captureSourceSOURCE_TLS_WIRE captureSource = 4
 )
 
 type captureThread struct {
@@ -172,6 +175,7 @@ type captureThread struct {
 	}
 	WantsSocket uint32
 	Pad         uint32
+	Handshake   uint64
 }
 
 type captureTlsApi uint32
@@ -187,46 +191,51 @@ const (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	captureMapConns              = "conns"
-	captureMapCounters           = "counters"
-	captureMapGoReads            = "go_reads"
-	captureMapMute               = "mute"
-	captureMapPorts              = "ports"
-	captureMapRecords            = "records"
-	captureMapScratch            = "scratch"
-	captureMapThreads            = "threads"
-	captureMapWatchedSocks       = "watched_socks"
-	captureProgGoTls             = "go_tls"
-	captureProgSockState         = "sock_state"
-	captureProgSysEnter          = "sys_enter"
-	captureProgSysExit           = "sys_exit"
-	captureProgSyscallClose      = "syscall_close"
-	captureProgSyscallEnter      = "syscall_enter"
-	captureProgSyscallExit       = "syscall_exit"
-	captureProgThreadExit        = "thread_exit"
-	captureProgTlsEnter          = "tls_enter"
-	captureProgTlsFree           = "tls_free"
-	captureProgTlsReturn         = "tls_return"
-	captureVarFindSockets        = "find_sockets"
-	captureVarGateOverflow       = "gate_overflow"
-	captureVarGoTcpConnHash      = "go_tcp_conn_hash"
-	captureVarNextGen            = "next_gen"
-	captureVarOpenWatched        = "open_watched"
-	captureVarPreexisting        = "preexisting"
-	captureVarSelfPid            = "self_pid"
-	captureVarSocketWaiters      = "socket_waiters"
-	captureVarUnusedConnState    = "unused_conn_state"
-	captureVarUnusedCounter      = "unused_counter"
-	captureVarUnusedDirection    = "unused_direction"
-	captureVarUnusedFindSocket   = "unused_find_socket"
-	captureVarUnusedGoTlsApi     = "unused_go_tls_api"
-	captureVarUnusedKeyLabel     = "unused_key_label"
-	captureVarUnusedKeyRecord    = "unused_key_record"
-	captureVarUnusedRecordHeader = "unused_record_header"
-	captureVarUnusedRecordKind   = "unused_record_kind"
-	captureVarUnusedSource       = "unused_source"
-	captureVarUnusedTlsApi       = "unused_tls_api"
-	captureVarWakeupBytes        = "wakeup_bytes"
+	captureMapConns               = "conns"
+	captureMapCounters            = "counters"
+	captureMapGoReads             = "go_reads"
+	captureMapHandshaking         = "handshaking"
+	captureMapMute                = "mute"
+	captureMapPorts               = "ports"
+	captureMapRecords             = "records"
+	captureMapScratch             = "scratch"
+	captureMapThreads             = "threads"
+	captureMapWatchedSocks        = "watched_socks"
+	captureProgGoTls              = "go_tls"
+	captureProgSockState          = "sock_state"
+	captureProgSysEnter           = "sys_enter"
+	captureProgSysExit            = "sys_exit"
+	captureProgSyscallClose       = "syscall_close"
+	captureProgSyscallEnter       = "syscall_enter"
+	captureProgSyscallExit        = "syscall_exit"
+	captureProgThreadExit         = "thread_exit"
+	captureProgTlsEnter           = "tls_enter"
+	captureProgTlsFree            = "tls_free"
+	captureProgTlsHandshake       = "tls_handshake"
+	captureProgTlsHandshakeReturn = "tls_handshake_return"
+	captureProgTlsReturn          = "tls_return"
+	captureVarFindSockets         = "find_sockets"
+	captureVarGateOverflow        = "gate_overflow"
+	captureVarGoTcpConnHash       = "go_tcp_conn_hash"
+	captureVarNextGen             = "next_gen"
+	captureVarOpenWatched         = "open_watched"
+	captureVarPreexisting         = "preexisting"
+	captureVarSelfPid             = "self_pid"
+	captureVarSniffUntil          = "sniff_until"
+	captureVarSocketWaiters       = "socket_waiters"
+	captureVarUnusedAccept        = "unused_accept"
+	captureVarUnusedConnState     = "unused_conn_state"
+	captureVarUnusedCounter       = "unused_counter"
+	captureVarUnusedDirection     = "unused_direction"
+	captureVarUnusedFindSocket    = "unused_find_socket"
+	captureVarUnusedGoTlsApi      = "unused_go_tls_api"
+	captureVarUnusedKeyLabel      = "unused_key_label"
+	captureVarUnusedKeyRecord     = "unused_key_record"
+	captureVarUnusedRecordHeader  = "unused_record_header"
+	captureVarUnusedRecordKind    = "unused_record_kind"
+	captureVarUnusedSource        = "unused_source"
+	captureVarUnusedTlsApi        = "unused_tls_api"
+	captureVarWakeupBytes         = "wakeup_bytes"
 )
 
 // loadCapture returns the embedded CollectionSpec for capture.
@@ -271,17 +280,19 @@ type captureSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type captureProgramSpecs struct {
-	GoTls        *ebpf.ProgramSpec `ebpf:"go_tls"`
-	SockState    *ebpf.ProgramSpec `ebpf:"sock_state"`
-	SysEnter     *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExit      *ebpf.ProgramSpec `ebpf:"sys_exit"`
-	SyscallClose *ebpf.ProgramSpec `ebpf:"syscall_close"`
-	SyscallEnter *ebpf.ProgramSpec `ebpf:"syscall_enter"`
-	SyscallExit  *ebpf.ProgramSpec `ebpf:"syscall_exit"`
-	ThreadExit   *ebpf.ProgramSpec `ebpf:"thread_exit"`
-	TlsEnter     *ebpf.ProgramSpec `ebpf:"tls_enter"`
-	TlsFree      *ebpf.ProgramSpec `ebpf:"tls_free"`
-	TlsReturn    *ebpf.ProgramSpec `ebpf:"tls_return"`
+	GoTls              *ebpf.ProgramSpec `ebpf:"go_tls"`
+	SockState          *ebpf.ProgramSpec `ebpf:"sock_state"`
+	SysEnter           *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit            *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	SyscallClose       *ebpf.ProgramSpec `ebpf:"syscall_close"`
+	SyscallEnter       *ebpf.ProgramSpec `ebpf:"syscall_enter"`
+	SyscallExit        *ebpf.ProgramSpec `ebpf:"syscall_exit"`
+	ThreadExit         *ebpf.ProgramSpec `ebpf:"thread_exit"`
+	TlsEnter           *ebpf.ProgramSpec `ebpf:"tls_enter"`
+	TlsFree            *ebpf.ProgramSpec `ebpf:"tls_free"`
+	TlsHandshake       *ebpf.ProgramSpec `ebpf:"tls_handshake"`
+	TlsHandshakeReturn *ebpf.ProgramSpec `ebpf:"tls_handshake_return"`
+	TlsReturn          *ebpf.ProgramSpec `ebpf:"tls_return"`
 }
 
 // captureMapSpecs contains maps before they are loaded into the kernel.
@@ -291,6 +302,7 @@ type captureMapSpecs struct {
 	Conns        *ebpf.MapSpec `ebpf:"conns"`
 	Counters     *ebpf.MapSpec `ebpf:"counters"`
 	GoReads      *ebpf.MapSpec `ebpf:"go_reads"`
+	Handshaking  *ebpf.MapSpec `ebpf:"handshaking"`
 	Mute         *ebpf.MapSpec `ebpf:"mute"`
 	Ports        *ebpf.MapSpec `ebpf:"ports"`
 	Records      *ebpf.MapSpec `ebpf:"records"`
@@ -310,7 +322,9 @@ type captureVariableSpecs struct {
 	OpenWatched        *ebpf.VariableSpec `ebpf:"open_watched"`
 	Preexisting        *ebpf.VariableSpec `ebpf:"preexisting"`
 	SelfPid            *ebpf.VariableSpec `ebpf:"self_pid"`
+	SniffUntil         *ebpf.VariableSpec `ebpf:"sniff_until"`
 	SocketWaiters      *ebpf.VariableSpec `ebpf:"socket_waiters"`
+	UnusedAccept       *ebpf.VariableSpec `ebpf:"unused_accept"`
 	UnusedConnState    *ebpf.VariableSpec `ebpf:"unused_conn_state"`
 	UnusedCounter      *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
@@ -348,6 +362,7 @@ type captureMaps struct {
 	Conns        *ebpf.Map `ebpf:"conns"`
 	Counters     *ebpf.Map `ebpf:"counters"`
 	GoReads      *ebpf.Map `ebpf:"go_reads"`
+	Handshaking  *ebpf.Map `ebpf:"handshaking"`
 	Mute         *ebpf.Map `ebpf:"mute"`
 	Ports        *ebpf.Map `ebpf:"ports"`
 	Records      *ebpf.Map `ebpf:"records"`
@@ -361,6 +376,7 @@ func (m *captureMaps) Close() error {
 		m.Conns,
 		m.Counters,
 		m.GoReads,
+		m.Handshaking,
 		m.Mute,
 		m.Ports,
 		m.Records,
@@ -381,7 +397,9 @@ type captureVariables struct {
 	OpenWatched        *ebpf.Variable `ebpf:"open_watched"`
 	Preexisting        *ebpf.Variable `ebpf:"preexisting"`
 	SelfPid            *ebpf.Variable `ebpf:"self_pid"`
+	SniffUntil         *ebpf.Variable `ebpf:"sniff_until"`
 	SocketWaiters      *ebpf.Variable `ebpf:"socket_waiters"`
+	UnusedAccept       *ebpf.Variable `ebpf:"unused_accept"`
 	UnusedConnState    *ebpf.Variable `ebpf:"unused_conn_state"`
 	UnusedCounter      *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
@@ -400,17 +418,19 @@ type captureVariables struct {
 //
 // It can be passed to loadCaptureObjects or ebpf.CollectionSpec.LoadAndAssign.
 type capturePrograms struct {
-	GoTls        *ebpf.Program `ebpf:"go_tls"`
-	SockState    *ebpf.Program `ebpf:"sock_state"`
-	SysEnter     *ebpf.Program `ebpf:"sys_enter"`
-	SysExit      *ebpf.Program `ebpf:"sys_exit"`
-	SyscallClose *ebpf.Program `ebpf:"syscall_close"`
-	SyscallEnter *ebpf.Program `ebpf:"syscall_enter"`
-	SyscallExit  *ebpf.Program `ebpf:"syscall_exit"`
-	ThreadExit   *ebpf.Program `ebpf:"thread_exit"`
-	TlsEnter     *ebpf.Program `ebpf:"tls_enter"`
-	TlsFree      *ebpf.Program `ebpf:"tls_free"`
-	TlsReturn    *ebpf.Program `ebpf:"tls_return"`
+	GoTls              *ebpf.Program `ebpf:"go_tls"`
+	SockState          *ebpf.Program `ebpf:"sock_state"`
+	SysEnter           *ebpf.Program `ebpf:"sys_enter"`
+	SysExit            *ebpf.Program `ebpf:"sys_exit"`
+	SyscallClose       *ebpf.Program `ebpf:"syscall_close"`
+	SyscallEnter       *ebpf.Program `ebpf:"syscall_enter"`
+	SyscallExit        *ebpf.Program `ebpf:"syscall_exit"`
+	ThreadExit         *ebpf.Program `ebpf:"thread_exit"`
+	TlsEnter           *ebpf.Program `ebpf:"tls_enter"`
+	TlsFree            *ebpf.Program `ebpf:"tls_free"`
+	TlsHandshake       *ebpf.Program `ebpf:"tls_handshake"`
+	TlsHandshakeReturn *ebpf.Program `ebpf:"tls_handshake_return"`
+	TlsReturn          *ebpf.Program `ebpf:"tls_return"`
 }
 
 func (p *capturePrograms) Close() error {
@@ -425,6 +445,8 @@ func (p *capturePrograms) Close() error {
 		p.ThreadExit,
 		p.TlsEnter,
 		p.TlsFree,
+		p.TlsHandshake,
+		p.TlsHandshakeReturn,
 		p.TlsReturn,
 	)
 }

@@ -65,14 +65,14 @@ func TestDecode(t *testing.T) {
 		}
 		return d
 	}
-	key := Record{Kind: KindKey, Source: SourceGoTLSWire, PID: 7, Total: 88, Data: keyData(KeyServerTraffic, 32)}
+	key := Record{Kind: KindKey, Source: SourceTLSWire, PID: 7, Total: 88, Data: keyData(KeyServerTraffic, 32)}
 	require.NoError(t, Decode(encode(key), &r), "key record")
 	label, random, secret, ok := r.Key()
 	require.True(t, ok)
 	require.Equal(t, KeyServerTraffic, label)
 	require.Equal(t, keyData(0, 0)[8:40], random, "the client random")
 	require.Equal(t, keyData(0, 0)[40:72], secret, "the secret: its length's first bytes")
-	require.Equal(t, "gotls-wire", r.Source.String())
+	require.Equal(t, "tls-wire", r.Source.String())
 
 	bad := map[string][]byte{
 		"short header":         encode(good)[:HeaderSize-1],
@@ -84,10 +84,10 @@ func TestDecode(t *testing.T) {
 		"socket record, short": encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 8, Data: []byte{1, 2, 3, 4}}),
 		"socket record, long":  encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 9, Data: []byte("123456789")}),
 		"socket record, cut":   encode(sock)[:HeaderSize+7],
-		"key record, short":    encode(Record{Kind: KindKey, Source: SourceGoTLSWire, Total: 87, Data: keyData(KeyTLS12, 48)[:87]}),
-		"key record, label":    encode(Record{Kind: KindKey, Source: SourceGoTLSWire, Total: 88, Data: keyData(4, 48)}),
-		"key record, no label": encode(Record{Kind: KindKey, Source: SourceGoTLSWire, Total: 88, Data: keyData(0, 48)}),
-		"key record, secret":   encode(Record{Kind: KindKey, Source: SourceGoTLSWire, Total: 88, Data: keyData(KeyTLS12, 49)}),
+		"key record, short":    encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 87, Data: keyData(KeyTLS12, 48)[:87]}),
+		"key record, label":    encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 88, Data: keyData(4, 48)}),
+		"key record, no label": encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 88, Data: keyData(0, 48)}),
+		"key record, secret":   encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 88, Data: keyData(KeyTLS12, 49)}),
 	}
 	for name, b := range bad {
 		assert.ErrorIs(t, Decode(b, &r), ErrMalformed, name)
@@ -106,7 +106,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(encode(Record{Kind: KindData, Source: SourceTLS, Total: 3, Data: []byte("abc")}))
 	f.Add(encode(Record{Kind: KindClose, Source: SourceSocket}))
 	f.Add(encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 8, Data: make([]byte, 8)}))
-	f.Add(encode(Record{Kind: KindKey, Source: SourceGoTLSWire, Total: 88, Data: append([]byte{KeyClientTraffic, 48}, make([]byte, 86)...)}))
+	f.Add(encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 88, Data: append([]byte{KeyClientTraffic, 48}, make([]byte, 86)...)}))
 	f.Add([]byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r Record

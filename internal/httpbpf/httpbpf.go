@@ -25,10 +25,11 @@ const (
 	SourceTLS    = Source(captureSourceSOURCE_TLS)    // OpenSSL; Conn is the SSL pointer
 	SourceSocket = Source(captureSourceSOURCE_SOCKET) // socket syscalls; Conn is the fd
 	SourceGoTLS  = Source(captureSourceSOURCE_GOTLS)  // Go's crypto/tls; Conn is the *tls.Conn
-	// SourceGoTLSWire: a Go crypto/tls connection as its socket carries
-	// it, ciphertext from its ClientHello on, to decrypt with the
-	// secrets of its KindKey records; Conn is the fd.
-	SourceGoTLSWire = Source(captureSourceSOURCE_GOTLS_WIRE)
+	// SourceTLSWire: a TLS connection (Go's crypto/tls, OpenSSL) as its
+	// socket carries it, ciphertext from its ClientHello on, to decrypt
+	// with the secrets of its KindKey records (Go) or found in a
+	// KindState record (OpenSSL); Conn is the fd.
+	SourceTLSWire = Source(captureSourceSOURCE_TLS_WIRE)
 )
 
 func (s Source) String() string {
@@ -39,8 +40,8 @@ func (s Source) String() string {
 		return "socket"
 	case SourceGoTLS:
 		return "gotls"
-	case SourceGoTLSWire:
-		return "gotls-wire"
+	case SourceTLSWire:
+		return "tls-wire"
 	}
 	return fmt.Sprintf("source(%d)", uint8(s))
 }
@@ -77,7 +78,18 @@ const (
 	// derived it (Key), of the connection its client random names; Conn
 	// and Gen are 0.
 	KindKey = Kind(captureRecordKindRECORD_KEY)
+	// KindState: an OpenSSL connection's object (its SSL), StateBytes of
+	// it (or half that, where no more was readable), copied as its
+	// handshake ended, where OpenSSL is read by connection
+	// (TLSConnProbes); Source is SourceTLS, Conn the SSL pointer, Gen 0.
+	// It holds the connection's secrets, at offsets the libssl build
+	// chose: see genai's capture.
+	KindState = Kind(captureRecordKindRECORD_STATE)
 )
+
+// StateBytes is how much of an OpenSSL connection's object a KindState
+// record copies.
+const StateBytes = 4096
 
 // Key labels (enum key_label): what a key record's secret is, by the
 // NSS key log's label Go logs it under.
@@ -187,9 +199,9 @@ func Decode(b []byte, r *Record) error {
 	r.Seq = le.Uint32(b[40:])
 	r.Gen = le.Uint32(b[44:])
 	switch {
-	case r.Kind != KindData && r.Kind != KindClose && r.Kind != KindEOF && r.Kind != KindSocket && r.Kind != KindKey:
+	case r.Kind != KindData && r.Kind != KindClose && r.Kind != KindEOF && r.Kind != KindSocket && r.Kind != KindKey && r.Kind != KindState:
 		return fmt.Errorf("%w: kind %d", ErrMalformed, r.Kind)
-	case r.Source != SourceTLS && r.Source != SourceSocket && r.Source != SourceGoTLS && r.Source != SourceGoTLSWire:
+	case r.Source != SourceTLS && r.Source != SourceSocket && r.Source != SourceGoTLS && r.Source != SourceTLSWire:
 		return fmt.Errorf("%w: source %d", ErrMalformed, r.Source)
 	case r.Dir != Write && r.Dir != Read:
 		return fmt.Errorf("%w: direction %d", ErrMalformed, r.Dir)
@@ -199,6 +211,8 @@ func Decode(b []byte, r *Record) error {
 		return fmt.Errorf("%w: bytes %d+%d of a call that moved %d", ErrMalformed, r.Offset, n, r.Total)
 	case r.Kind == KindSocket && n != socketData:
 		return fmt.Errorf("%w: a socket record with %d data bytes, want %d", ErrMalformed, n, socketData)
+	case r.Kind == KindState && n != StateBytes && n != StateBytes/2:
+		return fmt.Errorf("%w: a state record with %d data bytes, want %d or %d", ErrMalformed, n, StateBytes, StateBytes/2)
 	case r.Kind == KindKey && n != keyData:
 		return fmt.Errorf("%w: a key record with %d data bytes, want %d", ErrMalformed, n, keyData)
 	case r.Kind == KindKey && (b[HeaderSize] < KeyClientTraffic || b[HeaderSize] > KeyTLS12 || b[HeaderSize+1] > 48):
@@ -268,7 +282,7 @@ const GoTLSKeyLog = "crypto/tls.(*Config).writeKeyLog"
 // seen from its exec (uprobe.Target.FromExec) and it defines
 // GoTLSKeyLog: at a handshake's start, the connection's socket is marked
 // and its bytes captured from there by the system-call programs
-// (SourceGoTLSWire), and the traffic secrets are read as they are logged
+// (SourceTLSWire), and the traffic secrets are read as they are logged
 // (KindKey), for user space to decrypt the records with. A connection
 // opened before the capture began is not seen this way: a program found
 // running then keeps GoTLSProbes. A client-only program lacks
@@ -278,6 +292,27 @@ var GoTLSConnProbes = []TLSProbe{
 	{Symbol: "crypto/tls.(*Conn).clientHandshake", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_HANDSHAKE)},
 	{Symbol: "crypto/tls.(*Conn).serverHandshake", Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_HANDSHAKE)},
 	{Symbol: GoTLSKeyLog, Entry: captureProgGoTls, Cookie: uint64(captureGoTlsApiGO_TLS_KEYLOG)},
+}
+
+// TLSHandshake is the OpenSSL function whose calls end a handshake
+// (SSL_connect and SSL_accept call it too): a file that defines it can be
+// read by connection (TLSConnProbes).
+const TLSHandshake = "SSL_do_handshake"
+
+// TLSConnProbes take an OpenSSL program's connections once each, in
+// place of TLSProbes' every call, where every process of the file is
+// seen from its exec or its load of the file (uprobe.Target.FromExec):
+// SSL_do_handshake's entry has the system-call programs look at the
+// process's new TCP sockets for a while, and capture the one whose first
+// bytes are a TLS handshake record, as ciphertext (SourceTLSWire),
+// whether OpenSSL or the program (over memory BIOs) moves them; its
+// return, where the handshake is done, copies the connection's object
+// (KindState), in which user space finds the traffic secrets. A
+// handshake OpenSSL makes inside SSL_read or SSL_write, where the program
+// never calls SSL_do_handshake (nor SSL_connect or SSL_accept), is not
+// seen, and its connection not read.
+var TLSConnProbes = []TLSProbe{
+	{Symbol: TLSHandshake, Entry: captureProgTlsHandshake, Return: captureProgTlsHandshakeReturn},
 }
 
 // TLSAnchor is the symbol that makes a file an OpenSSL to probe.
@@ -387,7 +422,7 @@ func Load(o LoadOptions) (*Objects, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpbpf: parse embedded object: %w", err)
 	}
-	tls := []string{tlsEnter, tlsReturn, captureProgTlsFree, captureProgGoTls}
+	tls := []string{tlsEnter, tlsReturn, captureProgTlsFree, captureProgGoTls, captureProgTlsHandshake, captureProgTlsHandshakeReturn}
 	lo := bpfsource.LoadOptions{Ring: captureMapRecords, RingBytes: o.RingBytes, WakeupBytes: o.WakeupBytes, Programs: tls}
 	if o.UprobeMulti {
 		lo.UprobeMulti = tls
