@@ -677,34 +677,18 @@ func (c *Conn) record12(dir Dir, d *direction, hdr, body []byte, ts int64, out f
 			return false
 		}
 	}
-	const tagLen = 16
-	ct := body
-	if s.explicitNonce > 0 {
-		if len(body) < s.explicitNonce+tagLen {
-			c.fail(fmt.Errorf("%w: TLS 1.2 %s record %d of %d bytes is shorter than nonce and tag", ErrDecrypt, dir, d.seq, len(body)))
-			return false
+	if len(body) < s.explicitNonce+tagLen12 {
+		what := "the tag"
+		if s.explicitNonce > 0 {
+			what = "nonce and tag"
 		}
-		copy(d.nonce[:4], d.iv[:4])
-		copy(d.nonce[4:], body[:8])
-		ct = body[8:]
-	} else {
-		if len(body) < tagLen {
-			c.fail(fmt.Errorf("%w: TLS 1.2 %s record %d of %d bytes is shorter than the tag", ErrDecrypt, dir, d.seq, len(body)))
-			return false
-		}
-		d.nonce = d.iv
-		for i := 0; i < 8; i++ {
-			d.nonce[4+i] ^= byte(d.seq >> (56 - 8*i))
-		}
+		c.fail(fmt.Errorf("%w: TLS 1.2 %s record %d of %d bytes is shorter than %s", ErrDecrypt, dir, d.seq, len(body), what))
+		return false
 	}
-	binary.BigEndian.PutUint64(d.aad[:8], d.seq)
-	d.aad[8] = hdr[0]
-	d.aad[9], d.aad[10] = hdr[1], hdr[2]
-	binary.BigEndian.PutUint16(d.aad[11:], uint16(len(ct)-tagLen))
 	if c.scratch == nil {
 		c.scratch = make([]byte, 0, maxCiphertext2)
 	}
-	pt, err := d.aead.Open(c.scratch[:0], d.nonce[:], ct, d.aad[:])
+	pt, err := open12(s, d.aead, &d.iv, d.seq, hdr, body, &d.nonce, &d.aad, c.scratch[:0])
 	if err != nil {
 		c.fail(fmt.Errorf("%w: TLS 1.2 %s record %d (type %d, %d bytes) failed authentication under the keys from the logged master secret (suite 0x%04x)",
 			ErrDecrypt, dir, d.seq, hdr[0], len(body), s.id))
@@ -724,18 +708,13 @@ func (c *Conn) record12(dir Dir, d *direction, hdr, body []byte, ts int64, out f
 // IVs (RFC 5246 section 6.3).
 func (c *Conn) setup12(d *direction, master []byte) error {
 	s := c.suite
-	seed := make([]byte, 0, 64)
-	seed = append(seed, c.serverRandom[:]...)
-	seed = append(seed, c.clientRandom[:]...)
-	kb := prf12(s.hash, master, "key expansion", seed, 2*s.keyLen+2*s.ivLen)
+	var kbuf [maxKeyBlock12]byte
+	kb := kbuf[:keyBlockLen12(s)]
 	defer clear(kb)
-	clientKey, kb2 := kb[:s.keyLen], kb[s.keyLen:]
-	serverKey, kb2 := kb2[:s.keyLen], kb2[s.keyLen:]
-	clientIV, serverIV := kb2[:s.ivLen], kb2[s.ivLen:2*s.ivLen]
-	key, iv := clientKey, clientIV
-	if d.role == roleServer {
-		key, iv = serverKey, serverIV
-	}
+	p := newPHash(s.hash)
+	defer p.zero()
+	p.keyBlock12(kb, master, &c.serverRandom, &c.clientRandom)
+	key, iv := keys12(s, kb, d.role)
 	aead, err := newAEAD(s, key)
 	if err != nil {
 		return fmt.Errorf("%w: suite 0x%04x: %v", ErrUnsupported, s.id, err)
@@ -744,6 +723,35 @@ func (c *Conn) setup12(d *direction, master []byte) error {
 	clear(d.iv[:])
 	copy(d.iv[:], iv)
 	return nil
+}
+
+// tagLen12 is the AEAD tag length of the TLS 1.2 suites.
+const tagLen12 = 16
+
+// open12 opens body, a TLS 1.2 record of suite s with header hdr and
+// sequence number seq, protected by aead with the direction's write IV iv,
+// appending the plaintext to dst; nonce and aad are the caller's scratch.
+// body holds at least s.explicitNonce+tagLen12 bytes. The nonce is the
+// IV's 4 bytes and the record's explicit 8 (AES-GCM, RFC 5288) or the IV
+// XOR the sequence number (ChaCha20-Poly1305, RFC 7905); the additional
+// data is seq_num + type + version + length (RFC 5246 section 6.2.3.3).
+func open12(s *suite, aead cipher.AEAD, iv *[12]byte, seq uint64, hdr, body []byte, nonce *[12]byte, aad *[13]byte, dst []byte) ([]byte, error) {
+	ct := body
+	if s.explicitNonce > 0 {
+		copy(nonce[:4], iv[:4])
+		copy(nonce[4:], body[:8])
+		ct = body[8:]
+	} else {
+		*nonce = *iv
+		for i := 0; i < 8; i++ {
+			nonce[4+i] ^= byte(seq >> (56 - 8*i))
+		}
+	}
+	binary.BigEndian.PutUint64(aad[:8], seq)
+	aad[8] = hdr[0]
+	aad[9], aad[10] = hdr[1], hdr[2]
+	binary.BigEndian.PutUint16(aad[11:], uint16(len(ct)-tagLen12))
+	return aead.Open(dst, nonce[:], ct, aad[:])
 }
 
 // scanHandshake follows the handshake messages in p, a record's handshake

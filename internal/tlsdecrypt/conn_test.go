@@ -501,7 +501,10 @@ func TestKeys(t *testing.T) {
 	var r3 [32]byte
 	copy(r3[:], r(3))
 	e3 := k.entries[r3]
+	require.True(t, k.Has(r3))
+	require.False(t, k.Has(r1), "dropped")
 	k.Forget(r3)
+	require.False(t, k.Has(r3))
 	require.Equal(t, 1, k.Len())
 	require.Equal(t, [48]byte{}, e3.secrets[secretMaster], "forgotten secrets are zeroed")
 	require.EqualValues(t, 1, k.Dropped(), "Forget is not a drop")

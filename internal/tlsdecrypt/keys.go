@@ -132,6 +132,12 @@ func (k *Keys) Forget(clientRandom [32]byte) {
 	}
 }
 
+// Has reports whether secrets of clientRandom are held.
+func (k *Keys) Has(clientRandom [32]byte) bool {
+	_, ok := k.entries[clientRandom]
+	return ok
+}
+
 // Len returns the number of client randoms held.
 func (k *Keys) Len() int { return len(k.entries) }
 

@@ -4,9 +4,9 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/sha512"
+	"encoding"
 	"fmt"
 	"hash"
 
@@ -115,22 +115,152 @@ func expandLabel(h func() hash.Hash, secret []byte, label string, n int) ([]byte
 // prf12 is the TLS 1.2 PRF of RFC 5246 section 5: P_hash(secret, label +
 // seed), n bytes of it.
 func prf12(h func() hash.Hash, secret []byte, label string, seed []byte, n int) []byte {
-	labelSeed := make([]byte, 0, len(label)+len(seed))
-	labelSeed = append(labelSeed, label...)
-	labelSeed = append(labelSeed, seed...)
-	mac := hmac.New(h, secret)
-	mac.Write(labelSeed)
-	a := mac.Sum(nil) // A(1)
-	out := make([]byte, 0, n+mac.Size())
-	for len(out) < n {
-		mac.Reset()
-		mac.Write(a)
-		mac.Write(labelSeed)
-		out = mac.Sum(out) // HMAC(secret, A(i) + seed)
-		mac.Reset()
-		mac.Write(a)
-		a = mac.Sum(a[:0]) // A(i+1)
+	p := newPHash(h)
+	defer p.zero()
+	out := make([]byte, n)
+	p.expand(out, secret, []byte(label), seed, nil)
+	return out
+}
+
+// labelKeyExpansion is the PRF label of the TLS 1.2 key block.
+var labelKeyExpansion = []byte("key expansion")
+
+// keyBlockLen12 is the length of suite s's TLS 1.2 key block: the client
+// and server write keys and IVs (AEAD suites have no MAC keys).
+func keyBlockLen12(s *suite) int { return 2*s.keyLen + 2*s.ivLen }
+
+// maxKeyBlock12 bounds keyBlockLen12 over the suites.
+const maxKeyBlock12 = 2*32 + 2*12
+
+// keys12 returns the write key and IV of the given role's direction in kb,
+// a key block of suite s: client_write_key, server_write_key,
+// client_write_IV, server_write_IV in that order (RFC 5246 section 6.3).
+func keys12(s *suite, kb []byte, r role) (key, iv []byte) {
+	if r == roleServer {
+		return kb[s.keyLen : 2*s.keyLen], kb[2*s.keyLen+s.ivLen : 2*s.keyLen+2*s.ivLen]
 	}
-	clear(out[n:])
-	return out[:n]
+	return kb[:s.keyLen], kb[2*s.keyLen : 2*s.keyLen+s.ivLen]
+}
+
+// pHash computes P_hash of RFC 5246 section 5 with HMAC done by hand on
+// reused state, so that keying it with a new secret allocates nothing.
+// Where the hash can save and restore its state (encoding.BinaryAppender
+// and BinaryUnmarshaler, as SHA-256 and SHA-384 can), the states after the
+// HMAC pads are kept, sparing two blocks of hashing per HMAC.
+type pHash struct {
+	inner, outer hash.Hash
+	block        int
+	ipad, opad   [128]byte // the HMAC key XOR ipad, XOR opad
+	a            [64]byte  // A(i)
+	in           [64]byte  // the inner hash
+	sum          [64]byte  // an output block
+
+	// The hash states after the pads, where saved.
+	save                  encoding.BinaryAppender
+	restoreIn, restoreOut encoding.BinaryUnmarshaler
+	istate, ostate        [256]byte
+	istateLen, ostateLen  int
+	saved                 bool
+}
+
+func newPHash(h func() hash.Hash) *pHash {
+	p := &pHash{inner: h(), outer: h()}
+	p.block = p.inner.BlockSize()
+	ri, ok1 := p.inner.(encoding.BinaryUnmarshaler)
+	ro, ok2 := p.outer.(encoding.BinaryUnmarshaler)
+	sv, ok3 := p.inner.(encoding.BinaryAppender)
+	if ok1 && ok2 && ok3 {
+		p.restoreIn, p.restoreOut, p.save = ri, ro, sv
+	}
+	return p
+}
+
+// setKey keys the HMAC with secret (hashed first when longer than the
+// hash's block, RFC 2104).
+func (p *pHash) setKey(secret []byte) {
+	ipad, opad := p.ipad[:p.block], p.opad[:p.block]
+	clear(ipad)
+	if len(secret) > p.block {
+		p.inner.Reset()
+		p.inner.Write(secret)
+		p.inner.Sum(ipad[:0])
+	} else {
+		copy(ipad, secret)
+	}
+	for i := range ipad {
+		opad[i] = ipad[i] ^ 0x5c
+		ipad[i] ^= 0x36
+	}
+	p.saved = false
+	if p.save == nil {
+		return
+	}
+	p.inner.Reset()
+	p.inner.Write(ipad)
+	is, err1 := p.save.AppendBinary(p.istate[:0])
+	p.inner.Reset()
+	p.inner.Write(opad)
+	os, err2 := p.save.AppendBinary(p.ostate[:0])
+	// Kept only where the states fit the arrays (no copy elsewhere).
+	if err1 == nil && err2 == nil && len(is) <= len(p.istate) && len(os) <= len(p.ostate) && &is[0] == &p.istate[0] && &os[0] == &p.ostate[0] {
+		p.istateLen, p.ostateLen, p.saved = len(is), len(os), true
+	}
+}
+
+// mac appends HMAC(key, m1 || m2 || m3 || m4) to dst; nil parts are empty.
+// dst may alias a part.
+func (p *pHash) mac(dst, m1, m2, m3, m4 []byte) []byte {
+	if !p.saved || p.restoreIn.UnmarshalBinary(p.istate[:p.istateLen]) != nil {
+		p.inner.Reset()
+		p.inner.Write(p.ipad[:p.block])
+	}
+	p.inner.Write(m1)
+	p.inner.Write(m2)
+	p.inner.Write(m3)
+	p.inner.Write(m4)
+	in := p.inner.Sum(p.in[:0])
+	if !p.saved || p.restoreOut.UnmarshalBinary(p.ostate[:p.ostateLen]) != nil {
+		p.outer.Reset()
+		p.outer.Write(p.opad[:p.block])
+	}
+	p.outer.Write(in)
+	return p.outer.Sum(dst)
+}
+
+// expand writes len(out) bytes of P_hash(secret, label + seed1 + seed2) to
+// out: HMAC(secret, A(1) + seed) + HMAC(secret, A(2) + seed) + ..., where
+// A(0) = seed and A(i) = HMAC(secret, A(i-1)), the seed here being label +
+// seed1 + seed2.
+func (p *pHash) expand(out, secret, label, seed1, seed2 []byte) {
+	p.setKey(secret)
+	a := p.mac(p.a[:0], label, seed1, seed2, nil) // A(1)
+	for {
+		n := copy(out, p.mac(p.sum[:0], a, label, seed1, seed2))
+		out = out[n:]
+		if len(out) == 0 {
+			return
+		}
+		a = p.mac(p.a[:0], a, nil, nil, nil) // A(i+1)
+	}
+}
+
+// keyBlock12 writes the TLS 1.2 key block of master to kb: PRF(master,
+// "key expansion", server_random + client_random), len(kb) bytes of it
+// (RFC 5246 section 6.3).
+func (p *pHash) keyBlock12(kb, master []byte, serverRandom, clientRandom *[32]byte) {
+	p.expand(kb, master, labelKeyExpansion, serverRandom[:], clientRandom[:])
+}
+
+// zero clears the key material and resets the hash states.
+func (p *pHash) zero() {
+	clear(p.ipad[:])
+	clear(p.opad[:])
+	clear(p.a[:])
+	clear(p.in[:])
+	clear(p.sum[:])
+	clear(p.istate[:])
+	clear(p.ostate[:])
+	p.saved = false
+	p.inner.Reset()
+	p.outer.Reset()
 }
