@@ -166,8 +166,9 @@ func newCaptureConfig(opts []CaptureOption) (captureConfig, error) {
 
 // WithPlaintextPorts sets the TCP ports whose plaintext HTTP the capture
 // reads, at either end of a connection (default DefaultPlaintextPorts());
-// none turns the plaintext capture off. TLS through OpenSSL is captured
-// on every port.
+// none turns the plaintext capture off (the system-call programs still
+// read the sockets of TLS connections read by connection). TLS is
+// captured on every port.
 func WithPlaintextPorts(ports ...uint16) CaptureOption {
 	ports = slices.Clone(ports)
 	return captureOptionFunc(func(c *captureConfig) { c.ports = ports })
@@ -254,11 +255,10 @@ func WithResolver(r xpuscope.ProcessResolver) CaptureOption {
 // count too: a plaintext connection's by its descriptor; a Go
 // crypto/tls connection's through the
 // *tls.Conn, where it is over a *net.TCPConn (one over another net.Conn
-// carries none); an OpenSSL connection's at a system call on a TCP
-// socket that SSL_read or SSL_write makes for it, which only the
-// plaintext capture's programs see: with WithPlaintextPorts() of none,
-// OpenSSL connections carry none, and neither do those whose calls make
-// no system call (memory BIOs, as Python's asyncio uses). It is asked at
+// carries none); an OpenSSL connection's read by connection as its
+// socket is marked, one read by call at a system call on a TCP socket
+// that SSL_read or SSL_write makes for it (none where its calls make no
+// system call: memory BIOs, as Python's asyncio uses). It is asked at
 // each call, from the capture's reader, and must not block. The
 // default, nil, asks nothing.
 func WithRetransmits(count func(pid int, ino uint64, server string, from, to time.Time) int) CaptureOption {
@@ -438,6 +438,9 @@ func (c *Capture) start(multi bool) error {
 	}
 	wall := ktime.WallClock(ktime.Now)
 	c.conns = newConnTable(cc, c.objs, wall, c.exchange)
+	if err := c.objs.SetSessionOffsets(c.conns.sessionOffsets()); err != nil {
+		return fmt.Errorf("genai capture: %w", err)
+	}
 	c.conns.serve = c.serve
 	c.goes = newGoCounter(cc.procfs)
 	var err error

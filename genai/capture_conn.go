@@ -65,6 +65,11 @@ type capConn struct {
 	// the learning of one from it (capture_openssl.go).
 	layout *sslLayout
 	calib  *sslCalibration
+	// A TLS 1.2 OpenSSL connection's that waits for the copy of its
+	// session: its SSL pointer, and whether layout is among the
+	// connTable's already.
+	ssl         uint64
+	layoutKnown bool
 }
 
 // liveCall is an LLM API call whose response is parsed as it arrives, so
@@ -82,9 +87,12 @@ type liveCall struct {
 	failed string
 }
 
-// muter stops the kernel side's capture of a connection, by its number.
-type muter interface {
+// kernelSide is what the connTable tells the kernel side: to stop the
+// capture of a connection, by its number; where to find an OpenSSL
+// connection's session.
+type kernelSide interface {
 	Mute(gen uint32) error
+	SetSessionOffsets(offsets [2]uint32) error
 }
 
 // connTable reassembles the capture's records into exchanges, one
@@ -92,7 +100,7 @@ type muter interface {
 // used goes first. It is not safe for concurrent use.
 type connTable struct {
 	cfg     *captureConfig
-	kernel  muter // nil: nothing to tell
+	kernel  kernelSide // nil: nothing to tell
 	wall    func(ktime uint64) time.Time
 	deliver func(*Exchange, *httpframe.Exchange, *capProc, *liveCall) outcome
 	// serve, when set, takes the exchanges a traced process served, and
@@ -116,7 +124,11 @@ type connTable struct {
 	// connection read at its socket.
 	layouts         []*sslLayout
 	calibrations    int
+	sessionSearches int
 	unmatchedStates int64
+	// readMemory reads a process's memory (readProcessMemory): a TLS
+	// 1.2 connection's session.
+	readMemory func(pid uint32, addr uint64, b []byte) error
 
 	frames   httpframe.Stats // all connections'
 	bodies   httpframe.Bodies
@@ -136,9 +148,9 @@ const (
 	numOutcomes
 )
 
-func newConnTable(cfg *captureConfig, k muter, wall func(uint64) time.Time,
+func newConnTable(cfg *captureConfig, k kernelSide, wall func(uint64) time.Time,
 	deliver func(*Exchange, *httpframe.Exchange, *capProc, *liveCall) outcome) *connTable {
-	return &connTable{cfg: cfg, kernel: k, wall: wall, deliver: deliver, now: time.Now,
+	return &connTable{cfg: cfg, kernel: k, wall: wall, deliver: deliver, now: time.Now, readMemory: readProcessMemory,
 		conns: map[connKey]*capConn{}, procs: map[uint32]*capProc{},
 		waiting: map[*capConn]struct{}{}}
 }
@@ -151,6 +163,9 @@ func (t *connTable) handle(r *httpbpf.Record) {
 		return
 	case httpbpf.KindState:
 		t.state(r)
+		return
+	case httpbpf.KindSession:
+		t.session(r)
 		return
 	}
 	k := connKey{r.PID, r.Source, r.Conn, r.Gen}
@@ -373,6 +388,12 @@ func (t *connTable) add(k connKey) *capConn {
 func (t *connTable) remove(cc *capConn) {
 	cc.dropLives()
 	if cc.tls != nil {
+		if cc.tls.Waiting() && !cc.muted {
+			t.undecryptable++ // its secrets never came
+		}
+		if rnd, ok := cc.tls.ClientRandom(); ok {
+			cc.proc.keys.Forget(rnd) // its secrets are of no more use
+		}
 		cc.tls.Close()
 		delete(t.waiting, cc)
 		if cc.calib != nil {

@@ -33,10 +33,19 @@ var (
 		"\r\n\r\n" + tResponseBody
 )
 
-type recordedMutes struct{ gens []uint32 }
+// recordedMutes records what the connTable tells the kernel side.
+type recordedMutes struct {
+	gens     []uint32
+	sessions [2]uint32 // the session pointer offsets set last
+}
 
 func (r *recordedMutes) Mute(gen uint32) error {
 	r.gens = append(r.gens, gen)
+	return nil
+}
+
+func (r *recordedMutes) SetSessionOffsets(offsets [2]uint32) error {
+	r.sessions = offsets
 	return nil
 }
 

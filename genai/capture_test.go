@@ -355,6 +355,13 @@ func TestCaptureConnectionPerCall(t *testing.T) {
 		h := connectionPerCall(t, true, nil, env)
 		h.requireByConnection(t, lib)
 	})
+	// TLS 1.2: the master secret read from the session, which the
+	// connection's object points to.
+	t.Run("tls 1.2 by connection", func(t *testing.T) {
+		env, lib := privateLibSSL(t)
+		h := connectionPerCall(t, true, nil, env, "CAPTURE_TLS12=1")
+		h.requireByConnection(t, lib)
+	})
 	// asyncio: OpenSSL over memory BIOs, the program moving the bytes.
 	t.Run("tls by connection, asyncio", func(t *testing.T) {
 		env, lib := privateLibSSL(t)

@@ -29,12 +29,15 @@
 // Capture (NewCapture) is the Source that feeds them from unmodified
 // processes on the host, with eBPF:
 //
-//   - HTTPS through OpenSSL: uprobes on ssl_write_internal and
-//     ssl_read_internal, which SSL_write(_ex) and SSL_read(_ex) call (found
-//     through them in a stripped library; the exported four where they are
-//     not), of every libssl.so (1.1 and 3, in containers and wheels too)
-//     and every executable with OpenSSL linked in (Node), found as
-//     processes exec and dlopen;
+//   - HTTPS through OpenSSL, of every libssl.so (1.1 and 3, in containers
+//     and wheels too) and every executable with OpenSSL linked in (Node),
+//     found as processes exec and dlopen: a process seen from its start is
+//     read by connection (a uprobe on SSL_do_handshake; its sockets'
+//     ciphertext decrypted with the secrets found in the connection's
+//     object), one found running by call (uprobes on ssl_write_internal
+//     and ssl_read_internal, which SSL_write(_ex) and SSL_read(_ex) call,
+//     found through them in a stripped library; the exported four where
+//     they are not);
 //   - plaintext HTTP to local model servers (WithPlaintextPorts, default
 //     vLLM 8000, llama.cpp and TGI 8080, LiteLLM 4000, TGI's launcher 3000,
 //     SGLang 30000, Ollama 11434), from
@@ -62,9 +65,9 @@
 // during the call. A plaintext connection's socket is found by its
 // descriptor; a TLS connection's is told by the kernel side, once: a Go
 // crypto/tls connection's through its *tls.Conn (where it is over a
-// *net.TCPConn), an OpenSSL connection's at a system call that SSL_read
-// or SSL_write makes on it, which only the plaintext capture's programs
-// see (so none without plaintext ports).
+// *net.TCPConn), an OpenSSL connection's read by call at a system call
+// that SSL_read or SSL_write makes on it, which only the system-call
+// programs see, one read by connection as its socket is marked.
 //
 // With WithResolver (a *podjoin.Resolver, or any Resolver), each call's
 // span carries the attributes of the calling process's container and pod,
@@ -86,7 +89,10 @@
 // handshakes mark their sockets, whose ciphertext the system-call
 // programs capture, and the traffic secrets it logs (whether or not it
 // sets a KeyLogWriter) decrypt it in this process, where they stay; one
-// found running when the capture begins is probed at every call.
+// found running when the capture begins is probed at every call. So is
+// an OpenSSL program, whose secrets are found in each connection's
+// object (TLS 1.3) or its session (TLS 1.2, read from the process's
+// memory).
 // Client exchanges go to the Emitter and, with WithExchangeHandler, to
 // the caller.
 //

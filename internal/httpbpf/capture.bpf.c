@@ -93,6 +93,7 @@ enum record_kind {
 	RECORD_SOCKET = 4, // a connection's socket: its inode number, a __u64 of data
 	RECORD_KEY = 5,    // a TLS secret a Go program logged (struct key_record)
 	RECORD_STATE = 6,  // an OpenSSL connection's object as its handshake ended: STATE_BYTES of it
+	RECORD_SESSION = 7, // the session it points to: SESSION_BYTES of it; seq: where the object holds the pointer
 };
 
 enum source {
@@ -285,9 +286,19 @@ volatile __u64 sniff_until = 0;
 #define SNIFF_WINDOW (5ULL * 1000 * 1000 * 1000)
 
 // STATE_BYTES of an OpenSSL connection's object are copied at the end of
-// its handshake (RECORD_STATE): OpenSSL 3 keeps its TLS 1.3 traffic
-// secrets in its first 2 KiB.
-#define STATE_BYTES 4096
+// its handshake (RECORD_STATE): OpenSSL 3.0 keeps its TLS 1.3 traffic
+// secrets in its first 2 KiB, and later releases have added fields
+// before them; a record's data holds at most PIECE.
+#define STATE_BYTES 8192
+
+// SESSION_BYTES of the session an OpenSSL connection's object points to
+// are copied with it (RECORD_SESSION), for each offset of the pointer
+// user space has set (session_offsets): the TLS 1.2 master secret lives
+// there (80 bytes in, in OpenSSL 1.1.1 and 3.0), and is wiped when the
+// connection is freed, often before user space could read it from the
+// process.
+#define SESSION_BYTES 256
+volatile __u32 session_offsets[2] = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -987,11 +998,17 @@ int tls_handshake(struct pt_regs *ctx)
 	return 0;
 }
 
+struct session_record {
+	struct record_header h;
+	__u8 data[SESSION_BYTES];
+};
+
 // SSL_do_handshake's return: once it returns 1 (done; a non-blocking
 // handshake returns less until then), the connection's object is copied
 // to user space (RECORD_STATE), STATE_BYTES of it, or half that where the
-// whole is not readable. It holds the traffic secrets, which never leave
-// the capturing process.
+// whole is not readable, and the session it points to (RECORD_SESSION),
+// where user space has said where the pointer is. They hold the
+// connection's secrets, which never leave the capturing process.
 SEC("uretprobe")
 int tls_handshake_return(struct pt_regs *ctx)
 {
@@ -1021,6 +1038,26 @@ int tls_handshake_return(struct pt_regs *ctx)
 	r->h.total = n;
 	if (bpf_ringbuf_output(&records, r, sizeof(r->h) + n, submit_flags()))
 		count(COUNTER_DROPS);
+	for (int i = 0; i < 2; i++) {
+		__u32 off = session_offsets[i] & (STATE_BYTES - 8); // 8-aligned, in the copy
+		if (!off || off + 8 > n)
+			continue;
+		__u64 ptr = *(__u64 *)(r->data + off);
+		struct session_record *s = bpf_ringbuf_reserve(&records, sizeof(*s), 0);
+		if (!s) {
+			count(COUNTER_DROPS);
+			continue;
+		}
+		note_header(&s->h, &k, &c, RECORD_SESSION);
+		s->h.len = SESSION_BYTES;
+		s->h.total = SESSION_BYTES;
+		s->h.seq = off;
+		if (!ptr || bpf_probe_read_user(s->data, SESSION_BYTES, (void *)ptr)) {
+			bpf_ringbuf_discard(s, 0);
+			continue;
+		}
+		bpf_ringbuf_submit(s, submit_flags());
+	}
 	return 0;
 }
 

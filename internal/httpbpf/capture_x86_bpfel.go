@@ -138,12 +138,13 @@ type captureRecordHeader struct {
 type captureRecordKind uint32
 
 const (
-	captureRecordKindRECORD_DATA   captureRecordKind = 1
-	captureRecordKindRECORD_CLOSE  captureRecordKind = 2
-	captureRecordKindRECORD_EOF    captureRecordKind = 3
-	captureRecordKindRECORD_SOCKET captureRecordKind = 4
-	captureRecordKindRECORD_KEY    captureRecordKind = 5
-	captureRecordKindRECORD_STATE  captureRecordKind = 6
+	captureRecordKindRECORD_DATA    captureRecordKind = 1
+	captureRecordKindRECORD_CLOSE   captureRecordKind = 2
+	captureRecordKindRECORD_EOF     captureRecordKind = 3
+	captureRecordKindRECORD_SOCKET  captureRecordKind = 4
+	captureRecordKindRECORD_KEY     captureRecordKind = 5
+	captureRecordKindRECORD_STATE   captureRecordKind = 6
+	captureRecordKindRECORD_SESSION captureRecordKind = 7
 )
 
 type captureSource uint32
@@ -221,6 +222,7 @@ const (
 	captureVarOpenWatched         = "open_watched"
 	captureVarPreexisting         = "preexisting"
 	captureVarSelfPid             = "self_pid"
+	captureVarSessionOffsets      = "session_offsets"
 	captureVarSniffUntil          = "sniff_until"
 	captureVarSocketWaiters       = "socket_waiters"
 	captureVarUnusedAccept        = "unused_accept"
@@ -322,6 +324,7 @@ type captureVariableSpecs struct {
 	OpenWatched        *ebpf.VariableSpec `ebpf:"open_watched"`
 	Preexisting        *ebpf.VariableSpec `ebpf:"preexisting"`
 	SelfPid            *ebpf.VariableSpec `ebpf:"self_pid"`
+	SessionOffsets     *ebpf.VariableSpec `ebpf:"session_offsets"`
 	SniffUntil         *ebpf.VariableSpec `ebpf:"sniff_until"`
 	SocketWaiters      *ebpf.VariableSpec `ebpf:"socket_waiters"`
 	UnusedAccept       *ebpf.VariableSpec `ebpf:"unused_accept"`
@@ -397,6 +400,7 @@ type captureVariables struct {
 	OpenWatched        *ebpf.Variable `ebpf:"open_watched"`
 	Preexisting        *ebpf.Variable `ebpf:"preexisting"`
 	SelfPid            *ebpf.Variable `ebpf:"self_pid"`
+	SessionOffsets     *ebpf.Variable `ebpf:"session_offsets"`
 	SniffUntil         *ebpf.Variable `ebpf:"sniff_until"`
 	SocketWaiters      *ebpf.Variable `ebpf:"socket_waiters"`
 	UnusedAccept       *ebpf.Variable `ebpf:"unused_accept"`

@@ -74,20 +74,33 @@ func TestDecode(t *testing.T) {
 	require.Equal(t, keyData(0, 0)[40:72], secret, "the secret: its length's first bytes")
 	require.Equal(t, "tls-wire", r.Source.String())
 
+	for _, n := range []int{StateBytes, StateBytes / 2} {
+		state := Record{Kind: KindState, Source: SourceTLS, PID: 7, Conn: 0x5000, Total: uint32(n), Data: make([]byte, n)}
+		require.NoError(t, Decode(encode(state), &r), "state record of %d bytes", n)
+		require.Equal(t, KindState, r.Kind)
+		require.Len(t, r.Data, n)
+	}
+	session := Record{Kind: KindSession, Source: SourceTLS, PID: 7, Conn: 0x5000, Seq: 2328, Total: SessionBytes, Data: make([]byte, SessionBytes)}
+	require.NoError(t, Decode(encode(session), &r), "session record")
+	require.Equal(t, uint32(2328), r.Seq, "where the object holds the pointer")
+
 	bad := map[string][]byte{
-		"short header":         encode(good)[:HeaderSize-1],
-		"kind":                 encode(Record{Kind: 9, Source: SourceTLS}),
-		"source":               encode(Record{Kind: KindData, Source: 9}),
-		"direction":            encode(Record{Kind: KindData, Source: SourceTLS, Dir: 2}),
-		"past total":           encode(Record{Kind: KindData, Source: SourceTLS, Total: 95, Offset: 90, Data: []byte("0123456789")}),
-		"cut data":             encode(good)[:HeaderSize+5],
-		"socket record, short": encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 8, Data: []byte{1, 2, 3, 4}}),
-		"socket record, long":  encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 9, Data: []byte("123456789")}),
-		"socket record, cut":   encode(sock)[:HeaderSize+7],
-		"key record, short":    encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 87, Data: keyData(KeyTLS12, 48)[:87]}),
-		"key record, label":    encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 88, Data: keyData(4, 48)}),
-		"key record, no label": encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 88, Data: keyData(0, 48)}),
-		"key record, secret":   encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 88, Data: keyData(KeyTLS12, 49)}),
+		"state record, short":   encode(Record{Kind: KindState, Source: SourceTLS, Total: 1000, Data: make([]byte, 1000)}),
+		"session record, short": encode(Record{Kind: KindSession, Source: SourceTLS, Total: 255, Data: make([]byte, 255)}),
+		"kind 0":                encode(Record{Kind: 0, Source: SourceTLS}),
+		"short header":          encode(good)[:HeaderSize-1],
+		"kind":                  encode(Record{Kind: 9, Source: SourceTLS}),
+		"source":                encode(Record{Kind: KindData, Source: 9}),
+		"direction":             encode(Record{Kind: KindData, Source: SourceTLS, Dir: 2}),
+		"past total":            encode(Record{Kind: KindData, Source: SourceTLS, Total: 95, Offset: 90, Data: []byte("0123456789")}),
+		"cut data":              encode(good)[:HeaderSize+5],
+		"socket record, short":  encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 8, Data: []byte{1, 2, 3, 4}}),
+		"socket record, long":   encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 9, Data: []byte("123456789")}),
+		"socket record, cut":    encode(sock)[:HeaderSize+7],
+		"key record, short":     encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 87, Data: keyData(KeyTLS12, 48)[:87]}),
+		"key record, label":     encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 88, Data: keyData(4, 48)}),
+		"key record, no label":  encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 88, Data: keyData(0, 48)}),
+		"key record, secret":    encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 88, Data: keyData(KeyTLS12, 49)}),
 	}
 	for name, b := range bad {
 		assert.ErrorIs(t, Decode(b, &r), ErrMalformed, name)
@@ -107,6 +120,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(encode(Record{Kind: KindClose, Source: SourceSocket}))
 	f.Add(encode(Record{Kind: KindSocket, Source: SourceTLS, Total: 8, Data: make([]byte, 8)}))
 	f.Add(encode(Record{Kind: KindKey, Source: SourceTLSWire, Total: 88, Data: append([]byte{KeyClientTraffic, 48}, make([]byte, 86)...)}))
+	f.Add(encode(Record{Kind: KindSession, Source: SourceTLS, Total: SessionBytes, Data: make([]byte, SessionBytes)}))
 	f.Add([]byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r Record

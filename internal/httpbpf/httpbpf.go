@@ -85,11 +85,20 @@ const (
 	// It holds the connection's secrets, at offsets the libssl build
 	// chose: see genai's capture.
 	KindState = Kind(captureRecordKindRECORD_STATE)
+	// KindSession: the session of an OpenSSL connection (SessionBytes
+	// of it), which its object points to, sent after its KindState
+	// record for each offset set by SetSessionOffsets; Seq is the offset
+	// at which the object holds the pointer. It holds a TLS 1.2
+	// connection's master secret.
+	KindSession = Kind(captureRecordKindRECORD_SESSION)
 )
 
 // StateBytes is how much of an OpenSSL connection's object a KindState
-// record copies.
-const StateBytes = 4096
+// record copies; SessionBytes how much of its session a KindSession one.
+const (
+	StateBytes   = Piece
+	SessionBytes = 256
+)
 
 // Key labels (enum key_label): what a key record's secret is, by the
 // NSS key log's label Go logs it under.
@@ -199,7 +208,7 @@ func Decode(b []byte, r *Record) error {
 	r.Seq = le.Uint32(b[40:])
 	r.Gen = le.Uint32(b[44:])
 	switch {
-	case r.Kind != KindData && r.Kind != KindClose && r.Kind != KindEOF && r.Kind != KindSocket && r.Kind != KindKey && r.Kind != KindState:
+	case r.Kind < KindData || r.Kind > KindSession:
 		return fmt.Errorf("%w: kind %d", ErrMalformed, r.Kind)
 	case r.Source != SourceTLS && r.Source != SourceSocket && r.Source != SourceGoTLS && r.Source != SourceTLSWire:
 		return fmt.Errorf("%w: source %d", ErrMalformed, r.Source)
@@ -211,6 +220,8 @@ func Decode(b []byte, r *Record) error {
 		return fmt.Errorf("%w: bytes %d+%d of a call that moved %d", ErrMalformed, r.Offset, n, r.Total)
 	case r.Kind == KindSocket && n != socketData:
 		return fmt.Errorf("%w: a socket record with %d data bytes, want %d", ErrMalformed, n, socketData)
+	case r.Kind == KindSession && n != SessionBytes:
+		return fmt.Errorf("%w: a session record with %d data bytes, want %d", ErrMalformed, n, SessionBytes)
 	case r.Kind == KindState && n != StateBytes && n != StateBytes/2:
 		return fmt.Errorf("%w: a state record with %d data bytes, want %d or %d", ErrMalformed, n, StateBytes, StateBytes/2)
 	case r.Kind == KindKey && n != keyData:
@@ -522,6 +533,22 @@ func (o *Objects) Gate() (Gate, error) {
 // whose SSL pointer or fd another may have taken, is not touched.
 func (o *Objects) Mute(gen uint32) error {
 	return o.captureMaps.Mute.Put(gen, uint8(1))
+}
+
+// SetSessionOffsets sets where, in an OpenSSL connection's object, the
+// programs find the pointer to its session, whose bytes they send with
+// the object's (KindSession): up to two offsets, 8-aligned, within
+// StateBytes (the libssl builds of a node may differ); 0 for none.
+func (o *Objects) SetSessionOffsets(offsets [2]uint32) error {
+	for _, off := range offsets {
+		if off%8 != 0 || off+8 > StateBytes {
+			return fmt.Errorf("httpbpf: session pointer offset %d: want a multiple of 8 below %d", off, StateBytes-8)
+		}
+	}
+	if err := o.captureVariables.SessionOffsets.Set(offsets); err != nil {
+		return fmt.Errorf("httpbpf: set session offsets: %w", err)
+	}
+	return nil
 }
 
 // Counters sums the BPF counters over CPUs.

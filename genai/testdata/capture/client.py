@@ -9,7 +9,8 @@
 # opens a new connection for each, when $CAPTURE_FRESH is set, or with
 # asyncio's streams, whose TLS runs over OpenSSL's memory BIOs (the
 # program, not OpenSSL, moves the bytes), a new connection for each,
-# when $CAPTURE_ASYNC is set; with the secret from $CAPTURE_SECRET in Authorization and x-api-key;
+# when $CAPTURE_ASYNC is set; over TLS 1.2 at most when $CAPTURE_TLS12
+# is set; with the secret from $CAPTURE_SECRET in Authorization and x-api-key;
 # reads each response whole, and exits non-zero on a bad one. /v1/files
 # (the mock's REST call that is no LLM call) answers JSON, not a stream;
 # a path with cut=N (the mock closes the connection after N chunks) must
@@ -30,6 +31,8 @@ fresh = bool(os.environ.get("CAPTURE_FRESH"))
 use_async = bool(os.environ.get("CAPTURE_ASYNC"))
 u = urllib.parse.urlsplit(url)
 ctx = ssl.create_default_context(cafile=cafile) if u.scheme == "https" else None
+if ctx is not None and os.environ.get("CAPTURE_TLS12"):
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
 
 
 def connect():
