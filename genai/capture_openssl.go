@@ -42,8 +42,8 @@ type sslCalibration struct {
 	layout *sslLayout
 	known  bool // layout is among the connTable's already
 	// scanned are, by direction, the calls of the connection seen at
-	// the last scan: a direction is scanned again only once more of its
-	// records came.
+	// the last scan (or at the handshake's end): a direction is scanned
+	// again only once more of its records came.
 	scanned [2]uint32
 	scans   int
 }
@@ -133,8 +133,9 @@ func (t *connTable) learn(cc *capConn, l *sslLayout, known bool, r *httpbpf.Reco
 		return
 	}
 	t.calibrations++
-	cc.calib = &sslCalibration{state: bytes.Clone(r.Data), layout: l, known: known}
-	t.calibrate(cc)
+	// Scanned from the next records on: those held now are the
+	// handshake's, under its keys, which no application secret opens.
+	cc.calib = &sslCalibration{state: bytes.Clone(r.Data), layout: l, known: known, scanned: cc.seq}
 }
 
 // addLayout keeps l, dropping the oldest past maxLayouts, and has the
