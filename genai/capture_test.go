@@ -402,6 +402,19 @@ func connectionPerCall(t *testing.T, tls bool, opts []CaptureOption, env ...stri
 	return h
 }
 
+// captureTLSMode starts a capture that reads calls over TLS by connection
+// (byConn: the clients load a libssl of their own, by the environment it
+// returns) or by call, or in plaintext to port.
+func captureTLSMode(t *testing.T, tls, byConn bool, port int) (*captureHarness, []string) {
+	t.Helper()
+	if byConn {
+		h := startCapture(t)
+		env, _ := privateLibSSL(t)
+		return h, []string{env}
+	}
+	return captureOver(t, tls, port, withTLSByCall()), nil
+}
+
 // captureOver starts a capture that sees calls over TLS (once the system
 // libssl is probed) or in plaintext to port.
 func captureOver(t *testing.T, tls bool, port int, opts ...CaptureOption) *captureHarness {
@@ -599,17 +612,7 @@ func TestCaptureCutStream(t *testing.T) {
 	}{{"tls", true, false}, {"tls by connection", true, true}, {"plaintext", false, false}} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := llmserver.Start(t, llmserver.Options{TLS: tt.tls, Chunks: chunks})
-			var (
-				h   *captureHarness
-				env []string
-			)
-			if tt.byConn {
-				h = startCapture(t)
-				e, _ := privateLibSSL(t)
-				env = append(env, e)
-			} else {
-				h = captureOver(t, tt.tls, s.Port, withTLSByCall())
-			}
+			h, env := captureTLSMode(t, tt.tls, tt.byConn, s.Port)
 			pythonClient(t, s, "/v1/chat/completions,/v1/chat/completions?cut=2,/v1/chat/completions", "gpt-4o-mini", 3, true, env...)
 			var cut []tracetest.SpanStub
 			for _, sp := range h.spansTo(t, s.Port, 3) {
@@ -672,17 +675,7 @@ func TestCaptureGaveUpWaiting(t *testing.T) {
 			if tt.tls {
 				url = "https://127.0.0.1:" + strconv.Itoa(port)
 			}
-			var (
-				h   *captureHarness
-				env []string
-			)
-			if tt.byConn {
-				h = startCapture(t)
-				e, _ := privateLibSSL(t)
-				env = append(os.Environ(), e)
-			} else {
-				h = captureOver(t, tt.tls, port, withTLSByCall())
-			}
+			h, env := captureTLSMode(t, tt.tls, tt.byConn, port)
 			const script = `
 import json, socket, ssl, sys, urllib.request
 ctx = ssl.create_default_context(cafile=sys.argv[2])
@@ -696,7 +689,7 @@ except (socket.timeout, TimeoutError):
     pass
 `
 			py := exec.Command("/usr/bin/python3", "-c", script, url, files.CAFile, captureSecret)
-			py.Env = env
+			py.Env = append(os.Environ(), env...)
 			out, err := py.CombinedOutput()
 			require.NoError(t, err, "python: %s", out)
 			sp := h.spansTo(t, port, 1)[0]
