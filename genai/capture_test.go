@@ -402,6 +402,34 @@ func connectionPerCall(t *testing.T, tls bool, opts []CaptureOption, env ...stri
 	return h
 }
 
+// TestCaptureTLSExitAtOnce: curl processes, read by connection, each
+// making one call and exiting at once, over TLS 1.3 and 1.2: each call is
+// a span with its usage, though the process is gone before the capture
+// reads its bytes (its TLS 1.2 session is copied by the kernel side at
+// the handshake's end, not read from the process after).
+func TestCaptureTLSExitAtOnce(t *testing.T) {
+	const n = 10 // processes a version
+	s := llmserver.Start(t, llmserver.Options{TLS: true, Chunks: chunks})
+	h := startCapture(t)
+	env, lib := privateLibSSL(t)
+	for _, version := range []string{"1.3", "1.2"} {
+		for range n {
+			cmd := curlChatCmd(s, 1)
+			cmd.Args = append(cmd.Args, "--tls-max", version)
+			cmd.Env = append(os.Environ(), env)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "curl: %s", out)
+		}
+	}
+	for _, sp := range h.spansTo(t, s.Port, 2*n) {
+		a := attrs(sp)
+		require.Equal(t, int64(llmserver.InputTokens), a[semconv.GenAIUsageInputTokens].AsInt64(), sp.Name)
+		require.Equal(t, int64(llmserver.OutputTokens), a[semconv.GenAIUsageOutputTokens].AsInt64(), sp.Name)
+	}
+	h.requireByConnection(t, lib)
+	h.requireNoSecret(t)
+}
+
 // captureTLSMode starts a capture that reads calls over TLS by connection
 // (byConn: the clients load a libssl of their own, by the environment it
 // returns) or by call, or in plaintext to port.
