@@ -438,7 +438,8 @@ func (c *Capture) start(multi bool) error {
 	}
 	wall := ktime.WallClock(ktime.Now)
 	c.conns = newConnTable(cc, c.objs, wall, c.exchange)
-	if err := c.objs.SetSessionOffsets(c.conns.sessionOffsets()); err != nil {
+	c.conns.sessionOffs = c.conns.sessionOffsets()
+	if err := c.objs.SetSessionOffsets(c.conns.sessionOffs); err != nil {
 		return fmt.Errorf("genai capture: %w", err)
 	}
 	c.conns.serve = c.serve

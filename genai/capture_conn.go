@@ -126,6 +126,9 @@ type connTable struct {
 	calibrations    int
 	sessionSearches int
 	unmatchedStates int64
+	// sessionOffs are the session pointer offsets the kernel side was
+	// told last (setSessionOffsets).
+	sessionOffs [2]uint32
 	// readMemory reads a process's memory (readProcessMemory): a TLS
 	// 1.2 connection's session.
 	readMemory func(pid uint32, addr uint64, b []byte) error

@@ -37,6 +37,7 @@ var (
 type recordedMutes struct {
 	gens     []uint32
 	sessions [2]uint32 // the session pointer offsets set last
+	setTimes int       // how often they were set
 }
 
 func (r *recordedMutes) Mute(gen uint32) error {
@@ -46,6 +47,7 @@ func (r *recordedMutes) Mute(gen uint32) error {
 
 func (r *recordedMutes) SetSessionOffsets(offsets [2]uint32) error {
 	r.sessions = offsets
+	r.setTimes++
 	return nil
 }
 

@@ -164,9 +164,15 @@ func (t *connTable) sessionOffsets() [2]uint32 {
 	return offs
 }
 
+// setSessionOffsets tells the kernel side sessionOffsets, where they
+// changed since it was last told.
 func (t *connTable) setSessionOffsets() {
-	if t.kernel != nil {
-		_ = t.kernel.SetSessionOffsets(t.sessionOffsets())
+	offs := t.sessionOffsets()
+	if t.kernel == nil || offs == t.sessionOffs {
+		return
+	}
+	if t.kernel.SetSessionOffsets(offs) == nil {
+		t.sessionOffs = offs
 	}
 }
 
@@ -260,8 +266,8 @@ func (t *connTable) gotMaster(cc *capConn, master []byte, sessionOff, masterOff 
 	if !cc.layoutKnown {
 		t.addLayout(l)
 		cc.layoutKnown = true
-	} else if sessionOff != sslSessionHints[0] {
-		t.setSessionOffsets()
+	} else {
+		t.setSessionOffsets() // a known layout's session, learned now
 	}
 	cc.ssl = 0
 	rnd, _ := cc.tls.ClientRandom()

@@ -163,6 +163,7 @@ func TestConnTableOpenSSL(t *testing.T) {
 			h.closeWire(1)
 		}
 		require.Equal(t, 1, h.t.sessionSearches, "the layout read the later connections: no search")
+		require.Equal(t, 1, h.muted.setTimes, "the kernel side told once, not at every connection")
 		require.Zero(t, h.t.undecryptable)
 	})
 	t.Run("TLS 1.2, where the hint says", func(t *testing.T) {
