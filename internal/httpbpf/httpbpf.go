@@ -1,7 +1,8 @@
 // Package httpbpf holds the eBPF programs that capture the plaintext bytes
 // of HTTP connections for the genai capture (capture.bpf.c, compiled by
 // bpf2go into the committed capture_x86_bpfel.o): uprobes on OpenSSL's
-// SSL_read and SSL_write, and BTF raw tracepoints on the socket syscalls.
+// SSL_read and SSL_write (by call) or SSL_do_handshake (by connection),
+// on Go's crypto/tls, and tracepoints on the socket syscalls.
 // It also decodes the records they submit, without allocating.
 package httpbpf
 
